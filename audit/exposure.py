@@ -96,7 +96,11 @@ class Decision:
 
 
 def decide(policy: Policy, evidence: list[Evidence]) -> Decision:
-    """Apply every rule to the evidence of one language variant."""
+    """Apply every rule to the evidence of one language variant.
+
+    A figure the backend could only bound (`figures.bounds`) fires when its lowest value meets
+    the threshold and passes when its highest does not; in between the rule is undecided, and
+    an undecided rule makes the variant `unknown`, as a failed check does."""
     by_field = {e.field: e for e in evidence}
     fired, checked, missing = [], [], []
     for field_name, thresholds in policy.rules.items():
@@ -106,12 +110,19 @@ def decide(policy: Policy, evidence: list[Evidence]) -> Decision:
         if found.status == FAILED:
             missing.append({"field": field_name, "signal": found.signal, "status": FAILED, "error": found.error})
             continue
+        bounds = found.figures.get("bounds", {})
         for figure, threshold in thresholds.items():
             value = found.figures.get(figure)
             if value is None:
                 continue
             check = {"field": field_name, "signal": found.signal, "figure": figure, "value": value, "threshold": threshold}
-            (fired if value >= threshold else checked).append(check)
+            lowest, highest = bounds.get(figure, (value, value))
+            if lowest >= threshold:
+                fired.append(check)
+            elif highest < threshold:
+                checked.append(check)
+            else:
+                missing.append({**check, "status": "bounded", "bounds": [lowest, highest]})
     if fired:
         return Decision(SEEN, fired)
     if missing:

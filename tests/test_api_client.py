@@ -104,8 +104,32 @@ def test_over_budget_lengths_are_lower_bounds_and_counted(served: Served, wiki_i
     api = corpus(served.url, "wiki", longest_match="count", budget=20)
     text = " ".join(reversed(wiki_docs["en"][3]["text"].split()))[:400]
     got, want = api.match_lengths(text), local.match_lengths(text)
-    assert all(g <= w for g, w in zip(got, want, strict=True)) and got != want
+    assert all(g <= w for g, w in zip(got.lengths, want.lengths, strict=True)) and got.lengths != want.lengths
+    assert len(got.lower_bounds) == 1 and got.lower_bounds[0][1] == len(text)
+    first = got.lower_bounds[0][0]
+    assert got.lengths[:first] == want.lengths[:first] and not want.lower_bounds
     assert api.details["fields_bounded"] == 1
+
+
+def test_a_bounded_field_is_unknown_never_unseen(served: Served, wiki_index: Path, wiki_docs):
+    """A passage the corpus holds (but for its last words), checked through a budget too small
+    to find that out: the evidence carries bounds and the variant is `unknown`; with budget
+    enough it is `seen`.  Text the corpus lacks is likewise `unknown`, not `unseen`, until the
+    budget suffices."""
+    policy = load_policy()
+    config = build_config(ngram.NgramConfig, policy.section("ngram"), "ngram")
+    passage = head(" ".join(wiki_docs["en"][5]["text"].split()), 380) + " zq plugh xyzzy"
+    absent = "xq " + " ".join(f"zz{k}q" for k in range(40))
+
+    def tags(budget: int, text: str) -> tuple[str, dict]:
+        api = corpus(served.url, "wiki", longest_match="count", budget=budget)
+        evidence, _ = ngram.field_evidence(api, "context", text, config)
+        return decide(policy, [evidence]).exposure, evidence.figures
+
+    tag, figures = tags(3, passage)
+    assert tag == "unknown" and figures["bounds"]["coverage"][0] < 0.5 <= figures["bounds"]["coverage"][1]
+    assert tags(5000, passage)[0] == "seen" and "bounds" not in tags(5000, passage)[1]
+    assert tags(3, absent)[0] == "unknown" and tags(5000, absent)[0] == "unseen"
 
 
 def test_long_fields_are_windowed_within_the_query_limits(served: Served, demo_dir: Path):
@@ -116,7 +140,9 @@ def test_long_fields_are_windowed_within_the_query_limits(served: Served, demo_d
     api = corpus(served.url, "demo")
     got, want = api.match_lengths(passage), local.match_lengths(passage)
     cap = 499 - 50
-    assert all(g == w for g, w in zip(got, want, strict=True) if w < cap) and all(g >= min(w, cap) for g, w in zip(got, want, strict=True))
+    pairs = list(zip(got.lengths, want.lengths, strict=True))
+    assert all(g == w for g, w in pairs if w < cap) and all(g >= min(w, cap) for g, w in pairs)
+    assert all(not got.is_exact(i) for i, (g, w) in enumerate(pairs) if g != w)
     assert api.count(passage) == local.count(passage) or local.count(passage) == 0
     assert api.details["counts_over_limit"] >= 1
 
@@ -139,10 +165,11 @@ def test_occurrences_and_provenance_equal_the_local_backend(served: Served, wiki
 
 
 def test_audit_check_through_the_api_gives_the_local_exposure_tags(served: Served, demo_dir: Path):
-    """Tags are identical.  What may differ, by design: the longest match of a field past the
-    query limit is capped (at least 450 bytes) where the local index reports it whole, so
-    `longest_match_*` and `spans` differ for those fields, and their provenance shows the
-    capped match; everything else is equal."""
+    """Tags are identical.  What may differ, by design: a field past the query limits has an
+    inexact count and may have a longest match capped (at least 450 bytes) where the local
+    index reports it whole; the remote evidence then gives those figures at their lowest with
+    `bounds` that hold the local figure, and its provenance shows the capped match.  Every
+    other figure is equal."""
     items = load_benchmark(SAMPLE).items[:8]
     policy = load_policy(None)
     config = build_config(ngram.NgramConfig, policy.section("ngram"), "built-in")
@@ -150,19 +177,24 @@ def test_audit_check_through_the_api_gives_the_local_exposure_tags(served: Serve
     api = corpus(served.url, "demo")
     remote = check_items(items, [partial(ngram.run, api, config=config)], policy)
     assert [(r["item_id"], r["lang"], r["exposure"], r["item_exposure"]) for r in remote] == [(r["item_id"], r["lang"], r["exposure"], r["item_exposure"]) for r in direct]
+    bounded = 0
     for mine, theirs in zip(remote, direct, strict=True):
         for a, b in zip(mine["evidence"], theirs["evidence"], strict=True):
             assert a["status"] == b["status"] == "ok" or a["status"] == b["status"] == "absent"
-            capped = b["figures"].get("longest_match_chars", 0) * 3 > 450 and a["figures"].get("longest_match_chars") != b["figures"].get("longest_match_chars")
-            if capped:
-                assert a["figures"]["longest_match_chars"] < b["figures"]["longest_match_chars"]
-                assert a["figures"]["coverage"] == b["figures"]["coverage"]
+            bounds = a["figures"].get("bounds", {})
+            for figure, (lowest, highest) in bounds.items():
+                assert lowest == a["figures"][figure] <= b["figures"][figure] <= highest, (mine["item_id"], mine["lang"], a["field"], figure)
+            if bounds:
+                bounded += 1
+                same = {k for k in a["figures"] if k not in bounds and k not in ("bounds", "spans", "longest_match_start", "longest_match_count")}
+                assert {k: a["figures"][k] for k in same} == {k: b["figures"][k] for k in same}
                 continue
             assert a["figures"] == b["figures"], (mine["item_id"], mine["lang"], a["field"])
             strip = lambda p: {**p, "metadata": {k: v for k, v in p["metadata"].items() if k != "infini_gram_api"}}
             exact = [p for p in a["provenance"] if p["metadata"].get("infini_gram_api", {}).get("offset_exact", True)]
             if len(exact) == len(a["provenance"]):
                 assert [strip(p) for p in a["provenance"]] == b["provenance"]
+    assert bounded and api.details["counts_over_limit"] >= 1
 
 
 def test_offline_replays_the_cache_and_a_miss_is_unknown(wiki_index: Path, wiki_docs, tmp_path: Path):
@@ -219,7 +251,7 @@ def test_token_level_index_tries_the_leading_space_form_and_records_it(served: S
     hit = api.document_hit(hits[0], len(b"Washington"), 20)
     assert hit.metadata["infini_gram_api"]["variant"] == "leading space" and "Washington" in hit.snippet
     lengths = api.match_lengths("Seattle, Washington has rain")
-    assert lengths[0] == len("Seattle, Washington has")
+    assert lengths.lengths[0] == len("Seattle, Washington has") and not lengths.lower_bounds
 
 
 # Misbehaving servers: the stdlib HTTP server on 127.0.0.1, answering from a script.

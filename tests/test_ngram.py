@@ -1,17 +1,16 @@
 """The n-gram signal and the default policy on planted contamination in a real index."""
 from __future__ import annotations
 
-
 import pytest
+from conftest import ECLEKTIC_CSV, write_jsonl
 
 from audit.corpora.local import LocalIndex
+from audit.evidence import Evidence
 from audit.exposure import SEEN, UNSEEN, decide, load_policy
 from audit.indexing import build_index
 from audit.items import Item, Variant
 from audit.loaders import load_benchmark
 from audit.signals.ngram import NgramConfig, run
-
-from conftest import ECLEKTIC_CSV, write_jsonl
 
 CONFIG = NgramConfig()
 
@@ -118,3 +117,22 @@ def test_anchor_shared_with_the_source_language_is_not_evidence_for_a_target(pla
     assert pair.figures["documents"] == 0
     assert pair.figures["anchors_shared_with_source"] == [english.title]
     assert by_field(run(corpus, item, "en", CONFIG), "question+answer").figures["documents"] >= 1
+
+
+@pytest.mark.parametrize(
+    ("bounds", "expected"),
+    [
+        ({"coverage": [0.6, 0.9]}, "seen"),
+        ({"coverage": [0.1, 0.4]}, "unseen"),
+        ({"coverage": [0.1, 0.6]}, "unknown"),
+        ({"coverage": [0.1, 0.4], "longest_match_chars": [40, 150]}, "unknown"),
+        ({"coverage": [0.1, 0.4], "longest_match_chars": [40, 149]}, "unseen"),
+    ],
+)
+def test_a_bounded_figure_fires_on_its_lowest_and_passes_on_its_highest(bounds, expected):
+    figures = {"coverage": bounds["coverage"][0], "longest_match_chars": bounds.get("longest_match_chars", [40])[0], "bounds": bounds}
+    decision = decide(load_policy(), [Evidence(signal="ngram", corpus="c", field="context", figures=figures)])
+    assert decision.exposure == expected
+    if expected == "unknown":
+        undecided = [d for d in decision.decided_by if d.get("status") == "bounded"]
+        assert undecided and all(d["bounds"][0] < d["threshold"] <= d["bounds"][1] for d in undecided)

@@ -14,20 +14,22 @@ What is derived, and how exact it is:
 
 - `count` of a string within the query limits (1,000 characters and 500 tokens; a string is
   kept under 500 UTF-8 bytes, since a token holds at least one byte) is the server's count.  A
-  longer string is counted in consecutive windows: 0 if any window is absent (exact), else the
-  smallest window count (an upper bound).
+  longer string is counted in consecutive windows: 0 if any window is absent (exact), else
+  anywhere from 0 to the smallest window count, which `count_range` says.
 - `match_lengths` (the longest match at every position) has no endpoint in the public API.  A
   server that answers infini-gram's `creativity` query for a byte-level index (as `audit serve`
   does) gives it directly, window by window: the next window starts where the first match
   reaching the current window's end starts, so lengths are exact up to the query limit, except
   where that start comes within `creativity_stride` bytes of the window's start: those lengths
   are capped at the window's reach, at least `max_query_tokens` minus the stride (450 bytes by
-  default), and `details.fields_capped` counts such fields.  Otherwise it is derived from
-  counts: a left-to-right scan that extends each match by galloping and binary search, and
-  skips runs of positions whose match ends at the same place.  Each field may spend `budget`
-  count requests; positions past the budget get the lower bound that the matches found so far
-  imply (a suffix of a match is a match), and `details.fields_bounded` counts such fields.
-  Lower bounds can only turn `seen` into `unseen`, never the reverse.
+  default).  Otherwise it is derived from counts: a left-to-right scan that extends each match
+  by galloping and binary search, and skips runs of positions whose match ends at the same
+  place; a match can reach no further than one query.  Each field may spend `budget` count
+  requests; positions past the budget get the lower bound that the matches found so far imply
+  (a suffix of a match is a match).  Capped and over-budget positions are returned as lower
+  bounds (`MatchLengths.lower_bounds`), so the signal reports bounded figures and the policy
+  says `unknown` where a bound leaves a rule undecided; `details.fields_capped` and
+  `details.fields_bounded` count such fields.
 - On a token-level index (the public ones use the Llama-2 tokenizer) a string query matches
   only on token boundaries.  Derived matches then start and end at word boundaries only (any
   character of a script written without spaces), and both surface forms are tried: the text as it is and with a leading space.  The form with the larger count
@@ -56,7 +58,7 @@ from typing import Any
 import numpy as np
 import requests
 
-from audit.corpora.base import CorpusInfo, DocumentHit
+from audit.corpora.base import CorpusInfo, DocumentHit, MatchLengths
 from audit.corpora.cache import ResponseCache
 from audit.corpora.local import bytes_to_char_lengths
 from audit.text import UNSEGMENTED_SCRIPTS, script_of
@@ -413,20 +415,24 @@ class ApiCorpus:
             start = max(end, start + 1)
 
     def count(self, text: str) -> int:
+        return self.count_range(text)[1]
+
+    def count_range(self, text: str) -> tuple[int, int]:
         if not text:
-            return 0
+            return 0, 0
         if self.fits(text):
-            return self._count_fitting(text)
+            found = self._count_fitting(text)
+            return found, found
         self._note("counts_over_limit")
         counts = self._map(self._count_fitting, [text[a:b] for a, b in self._pieces(text)])
-        return 0 if 0 in counts else min(counts)
+        return (0, 0) if 0 in counts else (0, min(counts))
 
-    def match_lengths(self, text: str) -> list[int]:
+    def match_lengths(self, text: str) -> MatchLengths:
         n = len(text)
         if not n:
-            return []
+            return MatchLengths([])
         if self.fits(text) and self.count(text) > 0:
-            return [n - i for i in range(n)]
+            return MatchLengths([n - i for i in range(n)])
         if self.fits(text[:1]) and self._byte_level is None:
             self._learn(text[:1], self.client.query("count", query=text[:1]))
         if self._mode != "count" and self._byte_level:
@@ -442,7 +448,7 @@ class ApiCorpus:
             raise ApiQueryError(f"{self.client.settings.url}: creativity needs a byte-level index; this one is tokenized")
         return self._by_counts(text)
 
-    def _by_creativity(self, text: str) -> list[int]:
+    def _by_creativity(self, text: str) -> MatchLengths:
         """Lengths from `creativity` answers over successive windows of the text's bytes.
 
         A window's lengths are exact until the first position whose match reaches the window's
@@ -452,7 +458,7 @@ class ApiCorpus:
         encoded = text.encode("utf-8")
         starts = np.append(np.asarray(_char_starts(encoded), dtype=np.int64), len(encoded))
         lengths = np.zeros(len(encoded), dtype=np.int64)
-        capped = False
+        capped: list[tuple[int, int]] = []
         char = 0
         while char < len(text):
             a = int(starts[char])
@@ -472,11 +478,12 @@ class ApiCorpus:
             next_char = min(int(np.searchsorted(starts, following, side="left")), max(last, char + 1))
             b_next = int(starts[next_char])
             lengths[a:b_next] = values[: b_next - a]
-            capped = capped or stop < b_next
+            if stop < b_next:
+                capped.append((int(np.searchsorted(starts, stop, side="left")), next_char))
             char = next_char
         if capped:
             self._note("fields_capped")
-        return bytes_to_char_lengths(encoded, lengths)
+        return MatchLengths(bytes_to_char_lengths(encoded, lengths), _merged(capped))
 
     def _boundary(self, text: str, i: int) -> bool:
         """Where a token-level query can start or end: a word boundary, or either side of a
@@ -494,7 +501,7 @@ class ApiCorpus:
         by_chars = np.arange(len(text)) + self.options.max_query_chars
         return np.minimum(np.minimum(by_bytes, by_chars), len(text)).tolist()
 
-    def _by_counts(self, text: str) -> list[int]:
+    def _by_counts(self, text: str) -> MatchLengths:
         """The longest match at each position from count requests, within the field's budget.
 
         Scans left to right keeping `end`, where the current match ends (it never moves back:
@@ -526,6 +533,7 @@ class ApiCorpus:
 
         ends = [0] * n
         end, i = 0, 0
+        unspent: list[tuple[int, int]] = []
         try:
             while i < n:
                 end = max(end, i)
@@ -547,8 +555,12 @@ class ApiCorpus:
         except _OutOfBudget:
             for j in range(i, n):
                 ends[j] = max(end, j)
+            unspent = [(i, n)]
             self._note("fields_bounded")
-        return [e - j for j, e in enumerate(ends)]
+        capped = [(j, j + 1) for j in range(min(i, n)) if ends[j] < n and self._boundary(text, j) and (next_cut(ends[j]) or n + 1) > reach[j]]
+        if capped:
+            self._note("fields_capped")
+        return MatchLengths([e - j for j, e in enumerate(ends)], _merged(capped + unspent))
 
     def occurrences(self, text: str, limit: int) -> tuple[int, list[ApiOccurrence]]:
         if not self.fits(text):
@@ -641,6 +653,18 @@ def _extend(found: Callable[[int, int], bool], i: int, end: int, stops: list[int
         else:
             high = middle - 1
     return stops[low]
+
+
+def _merged(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Position ranges with touching or overlapping ones joined, in order, and empty ones left
+    out."""
+    joined: list[tuple[int, int]] = []
+    for start, end in sorted(r for r in ranges if r[0] < r[1]):
+        if joined and start <= joined[-1][1]:
+            joined[-1] = (joined[-1][0], max(joined[-1][1], end))
+        else:
+            joined.append((start, end))
+    return joined
 
 
 def _char_starts(encoded: bytes) -> list[int]:

@@ -31,6 +31,19 @@ class Occurrence:
 
 
 @dataclass
+class MatchLengths:
+    """The longest match at each character position, and where those lengths are only lower
+    bounds (a backend that ran out of requests, or whose queries are capped in length): the
+    signals turn such positions into bounded figures, which the policy never reads as absent."""
+
+    lengths: list[int]
+    lower_bounds: list[tuple[int, int]] = field(default_factory=list)
+
+    def is_exact(self, position: int) -> bool:
+        return not any(start <= position < end for start, end in self.lower_bounds)
+
+
+@dataclass
 class DocumentHit:
     """A matched document as provenance: its metadata and the match in context."""
 
@@ -47,9 +60,13 @@ class Corpus(Protocol):
     info: CorpusInfo
 
     def count(self, text: str) -> int:
-        """Occurrences of the exact string."""
+        """Occurrences of the exact string (an upper bound where `count_range` is not exact)."""
 
-    def match_lengths(self, text: str) -> list[int]:
+    def count_range(self, text: str) -> tuple[int, int]:
+        """(fewest, most) occurrences of the exact string: equal when the backend can count it
+        exactly."""
+
+    def match_lengths(self, text: str) -> MatchLengths:
         """For each character position i, the length in characters of the longest prefix of
         text[i:] that occurs in the corpus."""
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from audit import _suffix
-from audit.corpora.base import CorpusInfo, DocumentHit, Occurrence
+from audit.corpora.base import CorpusInfo, DocumentHit, MatchLengths, Occurrence
 from audit.indexing import read_manifest
 
 
@@ -137,11 +137,15 @@ class LocalIndex:
     def count(self, text: str) -> int:
         return self.count_bytes(text.encode("utf-8"))
 
-    def match_lengths(self, text: str) -> list[int]:
+    def count_range(self, text: str) -> tuple[int, int]:
+        found = self.count(text)
+        return found, found
+
+    def match_lengths(self, text: str) -> MatchLengths:
         encoded = text.encode("utf-8")
         if not encoded:
-            return []
-        return bytes_to_char_lengths(encoded, self.longest_match_bytes(encoded))
+            return MatchLengths([])
+        return MatchLengths(bytes_to_char_lengths(encoded, self.longest_match_bytes(encoded)))
 
     def occurrences(self, text: str, limit: int) -> tuple[int, list[Occurrence]]:
         """Up to `limit` occurrences spread evenly over the suffix-array range (a sample of

@@ -5,6 +5,11 @@ Everything is derived from two corpus operations: `match_lengths` (the longest m
 at each character, infini-gram's "creativity") and `occurrences`.  A window of units is in the
 corpus exactly when the match starting at its first character reaches its end, so coverage of
 every window costs no query beyond the one longest-match pass.
+
+A backend that can only bound some lengths or counts (a remote API out of requests, or with
+capped queries) makes the figures built on them inexact: each figure is then reported at its
+lowest, and `figures.bounds` gives its [lowest, highest], so a rule can fire on the lowest or
+stay undecided, never read a bound as absence.
 """
 from __future__ import annotations
 
@@ -44,6 +49,16 @@ class FieldMatch:
 
     text: str
     lengths: list[int]
+    lower_bounds: list[tuple[int, int]] = field(default_factory=list)
+
+    def longest_possible(self) -> int:
+        """The longest match there could be, given that lengths at bounded positions may run on
+        to the end of the text."""
+        reach = max((len(self.text) - start for start, _ in self.lower_bounds), default=0)
+        return max(self.longest[1], reach)
+
+    def bounded(self, position: int) -> bool:
+        return any(start <= position < end for start, end in self.lower_bounds)
 
     @property
     def longest(self) -> tuple[int, int]:
@@ -65,10 +80,33 @@ class FieldMatch:
         return sorted(spans, key=lambda s: (s[0] - s[1], s[0]))
 
 
-def window_figures(match: FieldMatch, size: int) -> dict[str, Any]:
+def window_figures(match: FieldMatch, size: int) -> tuple[dict[str, Any], int]:
+    """Coverage figures, and how many windows are undecided (a bounded start that falls short)."""
     spans = windows(match.text, size)
     found = sum(1 for start, end in spans if match.lengths[start] >= end - start)
-    return {"windows": len(spans), "windows_found": found, "coverage": round(found / len(spans), 4) if spans else 0.0}
+    undecided = sum(1 for start, end in spans if match.lengths[start] < end - start and match.bounded(start))
+    return {"windows": len(spans), "windows_found": found, "coverage": _ratio(found, len(spans))}, undecided
+
+
+def _ratio(part: int, whole: int) -> float:
+    return round(part / whole, 4) if whole else 0.0
+
+
+def figure_bounds(match: FieldMatch, figures: dict[str, Any], counts: tuple[int, int], undecided_windows: int) -> dict[str, list[float]]:
+    """[lowest, highest] for each figure a bounded backend left inexact; the figure itself is
+    the lowest.  Empty when every figure is exact."""
+    bounds: dict[str, list[float]] = {}
+    if counts[0] != counts[1]:
+        bounds["exact_count"] = list(counts)
+    possible = match.longest_possible()
+    if possible > figures["longest_match_chars"]:
+        bounds["longest_match_chars"] = [figures["longest_match_chars"], possible]
+        bounds["longest_match_fraction"] = [figures["longest_match_fraction"], _ratio(possible, len(match.text))]
+    if undecided_windows:
+        most = figures["windows_found"] + undecided_windows
+        bounds["windows_found"] = [figures["windows_found"], most]
+        bounds["coverage"] = [figures["coverage"], _ratio(most, figures["windows"])]
+    return bounds
 
 
 def provenance(corpus: Corpus, span_text: str, span: tuple[int, int], config: NgramConfig) -> tuple[int, list[dict[str, Any]]]:
@@ -93,24 +131,30 @@ def provenance(corpus: Corpus, span_text: str, span: tuple[int, int], config: Ng
 
 def field_evidence(corpus: Corpus, name: str, raw: str, config: NgramConfig) -> tuple[Evidence, FieldMatch]:
     text = normalize(raw)
-    match = FieldMatch(text, corpus.match_lengths(text))
+    lengths = corpus.match_lengths(text)
+    match = FieldMatch(text, lengths.lengths, lengths.lower_bounds)
     start, length = match.longest
     script = dominant_script(text)
     unit = "char" if script in UNSEGMENTED_SCRIPTS else "word"
     size = config.window_for(script)
+    counts = corpus.count_range(text)
+    coverage, undecided_windows = window_figures(match, size)
     figures: dict[str, Any] = {
         "chars": len(text),
         "units": len(units(text)),
         "script": script,
-        "exact_count": corpus.count(text),
+        "exact_count": counts[0],
         "longest_match_chars": length,
-        "longest_match_fraction": round(length / len(text), 4) if text else 0.0,
+        "longest_match_fraction": _ratio(length, len(text)),
         "longest_match_start": start,
         "window_unit": unit,
         "window_size": size,
-        **window_figures(match, size),
+        **coverage,
         "spans": [list(s) for s in match.maximal_spans(config.span_min_chars)[: config.max_spans]],
     }
+    bounds = figure_bounds(match, figures, counts, undecided_windows)
+    if bounds:
+        figures["bounds"] = bounds
     evidence = Evidence(signal=NAME, corpus=corpus.info.name, field=name, figures=figures)
     if length >= config.span_min_chars or (length and length == len(text)):
         span = (start, start + length)
