@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from importlib import resources
 from pathlib import Path
 
 import pytest
@@ -40,8 +41,10 @@ def write(path: Path, text: str) -> Path:
     return path
 
 
-def test_the_registry_file_lists_exactly_the_built_in_corpora():
-    assert read_registry(ROOT / DEFAULT_REGISTRY) == BUILTIN
+def test_the_registry_file_is_the_built_in_registry_the_package_ships():
+    shipped = resources.files("audit").joinpath("data/corpora.toml").read_text(encoding="utf-8")
+    assert shipped == (ROOT / DEFAULT_REGISTRY).read_text(encoding="utf-8")
+    assert set(read_registry(ROOT / DEFAULT_REGISTRY)) == set(BUILTIN)
     assert BUILTIN["olmo"].index == "v4_olmo-2-0325-32b-instruct_llama" and BUILTIN["olmo"].url == "https://api.infini-gram.io/"
     assert {name for name, e in BUILTIN.items() if e.backend == API} >= {"olmo", "olmo-mix", "dolma", "dclm", "rpj", "pile", "c4"}
 

@@ -13,14 +13,16 @@ Registry entries (`indexes/corpora.toml` documents every key):
     index = "wiki"                   # the index id the server knows
     cache = "cache/team.sqlite"      # optional; default CACHE/api-cache.sqlite
 
-The public infini-gram indexes (`olmo`, `dolma`, `dclm`, `rpj`, `pile`, `c4`, ...) are built in,
-so `--corpus olmo` works from any directory; a registry entry of the same name replaces one.
+The demo and the public infini-gram indexes (`olmo`, `dolma`, `dclm`, `rpj`, `pile`, `c4`, ...)
+are built in, so `--corpus olmo` works from any directory; an entry of the same name in the
+user's registry replaces one.
 """
 from __future__ import annotations
 
 import tomllib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +44,6 @@ from audit.paths import cache_dir
 DEFAULT_REGISTRY = Path("indexes/corpora.toml")
 API = "infini-gram-api"
 BACKENDS = ("local", "demo", API)
-DOCS_VERSION = "infini-gram API documentation (docs/source/api.rst, read 2026-11-22)"
 CLIENT_KEYS = {"timeout", "attempts", "backoff", "max_backoff", "concurrency", "max_response_bytes"}
 OPTION_KEYS = {f.name for f in fields(ApiOptions)}
 ENTRY_KEYS = {"backend", "path", "description", "url", "index", "cache"} | CLIENT_KEYS | OPTION_KEYS
@@ -62,32 +63,6 @@ class Entry:
     index: str | None = None
     cache: Path | None = None
     settings: dict[str, Any] = field(default_factory=dict)
-
-
-def _public(name: str, index: str, description: str) -> Entry:
-    """A public index: count-derived longest matches, since the public API has no creativity
-    query, and at most two requests in flight, to be a considerate client."""
-    return Entry(name, API, None, description, PUBLIC_ENDPOINT, index, None, {"longest_match": "count", "concurrency": 2})
-
-
-# Index ids as the infini-gram API documentation lists them (see DOCS_VERSION); `dclm` and
-# `olmo-mix` are not in that version of the list (see indexes/corpora.toml).
-BUILTIN: dict[str, Entry] = {
-    entry.name: entry
-    for entry in (
-        Entry(DEMO, "demo", None, "The bundled multilingual Wikipedia sample plus ECLeKTic's English source passages, indexed on first use."),
-        _public("olmo", "v4_olmo-2-0325-32b-instruct_llama", "OLMo-2-0325-32B-Instruct's full training data (pre-, mid- and post-training), Llama-2 tokens"),
-        _public("olmo-13b", "v4_olmo-2-1124-13b-instruct_llama", "OLMo-2-1124-13B-Instruct's full training data, Llama-2 tokens"),
-        _public("olmoe", "v4_olmoe-0125-1b-7b-instruct_llama", "OLMoE-0125-1B-7B-Instruct's full training data, Llama-2 tokens"),
-        _public("olmo-mix", "v4_olmo-mix-1124_llama", "OLMo-mix-1124, OLMo 2's pretraining mix, Llama-2 tokens"),
-        _public("dolma", "v4_dolma-v1_7_llama", "Dolma v1.7, Llama-2 tokens"),
-        _public("dclm", "v4_dclm-baseline_llama", "DCLM-baseline, Llama-2 tokens"),
-        _public("rpj", "v4_rpj_llama_s4", "RedPajama-Data-1T, Llama-2 tokens"),
-        _public("pile", "v4_piletrain_llama", "The Pile, train split, Llama-2 tokens"),
-        _public("pile-val", "v4_pileval_llama", "The Pile, validation split, Llama-2 tokens"),
-        _public("c4", "v4_c4train_llama", "C4, train split, Llama-2 tokens"),
-    )
-}
 
 
 def _entry(path: Path, name: str, table: Any) -> Entry:
@@ -133,15 +108,30 @@ def _settings(url: str, index: str, settings: dict[str, Any], offline: bool = Fa
 
 def read_registry(path: Path) -> dict[str, Entry]:
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise CorpusError(f"{path}: no such registry file") from None
+    return parse_registry(text, path)
+
+
+def parse_registry(text: str, path: Path) -> dict[str, Entry]:
+    """Entries of a registry file's text; `path` places relative index paths and names errors."""
+    try:
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise CorpusError(f"{path}: not valid TOML ({error})") from None
     corpora = data.get("corpora", {})
     if not isinstance(corpora, dict):
         raise CorpusError(f"{path}: corpora must be a table of entries")
     return {name: _entry(path, name, table) for name, table in corpora.items()}
+
+
+# The registry the package ships (`audit/data/corpora.toml`, a link to `indexes/corpora.toml`
+# in the source tree): the bundled demo and the public infini-gram indexes, so these names
+# work from any directory.
+BUILTIN: dict[str, Entry] = parse_registry(
+    resources.files("audit").joinpath("data/corpora.toml").read_text(encoding="utf-8"), Path("audit/data/corpora.toml")
+)
 
 
 def registry_entries(registry: Path | None = None) -> dict[str, Entry]:
