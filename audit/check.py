@@ -9,11 +9,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import time
 from collections import Counter
 from collections.abc import Callable
-from pathlib import Path
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 from audit import __version__
@@ -22,6 +21,7 @@ from audit.corpora.base import CorpusInfo
 from audit.evidence import Evidence
 from audit.exposure import SEEN, UNKNOWN, UNSEEN, Policy, decide, item_exposure
 from audit.items import Item, LoadReport
+from audit.timestamps import utc_timestamp
 
 SignalRunner = Callable[[Item, str], list[Evidence]]
 
@@ -105,7 +105,7 @@ def audit_manifest(
     return {
         "tool": "corpus-audit",
         "version": __version__,
-        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "created": utc_timestamp(),
         "command": command,
         "benchmark": {
             "path": str(benchmark_path),

@@ -11,7 +11,6 @@ import gzip
 import io
 import json
 import os
-import time
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ from audit import __version__
 from audit.auditfile import AuditFile, benchmark_digest
 from audit.exposure import SEEN, UNKNOWN
 from audit.items import Item
+from audit.timestamps import utc_timestamp
 
 RULES = ("target-seen", "any-seen")
 
@@ -189,7 +189,7 @@ def filter_benchmark(
     manifest = {
         "tool": "corpus-audit",
         "version": __version__,
-        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "created": utc_timestamp(),
         "audit": audit_path,
         "audit_config_hash": audit.manifest.get("config_hash"),
         "benchmark": {"path": str(benchmark), "format": fmt, "sha256": actual},

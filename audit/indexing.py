@@ -30,6 +30,7 @@ import pydivsufsort
 
 from audit import __version__
 from audit.documents import NORMALIZERS, IndexBuildError, ParsedChunk, parse_lines
+from audit.timestamps import utc_timestamp
 
 MANIFEST = "audit-index.json"
 SA_CHUNK = 1 << 24
@@ -74,7 +75,7 @@ class IndexManifest:
         return json.dumps(asdict(self), ensure_ascii=False, indent=2)
 
     @classmethod
-    def from_dict(cls, data: dict) -> "IndexManifest":
+    def from_dict(cls, data: dict) -> IndexManifest:
         data = dict(data)
         data["shards"] = [ShardInfo(**s) for s in data["shards"]]
         data["sources"] = [SourceInfo(**s) for s in data["sources"]]
@@ -128,7 +129,7 @@ class _ShardWriter:
     """Appends parsed chunks to the current shard's four files, starting a new shard before a
     document would take the shard past its size."""
 
-    def __init__(self, directory: Path, max_bytes: int, digest: "hashlib._Hash") -> None:
+    def __init__(self, directory: Path, max_bytes: int, digest: hashlib._Hash) -> None:
         self.directory = directory
         self.max_bytes = max_bytes
         self.digest = digest
@@ -298,7 +299,7 @@ def build_index(
             documents=sum(s.documents for s in shards),
             bytes=sum(s.bytes for s in shards),
             fingerprint=digest.hexdigest(),
-            created=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            created=utc_timestamp(),
             tool=f"corpus-audit {__version__}",
             build_seconds=round(time.perf_counter() - started, 3),
         )

@@ -7,8 +7,8 @@ import math
 import os
 import socket
 import subprocess
-import tempfile
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -310,6 +310,82 @@ def test_bad_jobs_are_refused_or_fail_readably(served: Served):
     early = requests.get(served.url + f"jobs/{garbage['id']}/result", timeout=10)
     assert early.status_code == 409 and "failed" in early.json()["error"]
     assert requests.get(served.url + "jobs/0000", timeout=10).status_code == 404
+
+
+def wait_for(url: str, job: dict, seconds: float = 90) -> dict:
+    deadline = time.monotonic() + seconds
+    while job["status"] in ("queued", "running"):
+        assert time.monotonic() < deadline, job
+        time.sleep(0.2)
+        job = requests.get(url + f"jobs/{job['id']}", timeout=10).json()
+    return job
+
+
+def test_a_job_runs_under_an_uploaded_policy(served: Served, wiki_index: Path, tmp_path: Path):
+    from functools import partial
+
+    from audit.check import check_items
+    from audit.exposure import build_config, load_policy
+    from audit.loaders import load_benchmark
+    from audit.signals import ngram
+
+    text = 'name = "lenient"\n[rules.context]\ncoverage = 0.05\nlongest_match_chars = false\n'
+    uploaded = requests.post(served.url + "policies", data=text.encode(), timeout=10)
+    assert uploaded.status_code == 201, uploaded.text
+    digest = uploaded.json()["policy"]
+    assert uploaded.json()["settings"]["rules"]["context"] == {"coverage": 0.05, "longest_match_chars": False}
+    job = requests.post(served.url + "jobs", params={"index": "wiki", "langs": "en", "policy": digest}, data=SAMPLE.read_bytes(), timeout=30).json()
+    assert job["policy"] == digest
+    job = wait_for(served.url, job)
+    assert job["status"] == "done", job
+    path = tmp_path / "lenient.audit.jsonl"
+    path.write_bytes(requests.get(served.url + f"jobs/{job['id']}/result", timeout=30).content)
+    audit = read_audit(path)
+    assert audit.manifest["policy"]["name"] == "lenient"
+    (tmp_path / "lenient.toml").write_text(text, encoding="utf-8")
+    policy = load_policy(tmp_path / "lenient.toml")
+    assert policy.digest == digest
+    config = build_config(ngram.NgramConfig, policy.section("ngram"), "lenient")
+    direct = check_items(load_benchmark(SAMPLE).items, [partial(ngram.run, LocalIndex(wiki_index, name="wiki"), config=config)], policy, langs=["en"])
+    assert [(r["item_id"], r["exposure"], r["decided_by"]) for r in audit.records] == [(r["item_id"], r["exposure"], r["decided_by"]) for r in direct]
+
+    bad = requests.post(served.url + "policies", data=b"[rules.context]\ncoverage = 'high'\n", timeout=10)
+    assert bad.status_code == 400 and "rules.context.coverage" in bad.json()["error"]
+    unknown = requests.post(served.url + "jobs", params={"index": "wiki", "policy": "0" * 16}, data=b"x", timeout=10)
+    assert unknown.status_code == 404 and "POST /policies" in unknown.json()["error"]
+
+
+def test_jobs_survive_a_server_restart(wiki_index: Path, tmp_path: Path):
+    """A finished job is still answered by the next server on the same jobs directory, and a
+    job the last server left running (as a killed server leaves it) is run again to the end."""
+    jobs_dir = tmp_path / "jobs"
+    first = start_server("--index", f"wiki={wiki_index}", "--jobs-dir", str(jobs_dir))
+    try:
+        done = wait_for(first.url, requests.post(first.url + "jobs", params={"index": "wiki", "langs": "ja"}, data=SAMPLE.read_bytes(), timeout=30).json())
+        assert done["status"] == "done"
+        result = requests.get(first.url + f"jobs/{done['id']}/result", timeout=30).content
+    finally:
+        first.process.kill()
+        first.process.wait()
+    for job_id, index in (("feedfacefeedface", "wiki"), ("deadbeefdeadbeef", "gone")):
+        directory = jobs_dir / job_id
+        directory.mkdir()
+        (directory / SAMPLE.name).write_bytes(SAMPLE.read_bytes())
+        status = {"id": job_id, "index": index, "format": None, "langs": ["ja"], "benchmark": SAMPLE.name, "status": "running", "done": 5, "total": 39}
+        (directory / "job.json").write_text(json.dumps(status), encoding="utf-8")
+    second = start_server("--index", f"wiki={wiki_index}", "--jobs-dir", str(jobs_dir))
+    try:
+        again = requests.get(second.url + f"jobs/{done['id']}", timeout=10).json()
+        assert again == done
+        assert requests.get(second.url + f"jobs/{done['id']}/result", timeout=30).content == result
+        resumed = wait_for(second.url, requests.get(second.url + "jobs/feedfacefeedface", timeout=10).json())
+        assert resumed["status"] == "done" and resumed["restarts"] == 1 and resumed["done"] == resumed["total"] == 39
+        rerun = requests.get(second.url + "jobs/feedfacefeedface/result", timeout=30).content
+        assert [r["exposure"] for r in map(json.loads, rerun.splitlines()[1:])] == [r["exposure"] for r in map(json.loads, result.splitlines()[1:])]
+        orphan = requests.get(second.url + "jobs/deadbeefdeadbeef", timeout=10).json()
+        assert orphan["status"] == "failed" and "without index 'gone'" in orphan["error"]
+    finally:
+        second.stop()
 
 
 def test_refuses_to_start_on_a_bad_index(tmp_path: Path):

@@ -4,8 +4,10 @@ Routes:
 - `POST /`: an infini-gram query (`index`, `query_type`, `query` or `query_ids`, ...), answered
   as the public API answers it, errors included (`{"error": "..."}`).
 - `GET /health`: liveness and the indexes served.  `GET /indexes`: what each index holds.
-- `POST /jobs?index=NAME[&format=...][&langs=en,fr]` with a benchmark file as the body: an audit
-  job; `GET /jobs/{id}` its status; `GET /jobs/{id}/result` the audit file once done.
+- `POST /jobs?index=NAME[&format=...][&langs=en,fr][&policy=DIGEST]` with a benchmark file as
+  the body: an audit job; `GET /jobs/{id}` its status; `GET /jobs/{id}/result` the audit file
+  once done.  `POST /policies` with a policy TOML as the body keeps it and answers its digest,
+  for `policy=`; without one a job uses the server's policy (`--policy`, else the built-in).
 
 Every failure is JSON `{"error": "..."}`.  Request bodies over `max_body_bytes` get 413, and
 past `max_concurrent` requests in flight a request waits `queue_seconds` for a place, then gets
@@ -130,7 +132,7 @@ def create_app(indexes: dict[str, ServedIndex], jobs: JobManager | None = None, 
 
     @app.get("/health")
     def health() -> dict[str, Any]:
-        return {"status": "ok", "version": __version__, "indexes": sorted(indexes), "jobs": jobs is not None}
+        return {"status": "ok", "version": __version__, "indexes": sorted(indexes), "jobs": jobs is not None, "policy": jobs.policy.digest if jobs else None}
 
     @app.get("/indexes")
     def list_indexes() -> list[dict[str, Any]]:
@@ -163,11 +165,22 @@ def create_app(indexes: dict[str, ServedIndex], jobs: JobManager | None = None, 
 
     if jobs is not None:
 
-        @app.post("/jobs", status_code=202)
-        async def submit(request: Request, index: str, format: str | None = None, langs: str | None = None, filename: str = "benchmark") -> JSONResponse:
+        @app.post("/policies", status_code=201)
+        async def add_policy(request: Request) -> JSONResponse:
             body = await request.body()
             try:
-                job = await asyncio.to_thread(jobs.submit, index, body, filename, format, langs)
+                policy = await asyncio.to_thread(jobs.add_policy, body)
+            except JobError as exc:
+                return error(str(exc), exc.status)
+            return JSONResponse({"policy": policy.digest, "name": policy.name, "settings": policy.settings}, status_code=201)
+
+        @app.post("/jobs", status_code=202)
+        async def submit(
+            request: Request, index: str, format: str | None = None, langs: str | None = None, filename: str = "benchmark", policy: str | None = None
+        ) -> JSONResponse:
+            body = await request.body()
+            try:
+                job = await asyncio.to_thread(jobs.submit, index, body, filename, format, langs, policy)
             except JobError as exc:
                 return error(str(exc), exc.status)
             return JSONResponse(job.public(), status_code=202, headers={"Location": f"/jobs/{job.id}"})

@@ -1,18 +1,25 @@
 """Audit jobs: a submitted benchmark checked against a served index off the request path.
 
 A job is a directory under the jobs root holding the uploaded benchmark, `job.json` (its
-status) and, once done, `audit.jsonl`.  Jobs run one at a time (by default) on a worker thread
-pool, so a long audit never holds an HTTP request open; clients poll the status and download
-the audit file when it is done.
+status, rewritten atomically at every change) and, once done, `audit.jsonl`.  Jobs run one at a
+time (by default) on a worker thread pool, so a long audit never holds an HTTP request open;
+clients poll the status and download the audit file when it is done.
+
+The jobs root is the state: a restarted server reads it back, answers for every finished job,
+and runs again the jobs that were queued or running when it stopped (an audit is deterministic,
+so a rerun gives what the interrupted run would have).  A job names its policy by digest:
+uploaded policies are kept under `policies/`, and the server's own policy is the default.
 """
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 import threading
-import time
+import tomllib
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -20,10 +27,11 @@ from typing import Any
 from audit.auditfile import write_audit
 from audit.check import audit_manifest, check_items
 from audit.corpora.base import Corpus
-from audit.exposure import PolicyError, build_config, load_policy
+from audit.exposure import Policy, PolicyError, build_config, load_policy
 from audit.langcodes import normalise_lang
 from audit.loaders import BenchmarkError, load_benchmark
 from audit.signals import ngram
+from audit.timestamps import utc_timestamp
 
 QUEUED, RUNNING, DONE, FAILED = "queued", "running", "done", "failed"
 FORMATS = ("eclektic-jsonl", "eclektic-csv", "bmlama", "jsonl")
@@ -43,32 +51,93 @@ class Job:
     index: str
     format: str | None
     langs: list[str] | None
+    benchmark: str = "benchmark"
+    policy: str | None = None
     status: str = QUEUED
-    submitted: str = field(default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+    submitted: str = field(default_factory=utc_timestamp)
     finished: str | None = None
     done: int = 0
     total: int | None = None
     error: str | None = None
     summary: dict[str, Any] | None = None
+    restarts: int = 0
 
     def public(self) -> dict[str, Any]:
         return asdict(self)
+
+    @classmethod
+    def from_file(cls, path: Path) -> Job:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
 
 
 class JobManager:
     """Accepts, runs and reports audit jobs; at most `max_pending` wait or run at once."""
 
-    def __init__(self, root: Path, corpora: dict[str, Corpus], *, workers: int = 1, max_pending: int = 16, check_workers: int | None = None) -> None:
+    def __init__(
+        self,
+        root: Path,
+        corpora: dict[str, Corpus],
+        *,
+        policy: Policy | None = None,
+        workers: int = 1,
+        max_pending: int = 16,
+        check_workers: int | None = None,
+    ) -> None:
         self.root = Path(root)
-        self.root.mkdir(parents=True, exist_ok=True)
+        (self.root / "policies").mkdir(parents=True, exist_ok=True)
         self.corpora = corpora
+        self.policy = policy or load_policy(None)
         self.max_pending = max_pending
         self.check_workers = check_workers
         self._jobs: dict[str, Job] = {}
         self._lock = threading.Lock()
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="audit-job")
+        self._resume()
 
-    def submit(self, index: str, benchmark: bytes, filename: str, fmt: str | None, langs: str | None) -> Job:
+    def _resume(self) -> None:
+        """Read back the jobs a previous server left, and queue again those it did not finish."""
+        for status_file in sorted(self.root.glob("*/job.json")):
+            try:
+                job = Job.from_file(status_file)
+            except (OSError, ValueError, TypeError) as error:
+                raise JobError(f"{status_file}: unreadable job status ({error}); move the directory aside", 500) from None
+            self._jobs[job.id] = job
+            if job.status not in (QUEUED, RUNNING):
+                continue
+            if job.index not in self.corpora:
+                self._update(job, status=FAILED, error=f"the server restarted without index {job.index!r}", finished=utc_timestamp())
+                continue
+            self._update(job, status=QUEUED, done=0, restarts=job.restarts + 1)
+            self._pool.submit(self._run, job)
+
+    def add_policy(self, text: bytes) -> Policy:
+        """Keep an uploaded policy (merged over the built-in one, as `audit check --policy`
+        merges) under its digest, so jobs can name it."""
+        try:
+            tomllib.loads(text.decode("utf-8"))
+        except (UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
+            raise JobError(f"policy: not valid UTF-8 TOML ({error})") from None
+        with tempfile.TemporaryDirectory(dir=self.root) as scratch:
+            staged = Path(scratch) / "policy.toml"
+            staged.write_bytes(text)
+            try:
+                policy = load_policy(staged)
+            except PolicyError as error:
+                raise JobError(f"policy: {str(error).removeprefix(f'{staged}: ')}") from None
+            os.replace(staged, self.root / "policies" / f"{policy.digest}.toml")
+        return policy
+
+    def policy_for(self, digest: str | None) -> Policy:
+        if digest is None or digest == self.policy.digest:
+            return self.policy
+        path = self.root / "policies" / f"{digest}.toml"
+        if not path.is_file():
+            raise JobError(f"no policy {digest!r}; upload one with POST /policies", 404)
+        return load_policy(path)
+
+    def submit(self, index: str, benchmark: bytes, filename: str, fmt: str | None, langs: str | None, policy: str | None = None) -> Job:
         if index not in self.corpora:
             raise JobError(f"unknown index {index!r}; audit jobs run on {', '.join(sorted(self.corpora)) or 'no index'}", 404)
         if fmt is not None and fmt not in FORMATS:
@@ -79,18 +148,21 @@ class JobManager:
             wanted = [normalise_lang(code.strip()) for code in langs.split(",") if code.strip()] if langs else None
         except ValueError as error:
             raise JobError(f"langs: {error}") from None
+        digest = self.policy_for(policy).digest
+        name = Path(filename or "benchmark").name or "benchmark"
+        if name in ("job.json", "audit.jsonl"):
+            name = f"benchmark-{name}"
         with self._lock:
             pending = sum(1 for j in self._jobs.values() if j.status in (QUEUED, RUNNING))
             if pending >= self.max_pending:
                 raise JobError(f"{pending} jobs are already waiting or running; try again later", 429)
-            job = Job(id=uuid.uuid4().hex[:16], index=index, format=fmt, langs=wanted)
+            job = Job(id=uuid.uuid4().hex[:16], index=index, format=fmt, langs=wanted, benchmark=name, policy=digest)
             self._jobs[job.id] = job
         directory = self.root / job.id
         directory.mkdir()
-        name = Path(filename or "benchmark").name or "benchmark"
         (directory / name).write_bytes(benchmark)
         self._save(job)
-        self._pool.submit(self._run, job, directory / name)
+        self._pool.submit(self._run, job)
         return job
 
     def get(self, job_id: str) -> Job:
@@ -110,32 +182,35 @@ class JobManager:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
     def _save(self, job: Job) -> None:
-        (self.root / job.id / "job.json").write_text(json.dumps(job.public(), indent=2), encoding="utf-8")
+        target = self.root / job.id / "job.json"
+        staging = target.with_suffix(".json.tmp")
+        staging.write_text(json.dumps(job.public(), indent=2), encoding="utf-8")
+        os.replace(staging, target)
 
     def _update(self, job: Job, **changes: Any) -> None:
         with self._lock:
             for key, value in changes.items():
                 setattr(job, key, value)
-        self._save(job)
+            self._save(job)
 
     def _advance(self, job: Job) -> None:
         with self._lock:
             job.done += 1
 
-    def _run(self, job: Job, benchmark: Path) -> None:
+    def _run(self, job: Job) -> None:
         self._update(job, status=RUNNING)
         try:
-            summary = self._audit(job, benchmark)
-        except (BenchmarkError, PolicyError, ValueError) as error:
-            self._update(job, status=FAILED, error=str(error), finished=_now())
+            summary = self._audit(job, self.root / job.id / job.benchmark)
+        except (BenchmarkError, PolicyError, JobError, ValueError) as error:
+            self._update(job, status=FAILED, error=str(error), finished=utc_timestamp())
         except Exception as error:  # noqa: BLE001 (a job must end in a state a client can read, whatever broke)
-            self._update(job, status=FAILED, error=f"internal error: {type(error).__name__}: {error}", finished=_now())
+            self._update(job, status=FAILED, error=f"internal error: {type(error).__name__}: {error}", finished=utc_timestamp())
         else:
-            self._update(job, status=DONE, summary=summary, finished=_now())
+            self._update(job, status=DONE, summary=summary, finished=utc_timestamp())
 
     def _audit(self, job: Job, benchmark: Path) -> dict[str, Any]:
         corpus = self.corpora[job.index]
-        policy = load_policy(None)
+        policy = self.policy_for(job.policy)
         config = build_config(ngram.NgramConfig, policy.section("ngram"), f"{policy.source}: [ngram]")
         report = load_benchmark(benchmark, job.format)
         if job.langs:
@@ -155,6 +230,3 @@ class JobManager:
         write_audit(self.root / job.id / "audit.jsonl", manifest, records)
         return manifest["summary"]
 
-
-def _now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())

@@ -9,10 +9,11 @@ from pathlib import Path
 from audit.corpora.demo import DEMO, demo_index
 from audit.corpora.local import IndexOpenError
 from audit.corpora.registry import DEFAULT_REGISTRY, CorpusError, read_registry
+from audit.exposure import Policy, PolicyError, load_policy
 from audit.paths import cache_dir
 from audit.server.app import ServerLimits, create_app
 from audit.server.engine import Limits, ServedIndex, Tokenizer
-from audit.server.jobs import JobManager
+from audit.server.jobs import JobError, JobManager
 
 
 class ServeError(Exception):
@@ -65,6 +66,7 @@ def serve(
     limits: ServerLimits | None = None,
     jobs_dir: Path | None = None,
     job_workers: int = 1,
+    policy: Policy | None = None,
     announce=print,
 ) -> None:
     """Serve until interrupted.  Port 0 binds a free port; the bound address is announced
@@ -81,7 +83,10 @@ def serve(
         raise ServeError(f"cannot bind {host}:{port}: {error}") from None
     bound = sock.getsockname()[1]
     local = {name: s.local for name, s in indexes.items() if s.local is not None}
-    jobs = JobManager(jobs_dir or cache_dir() / "jobs", local, workers=job_workers)
+    try:
+        jobs = JobManager(jobs_dir or cache_dir() / "jobs", local, policy=policy, workers=job_workers)
+    except JobError as error:
+        raise ServeError(str(error)) from None
     app = create_app(indexes, jobs, limits)
     config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=2)
     announce(f"audit serve: listening on http://{host if family == socket.AF_INET else f'[{host}]'}:{bound}")
@@ -116,6 +121,7 @@ def parser() -> argparse.ArgumentParser:
     parse.add_argument("--max-query-tokens", type=int, default=500, help="most query tokens (bytes for byte-level indexes), as the public API")
     parse.add_argument("--jobs-dir", type=Path, help="where audit jobs keep their files [default: CACHE/jobs]")
     parse.add_argument("--job-workers", type=int, default=1, help="audit jobs run at once")
+    parse.add_argument("--policy", type=Path, help="policy TOML for audit jobs that name none, merged over the built-in one")
     return parse
 
 
@@ -134,9 +140,10 @@ def main(argv: list[str] | None = None) -> int:
             limits=server_limits,
             jobs_dir=args.jobs_dir,
             job_workers=args.job_workers,
+            policy=load_policy(args.policy) if args.policy else None,
             announce=lambda line: print(line, flush=True),
         )
-    except (ServeError, CorpusError) as error:
+    except (ServeError, CorpusError, PolicyError) as error:
         print(f"audit serve: {error}", file=sys.stderr)
         return 2
     return 0
