@@ -42,7 +42,7 @@ def is_audit_file(path: Path) -> bool:
         return False
 
 
-def write_audit(path: Path, manifest: dict[str, Any], records: Iterable[dict[str, Any]]) -> "AuditFile":
+def write_audit(path: Path, manifest: dict[str, Any], records: Iterable[dict[str, Any]]) -> AuditFile:
     """Write the file and return it as `read_audit` would read it back."""
     path = Path(path)
     header = {"record": MANIFEST, "schema_version": SCHEMA_VERSION, **manifest}

@@ -30,7 +30,8 @@ from audit.corpora.local import IndexOpenError, LocalIndex
 from audit.corpora.registry import CorpusError, check_corpora, open_corpus
 from audit.exposure import PolicyError, build_config, load_policy
 from audit.filter import RULES, FilterError, FilterPolicy, filter_benchmark
-from audit.indexing import IndexBuildError, ProgressHook as IndexProgress, build_index, describe_size, read_manifest
+from audit.indexing import IndexBuildError, build_index, describe_size, read_manifest
+from audit.indexing import ProgressHook as IndexProgress
 from audit.langcodes import normalise_lang
 from audit.loaders import BenchmarkError, load_benchmark
 from audit.report.render import write_report
@@ -311,7 +312,14 @@ def report_command(
     seed: int,
 ) -> None:
     """Transfer scores stratified by measured exposure, with intervals, plots and provenance pages."""
-    from audit.evaluate import EvaluationError, JudgeConfig, JudgeError, PredictionsError, evaluate, load_predictions
+    from audit.evaluate import (
+        EvaluationError,
+        JudgeConfig,
+        JudgeError,
+        PredictionsError,
+        evaluate,
+        load_predictions,
+    )
 
     try:
         audit = read_audit(audit_path)

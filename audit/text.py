@@ -12,7 +12,6 @@ from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 
-
 # Scripts written without spaces between words: every character is its own unit.
 _UNSEGMENTED_RANGES = {
     "han": [(0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF), (0x20000, 0x2FA1F), (0x3000, 0x303F)],

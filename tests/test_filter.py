@@ -8,12 +8,11 @@ import json
 from pathlib import Path
 
 from click.testing import CliRunner
+from conftest import BMLAMA, write_jsonl
 
 from audit.cli import main
 from audit.indexing import build_index
 from audit.loaders import load_benchmark
-
-from conftest import BMLAMA, write_jsonl
 
 
 def run(*args: str):

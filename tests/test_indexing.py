@@ -9,14 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from conftest import write_jsonl
 from infini_gram.engine import InfiniGramEngine
 
 from audit.cli import main
 from audit.corpora.local import LocalIndex
 from audit.indexing import MANIFEST, IndexBuildError, build_index
 from audit.text import normalize
-
-from conftest import write_jsonl
 
 
 def engine_for(path: Path) -> InfiniGramEngine:

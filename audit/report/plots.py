@@ -9,8 +9,8 @@ from typing import Any
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
 
 COLORS = {"seen": "#c0392b", "unseen": "#27ae60", "unknown": "#95a5a6"}
 MAX_GRID_ITEMS = 400
