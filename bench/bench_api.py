@@ -10,8 +10,17 @@ Runs, each in a fresh process as a user would:
 4. again `--offline`-equivalent: the cache alone, the server stopped;
 then requests per second against `audit serve` at 1, 2, 4 and 8 concurrent clients (count
 queries of distinct strings, so the server's work is real and no cache is involved).  The tags
-of every run must equal the local run's.  Prints a Markdown table and writes
-bench/work/api.json.
+of every run must equal the local run's.
+
+Last, the price of the public API's missing longest-match query: the first BUDGET_ITEMS items
+checked through `audit serve` with longest matches derived from counts (`longest_match =
+"count"`, as against the public indexes) at several request budgets per field, in this
+process: wall time, requests, fields left bounded, variants `unknown`, and variants whose tag
+contradicts the local one (which must be none: a bound may leave a rule undecided, never
+decide it wrongly).  A byte-level index makes every character a place a match can start, so
+this is the expensive case; on a tokenized index only word starts are.
+
+Prints Markdown tables and writes bench/work/api.json.
 """
 from __future__ import annotations
 
@@ -30,6 +39,8 @@ ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "audit" / "data" / "demo" / "eclektic_sample.csv.gz"
 WORK = ROOT / "bench" / "work"
 RPS_SECONDS = 4.0
+BUDGET_ITEMS = 4
+BUDGETS = (64, 256, 1024)
 
 
 def start_server(index: Path, env: dict[str, str]) -> tuple[subprocess.Popen, str]:
@@ -95,6 +106,44 @@ def requests_per_second(url: str, clients: int) -> float:
     return sum(done) / (time.perf_counter() - started)
 
 
+def budget_runs(url: str, index: Path) -> list[dict]:
+    """Count-derived longest matches at each budget, against the local index's tags."""
+    from collections import Counter
+    from functools import partial
+
+    from audit.check import check_items
+    from audit.corpora.api import ApiCorpus, ApiOptions, ClientSettings, InfiniGramClient
+    from audit.corpora.local import LocalIndex
+    from audit.exposure import build_config, load_policy
+    from audit.loaders import load_benchmark
+    from audit.signals import ngram
+
+    items = load_benchmark(SAMPLE).items[:BUDGET_ITEMS]
+    policy = load_policy(None)
+    config = build_config(ngram.NgramConfig, policy.section("ngram"), "built-in")
+    local = check_items(items, [partial(ngram.run, LocalIndex(index, name="demo"), config=config)], policy)
+    runs = []
+    for budget in BUDGETS:
+        api = ApiCorpus(InfiniGramClient(ClientSettings(url=url, index="demo")), "demo", ApiOptions(longest_match="count", budget=budget))
+        started = time.perf_counter()
+        remote = check_items(items, [partial(ngram.run, api, config=config)], policy)
+        tags = Counter(r["exposure"] for r in remote)
+        runs.append(
+            {
+                "budget": budget,
+                "seconds": round(time.perf_counter() - started, 2),
+                "requests": api.client.stats["requests"],
+                "fields": sum(1 for r in remote for e in r["evidence"] if e["status"] == "ok" and e["field"] != "question+answer"),
+                "fields_bounded": api.details["fields_bounded"],
+                "variants": len(remote),
+                "unknown": tags["unknown"],
+                "local_unknown": sum(1 for r in local if r["exposure"] == "unknown"),
+                "contradictions": sum(1 for a, b in zip(remote, local, strict=True) if a["exposure"] != "unknown" and a["exposure"] != b["exposure"]),
+            }
+        )
+    return runs
+
+
 def main() -> None:
     WORK.mkdir(parents=True, exist_ok=True)
     cache = Path(tempfile.mkdtemp(prefix="bench-api-", dir=WORK))
@@ -117,6 +166,7 @@ def main() -> None:
         results["api_warm_requests"] = details(warm)["requests"]
         results["fields_capped"] = details(cold)["fields_capped"]
         results["rps"] = {clients: round(requests_per_second(url, clients), 1) for clients in (1, 2, 4, 8)}
+        results["budgets"] = budget_runs(url, index)
     finally:
         process.terminate()
         process.wait(timeout=10)
@@ -138,6 +188,11 @@ def main() -> None:
     for clients, rate in results["rps"].items():
         print(f"| {clients} | {rate:,.0f} |")
     print(f"\nfields with a longest match capped at the query limit: {results['fields_capped']}; cores: {results['cores']}")
+    print(f"\nCount-derived longest matches, first {BUDGET_ITEMS} items ({results['budgets'][0]['variants']} variants, {results['budgets'][0]['fields']} fields):\n")
+    print("| budget per field | wall time | requests | fields bounded | variants unknown (local: unknown) | tags contradicting local |")
+    print("|---|---|---|---|---|---|")
+    for run in results["budgets"]:
+        print(f"| {run['budget']} | {run['seconds']:.1f} s | {run['requests']:,} | {run['fields_bounded']} | {run['unknown']} ({run['local_unknown']}) | {run['contradictions']} |")
 
 
 if __name__ == "__main__":
