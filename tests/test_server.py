@@ -355,6 +355,39 @@ def test_a_job_runs_under_an_uploaded_policy(served: Served, wiki_index: Path, t
     assert unknown.status_code == 404 and "POST /policies" in unknown.json()["error"]
 
 
+def test_a_job_on_a_tokenized_index_runs_through_the_protocol(served: Served, tmp_path: Path):
+    """A Llama-2-tokenized index has no byte-level view, so its jobs query the server's own
+    protocol, as the API backend queries the public indexes: a question copied from the index
+    is seen at token boundaries, one it lacks is not, and the figures equal the client's."""
+    from functools import partial
+
+    from audit.check import check_items
+    from audit.corpora.api import ApiCorpus, ApiOptions, ClientSettings, InfiniGramClient
+    from audit.exposure import build_config, load_policy
+    from audit.loaders import load_benchmark
+    from audit.signals import ngram
+
+    rows = [
+        {"item_id": "uw", "source_lang": "en", "variants": {"en": {"question": "The University of Washington is a public research university in Seattle.", "answer": "Seattle"}}},
+        {"item_id": "none", "source_lang": "en", "variants": {"en": {"question": "Which river flows through the old town of Regensburg in Bavaria?", "answer": "Danube"}}},
+    ]
+    benchmark = tmp_path / "tiny.jsonl"
+    benchmark.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    job = requests.post(served.url + "jobs", params={"index": "llama", "filename": benchmark.name}, data=benchmark.read_bytes(), timeout=30).json()
+    job = wait_for(served.url, job)
+    assert job["status"] == "done", job
+    path = tmp_path / "llama.audit.jsonl"
+    path.write_bytes(requests.get(served.url + f"jobs/{job['id']}/result", timeout=30).content)
+    audit = read_audit(path)
+    assert [(r["item_id"], r["exposure"]) for r in audit.records] == [("uw", "seen"), ("none", "unseen")]
+    assert audit.manifest["corpora"][0]["backend"] == "infini-gram-api" and audit.manifest["corpora"][0]["details"]["tokenization"] == "tokens"
+    policy = load_policy(None)
+    config = build_config(ngram.NgramConfig, policy.section("ngram"), "built-in")
+    client = ApiCorpus(InfiniGramClient(ClientSettings(url=served.url, index="llama")), "llama", ApiOptions(longest_match="count"))
+    direct = check_items(load_benchmark(benchmark).items, [partial(ngram.run, client, config=config)], policy)
+    assert [r["evidence"] for r in audit.records] == [r["evidence"] for r in direct]
+
+
 def test_jobs_survive_a_server_restart(wiki_index: Path, tmp_path: Path):
     """A finished job is still answered by the next server on the same jobs directory, and a
     job the last server left running (as a killed server leaves it) is run again to the end."""

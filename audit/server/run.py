@@ -6,6 +6,7 @@ import socket
 import sys
 from pathlib import Path
 
+from audit.corpora.api import ApiCorpus, ApiOptions, ClientSettings, InfiniGramClient
 from audit.corpora.demo import DEMO, demo_index
 from audit.corpora.local import IndexOpenError
 from audit.corpora.registry import DEFAULT_REGISTRY, CorpusError, read_registry
@@ -82,9 +83,10 @@ def serve(
     except OSError as error:
         raise ServeError(f"cannot bind {host}:{port}: {error}") from None
     bound = sock.getsockname()[1]
-    local = {name: s.local for name, s in indexes.items() if s.local is not None}
+    own_url = f"http://{_loopback(host)}:{bound}/"
+    corpora = {name: s.local if s.local is not None else _through_protocol(own_url, name) for name, s in indexes.items()}
     try:
-        jobs = JobManager(jobs_dir or cache_dir() / "jobs", local, policy=policy, workers=job_workers)
+        jobs = JobManager(jobs_dir or cache_dir() / "jobs", corpora, policy=policy, workers=job_workers)
     except JobError as error:
         raise ServeError(str(error)) from None
     app = create_app(indexes, jobs, limits)
@@ -94,6 +96,21 @@ def serve(
         uvicorn.Server(config).run(sockets=[sock])
     finally:
         jobs.shutdown()
+
+
+def _loopback(host: str) -> str:
+    """Where this server reaches itself: its own address, or loopback for a wildcard bind."""
+    if host in ("0.0.0.0", ""):
+        return "127.0.0.1"
+    if host == "::":
+        return "[::1]"
+    return f"[{host}]" if ":" in host else host
+
+
+def _through_protocol(url: str, name: str) -> ApiCorpus:
+    """A tokenized index as audit jobs see it: through this server's own protocol, as the API
+    backend sees the public indexes (count-derived longest matches, at token boundaries)."""
+    return ApiCorpus(InfiniGramClient(ClientSettings(url=url, index=name)), name, ApiOptions(longest_match="count"))
 
 
 def _pairs(values: list[str], flag: str) -> dict[str, Path]:
