@@ -39,9 +39,6 @@ class MatchLengths:
     lengths: list[int]
     lower_bounds: list[tuple[int, int]] = field(default_factory=list)
 
-    def is_exact(self, position: int) -> bool:
-        return not any(start <= position < end for start, end in self.lower_bounds)
-
 
 @dataclass
 class DocumentHit:
