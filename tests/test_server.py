@@ -263,6 +263,15 @@ def test_requests_over_the_concurrency_limit_get_503(wiki_index: Path, tmp_path:
         server.stop()
 
 
+def wait_for(url: str, job: dict, seconds: float = 90) -> dict:
+    deadline = time.monotonic() + seconds
+    while job["status"] in ("queued", "running"):
+        assert time.monotonic() < deadline, job
+        time.sleep(0.2)
+        job = requests.get(url + f"jobs/{job['id']}", timeout=10).json()
+    return job
+
+
 def test_audit_job_runs_off_the_request_path(served: Served, wiki_index: Path, tmp_path: Path):
     from functools import partial
 
@@ -275,11 +284,7 @@ def test_audit_job_runs_off_the_request_path(served: Served, wiki_index: Path, t
     assert submitted.status_code == 202, submitted.text
     job = submitted.json()
     assert job["status"] in ("queued", "running") and submitted.headers["Location"] == f"/jobs/{job['id']}"
-    deadline = time.monotonic() + 60
-    while job["status"] in ("queued", "running"):
-        assert time.monotonic() < deadline
-        time.sleep(0.2)
-        job = requests.get(served.url + f"jobs/{job['id']}", timeout=10).json()
+    job = wait_for(served.url, job, seconds=60)
     assert job["status"] == "done" and job["done"] == job["total"] == 39 * 2
     result = requests.get(served.url + f"jobs/{job['id']}/result", timeout=30)
     assert result.status_code == 200
@@ -301,24 +306,11 @@ def test_bad_jobs_are_refused_or_fail_readably(served: Served):
     bad_lang = requests.post(served.url + "jobs", params={"index": "wiki", "langs": "jp"}, data=b"x", timeout=10)
     assert bad_lang.status_code == 400 and "did you mean 'ja'" in bad_lang.json()["error"]
     garbage = requests.post(served.url + "jobs", params={"index": "wiki", "filename": "b.jsonl"}, data=b"not a benchmark\n", timeout=10).json()
-    deadline = time.monotonic() + 20
-    while garbage["status"] in ("queued", "running"):
-        assert time.monotonic() < deadline
-        time.sleep(0.1)
-        garbage = requests.get(served.url + f"jobs/{garbage['id']}", timeout=10).json()
+    garbage = wait_for(served.url, garbage, seconds=20)
     assert garbage["status"] == "failed" and garbage["error"]
     early = requests.get(served.url + f"jobs/{garbage['id']}/result", timeout=10)
     assert early.status_code == 409 and "failed" in early.json()["error"]
     assert requests.get(served.url + "jobs/0000", timeout=10).status_code == 404
-
-
-def wait_for(url: str, job: dict, seconds: float = 90) -> dict:
-    deadline = time.monotonic() + seconds
-    while job["status"] in ("queued", "running"):
-        assert time.monotonic() < deadline, job
-        time.sleep(0.2)
-        job = requests.get(url + f"jobs/{job['id']}", timeout=10).json()
-    return job
 
 
 def test_a_job_runs_under_an_uploaded_policy(served: Served, wiki_index: Path, tmp_path: Path):
