@@ -300,6 +300,7 @@ METHODS = ("auto", "given", "eclektic", "robust", "judge")
 @click.option("--judge-concurrency", type=int, default=8, show_default=True, help="Judge requests in flight.")
 @click.option("--bootstrap", type=int, default=1000, show_default=True, help="Bootstrap resamples over questions for the intervals.")
 @click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--item-pages", type=click.Path(path_type=Path), help="Link the provenance pages of this report of the same audit instead of writing copies.")
 def report_command(
     audit_path: Path,
     predictions: Path | None,
@@ -310,6 +311,7 @@ def report_command(
     judge_concurrency: int,
     bootstrap: int,
     seed: int,
+    item_pages: Path | None,
 ) -> None:
     """Transfer scores stratified by measured exposure, with intervals, plots and provenance pages."""
     from audit.evaluate import (
@@ -340,7 +342,7 @@ def report_command(
             evaluation = result.to_dict()
             for problem in evaluation["problems"]:
                 console.print(f"[yellow]problem[/yellow] {problem}")
-        data = write_report(out, audit, str(audit_path), items, evaluation)
+        data = write_report(out, audit, str(audit_path), items, evaluation, item_pages)
     except (AuditFileError, BenchmarkError, PredictionsError, EvaluationError, JudgeError, OSError) as error:
         raise InputError(str(error)) from None
     if evaluation:
@@ -352,7 +354,8 @@ def report_command(
         clean = (evaluation.get("strata") or {}).get("clean_transfer")
         if clean:
             click.echo(f"clean transfer (targets unseen by every signal) {_fmt(clean['transfer_score'])}")
-    click.echo(f"report: {out / 'report.html'} ({len(data['exposure']['items'])} provenance pages)")
+    pages = len(data["exposure"]["items"])
+    click.echo(f"report: {out / 'report.html'} ({pages} provenance pages{f', linked from {item_pages}' if item_pages else ''})")
 
 
 def _fmt(stat: dict) -> str:

@@ -112,3 +112,26 @@ def test_bad_predictions_are_input_errors(planted_audit, tmp_path: Path):
     assert result.exit_code == 2
     assert "bad.jsonl:2: field 'item_id'" in result.output
     assert not (tmp_path / "r").exists()
+
+
+def test_a_second_report_links_the_first_ones_provenance_pages(planted_audit, browser, tmp_path: Path):
+    first, second = tmp_path / "exposure", tmp_path / "elsewhere" / "second"
+    second.parent.mkdir()
+    assert CliRunner().invoke(main, ["report", "--audit", str(planted_audit["audit"]), "--out", str(first)]).exit_code == 0
+    result = CliRunner().invoke(main, ["report", "--audit", str(planted_audit["audit"]), "--out", str(second), "--item-pages", str(first)])
+    assert result.exit_code == 0, result.output
+    assert not (second / "items").exists()
+    rows = json.loads((second / "report.json").read_text())["exposure"]["items"]
+    assert rows and all(row["page"].startswith("../../exposure/items/") for row in rows)
+    page = browser.new_page()
+    page.goto((second / "report.html").as_uri())
+    page.locator(f"a[href='{rows[0]['page']}']").first.click()
+    page.wait_for_load_state()
+    assert page.url == (first / rows[0]["page"].removeprefix("../../exposure/")).as_uri()
+    assert page.locator("h1").inner_text() == f"Item {rows[0]['item_id']}"
+    page.close()
+
+    (tmp_path / "empty").mkdir()
+    refused = CliRunner().invoke(main, ["report", "--audit", str(planted_audit["audit"]), "--out", str(tmp_path / "r"), "--item-pages", str(tmp_path / "empty")])
+    assert refused.exit_code == 2 and "not a report written by `audit report`" in refused.output
+    assert not (tmp_path / "r").exists()

@@ -47,27 +47,56 @@ def figures(data: dict[str, Any]) -> dict[str, str | None]:
     return result
 
 
-def write_report(out: Path, audit: AuditFile, audit_path: str, items: list[Item], evaluation: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Render the whole report into `out` (replaced if it exists) and return report.json's data."""
+def link_item_pages(data: dict[str, Any], report: Path, out: Path) -> None:
+    """Point every item row at the provenance page another report of the same audit already
+    wrote (the pages depend on the audit alone), instead of writing copies."""
+    try:
+        other = json.loads((report / "report.json").read_text(encoding="utf-8"))["audit"]
+    except (OSError, ValueError, KeyError, TypeError):
+        raise FileNotFoundError(f"{report / 'report.json'}: not a report written by `audit report`") from None
+    mine = data["audit"]
+    if (other.get("config_hash"), other.get("created"), other.get("benchmark", {}).get("sha256")) != (mine["config_hash"], mine["created"], mine["benchmark"]["sha256"]):
+        raise FileNotFoundError(f"{report / 'report.json'}: a report of another audit; its provenance pages would not match this one")
+    for row in data["exposure"]["items"]:
+        page = report / row["page"]
+        if not page.is_file():
+            raise FileNotFoundError(f"{page}: no provenance page for item {row['item_id']}")
+        row["page"] = Path(os.path.relpath(page, out.absolute())).as_posix()
+
+
+def write_item_pages(directory: Path, environment: Environment, data: dict[str, Any], audit: AuditFile, items: list[Item]) -> None:
+    """One provenance page per item under `directory`/items."""
+    by_id = {item.item_id: item for item in items}
+    records: dict[str, list[dict[str, Any]]] = {}
+    for record in audit.records:
+        records.setdefault(record["item_id"], []).append(record)
+    template = environment.get_template("item.html.j2")
+    (directory / "items").mkdir()
+    for item_id, group in records.items():
+        page = item_page(by_id.get(item_id), group)
+        (directory / page_name(item_id)).write_text(template.render(page=page, data=data), encoding="utf-8")
+
+
+def write_report(
+    out: Path, audit: AuditFile, audit_path: str, items: list[Item], evaluation: dict[str, Any] | None = None, item_pages: Path | None = None
+) -> dict[str, Any]:
+    """Render the whole report into `out` (replaced if it exists) and return report.json's data.
+    With `item_pages` (another report's directory) its provenance pages are linked, not written."""
     out = Path(out)
     data = report_data(audit, audit_path, evaluation)
+    if item_pages is not None:
+        link_item_pages(data, Path(item_pages).absolute(), out)
     environment = _environment()
     staging = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     shutil.rmtree(staging, ignore_errors=True)
-    (staging / "items").mkdir(parents=True)
+    staging.mkdir(parents=True)
     try:
         (staging / "report.json").write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         (staging / "report.md").write_text(environment.get_template("report.md.j2").render(data=data), encoding="utf-8")
         html = environment.get_template("report.html.j2").render(data=data, figures=figures(data))
         (staging / "report.html").write_text(html, encoding="utf-8")
-        by_id = {item.item_id: item for item in items}
-        records: dict[str, list[dict[str, Any]]] = {}
-        for record in audit.records:
-            records.setdefault(record["item_id"], []).append(record)
-        item_template = environment.get_template("item.html.j2")
-        for item_id, group in records.items():
-            page = item_page(by_id.get(item_id), group)
-            (staging / page_name(item_id)).write_text(item_template.render(page=page, data=data), encoding="utf-8")
+        if item_pages is None:
+            write_item_pages(staging, environment, data, audit, items)
         if out.exists():
             shutil.rmtree(out)
         staging.rename(out)
