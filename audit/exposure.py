@@ -6,19 +6,28 @@ and per item, always with the evidence that decided.
 from __future__ import annotations
 
 import copy
-import dataclasses
 import hashlib
 import json
+import re
 import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from types import NoneType, UnionType
+from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
+
+from annotated_types import Ge, Gt, Le, Lt
+from pydantic import BaseModel, ValidationError
+from pydantic.fields import FieldInfo
+from pydantic_core import ErrorDetails
 
 from audit.evidence import FAILED, OK, Evidence
+from audit.signals import PolicyFile
 
 SEEN, UNSEEN, UNKNOWN = "seen", "unseen", "unknown"
 SOURCE_ONLY, TARGET_SEEN, UNSEEN_EVERYWHERE = "seen_in_source_only", "seen_in_target", "unseen_everywhere"
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+Model = TypeVar("Model", bound=BaseModel)
 
 
 class PolicyError(Exception):
@@ -50,43 +59,146 @@ def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def _validate_rules(rules: Any, source: str) -> None:
-    if not isinstance(rules, dict):
-        raise PolicyError(f"{source}: key 'rules' must be a table of fields")
-    for field_name, table in rules.items():
-        if not isinstance(table, dict):
-            raise PolicyError(f"{source}: key 'rules.{field_name}' must be a table of figure = threshold")
-        for figure, threshold in table.items():
-            if threshold is not False and (isinstance(threshold, bool) or not isinstance(threshold, int | float)):
-                raise PolicyError(f"{source}: key 'rules.{field_name}.{figure}' must be a number or false, got {threshold!r}")
+def _fields(model: type[BaseModel]) -> dict[str, FieldInfo]:
+    """A table's keys as they are spelt in the file (aliases, like `question+answer`)."""
+    return {info.alias or name: info for name, info in model.model_fields.items()}
 
 
-def load_policy(path: Path | None = None) -> Policy:
-    """The built-in policy, with the user's file (if any) merged over it key by key."""
-    defaults = tomllib.loads(resources.files("audit").joinpath("data/policy.toml").read_text(encoding="utf-8"))
-    if path is None:
-        return Policy(name=defaults["name"], source="built-in", settings=defaults)
+def _table(annotation: Any) -> type[BaseModel] | None:
+    return annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+
+
+def _number(value: float) -> str:
+    return f"{value:g}"
+
+
+def _range(constraints: list[Any]) -> str:
+    """" ≥ 1", " in (0, 1]": the bounds a value must keep, from its Field constraints."""
+    lower = next((c for c in constraints if isinstance(c, Ge | Gt)), None)
+    upper = next((c for c in constraints if isinstance(c, Le | Lt)), None)
+    if lower and upper:
+        left = f"[{_number(lower.ge)}" if isinstance(lower, Ge) else f"({_number(lower.gt)}"
+        right = f"{_number(upper.le)}]" if isinstance(upper, Le) else f"{_number(upper.lt)})"
+        return f" in {left}, {right}"
+    if lower:
+        return f" ≥ {_number(lower.ge)}" if isinstance(lower, Ge) else f" > {_number(lower.gt)}"
+    if upper:
+        return f" ≤ {_number(upper.le)}" if isinstance(upper, Le) else f" < {_number(upper.lt)}"
+    return ""
+
+
+def _constraints(metadata: list[Any]) -> list[Any]:
+    """Constraints and descriptions, whether given bare or inside a `Field(...)`."""
+    flat = []
+    for item in metadata:
+        flat.extend([item, *item.metadata] if isinstance(item, FieldInfo) else [item])
+    return flat
+
+
+def _kind(annotation: Any, metadata: list[Any]) -> str:
+    """One allowed kind of value in words; a type that describes itself (`Field(description=...)`)
+    is named by its description."""
+    if get_origin(annotation) is Annotated:
+        base, *extra = get_args(annotation)
+        return _kind(base, [*metadata, *extra])
+    metadata = _constraints(metadata)
+    described = next((m.description for m in metadata if isinstance(m, FieldInfo) and m.description), None)
+    if described:
+        return described
+    if (table := _table(annotation)) is not None:
+        return f"a table with keys {', '.join(sorted(_fields(table)))}"
+    names = {int: "a whole number", float: "a number", str: "a string", bool: "true or false"}
+    return names.get(annotation, getattr(annotation, "__name__", str(annotation))) + _range(metadata)
+
+
+def _expected(info: FieldInfo) -> str:
+    """What a key accepts, in words: "a number in (0, 1] or false"."""
+    options = get_args(info.annotation) if get_origin(info.annotation) in (Union, UnionType) else (info.annotation,)
+    return " or ".join(_kind(option, list(info.metadata)) for option in options if option is not NoneType)
+
+
+def _dotted(path: list[str]) -> str:
+    return ".".join(part if _BARE_KEY.fullmatch(part) else json.dumps(part) for part in path)
+
+
+def _shown(value: Any) -> str:
+    """A value as it looks in TOML (`true`, `"0.8"`), or what it is for a table or an array."""
+    if isinstance(value, dict):
+        return "a table"
+    if isinstance(value, list):
+        return "an array"
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _explain(schema: type[BaseModel], problem: ErrorDetails) -> tuple[str, str]:
+    """(dotted key, what is wrong) for one pydantic error, read against the schema; the
+    location's tail below a leaf (pydantic's union member tags) is dropped."""
+    model, path = schema, []
+    for part in problem["loc"]:
+        fields = _fields(model)
+        path.append(str(part))
+        if part not in fields:
+            return _dotted(path), f"unknown; expected one of {', '.join(sorted(fields))}"
+        info = fields[part]
+        if problem["type"] == "missing":
+            return _dotted(path), f"missing; must be {_expected(info)}"
+        model = _table(info.annotation)
+        if model is None:
+            return _dotted(path), f"must be {_expected(info)}, got {_shown(problem['input'])}"
+    return _dotted(path), f"must be {_kind(model, [])}, got {_shown(problem['input'])}"
+
+
+def _problems(schema: type[BaseModel], error: ValidationError) -> str:
+    """Every bad key once, joined by "; ": `key 'a.b': ...; key 'c': ...`."""
+    found: dict[str, str] = {}
+    for problem in error.errors():
+        key, text = _explain(schema, problem)
+        found.setdefault(key, text)
+    return "; ".join(f"key '{key}': {text}" for key, text in found.items())
+
+
+def schema_keys(schema: type[BaseModel], prefix: tuple[str, ...] = ()) -> list[tuple[str, str]]:
+    """(dotted key, what it accepts) for every leaf key of a schema, as the README lists them."""
+    keys = []
+    for name, info in _fields(schema).items():
+        table = _table(info.annotation)
+        keys += schema_keys(table, (*prefix, name)) if table else [(_dotted([*prefix, name]), _expected(info))]
+    return keys
+
+
+def _read(path: Path) -> dict[str, Any]:
     try:
-        override = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        return tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise PolicyError(f"{path}: no such policy file") from None
+    except IsADirectoryError:
+        raise PolicyError(f"{path}: is a directory, not a policy file") from None
+    except UnicodeDecodeError as error:
+        raise PolicyError(f"{path}: not UTF-8 text ({error.reason} at byte {error.start})") from None
+    except OSError as error:
+        raise PolicyError(f"{path}: cannot be read ({error.strerror})") from None
     except tomllib.TOMLDecodeError as error:
         raise PolicyError(f"{path}: not valid TOML ({error})") from None
-    unknown = set(override) - set(defaults)
-    if unknown:
-        raise PolicyError(f"{path}: unknown key(s) {', '.join(sorted(unknown))}; expected {', '.join(sorted(defaults))}")
-    settings = _merge(defaults, override)
-    _validate_rules(settings["rules"], str(path))
-    return Policy(name=str(settings.get("name", path)), source=str(path), settings=settings)
 
 
-def build_config(cls: type, section: dict[str, Any], where: str) -> Any:
-    """A signal's config dataclass from its policy section, naming any key it does not know."""
-    known = {f.name for f in dataclasses.fields(cls)}
-    unknown = set(section) - known
-    if unknown:
-        raise PolicyError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}; expected {', '.join(sorted(known))}")
-    return cls(**section)
+def load_policy(path: Path | None = None, schema: type[BaseModel] = PolicyFile) -> Policy:
+    """The built-in policy, with the user's file (if any) merged over it key by key, and the
+    result validated against `schema` (by default the one `audit.signals` assembles from every
+    signal's rules and parameters).  `settings` holds the validated values."""
+    defaults = tomllib.loads(resources.files("audit").joinpath("data/policy.toml").read_text(encoding="utf-8"))
+    source = "built-in" if path is None else str(path)
+    merged = defaults if path is None else _merge(defaults, _read(Path(path)))
+    settings = build_config(schema, merged, source).model_dump(by_alias=True, exclude_unset=True)
+    return Policy(name=settings["name"], source=source, settings=settings)
+
+
+def build_config(cls: type[Model], section: dict[str, Any], where: str) -> Model:
+    """A model (a signal's config, or a whole policy file) from its settings; every bad key
+    is named in one PolicyError that begins with `where`."""
+    try:
+        return cls.model_validate(section)
+    except ValidationError as error:
+        raise PolicyError(f"{where}: {_problems(cls, error)}") from None
 
 
 @dataclass

@@ -10,11 +10,16 @@ A backend that can only bound some lengths or counts (a remote API out of reques
 capped queries) makes the figures built on them inexact: each figure is then reported at its
 lowest, and `figures.bounds` gives its [lowest, highest], so a rule can fire on the lowest or
 stay undecided, never read a bound as absence.
+
+The signal declares its part of the policy file: `NgramConfig` is the `[ngram]` table, `Rules`
+the fields and figures `[rules]` may name, each with the range a value must keep.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from audit.corpora.base import Corpus, Occurrence
 from audit.evidence import ABSENT, FAILED, Evidence
@@ -25,22 +30,93 @@ NAME = "ngram"
 TEXT_FIELDS = ("question", "answer", "context")
 
 
-@dataclass(frozen=True)
-class NgramConfig:
-    window: dict[str, int] = field(
-        default_factory=lambda: {"default": 8, "hangul": 6, "han": 12, "kana": 12, "thai": 20, "lao": 20, "khmer": 20, "myanmar": 20, "tibetan": 20}
-    )
-    span_min_chars: int = 20
-    max_spans: int = 10
-    provenance_docs: int = 3
-    snippet_chars: int = 80
-    cooccurrence_window_bytes: int = 2000
-    anchor_min_chars: int = 12
-    max_anchors: int = 3
-    max_occurrences: int = 500
+class _Table(BaseModel):
+    """A policy table: unknown keys and loose types (a bool or a string for a number) are errors,
+    so a typo cannot silently leave a default in force."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+def _false_only(value: bool) -> bool:
+    if value:
+        raise ValueError("only false switches a rule off")
+    return value
+
+
+Count = Annotated[int, Field(ge=1)]
+Fraction = Annotated[float, Field(gt=0, le=1)]
+# `false` switches a rule off; a strict bool, since Literal[False] would also take 0.
+Off = Annotated[bool, AfterValidator(_false_only), Field(description="false")]
+
+
+class WindowSizes(_Table):
+    """Window size per script, in words for space-separated scripts and characters for the
+    unsegmented ones; a script left unset, and text with no letters, use `default`."""
+
+    default: Count
+    arabic: Count | None = None
+    cyrillic: Count | None = None
+    devanagari: Count | None = None
+    greek: Count | None = None
+    hangul: Count | None = 6
+    hebrew: Count | None = None
+    latin: Count | None = None
+    han: Count | None = 12
+    kana: Count | None = 12
+    thai: Count | None = 20
+    lao: Count | None = 20
+    khmer: Count | None = 20
+    myanmar: Count | None = 20
+    tibetan: Count | None = 20
+
+    def size(self, script: str) -> int:
+        value = getattr(self, script) if script in type(self).model_fields else None
+        return value or self.default
+
+
+class NgramConfig(_Table):
+    """The signal's parameters (the policy's `[ngram]` table).  Every count is at least 1: a
+    zero would silently drop evidence (no spans, no provenance, no anchors) rather than fail."""
+
+    window: WindowSizes = Field(default_factory=lambda: WindowSizes(default=8))
+    span_min_chars: int = Field(20, ge=1)
+    max_spans: int = Field(10, ge=1)
+    provenance_docs: int = Field(3, ge=1)
+    snippet_chars: int = Field(80, ge=0)
+    cooccurrence_window_bytes: int = Field(2000, ge=1)
+    anchor_min_chars: int = Field(12, ge=1)
+    max_anchors: int = Field(3, ge=1)
+    max_occurrences: int = Field(500, ge=1)
 
     def window_for(self, script: str) -> int:
-        return self.window.get(script, self.window["default"])
+        return self.window.size(script)
+
+
+class TextRules(_Table):
+    """Thresholds on the figures `field_evidence` reports for one text field: those that say
+    how much of the text the corpus holds.  The others describe the text or the query (its
+    length, script, window size, where the longest match starts), so no rule may name them."""
+
+    exact_count: Count | Off | None = None
+    coverage: Fraction | Off | None = None
+    longest_match_chars: Count | Off | None = None
+    longest_match_fraction: Fraction | Off | None = None
+
+
+class CooccurrenceRules(_Table):
+    """Thresholds on the figures `cooccurrence_evidence` reports: the documents holding the
+    answer near the question.  The answer's own count is the `answer` field's `exact_count`."""
+
+    documents: Count | Off | None = None
+
+
+class Rules(_Table):
+    """The policy's `[rules]`: for each field this signal reports, the figures a rule may name."""
+
+    question: TextRules = Field(default_factory=TextRules)
+    answer: TextRules = Field(default_factory=TextRules)
+    context: TextRules = Field(default_factory=TextRules)
+    question_answer: CooccurrenceRules = Field(default_factory=CooccurrenceRules, alias="question+answer")
 
 
 @dataclass
