@@ -1,17 +1,20 @@
 """The audit file: JSONL, a manifest line then one record per (item, language).
 
 Written to a temporary sibling and renamed into place, so a file at the target path is always
-complete.  The schema is documented in the README; `SCHEMA_VERSION` changes with it.
+complete.  The manifest carries the number of records and the sha256 of their lines, so a file
+cut short (at a line boundary, where JSON alone cannot tell) or edited is refused, never read
+as a smaller audit.  The schema is documented in the README; `SCHEMA_VERSION` changes with it.
 """
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from audit.outputs import atomic_write_bytes
 
 SCHEMA_VERSION = 1
 MANIFEST, EXPOSURE = "manifest", "exposure"
@@ -45,22 +48,14 @@ def is_audit_file(path: Path) -> bool:
 def write_audit(path: Path, manifest: dict[str, Any], records: Iterable[dict[str, Any]]) -> AuditFile:
     """Write the file and return it as `read_audit` would read it back."""
     path = Path(path)
-    header = {"record": MANIFEST, "schema_version": SCHEMA_VERSION, **manifest}
-    written: list[dict[str, Any]] = []
+    written = [{"record": EXPOSURE, **record} for record in records]
+    lines = [(json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8") for record in written]
+    digest = hashlib.sha256()
+    for line in lines:
+        digest.update(line)
+    header = {"record": MANIFEST, "schema_version": SCHEMA_VERSION, **manifest, "records": len(lines), "records_sha256": digest.hexdigest()}
     path.parent.mkdir(parents=True, exist_ok=True)
-    staging = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(staging, "w", encoding="utf-8") as out:
-            out.write(json.dumps(header, ensure_ascii=False) + "\n")
-            for record in records:
-                written.append({"record": EXPOSURE, **record})
-                out.write(json.dumps(written[-1], ensure_ascii=False) + "\n")
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(staging, path)
-    except BaseException:
-        staging.unlink(missing_ok=True)
-        raise
+    atomic_write_bytes(path, (json.dumps(header, ensure_ascii=False) + "\n").encode("utf-8") + b"".join(lines))
     return AuditFile(header, written)
 
 
@@ -70,27 +65,103 @@ class AuditFile:
     records: list[dict[str, Any]]
 
 
+@dataclass(frozen=True)
+class AuditedBenchmark:
+    """What the manifest says about the benchmark the audit read."""
+
+    path: str
+    absolute_path: str | None
+    format: str
+    sha256: str
+
+
+def audited_benchmark(audit: AuditFile, audit_path: Path) -> AuditedBenchmark:
+    recorded = audit.manifest.get("benchmark")
+    fields = ("path", "format", "sha256")
+    if not isinstance(recorded, dict) or not all(isinstance(recorded.get(name), str) for name in fields):
+        raise AuditFileError(f"{audit_path}:1: field 'benchmark': expected path, format and sha256 of the audited benchmark")
+    absolute = recorded.get("absolute_path")
+    return AuditedBenchmark(recorded["path"], absolute if isinstance(absolute, str) else None, recorded["format"], recorded["sha256"])
+
+
+def locate_benchmark(audit: AuditFile, audit_path: Path, given: Path | None) -> tuple[Path, AuditedBenchmark]:
+    """The audited benchmark: `given`, else the path the audit recorded (as given, then
+    absolute), checked against the recorded sha256 before anything reads it."""
+    recorded = audited_benchmark(audit, audit_path)
+    if given is None:
+        candidates = [Path(recorded.path)] + ([Path(recorded.absolute_path)] if recorded.absolute_path else [])
+        found = next((path for path in candidates if path.exists()), None)
+        if found is None:
+            raise AuditFileError(
+                f"{audit_path}: the audited benchmark {recorded.absolute_path or recorded.path} is not found from {Path.cwd()}; pass it with --bench"
+            )
+        given = found
+    if not Path(given).exists():
+        raise AuditFileError(f"{given}: no such benchmark file or directory")
+    actual = benchmark_digest(Path(given))
+    if actual != recorded.sha256:
+        raise AuditFileError(
+            f"{given}: not the audited benchmark: its sha256 {actual[:12]}... differs from the audited benchmark's {recorded.sha256[:12]}... "
+            f"({recorded.path}, recorded in {audit_path}); pass that file with --bench, or re-run `audit check` on this one"
+        )
+    return Path(given), recorded
+
+
+def _check_record(path: Path, number: int, record: dict[str, Any]) -> None:
+    """The fields every reader relies on, so a hand-edited record is an error, not a crash."""
+    for name in ("item_id", "lang"):
+        if not isinstance(record.get(name), str):
+            raise AuditFileError(f"{path}:{number}: field '{name}': expected a string, got {record.get(name)!r}")
+    for name, kind in (("exposure", str), ("role", str), ("decided_by", list), ("evidence", list)):
+        if name in record and not isinstance(record[name], kind):
+            raise AuditFileError(f"{path}:{number}: field '{name}': expected a {kind.__name__}, got {type(record[name]).__name__}")
+
+
+def _check_integrity(path: Path, manifest: dict[str, Any], count: int, digest: str) -> None:
+    expected, recorded = manifest.get("records"), manifest.get("records_sha256")
+    if not isinstance(expected, int) or not isinstance(recorded, str):
+        raise AuditFileError(
+            f"{path}:1: fields 'records' and 'records_sha256' are missing, so the file cannot be checked for completeness "
+            "(written by an older version?); re-run `audit check` to write it again"
+        )
+    if count != expected:
+        raise AuditFileError(f"{path}: {count} records where the manifest says {expected}: the file is truncated or damaged; re-run `audit check`")
+    if digest != recorded:
+        raise AuditFileError(f"{path}: the records' sha256 differs from the manifest's: the file was damaged or edited; re-run `audit check`")
+
+
 def read_audit(path: Path) -> AuditFile:
+    """The whole file, checked: a damaged, truncated or edited file raises `AuditFileError`."""
     path = Path(path)
     records = []
     manifest: dict[str, Any] | None = None
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
+    digest = hashlib.sha256()
+    try:
+        handle = open(path, "rb")
+    except OSError as error:
+        raise AuditFileError(f"{path}: cannot read the audit file ({error.strerror or error})") from None
+    with handle:
+        for number, raw in enumerate(handle, start=1):
             try:
-                record = json.loads(line)
+                record = json.loads(raw.decode("utf-8"))
+            except UnicodeDecodeError:
+                raise AuditFileError(f"{path}:{number}: not valid UTF-8; not an audit file, or a damaged one") from None
             except json.JSONDecodeError as error:
                 raise AuditFileError(f"{path}:{number}: not valid JSON ({error.msg})") from None
             kind = record.get("record") if isinstance(record, dict) else None
             if number == 1:
                 if kind != MANIFEST:
-                    raise AuditFileError(f"{path}:1: field 'record': expected the manifest line, got {kind!r}")
+                    raise AuditFileError(f"{path}:1: field 'record': expected the manifest line, got {kind!r}; not an audit file")
                 if record.get("schema_version") != SCHEMA_VERSION:
                     raise AuditFileError(f"{path}:1: field 'schema_version': {record.get('schema_version')!r}, this tool reads {SCHEMA_VERSION}")
                 manifest = record
-            elif kind != EXPOSURE:
+                continue
+            if kind != EXPOSURE:
                 raise AuditFileError(f"{path}:{number}: field 'record': expected 'exposure', got {kind!r}")
-            else:
-                records.append(record)
+            _check_record(path, number, record)
+            digest.update(raw)
+            records.append(record)
     if manifest is None:
-        raise AuditFileError(f"{path}: empty file")
+        raise AuditFileError(f"{path}: empty file; not an audit file")
+    _check_integrity(path, manifest, len(records), digest.hexdigest())
     return AuditFile(manifest, records)

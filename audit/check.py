@@ -109,6 +109,7 @@ def audit_manifest(
         "command": command,
         "benchmark": {
             "path": str(benchmark_path),
+            "absolute_path": str(Path(benchmark_path).resolve()),
             "format": benchmark.format,
             "sha256": benchmark_digest(benchmark_path),
             "items": len(benchmark.items),

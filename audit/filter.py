@@ -2,7 +2,8 @@
 
 The clean benchmark is written in the input's own format by copying the kept items' original
 rows, so nothing the audit did not judge is rewritten.  The audit must describe the very file
-being filtered: its manifest records the benchmark's sha256, and a mismatch is an error.
+being filtered: `audit.auditfile.locate_benchmark` checks the sha256 its manifest records
+before the benchmark is read.
 """
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ import csv
 import gzip
 import io
 import json
-import os
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from audit import __version__
-from audit.auditfile import AuditFile, benchmark_digest
+from audit.auditfile import AuditedBenchmark, AuditFile
 from audit.exposure import SEEN, UNKNOWN
 from audit.items import Item
+from audit.outputs import atomic_write_bytes, commit_directory, discard_staging, staging_directory
 from audit.timestamps import utc_timestamp
 
 RULES = ("target-seen", "any-seen")
@@ -60,8 +61,8 @@ def judge_items(audit: AuditFile, policy: FilterPolicy) -> dict[str, Verdict]:
         by_item.setdefault(record["item_id"], []).append(record)
     verdicts = {}
     for item_id, records in by_item.items():
-        seen = [r for r in records if r["exposure"] == SEEN and (policy.rule == "any-seen" or r["role"] == "target")]
-        unknown = [r for r in records if r["exposure"] == UNKNOWN]
+        seen = [r for r in records if r.get("exposure") == SEEN and (policy.rule == "any-seen" or r.get("role") == "target")]
+        unknown = [r for r in records if r.get("exposure") == UNKNOWN]
         if seen:
             reason = "seen in a target language" if policy.rule == "target-seen" else "seen"
         elif unknown and policy.drop_unknown:
@@ -74,7 +75,7 @@ def judge_items(audit: AuditFile, policy: FilterPolicy) -> dict[str, Verdict]:
             reason=reason or ("kept: " + records[0].get("item_exposure", "")),
             seen_languages=[r["lang"] for r in seen],
             unknown_languages=[r["lang"] for r in unknown],
-            decided_by={r["lang"]: r["decided_by"] for r in seen + (unknown if policy.drop_unknown else [])},
+            decided_by={r["lang"]: r.get("decided_by", []) for r in seen + (unknown if policy.drop_unknown else [])},
         )
     return verdicts
 
@@ -89,11 +90,7 @@ def _read_text(path: Path) -> tuple[str, bool]:
 def _write_text(path: Path, text: str, bom: bool = False) -> None:
     """Write beside the target and rename, gzipping when the name ends in .gz."""
     data = (("\ufeff" if bom else "") + text).encode("utf-8")
-    if path.name.endswith(".gz"):
-        data = gzip.compress(data, mtime=0)
-    staging = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    staging.write_bytes(data)
-    os.replace(staging, path)
+    atomic_write_bytes(path, gzip.compress(data, mtime=0) if path.name.endswith(".gz") else data)
 
 
 def _flag(verdict: Verdict | None) -> dict[str, Any]:
@@ -146,16 +143,21 @@ def _filter_csv(source: Path, out: Path, line_owner: dict[int, str], verdicts: d
     _write_text(out, buffer.getvalue(), bom=bom)
 
 
+FILTERED = "filtered benchmark"
+
+
 def _filter_bmlama(source: Path, out: Path, items: list[Item], verdicts: dict[str, Verdict], flag: bool) -> None:
-    """Line k of every language file is item k, so the same lines are kept in every file."""
+    """Line k of every language file is item k, so the same lines are kept in every file.
+    The directory is replaced only if it is a filtered benchmark this tool wrote."""
     line_owner = {item.origin.lines[0]: item.item_id for item in items if item.origin}
-    if out.exists():
-        raise FilterError(f"{out}: already exists")
-    staging = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-    staging.mkdir(parents=True, exist_ok=True)
-    for tsv in sorted(source.glob("*.tsv")):
-        _filter_csv(tsv, staging / tsv.name, line_owner, verdicts, flag, delimiter="\t")
-    staging.rename(out)
+    staging = staging_directory(out)
+    try:
+        for tsv in sorted(source.glob("*.tsv")):
+            _filter_csv(tsv, staging / tsv.name, line_owner, verdicts, flag, delimiter="\t")
+        commit_directory(staging, out, FILTERED, inputs=[source])
+    except BaseException:
+        discard_staging(staging)
+        raise
 
 
 @dataclass
@@ -167,15 +169,20 @@ class FilterResult:
 
 
 def filter_benchmark(
-    audit: AuditFile, items: list[Item], benchmark: Path, out: Path, policy: FilterPolicy, *, flag: bool = False, audit_path: str = ""
+    audit: AuditFile,
+    items: list[Item],
+    benchmark: Path,
+    recorded: AuditedBenchmark,
+    out: Path,
+    policy: FilterPolicy,
+    *,
+    flag: bool = False,
+    audit_path: str = "",
 ) -> FilterResult:
-    """Write the clean (or flagged) benchmark to `out` and return the removal manifest."""
-    expected = audit.manifest["benchmark"]["sha256"]
-    actual = benchmark_digest(benchmark)
-    if actual != expected:
-        raise FilterError(f"{benchmark}: sha256 {actual[:12]}... differs from the audited benchmark's {expected[:12]}...; re-run audit check on this file")
+    """Write the clean (or flagged) benchmark to `out` and return the removal manifest.
+    `benchmark` is the audited file, as `locate_benchmark` found and checked it."""
     verdicts = judge_items(audit, policy)
-    fmt = audit.manifest["benchmark"]["format"]
+    fmt = recorded.format
     line_owner = {line: item.item_id for item in items if item.origin for line in item.origin.lines}
     if fmt == "bmlama":
         _filter_bmlama(benchmark, out, items, verdicts, flag)
@@ -192,7 +199,7 @@ def filter_benchmark(
         "created": utc_timestamp(),
         "audit": audit_path,
         "audit_config_hash": audit.manifest.get("config_hash"),
-        "benchmark": {"path": str(benchmark), "format": fmt, "sha256": actual},
+        "benchmark": {"path": str(benchmark), "absolute_path": str(benchmark.resolve()), "format": fmt, "sha256": recorded.sha256},
         "output": str(out),
         "mode": "flag" if flag else "remove",
         "policy": {"rule": policy.rule, "drop_unknown": policy.drop_unknown},

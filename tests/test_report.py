@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from playwright.sync_api import sync_playwright
 
 from audit.cli import main
+from audit.outputs import MARKER
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -32,7 +33,7 @@ def images_rendered(page) -> bool:
 
 def test_check_writes_an_exposure_report_that_renders(planted_audit, browser, tmp_path: Path):
     report = planted_audit["root"] / "sample.report"
-    assert {p.name for p in report.iterdir()} == {"report.html", "report.md", "report.json", "items"}
+    assert {p.name for p in report.iterdir()} == {"report.html", "report.md", "report.json", "items", MARKER}
     data = json.loads((report / "report.json").read_text())
     assert data["exposure"]["item_summary"] == {"seen_in_target": 2, "unseen_everywhere": 37}
     assert data["exposure"]["per_language"]["fr"]["seen"] == 1

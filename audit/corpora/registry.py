@@ -111,6 +111,10 @@ def read_registry(path: Path) -> dict[str, Entry]:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise CorpusError(f"{path}: no such registry file") from None
+    except UnicodeDecodeError as error:
+        raise CorpusError(f"{path}: not UTF-8 text (byte {error.start}); not a registry file") from None
+    except OSError as error:
+        raise CorpusError(f"{path}: cannot read the registry ({error.strerror or error})") from None
     return parse_registry(text, path)
 
 

@@ -1,11 +1,12 @@
 """Write a report directory: report.json, report.md, a self-contained report.html and one
 provenance page per item under items/.  Everything is written beside the target directory
-and renamed into place, so a report directory is always complete."""
+and renamed into place, so a report directory is always complete; an existing directory is
+replaced only when it is a report this tool wrote (see `audit.outputs`)."""
 from __future__ import annotations
 
 import json
 import os
-import shutil
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 
 from audit.auditfile import AuditFile
 from audit.items import Item
+from audit.outputs import commit_directory, discard_staging, staging_directory
 from audit.report import plots
 from audit.report.build import item_page, page_name, report_data
 
@@ -77,19 +79,27 @@ def write_item_pages(directory: Path, environment: Environment, data: dict[str, 
         (directory / page_name(item_id)).write_text(template.render(page=page, data=data), encoding="utf-8")
 
 
+REPORT = "report"
+
+
 def write_report(
-    out: Path, audit: AuditFile, audit_path: str, items: list[Item], evaluation: dict[str, Any] | None = None, item_pages: Path | None = None
+    out: Path,
+    audit: AuditFile,
+    audit_path: str,
+    items: list[Item],
+    evaluation: dict[str, Any] | None = None,
+    item_pages: Path | None = None,
+    inputs: Iterable[Path] = (),
 ) -> dict[str, Any]:
-    """Render the whole report into `out` (replaced if it exists) and return report.json's data.
-    With `item_pages` (another report's directory) its provenance pages are linked, not written."""
+    """Render the whole report into `out` and return report.json's data.  An existing `out` is
+    replaced only if it is a report this tool wrote and holds none of `inputs`.  With
+    `item_pages` (another report's directory) its provenance pages are linked, not written."""
     out = Path(out)
     data = report_data(audit, audit_path, evaluation)
     if item_pages is not None:
         link_item_pages(data, Path(item_pages).absolute(), out)
     environment = _environment()
-    staging = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir(parents=True)
+    staging = staging_directory(out)
     try:
         (staging / "report.json").write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         (staging / "report.md").write_text(environment.get_template("report.md.j2").render(data=data), encoding="utf-8")
@@ -97,10 +107,8 @@ def write_report(
         (staging / "report.html").write_text(html, encoding="utf-8")
         if item_pages is None:
             write_item_pages(staging, environment, data, audit, items)
-        if out.exists():
-            shutil.rmtree(out)
-        staging.rename(out)
+        commit_directory(staging, out, REPORT, inputs=[*inputs, Path(audit_path), *([Path(item_pages)] if item_pages else [])])
     except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
+        discard_staging(staging)
         raise
     return data

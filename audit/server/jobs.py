@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import tempfile
 import threading
 import tomllib
@@ -30,6 +32,7 @@ from audit.corpora.base import Corpus
 from audit.exposure import Policy, PolicyError, build_config, load_policy
 from audit.langcodes import normalise_lang
 from audit.loaders import BenchmarkError, load_benchmark
+from audit.outputs import atomic_write_bytes, atomic_write_text
 from audit.signals import ngram
 from audit.timestamps import utc_timestamp
 
@@ -70,6 +73,18 @@ class Job:
         data = json.loads(path.read_text(encoding="utf-8"))
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in known})
+
+
+UPLOAD_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+
+def upload_name(filename: str | None) -> str:
+    """The name the uploaded benchmark is kept under: the client's, when it is a plain file
+    name (its extension tells the loader the format), never a path or one of the job's files."""
+    name = filename or "benchmark"
+    if not UPLOAD_NAME.fullmatch(name) or ".." in name:
+        raise JobError(f"filename {name!r}: give a plain file name (letters, digits, '.', '_', '-'; no path), e.g. benchmark.jsonl")
+    return f"benchmark-{name}" if name in ("job.json", "audit.jsonl") else name
 
 
 class JobManager:
@@ -149,9 +164,7 @@ class JobManager:
         except ValueError as error:
             raise JobError(f"langs: {error}") from None
         digest = self.policy_for(policy).digest
-        name = Path(filename or "benchmark").name or "benchmark"
-        if name in ("job.json", "audit.jsonl"):
-            name = f"benchmark-{name}"
+        name = upload_name(filename)
         with self._lock:
             pending = sum(1 for j in self._jobs.values() if j.status in (QUEUED, RUNNING))
             if pending >= self.max_pending:
@@ -159,9 +172,15 @@ class JobManager:
             job = Job(id=uuid.uuid4().hex[:16], index=index, format=fmt, langs=wanted, benchmark=name, policy=digest)
             self._jobs[job.id] = job
         directory = self.root / job.id
-        directory.mkdir()
-        (directory / name).write_bytes(benchmark)
-        self._save(job)
+        try:
+            directory.mkdir()
+            atomic_write_bytes(directory / name, benchmark)
+            self._save(job)
+        except BaseException:
+            with self._lock:
+                del self._jobs[job.id]
+            shutil.rmtree(directory, ignore_errors=True)
+            raise
         self._pool.submit(self._run, job)
         return job
 
@@ -182,10 +201,7 @@ class JobManager:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
     def _save(self, job: Job) -> None:
-        target = self.root / job.id / "job.json"
-        staging = target.with_suffix(".json.tmp")
-        staging.write_text(json.dumps(job.public(), indent=2), encoding="utf-8")
-        os.replace(staging, target)
+        atomic_write_text(self.root / job.id / "job.json", json.dumps(job.public(), indent=2))
 
     def _update(self, job: Job, **changes: Any) -> None:
         with self._lock:

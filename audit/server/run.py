@@ -142,11 +142,22 @@ def parser() -> argparse.ArgumentParser:
     return parse
 
 
+def check_limits(args: argparse.Namespace) -> None:
+    """Every numeric option in its range, so a bad value is a message, not a crash later."""
+    positive = ("max_concurrent", "max_body_bytes", "max_job_bytes", "max_query_chars", "max_query_tokens", "job_workers")
+    for name in positive:
+        if getattr(args, name) < 1:
+            raise ServeError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
+    if args.queue_seconds < 0:
+        raise ServeError(f"--queue-seconds must be 0 or more, got {args.queue_seconds}")
+    if not 0 <= args.port <= 65535:
+        raise ServeError(f"--port must be between 0 and 65535, got {args.port}")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
-        if args.max_concurrent < 1 or args.max_body_bytes < 1 or args.job_workers < 1 or args.queue_seconds < 0:
-            raise ServeError("--max-concurrent, --max-body-bytes, --job-workers and --queue-seconds must be positive")
+        check_limits(args)
         limits = Limits(max_query_chars=args.max_query_chars, max_query_tokens=args.max_query_tokens)
         indexes = load_indexes(args.index or [DEMO], _pairs(args.tokenizer, "--tokenizer"), args.registry, limits)
         server_limits = ServerLimits(max_body_bytes=args.max_body_bytes, max_job_bytes=args.max_job_bytes, max_concurrent=args.max_concurrent, queue_seconds=args.queue_seconds)
@@ -163,4 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     except (ServeError, CorpusError, PolicyError) as error:
         print(f"audit serve: {error}", file=sys.stderr)
         return 2
+    except OSError as error:
+        print(f"audit serve: {error.filename + ': ' if error.filename else ''}{error.strerror or error}", file=sys.stderr)
+        return 1
     return 0

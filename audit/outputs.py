@@ -1,0 +1,180 @@
+"""Writing outputs without ever destroying what the tool did not write.
+
+A file is written to a hidden sibling and renamed into place, so the target is either the old
+file or the whole new one.  A directory (a report, a filtered BMLAMA copy, an index) is built in
+a hidden sibling too, and carries a marker naming every file the tool put in it; an existing
+directory is replaced only when it has that marker and holds nothing else, and never when it is,
+or holds, one of the command's own inputs or the current directory.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Iterable
+from pathlib import Path
+
+from audit import __version__
+
+MARKER = ".corpus-audit.json"
+STAGING_TAG = ".corpus-audit-staging"
+
+
+class OutputError(Exception):
+    """An output that cannot be written without risking a file the tool did not write."""
+
+
+def _staging_file(path: Path) -> Path:
+    return path.with_name(f".{path.name}.{os.getpid()}.tmp")
+
+
+def _dead_siblings(path: Path, kind: str) -> list[Path]:
+    """Hidden siblings `.NAME.<kind>-PID` (or `.NAME.PID.tmp`) left by a process that died."""
+    pattern = f".{path.name}.*.tmp" if kind == "tmp" else f".{path.name}.{kind}-*"
+    found = []
+    for candidate in path.parent.glob(pattern):
+        pid = candidate.name.removesuffix(".tmp").rsplit(".", 1)[-1] if kind == "tmp" else candidate.name.rsplit("-", 1)[-1]
+        if pid.isdigit() and not _alive(int(pid)):
+            found.append(candidate)
+    return found
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write `data` to `path` through a synced temporary sibling and one rename, after removing
+    the temporary siblings of writes to the same path whose process died."""
+    path = Path(path)
+    for stale in _dead_siblings(path, "tmp"):
+        if stale.is_file():
+            stale.unlink(missing_ok=True)
+    staging = _staging_file(path)
+    try:
+        with open(staging, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(staging, path)
+    except BaseException:
+        staging.unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def _absolute(path: Path) -> Path:
+    return Path(os.path.abspath(path))
+
+
+def check_file_target(path: Path, *, inputs: Iterable[Path] = (), force: bool = False) -> None:
+    """Refuse to write a file over a directory, over one of the command's inputs (whatever
+    `force` says) or, without `force`, over any existing file."""
+    path = Path(path)
+    if path.is_dir():
+        raise OutputError(f"{path}: is a directory; give a file name")
+    if path.name in ("", ".", ".."):
+        raise OutputError(f"{path}: not a file name")
+    for source in inputs:
+        if path.exists() and Path(source).exists() and path.samefile(source):
+            raise OutputError(f"{path}: is this command's input {source}; refusing to overwrite it (--force does not change this)")
+    if path.exists() and not force:
+        raise OutputError(f"{path}: already exists (use --force to replace it)")
+
+
+def _written_files(directory: Path) -> set[str]:
+    return {p.relative_to(directory).as_posix() for p in directory.rglob("*") if p.is_file() or p.is_symlink()}
+
+
+def _marker(directory: Path) -> dict | None:
+    try:
+        data = json.loads((directory / MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and isinstance(data.get("files"), list) else None
+
+
+def check_directory_target(path: Path, kind: str, *, inputs: Iterable[Path] = ()) -> None:
+    """Refuse a directory target unless it is new, empty, or a `kind` directory this tool wrote
+    that holds nothing else and none of the command's inputs."""
+    path = Path(path)
+    target = _absolute(path)
+    if target.name in ("", ".", "..") or _inside(Path.cwd(), target):
+        raise OutputError(f"{path}: is the current directory or holds it; give a new directory for the {kind}")
+    for source in inputs:
+        if _inside(_absolute(Path(source)), target):
+            raise OutputError(f"{path}: holds this command's input {source}; give another directory for the {kind}")
+    if not path.exists() and not path.is_symlink():
+        return
+    if path.is_symlink() or not path.is_dir():
+        raise OutputError(f"{path}: is a file, not a directory; give a directory for the {kind}")
+    present = _written_files(path)
+    if not present and not any(path.iterdir()):
+        return
+    marker = _marker(path)
+    if marker is None:
+        raise OutputError(f"{path}: exists and was not written by audit; refusing to replace it (give a new or empty directory, or remove it yourself)")
+    if marker.get("kind") != kind:
+        raise OutputError(f"{path}: holds a {marker.get('kind')}, not a {kind}; refusing to replace it")
+    foreign = sorted(present - set(marker["files"]) - {MARKER})
+    if foreign:
+        raise OutputError(f"{path}: holds {foreign[0]}" + (f" and {len(foreign) - 1} more" if len(foreign) > 1 else "") + ", which audit did not write; refusing to replace it")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_stale_staging(path: Path) -> list[Path]:
+    """Remove what an interrupted build of `path` left: its staging directory (tagged as the
+    tool's) and the previous version it had moved aside, if it died between the two renames."""
+    path = Path(path)
+    stale = [p for p in _dead_siblings(path, "building") if (p / STAGING_TAG).is_file() or (p / MARKER).is_file()]
+    stale += [p for p in _dead_siblings(path, "replaced") if (p / MARKER).is_file()]
+    for candidate in stale:
+        shutil.rmtree(candidate, ignore_errors=True)
+    return stale
+
+
+def staging_directory(path: Path) -> Path:
+    """A fresh hidden sibling to build `path` in, after clearing dead builds' leftovers."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_staging(path)
+    staging = path.parent / f".{path.name}.building-{os.getpid()}"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir()
+    (staging / STAGING_TAG).touch()
+    return staging
+
+
+def commit_directory(staging: Path, path: Path, kind: str, *, inputs: Iterable[Path] = ()) -> None:
+    """Mark `staging` as a `kind` directory and move it into place, replacing `path` only when
+    `check_directory_target` allows it."""
+    staging, path = Path(staging), Path(path)
+    inputs = list(inputs)
+    check_directory_target(path, kind, inputs=inputs)
+    files = sorted(_written_files(staging) - {MARKER, STAGING_TAG})
+    (staging / MARKER).write_text(json.dumps({"kind": kind, "tool": f"corpus-audit {__version__}", "files": files}, indent=1) + "\n", encoding="utf-8")
+    (staging / STAGING_TAG).unlink()
+    if not path.exists():
+        staging.rename(path)
+        return
+    retired = path.parent / f".{path.name}.replaced-{os.getpid()}"
+    shutil.rmtree(retired, ignore_errors=True)
+    path.rename(retired)
+    staging.rename(path)
+    shutil.rmtree(retired, ignore_errors=True)
+
+
+def discard_staging(staging: Path) -> None:
+    shutil.rmtree(staging, ignore_errors=True)
