@@ -1,16 +1,21 @@
-"""Fixtures built from real text: `../shared` corpora and the ECLeKTic sample."""
+"""Fixtures built from real text: the package's demo corpus and ECLeKTic sample, and the
+committed subsets in tests/fixtures (see tests/fixtures/SOURCES.md). Nothing outside the
+repository is read, so a fresh clone passes on its own."""
 from __future__ import annotations
 
 import gzip
 import json
+from importlib import resources
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
-CORPUS = SHARED / "data" / "corpus"
-ECLEKTIC_CSV = SHARED / "data" / "bench" / "eclektic" / "eclektic_long_subset.csv"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+# The installed package's data (as audit.corpora.demo finds it), so the tests read what an install ships.
+DEMO = Path(str(resources.files("audit").joinpath("data/demo")))
+CORPUS = DEMO / "corpus"
+ECLEKTIC_CSV = DEMO / "eclektic_sample.csv.gz"
+BMLAMA = FIXTURES / "bmlama17"
 
 
 def read_jsonl_gz(path: Path, limit: int | None = None) -> list[dict]:
@@ -30,12 +35,12 @@ def write_jsonl(path: Path, rows: list[dict]) -> Path:
 def wiki_docs() -> dict[str, list[dict]]:
     """Real multilingual Wikipedia text in several scripts."""
     return {
-        "en": read_jsonl_gz(CORPUS / "xquad-parallel-wiki-paragraphs" / "xquad_en_paragraphs.jsonl.gz", 120),
-        "zh": read_jsonl_gz(CORPUS / "xquad-parallel-wiki-paragraphs" / "xquad_zh_paragraphs.jsonl.gz", 120),
-        "hi": read_jsonl_gz(CORPUS / "xquad-parallel-wiki-paragraphs" / "xquad_hi_paragraphs.jsonl.gz", 120),
-        "ja": read_jsonl_gz(CORPUS / "wiki-ja-kyoto-wac" / "jawiki_leads_wac.jsonl.gz", 300),
-        "ko": read_jsonl_gz(CORPUS / "ud-pud-parallel-wiki-news" / "ko_documents.jsonl.gz", 100),
-        "he": read_jsonl_gz(CORPUS / "ud-pud-parallel-wiki-news" / "he_documents.jsonl.gz"),
+        "en": read_jsonl_gz(CORPUS / "xquad-en.jsonl.gz", 120),
+        "zh": read_jsonl_gz(CORPUS / "xquad-zh.jsonl.gz", 120),
+        "hi": read_jsonl_gz(CORPUS / "xquad-hi.jsonl.gz", 120),
+        "ja": read_jsonl_gz(CORPUS / "wiki-ja.jsonl.gz", 300),
+        "ko": read_jsonl_gz(CORPUS / "pud-ko.jsonl.gz", 100),
+        "he": read_jsonl_gz(CORPUS / "iahltwiki-he.jsonl.gz"),
     }
 
 
@@ -57,10 +62,6 @@ def wiki_index(tmp_path_factory, wiki_dir) -> Path:
     return out
 
 
-SAMPLE = ROOT / "audit" / "data" / "demo" / "eclektic_sample.csv.gz"
-BMLAMA = SHARED / "data" / "bench" / "bmlama" / "BMLAMA17"
-
-
 @pytest.fixture(scope="session")
 def planted_audit(tmp_path_factory, wiki_docs) -> dict[str, Path]:
     """The ECLeKTic sample audited against real Wikipedia text with two planted leaks: item
@@ -73,7 +74,7 @@ def planted_audit(tmp_path_factory, wiki_docs) -> dict[str, Path]:
 
     root = tmp_path_factory.mktemp("planted-audit")
     bench = root / "eclektic_sample.csv.gz"
-    bench.write_bytes(SAMPLE.read_bytes())
+    bench.write_bytes(ECLEKTIC_CSV.read_bytes())
     by_id = {item.item_id: item for item in load_benchmark(bench).items}
     docs = [row for rows in wiki_docs.values() for row in rows]
     docs.append({"id": "planted-fr", "text": by_id["39"].variants["fr"].context})

@@ -3,6 +3,7 @@ real indexes (compared with the local backend) and small stdlib HTTP servers tha
 purpose (failures, malformed, oversize and error answers).  No HTTP is patched or mocked."""
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -12,7 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from test_server import SAMPLE, TOKENIZERS, Served, build_token_index, start_server
+from test_server import OLMO, SAMPLE, Served, build_token_index, start_server
 
 from audit.check import check_items
 from audit.corpora.api import (
@@ -34,8 +35,6 @@ from audit.items import Item, Variant
 from audit.loaders import load_benchmark
 from audit.signals import ngram
 
-NEOX = TOKENIZERS / "olmo-tokenizers" / "allenai_gpt-neox-olmo-dolma-v1_5.json"
-
 
 @pytest.fixture(scope="module")
 def demo_dir() -> Path:
@@ -43,18 +42,18 @@ def demo_dir() -> Path:
 
 
 @pytest.fixture(scope="module")
-def neox_index(tmp_path_factory) -> Path:
+def olmo_index(tmp_path_factory) -> Path:
     docs = ["The rain in Seattle, Washington is light.", "Seattle, Washington has a port.", "Washington\nwas the first president."]
-    return build_token_index(docs, NEOX, tmp_path_factory.mktemp("neox") / "index")
+    return build_token_index(docs, OLMO, tmp_path_factory.mktemp("olmo") / "index")
 
 
 @pytest.fixture(scope="module")
-def served(demo_dir: Path, wiki_index: Path, neox_index: Path, tmp_path_factory) -> Iterator[Served]:
+def served(demo_dir: Path, wiki_index: Path, olmo_index: Path, tmp_path_factory) -> Iterator[Served]:
     server = start_server(
         "--index", f"demo={demo_dir}",
         "--index", f"wiki={wiki_index}",
-        "--index", f"neox={neox_index}",
-        "--tokenizer", f"neox={NEOX}",
+        "--index", f"olmo={olmo_index}",
+        "--tokenizer", f"olmo={OLMO}",
         "--jobs-dir", str(tmp_path_factory.mktemp("jobs")),
     )
     yield server
@@ -78,7 +77,12 @@ def texts_from(docs: dict[str, list[dict]]) -> list[str]:
     for lang, rows in docs.items():
         text = " ".join(rows[7]["text"].split())
         picked += [head(text, 420), text[40:90], f"zq{lang} " + text[10:60] + " qz"]
-    return picked + ["University", "東京都", "xyzzy plugh", "1945"]
+    return [*picked, "University", "東京都", "xyzzy plugh", "1945"]
+
+
+def without_api_metadata(entry: dict) -> dict:
+    """A provenance entry less what only the API client records, to compare with the local backend's."""
+    return {**entry, "metadata": {k: v for k, v in entry["metadata"].items() if k != "infini_gram_api"}}
 
 
 def test_counts_and_longest_matches_equal_the_local_backend(served: Served, wiki_index: Path, wiki_docs):
@@ -190,10 +194,9 @@ def test_audit_check_through_the_api_gives_the_local_exposure_tags(served: Serve
                 assert {k: a["figures"][k] for k in same} == {k: b["figures"][k] for k in same}
                 continue
             assert a["figures"] == b["figures"], (mine["item_id"], mine["lang"], a["field"])
-            strip = lambda p: {**p, "metadata": {k: v for k, v in p["metadata"].items() if k != "infini_gram_api"}}
             exact = [p for p in a["provenance"] if p["metadata"].get("infini_gram_api", {}).get("offset_exact", True)]
             if len(exact) == len(a["provenance"]):
-                assert [strip(p) for p in a["provenance"]] == b["provenance"]
+                assert [without_api_metadata(p) for p in a["provenance"]] == b["provenance"]
     assert bounded and api.details["counts_over_limit"] >= 1
 
 
@@ -243,7 +246,7 @@ def test_concurrent_clients_get_consistent_answers(served: Served, wiki_index: P
 
 
 def test_token_level_index_tries_the_leading_space_form_and_records_it(served: Served):
-    api = corpus(served.url, "neox")
+    api = corpus(served.url, "olmo")
     assert api.count("Washington") == 2
     assert api.details["tokenization"] == "tokens" and api.details["variant_matches"]["leading space"] == 1
     total, hits = api.occurrences("Washington", 3)
@@ -289,10 +292,8 @@ def scripted() -> Iterator[tuple[Script, str]]:
             if "Content-Length" not in headers:
                 self.send_header("Content-Length", str(len(body)))
             self.end_headers()
-            try:
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
                 self.wfile.write(body)
-            except (BrokenPipeError, ConnectionResetError):
-                pass
 
         def log_message(self, *args) -> None:
             pass

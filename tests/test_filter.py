@@ -13,6 +13,7 @@ from conftest import BMLAMA, write_jsonl
 from audit.cli import main
 from audit.indexing import build_index
 from audit.loaders import load_benchmark
+from audit.outputs import MARKER
 
 
 def run(*args: str):
@@ -77,7 +78,7 @@ def test_generic_jsonl_and_bmlama_round_trip(tmp_path: Path):
     generic = tmp_path / "facts.jsonl"
     write_jsonl(
         generic,
-        [{"item_id": i.item_id, "source_lang": "en", "variants": {l: {"question": v.question, "answer": v.answer} for l, v in i.variants.items()}} for i in items],
+        [{"item_id": i.item_id, "source_lang": "en", "variants": {lang: {"question": v.question, "answer": v.answer} for lang, v in i.variants.items()}} for i in items],
     )
     write_jsonl(tmp_path / "docs.jsonl", [{"id": "d1", "text": f"Quiz: {leaked.variants['fr'].question.replace('<mask>', leaked.variants['fr'].answer)} {leaked.variants['fr'].question}"}])
     build_index([tmp_path / "docs.jsonl"], tmp_path / "index")
@@ -90,7 +91,7 @@ def test_generic_jsonl_and_bmlama_round_trip(tmp_path: Path):
         clean = load_benchmark(out)
         kept = [i.variants["fr"].question for i in items if i.item_id != leaked.item_id]
         assert [i.variants["fr"].question for i in clean.items] == kept
-    assert {p.name for p in (tmp_path / "clean-bmlama").iterdir()} == {"en.tsv", "fr.tsv", "zh.tsv"}
+    assert {p.name for p in (tmp_path / "clean-bmlama").iterdir()} == {"en.tsv", "fr.tsv", "zh.tsv", MARKER}
     flagged = tmp_path / "flagged.jsonl"
     assert run("filter", str(tmp_path / "facts.jsonl.audit.jsonl"), "--out", str(flagged), "--flag").exit_code == 0
     marks = [json.loads(line)["audit"] for line in flagged.read_text(encoding="utf-8").splitlines()]

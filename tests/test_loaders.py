@@ -1,4 +1,5 @@
-"""Loaders on the real benchmark files in ../shared, and on small hand-made broken files."""
+"""Loaders on real benchmark files (the bundled ECLeKTic sample, the committed BMLAMA-17 and
+ECLeKTic fixtures), and on small hand-made broken files."""
 from __future__ import annotations
 
 import csv
@@ -8,16 +9,13 @@ import shutil
 from pathlib import Path
 
 import pytest
+from conftest import BMLAMA, ECLEKTIC_CSV, FIXTURES
 
 from audit.items import Origin
 from audit.langcodes import normalise_lang
 from audit.loaders import BenchmarkError, detect_format, load_benchmark
 
-shared_dir = Path(__file__).resolve().parents[1].parent / "shared"
-BENCH = shared_dir / "data" / "bench"
-ECLEKTIC_CSV = BENCH / "eclektic" / "eclektic_long_subset.csv"
-ECLEKTIC_EXAMPLE = BENCH / "eclektic" / "raw_schema_example" / "eclektic_main_qid502_qa_only.json"
-BMLAMA17 = BENCH / "bmlama" / "BMLAMA17"
+ECLEKTIC_EXAMPLE = FIXTURES / "eclektic" / "eclektic_main_qid502_qa_only.json"
 ECLEKTIC_LANGS = ["he", "en", "de", "es", "fr", "hi", "id", "it", "ja", "ko", "pt", "zh"]
 CSV_HEADER = [
     "original_lang", "original_content", "original_question", "original_answer", "content",
@@ -98,9 +96,9 @@ def test_eclektic_csv_real_file_groups_39_questions_in_12_languages():
 
 
 def test_eclektic_csv_reads_gzip_identically(tmp_path):
-    packed = tmp_path / "eclektic.csv.gz"
-    packed.write_bytes(gzip.compress(ECLEKTIC_CSV.read_bytes()))
-    plain, zipped = load_benchmark(ECLEKTIC_CSV), load_benchmark(packed)
+    unpacked = tmp_path / "eclektic.csv"
+    unpacked.write_bytes(gzip.decompress(ECLEKTIC_CSV.read_bytes()))
+    plain, zipped = load_benchmark(unpacked), load_benchmark(ECLEKTIC_CSV)
     assert zipped.format == "eclektic-csv"
     assert [item.variants for item in zipped.items] == [item.variants for item in plain.items]
 
@@ -136,23 +134,23 @@ def test_eclektic_wide_jsonl_source_text_falls_back_and_keeps_disagreement(tmp_p
 
 @pytest.fixture(scope="module")
 def bmlama17():
-    return load_benchmark(BMLAMA17)
+    return load_benchmark(BMLAMA)
 
 
 def test_bmlama17_loads_every_fact_in_17_languages(bmlama17):
     assert bmlama17.format == "bmlama"
     assert bmlama17.skipped == []
-    assert len(bmlama17.items) == 6792
+    assert len(bmlama17.items) == 125
     assert len(bmlama17.languages) == 17
     assert all(len(item.variants) == 17 and item.source_lang == "en" for item in bmlama17.items)
     first = bmlama17.items[0]
     assert first.item_id == "bmlama-00001"
-    assert first.origin == Origin(str(BMLAMA17), (2,))
+    assert first.origin == Origin(str(BMLAMA), (2,))
     en = first.variants["en"]
     assert (en.question, en.answer) == ("Charles II of Spain was born in <mask>.", "Madrid")
     assert en.meta["subject"] == "Charles II of Spain"
     assert en.meta["candidates"][0] == "Toronto" and len(en.meta["candidates"]) == 10
-    assert bmlama17.items[-1].item_id == "bmlama-06792"
+    assert bmlama17.items[-1].item_id == "bmlama-00125"
 
 
 def test_bmlama17_zh_split_header_and_quoted_hebrew(bmlama17):
@@ -171,7 +169,7 @@ def bmlama_copy(tmp_path: Path, langs=("en", "fr", "zh"), rows: int = 4) -> Path
     folder = tmp_path / "bmlama"
     folder.mkdir()
     for lang in langs:
-        lines = (BMLAMA17 / f"{lang}.tsv").read_bytes().split(b"\r\n")[: rows + 1]
+        lines = (BMLAMA / f"{lang}.tsv").read_bytes().split(b"\r\n")[: rows + 1]
         (folder / f"{lang}.tsv").write_bytes(b"\r\n".join(lines) + b"\r\n")
     return folder
 
@@ -185,9 +183,9 @@ def test_bmlama_copy_with_zh_header_quirk(tmp_path):
 
 def test_bmlama_misaligned_files_name_both(tmp_path):
     folder = bmlama_copy(tmp_path)
-    shutil.copy(BMLAMA17 / "fr.tsv", folder / "fr.tsv")
+    shutil.copy(BMLAMA / "fr.tsv", folder / "fr.tsv")
     error = raises(load_benchmark, path=folder, skip_bad_rows=True)
-    assert_error(error, folder / "fr.tsv", None, None, "fr.tsv has 6792", "en.tsv has 4")
+    assert_error(error, folder / "fr.tsv", None, None, "fr.tsv has 125", "en.tsv has 4")
 
 
 def test_bmlama_directory_without_tsv(tmp_path):
@@ -423,10 +421,10 @@ def test_detection_errors(tmp_path):
     other = write_lines(tmp_path / "other.csv", ["id,text", "1,hello"])
     assert_error(raises(load_benchmark, path=other), other, 1, None, "cannot detect")
     single = tmp_path / "en.tsv"
-    shutil.copy(BMLAMA17 / "en.tsv", single)
+    shutil.copy(BMLAMA / "en.tsv", single)
     assert_error(raises(load_benchmark, path=single), single, None, None, "directory")
-    assert detect_format(BMLAMA17) == "bmlama"
-    assert_error(raises(load_benchmark, path=BMLAMA17, fmt="jsonl"), BMLAMA17, None, None, "a file")
+    assert detect_format(BMLAMA) == "bmlama"
+    assert_error(raises(load_benchmark, path=BMLAMA, fmt="jsonl"), BMLAMA, None, None, "a file")
 
 
 def test_normalise_lang():
@@ -435,5 +433,5 @@ def test_normalise_lang():
     ]
     with pytest.raises(ValueError, match="did you mean 'fr'"):
         normalise_lang("fra")
-    with pytest.raises(ValueError, match="not an ISO 639-1 code$"):
+    with pytest.raises(ValueError, match=r"not an ISO 639-1 code$"):
         normalise_lang("qq")

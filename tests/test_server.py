@@ -1,5 +1,7 @@
-"""`audit serve` as a real process on 127.0.0.1: the infini-gram protocol over real indexes (the
-documented examples, byte-level and Llama-2-tokenized), limits, structured errors, audit jobs."""
+"""`audit serve` as a real process on 127.0.0.1: the infini-gram protocol over real indexes
+(byte-level and OLMo-tokenized), limits, structured errors, audit jobs.  The public API's
+documented examples need the Llama-2 tokenizer, which may not be committed: they are checked
+by bench/bench_llama_protocol.py against ../shared."""
 from __future__ import annotations
 
 import json
@@ -11,7 +13,9 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pydivsufsort
@@ -21,10 +25,14 @@ import requests
 from audit.auditfile import read_audit
 from audit.corpora.local import LocalIndex
 
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
+
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "audit" / "data" / "demo" / "eclektic_sample.csv.gz"
-TOKENIZERS = ROOT.parent / "shared" / "data" / "tokenizers"
-LLAMA = TOKENIZERS / "llama2-tokenizer"
+# OLMo-1's tokenizer (Apache-2.0, committed: see tests/fixtures/SOURCES.md).  Its 50,280 ids
+# fit the u16 indexes `audit serve` opens; OLMo-2's 100,278 would need u32.
+OLMO = ROOT / "tests" / "fixtures" / "tokenizers" / "olmo1" / "tokenizer.json"
 
 
 class Served:
@@ -71,17 +79,26 @@ def start_server(*args: str, env: dict[str, str] | None = None) -> Served:
     raise RuntimeError("server did not answer /health")
 
 
+@cache
+def load_tokenizer(path: Path) -> Tokenizer:
+    from tokenizers import Tokenizer
+
+    return Tokenizer.from_file(str(path / "tokenizer.json" if path.is_dir() else path))
+
+
+def token_ids(text: str, tokenizer: Path = OLMO) -> list[int]:
+    """The ids the server's tokenizer gives `text` (no special tokens)."""
+    return load_tokenizer(tokenizer).encode(text, add_special_tokens=False).ids
+
+
 def build_token_index(docs: list[str], tokenizer: Path, out: Path) -> Path:
     """A u16 index in infini-gram's v4 format, tokenized with a Hugging Face tokenizer, as
     `python -m infini_gram.indexing` writes it (which needs the model hub to load one)."""
-    from tokenizers import Tokenizer
-
-    tok = Tokenizer.from_file(str(tokenizer / "tokenizer.json" if tokenizer.is_dir() else tokenizer))
     out.mkdir(parents=True)
     data, offsets, metadata, metaoff = bytearray(), [], bytearray(), []
     for number, text in enumerate(docs):
         offsets.append(len(data))
-        data += b"\xff\xff" + np.asarray(tok.encode(text, add_special_tokens=False).ids, dtype="<u2").tobytes()
+        data += b"\xff\xff" + np.asarray(token_ids(text, tokenizer), dtype="<u2").tobytes()
         metaoff.append(len(metadata))
         metadata += (json.dumps({"path": "docs.jsonl", "linenum": number, "metadata": {"id": f"doc-{number}"}}) + "\n").encode()
     suffixes = pydivsufsort.divsufsort(np.array(data, dtype=np.uint8))
@@ -98,7 +115,7 @@ def build_token_index(docs: list[str], tokenizer: Path, out: Path) -> Path:
     return out
 
 
-LLAMA_DOCS = [
+TOKEN_DOCS = [
     "The University of Washington is a public research university in Seattle.",
     "Research in natural language processing and deep learning at the University of Washington.",
     "Most natural language processing uses deep learning; machine learning and artificial intelligence too.",
@@ -106,17 +123,22 @@ LLAMA_DOCS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def llama_index(tmp_path_factory) -> Path:
-    return build_token_index(LLAMA_DOCS, LLAMA, tmp_path_factory.mktemp("llama") / "index")
+# OLMo's byte-level BPE marks a word start with a leading space ("Ġ"), and the server keeps it
+# (it strips only SentencePiece's lone "▁"), so a word inside a sentence is queried with its space.
+NLP, DEEP, AI, ML = " natural language processing", " deep learning", " artificial intelligence", " machine learning"
 
 
 @pytest.fixture(scope="module")
-def served(wiki_index: Path, llama_index: Path, tmp_path_factory) -> Iterator[Served]:
+def olmo_index(tmp_path_factory) -> Path:
+    return build_token_index(TOKEN_DOCS, OLMO, tmp_path_factory.mktemp("olmo") / "index")
+
+
+@pytest.fixture(scope="module")
+def served(wiki_index: Path, olmo_index: Path, tmp_path_factory) -> Iterator[Served]:
     server = start_server(
         "--index", f"wiki={wiki_index}",
-        "--index", f"llama={llama_index}",
-        "--tokenizer", f"llama={LLAMA}",
+        "--index", f"olmo={olmo_index}",
+        "--tokenizer", f"olmo={OLMO}",
         "--jobs-dir", str(tmp_path_factory.mktemp("jobs")),
         "--max-body-bytes", "20000",
     )
@@ -124,26 +146,27 @@ def served(wiki_index: Path, llama_index: Path, tmp_path_factory) -> Iterator[Se
     server.stop()
 
 
-def test_documented_curl_example_round_trips_on_the_llama_index(served: Served):
-    # The Getting Started example of the API documentation, field for field.
-    response = served.post({"index": "llama", "query_type": "count", "query": "University of Washington"})
+def test_count_example_round_trips_on_the_token_index(served: Served):
+    # The API documentation's Getting Started example, on the OLMo index.
+    response = served.post({"index": "olmo", "query_type": "count", "query": " University of Washington"})
     body = response.json()
     assert response.status_code == 200 and set(body) == {"count", "approx", "latency", "token_ids", "tokens"}
-    assert body["token_ids"] == [3014, 310, 7660]
-    assert body["tokens"] == ["\u2581University", "\u2581of", "\u2581Washington"]
+    assert body["token_ids"] == [2499, 273, 5041]
+    assert body["tokens"] == ["\u0120University", "\u0120of", "\u0120Washington"]
     assert body["count"] == 3 and body["approx"] is False and body["latency"] >= 0
 
 
-def test_documented_query_and_query_ids_are_equivalent(served: Served):
-    by_ids = served.post({"index": "llama", "query_type": "count", "query_ids": [5613, 4086, 9068]}).json()
-    by_text = served.post({"index": "llama", "query_type": "count", "query": "natural language processing"}).json()
-    assert by_text["token_ids"] == [5613, 4086, 9068] and by_ids["count"] == by_text["count"] == 2
-    cnf_text = served.post({"index": "llama", "query_type": "count", "query": "natural language processing AND deep learning"}).json()
-    cnf_ids = served.post({"index": "llama", "query_type": "count", "query_ids": [[[5613, 4086, 9068]], [[6483, 6509]]]}).json()
-    assert cnf_text["token_ids"] == [[[5613, 4086, 9068]], [[6483, 6509]]]
+def test_query_and_query_ids_are_equivalent(served: Served):
+    nlp, deep, ai, ml = (token_ids(phrase) for phrase in (NLP, DEEP, AI, ML))
+    by_ids = served.post({"index": "olmo", "query_type": "count", "query_ids": nlp}).json()
+    by_text = served.post({"index": "olmo", "query_type": "count", "query": NLP}).json()
+    assert by_text["token_ids"] == nlp and by_ids["count"] == by_text["count"] == 2
+    cnf_text = served.post({"index": "olmo", "query_type": "count", "query": " AND ".join([NLP, DEEP])}).json()
+    cnf_ids = served.post({"index": "olmo", "query_type": "count", "query_ids": [[nlp], [deep]]}).json()
+    assert cnf_text["token_ids"] == [[nlp], [deep]]
     assert cnf_text["count"] == cnf_ids["count"] >= 1
-    either = served.post({"index": "llama", "query_type": "count", "query": "natural language processing OR artificial intelligence AND deep learning OR machine learning"}).json()
-    assert either["token_ids"] == [[[5613, 4086, 9068], [23116, 21082]], [[6483, 6509], [4933, 6509]]]
+    either = served.post({"index": "olmo", "query_type": "count", "query": " AND ".join([" OR ".join([NLP, AI]), " OR ".join([DEEP, ML])])}).json()
+    assert either["token_ids"] == [[nlp, ai], [deep, ml]]
 
 
 def test_counts_equal_the_local_backend(served: Served, wiki_index: Path, wiki_docs):
@@ -170,11 +193,12 @@ def test_find_then_get_doc_by_rank_shows_the_match(served: Served, wiki_index: P
 
 
 def test_cnf_find_then_get_doc_by_ptr(served: Served):
-    found = served.post({"index": "llama", "query_type": "find_cnf", "query": "University AND Washington"}).json()
+    query = " AND ".join([" University", " Washington"])
+    found = served.post({"index": "olmo", "query_type": "find_cnf", "query": query}).json()
     assert found["cnt"] >= 1 and found["approx"] is False
     shard = next(s for s, ptrs in enumerate(found["ptrs_by_shard"]) if ptrs)
     ptr = found["ptrs_by_shard"][shard][0]
-    doc = served.post({"index": "llama", "query_type": "get_doc_by_ptr", "query": "University AND Washington", "s": shard, "ptr": ptr, "max_disp_len": 50}).json()
+    doc = served.post({"index": "olmo", "query_type": "get_doc_by_ptr", "query": query, "s": shard, "ptr": ptr, "max_disp_len": 50}).json()
     labels = {label for _, label in doc["spans"] if label is not None}
     assert labels == {"0", "1"}
     text = "".join(t for t, _ in doc["spans"])
@@ -182,14 +206,14 @@ def test_cnf_find_then_get_doc_by_ptr(served: Served):
 
 
 def test_search_docs_prob_and_ntd(served: Served):
-    search = served.post({"index": "llama", "query_type": "search_docs", "query": "deep learning", "maxnum": 2, "max_disp_len": 40}).json()
+    search = served.post({"index": "olmo", "query_type": "search_docs", "query": DEEP, "maxnum": 2, "max_disp_len": 40}).json()
     assert search["cnt"] == 2 and len(search["documents"]) == 2 and search["message"].startswith("2 occurrences found")
     assert all(any(label == "0" for _, label in d["spans"]) for d in search["documents"])
-    prob = served.post({"index": "llama", "query_type": "prob", "query": "natural language processing"}).json()
+    prob = served.post({"index": "olmo", "query_type": "prob", "query": NLP}).json()
     assert prob["prompt_cnt"] == 2 and prob["cont_cnt"] == 2 and prob["prob"] == 1.0
-    ntd = served.post({"index": "llama", "query_type": "ntd", "query": "University of"}).json()
-    assert ntd["prompt_cnt"] == 3 and {r["token"] for r in ntd["result_by_token_id"].values()} == {"\u2581Washington"}
-    infgram = served.post({"index": "llama", "query_type": "infgram_prob", "query": "I love natural language processing"}).json()
+    ntd = served.post({"index": "olmo", "query_type": "ntd", "query": " University of"}).json()
+    assert ntd["prompt_cnt"] == 3 and {r["token"] for r in ntd["result_by_token_id"].values()} == {"\u0120Washington"}
+    infgram = served.post({"index": "olmo", "query_type": "infgram_prob", "query": "I love natural language processing"}).json()
     assert infgram["suffix_len"] == 2 and infgram["longest_suffix"].strip() == "natural language"
 
 
@@ -215,7 +239,7 @@ def test_creativity_gives_the_longest_match_at_every_position(served: Served, wi
         ({"index": "wiki", "query_type": "count", "query_ids": [300]}, 200, "Some item(s) in your query_ids are out-of-range!"),
         ({"index": "wiki", "query_type": "search_docs", "query": "the", "maxnum": 11}, 200, "maxnum must be an integer in [1, 10]!"),
         ({"index": "wiki", "query_type": "prob", "query": ""}, 200, "Please provide a non-empty query!"),
-        ({"index": "llama", "query_type": "creativity", "query": "x"}, 200, "creativity is served for byte-level indexes only"),
+        ({"index": "olmo", "query_type": "creativity", "query": "x"}, 200, "creativity is served for byte-level indexes only"),
         ([1, 2], 400, "request body must be a JSON object"),
     ],
 )
@@ -237,10 +261,10 @@ def test_malformed_oversize_and_unknown_requests_get_json_errors(served: Served)
 
 def test_health_and_index_listing(served: Served, wiki_index: Path):
     health = requests.get(served.url + "health", timeout=10).json()
-    assert health["status"] == "ok" and health["indexes"] == ["llama", "wiki"] and health["jobs"] is True
+    assert health["status"] == "ok" and health["indexes"] == ["olmo", "wiki"] and health["jobs"] is True
     listing = {i["name"]: i for i in requests.get(served.url + "indexes", timeout=10).json()}
     assert listing["wiki"]["documents"] == LocalIndex(wiki_index).info.documents
-    assert listing["wiki"]["tokenizer"] == "bytes (UTF-8)" and listing["llama"]["documents"] == len(LLAMA_DOCS)
+    assert listing["wiki"]["tokenizer"] == "bytes (UTF-8)" and listing["olmo"]["documents"] == len(TOKEN_DOCS)
 
 
 def test_requests_over_the_concurrency_limit_get_503(wiki_index: Path, tmp_path: Path):
@@ -348,7 +372,7 @@ def test_a_job_runs_under_an_uploaded_policy(served: Served, wiki_index: Path, t
 
 
 def test_a_job_on_a_tokenized_index_runs_through_the_protocol(served: Served, tmp_path: Path):
-    """A Llama-2-tokenized index has no byte-level view, so its jobs query the server's own
+    """An OLMo-tokenized index has no byte-level view, so its jobs query the server's own
     protocol, as the API backend queries the public indexes: a question copied from the index
     is seen at token boundaries, one it lacks is not, and the figures equal the client's."""
     from functools import partial
@@ -370,17 +394,17 @@ def test_a_job_on_a_tokenized_index_runs_through_the_protocol(served: Served, tm
     ]
     benchmark = tmp_path / "tiny.jsonl"
     benchmark.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    job = requests.post(served.url + "jobs", params={"index": "llama", "filename": benchmark.name}, data=benchmark.read_bytes(), timeout=30).json()
+    job = requests.post(served.url + "jobs", params={"index": "olmo", "filename": benchmark.name}, data=benchmark.read_bytes(), timeout=30).json()
     job = wait_for(served.url, job)
     assert job["status"] == "done", job
-    path = tmp_path / "llama.audit.jsonl"
+    path = tmp_path / "olmo.audit.jsonl"
     path.write_bytes(requests.get(served.url + f"jobs/{job['id']}/result", timeout=30).content)
     audit = read_audit(path)
     assert [(r["item_id"], r["exposure"]) for r in audit.records] == [("uw", "seen"), ("none", "unseen")]
     assert audit.manifest["corpora"][0]["backend"] == "infini-gram-api" and audit.manifest["corpora"][0]["details"]["tokenization"] == "tokens"
     policy = load_policy(None)
     config = build_config(ngram.NgramConfig, policy.section("ngram"), "built-in")
-    client = ApiCorpus(InfiniGramClient(ClientSettings(url=served.url, index="llama")), "llama", ApiOptions(longest_match="count"))
+    client = ApiCorpus(InfiniGramClient(ClientSettings(url=served.url, index="olmo")), "olmo", ApiOptions(longest_match="count"))
     direct = check_items(load_benchmark(benchmark).items, [partial(ngram.run, client, config=config)], policy)
     assert [r["evidence"] for r in audit.records] == [r["evidence"] for r in direct]
 
