@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import sys
 import time
 from functools import partial
@@ -24,17 +23,18 @@ from rich.progress import (
 from rich.table import Table
 
 from audit import __version__
-from audit.auditfile import AuditFileError, is_audit_file, read_audit, write_audit
+from audit.auditfile import AuditFileError, is_audit_file, locate_benchmark, read_audit, write_audit
 from audit.check import audit_manifest, check_items
-from audit.corpora.local import IndexOpenError, LocalIndex
+from audit.corpora.local import EXTRA, IndexOpenError, LocalIndex, verify_index
 from audit.corpora.registry import CorpusError, check_corpora, open_corpus
 from audit.exposure import PolicyError, build_config, load_policy
-from audit.filter import RULES, FilterError, FilterPolicy, filter_benchmark
+from audit.filter import FILTERED, RULES, FilterError, FilterPolicy, filter_benchmark
 from audit.indexing import IndexBuildError, build_index, describe_size, read_manifest
 from audit.indexing import ProgressHook as IndexProgress
 from audit.langcodes import normalise_lang
 from audit.loaders import BenchmarkError, load_benchmark
-from audit.report.render import write_report
+from audit.outputs import OutputError, atomic_write_text, check_directory_target, check_file_target
+from audit.report.render import REPORT, write_report
 from audit.signals import ngram
 
 console = Console(stderr=True)
@@ -44,6 +44,18 @@ class InputError(click.ClickException):
     """Bad input from the user: reported on one line, exit status 2."""
 
     exit_code = 2
+
+
+class _Commands(click.Group):
+    """Reports a file the system refused (no room, no permission) as one line naming the file,
+    never as a traceback."""
+
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except OSError as error:
+            where = f"{error.filename}: " if error.filename else ""
+            raise click.ClickException(f"{where}{error.strerror or error}") from None
 
 
 def _progress(counter: ProgressColumn | None = None) -> Progress:
@@ -85,7 +97,7 @@ def _parse_size(value: str) -> int:
     return int(float(match[1]) * 1024 ** " KMGT".index(match[2].upper() or " "))
 
 
-@click.group()
+@click.group(cls=_Commands)
 @click.version_option(__version__, prog_name="audit")
 def main() -> None:
     """Audit multilingual benchmarks for pretraining-corpus contamination, with provenance."""
@@ -108,7 +120,7 @@ def index() -> None:
     show_default=True,
     help="`text`: store NFC with whitespace collapsed, as queries are issued; `none`: raw bytes, as infini-gram's indexer does.",
 )
-@click.option("--force", is_flag=True, help="Replace an existing index at --out.")
+@click.option("--force", is_flag=True, help="Replace an existing index at --out (only one audit wrote; never other files).")
 def index_build(sources: tuple[Path, ...], out: Path, memory: str, normalization: str, force: bool) -> None:
     """Index JSONL(.gz) documents (a `text` field each; other fields kept as provenance).
 
@@ -130,7 +142,7 @@ def index_build(sources: tuple[Path, ...], out: Path, memory: str, normalization
 @index.command("info")
 @click.argument("directory", type=click.Path(path_type=Path))
 def index_info(directory: Path) -> None:
-    """Describe an index: documents, size, shards, sources, fingerprint."""
+    """Describe an index: documents, size, shards, sources, fingerprint (after the open checks)."""
     try:
         corpus = LocalIndex(directory)
     except IndexOpenError as error:
@@ -138,6 +150,45 @@ def index_info(directory: Path) -> None:
     manifest = read_manifest(directory)
     info = {"corpus": corpus.info.__dict__, "manifest": json.loads(manifest.to_json()) if manifest else None}
     click.echo(json.dumps(info, indent=2, ensure_ascii=False))
+
+
+@index.command("verify")
+@click.argument("directory", type=click.Path(path_type=Path))
+def index_verify(directory: Path) -> None:
+    """Re-hash every file of an index against its manifest; exit 1 if any differs.
+
+    Indexes whose manifest records no hashes (built by infini-gram's indexer, or by an older
+    corpus-audit) get the structural checks only, and exit 0 if those pass.
+    """
+    progress = _progress(DownloadColumn())
+    tasks: list[int] = []
+
+    def report(done: int, total: int) -> None:
+        if not tasks:
+            progress.start()
+            tasks.append(progress.add_task("hashing index files", total=total))
+        progress.update(tasks[0], completed=done)
+
+    try:
+        result = verify_index(directory, report)
+    except IndexOpenError as error:
+        raise InputError(str(error)) from None
+    finally:
+        progress.stop()
+    for file in result.files:
+        click.echo(f"{file.status:<22} {file.name:<14} {file.detail}".rstrip())
+    if result.damaged:
+        extra = sum(file.status == EXTRA for file in result.damaged)
+        differ = f"{len(result.damaged) - extra} of {len(result.files) - extra} files differ from the manifest" + (f", {extra} unexpected" if extra else "")
+        click.echo(f"{directory}: damaged, {differ}; rebuild it (audit index build ... --force)")
+    elif result.structure:
+        click.echo(f"{directory}: damaged, {result.structure}; rebuild it (audit index build ... --force)")
+    elif result.hashed:
+        click.echo(f"{directory}: all {len(result.files)} files match the manifest")
+    else:
+        click.echo(f"{directory}: sizes and offsets are consistent; not verifiable: no recorded hashes (rebuild with audit index build to record them)")
+    if not result.ok:
+        sys.exit(1)
 
 
 def _wanted_languages(option: str, present: list[str]) -> list[str]:
@@ -184,7 +235,7 @@ def _print_summary(summary: dict, out: Path, elapsed: float) -> None:
 @click.option("--policy", "policy_path", type=click.Path(path_type=Path), help="Policy TOML merged over the built-in one.")
 @click.option("--registry", type=click.Path(path_type=Path), help="Corpus registry TOML [default: indexes/corpora.toml].")
 @click.option("--skip-bad-rows", is_flag=True, help="Skip (and count) malformed benchmark rows instead of stopping.")
-@click.option("--workers", type=int, help="Threads for the search [default: all cores].")
+@click.option("--workers", type=click.IntRange(min=1), help="Threads for the search [default: all cores].")
 @click.option("--offline", is_flag=True, help="Answer API corpora from their response cache only; uncached questions are tagged unknown.")
 @click.option("--report/--no-report", "with_report", default=True, show_default=True, help="Also write an exposure report (HTML, Markdown, JSON).")
 @click.option("--report-dir", type=click.Path(path_type=Path), help="Where the report goes [default: OUT without .jsonl, plus .report].")
@@ -205,8 +256,16 @@ def check(
     """Tag every (item, language) of BENCH seen / unseen / unknown in a corpus, with evidence."""
     started = time.perf_counter()
     out = out or _default_out(bench, corpus)
-    if out.exists() and not is_audit_file(out):
-        raise InputError(f"{out}: exists and is not an audit file; refusing to overwrite it")
+    report_dir = (report_dir or _default_report_dir(out)) if with_report else None
+    inputs = [path for path in (bench, policy_path, registry, Path(corpus)) if path is not None and path.exists()]
+    try:
+        check_file_target(out, inputs=inputs, force=True)
+        if out.exists() and not is_audit_file(out):
+            raise OutputError(f"{out}: exists and is not an audit file; refusing to overwrite it")
+        if report_dir is not None:
+            check_directory_target(report_dir, REPORT, inputs=[*inputs, out])
+    except OutputError as error:
+        raise InputError(str(error)) from None
     try:
         policy = load_policy(policy_path)
         config = build_config(ngram.NgramConfig, policy.section("ngram"), f"{policy.source}: [ngram]")
@@ -237,48 +296,51 @@ def check(
     manifest = audit_manifest(["audit", *sys.argv[1:]], report, bench, [source.info], [ngram.NAME], policy, wanted, records)
     summary = manifest["summary"]
     written = write_audit(out, manifest, records)
-    if with_report:
-        report_dir = report_dir or _default_report_dir(out)
-        write_report(report_dir, written, str(out), report.items)
+    if report_dir is not None:
+        try:
+            write_report(report_dir, written, str(out), report.items, inputs=inputs)
+        except OutputError as error:
+            raise InputError(f"{error} (the audit file {out} was written)") from None
     _print_summary(summary, out, time.perf_counter() - started)
-    if with_report:
+    if report_dir is not None:
         Console().print(f"report: {report_dir / 'report.html'}")
 
 
 
-def _write_json(path: Path, data: dict) -> None:
-    staging = path.with_name(f".{path.name}.tmp")
-    staging.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    staging.replace(path)
-
-
 @main.command("filter")
 @click.argument("audit_path", metavar="AUDIT", type=click.Path(path_type=Path))
-@click.option("--out", required=True, type=click.Path(path_type=Path), help="Clean benchmark to write, in the input's format (a directory for BMLAMA).")
+@click.option("--out", required=True, type=click.Path(path_type=Path), help="Clean benchmark to write, in the input's format (a new directory for BMLAMA).")
 @click.option("--bench", type=click.Path(path_type=Path), help="The audited benchmark [default: the path in the audit's manifest].")
 @click.option("--rule", type=click.Choice(RULES), default="target-seen", show_default=True, help="Which items leak.")
 @click.option("--drop-unknown", is_flag=True, help="Also treat items with a language of unknown exposure as leaky.")
 @click.option("--flag", is_flag=True, help="Keep every item and mark each leaky or not, instead of removing.")
 @click.option("--manifest", "manifest_path", type=click.Path(path_type=Path), help="Removal manifest [default: OUT.manifest.json].")
-@click.option("--force", is_flag=True, help="Replace existing output.")
+@click.option("--force", is_flag=True, help="Replace existing output (never the command's inputs, nor a directory audit did not write).")
 def filter_command(
     audit_path: Path, out: Path, bench: Path | None, rule: str, drop_unknown: bool, flag: bool, manifest_path: Path | None, force: bool
 ) -> None:
     """Remove (or flag) leaky items of an audited benchmark before release."""
+    if out.name in ("", ".", ".."):
+        raise InputError(f"--out {out}: give the name of a new file (a new directory for BMLAMA)")
     manifest_path = manifest_path or out.with_name(out.name + ".manifest.json")
-    for target in (out, manifest_path):
-        if target.exists() and not force:
-            raise InputError(f"{target}: already exists (use --force to replace it)")
     try:
         audit = read_audit(audit_path)
-        bench = bench or Path(audit.manifest["benchmark"]["path"])
-        report = load_benchmark(bench, audit.manifest["benchmark"]["format"])
-        if force and out.is_dir():
-            shutil.rmtree(out)
-        result = filter_benchmark(audit, report.items, bench, out, FilterPolicy(rule, drop_unknown), flag=flag, audit_path=str(audit_path))
-    except (AuditFileError, BenchmarkError, FilterError, OSError) as error:
+        bench, recorded = locate_benchmark(audit, audit_path, bench)
+        inputs = [audit_path, bench]
+        if recorded.format == "bmlama":
+            if out.exists() and not force:
+                raise OutputError(f"{out}: already exists (use --force to replace it)")
+            check_directory_target(out, FILTERED, inputs=inputs)
+        else:
+            check_file_target(out, inputs=inputs, force=force)
+        check_file_target(manifest_path, inputs=inputs, force=force)
+        if _same_path(out, manifest_path):
+            raise OutputError(f"--manifest {manifest_path}: is the same file as --out")
+        report = load_benchmark(bench, recorded.format)
+        result = filter_benchmark(audit, report.items, bench, recorded, out, FilterPolicy(rule, drop_unknown), flag=flag, audit_path=str(audit_path))
+    except (AuditFileError, BenchmarkError, FilterError, OutputError) as error:
         raise InputError(str(error)) from None
-    _write_json(manifest_path, result.manifest)
+    atomic_write_text(manifest_path, json.dumps(result.manifest, indent=2, ensure_ascii=False) + "\n")
     counts = result.manifest["counts"]
     verb = f"flagged {counts['flagged']}" if flag else f"removed {counts['removed']}"
     click.echo(
@@ -287,18 +349,22 @@ def filter_command(
     )
 
 
+def _same_path(a: Path, b: Path) -> bool:
+    return Path(a).absolute() == Path(b).absolute()
+
+
 METHODS = ("auto", "given", "eclektic", "robust", "judge")
 
 
 @main.command("report")
 @click.option("--audit", "audit_path", required=True, type=click.Path(path_type=Path), help="Audit file written by `audit check`.")
 @click.option("--predictions", type=click.Path(path_type=Path), help="A model's answers (JSONL or CSV); without it, an exposure-only report.")
-@click.option("--out", required=True, type=click.Path(path_type=Path), help="Report directory (replaced if it exists).")
+@click.option("--out", required=True, type=click.Path(path_type=Path), help="Report directory: new, empty, or a report audit wrote (then replaced).")
 @click.option("--method", type=click.Choice(METHODS), default="auto", show_default=True, help="How answers are judged; auto: given judgments when every row has one, else robust.")
 @click.option("--bench", type=click.Path(path_type=Path), help="The audited benchmark [default: the path in the audit's manifest].")
 @click.option("--judge-model", help="Model name for --method judge [default: $AUDIT_JUDGE_MODEL].")
-@click.option("--judge-concurrency", type=int, default=8, show_default=True, help="Judge requests in flight.")
-@click.option("--bootstrap", type=int, default=1000, show_default=True, help="Bootstrap resamples over questions for the intervals.")
+@click.option("--judge-concurrency", type=click.IntRange(min=1), default=8, show_default=True, help="Judge requests in flight.")
+@click.option("--bootstrap", type=click.IntRange(min=0), default=1000, show_default=True, help="Bootstrap resamples over questions for the intervals.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--item-pages", type=click.Path(path_type=Path), help="Link the provenance pages of this report of the same audit instead of writing copies.")
 def report_command(
@@ -325,8 +391,10 @@ def report_command(
 
     try:
         audit = read_audit(audit_path)
-        bench = bench or Path(audit.manifest["benchmark"]["path"])
-        items = load_benchmark(bench, audit.manifest["benchmark"]["format"]).items
+        bench, recorded = locate_benchmark(audit, audit_path, bench)
+        inputs = [path for path in (audit_path, bench, predictions, item_pages) if path is not None]
+        check_directory_target(out, REPORT, inputs=inputs)
+        items = load_benchmark(bench, recorded.format).items
         evaluation = None
         if predictions is not None:
             answers = load_predictions(predictions, items)
@@ -342,8 +410,8 @@ def report_command(
             evaluation = result.to_dict()
             for problem in evaluation["problems"]:
                 console.print(f"[yellow]problem[/yellow] {problem}")
-        data = write_report(out, audit, str(audit_path), items, evaluation, item_pages)
-    except (AuditFileError, BenchmarkError, PredictionsError, EvaluationError, JudgeError, OSError) as error:
+        data = write_report(out, audit, str(audit_path), items, evaluation, item_pages, inputs=inputs)
+    except (AuditFileError, BenchmarkError, PredictionsError, EvaluationError, JudgeError, OutputError, FileNotFoundError) as error:
         raise InputError(str(error)) from None
     if evaluation:
         total = evaluation["total"]
@@ -388,8 +456,10 @@ def corpora_command(registry: Path | None, timeout: float) -> None:
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def serve_command(args: tuple[str, ...]) -> None:
     """Serve local indexes over the infini-gram API protocol, with audit jobs (`audit serve --help`)."""
-    from audit.server import main as serve_main
-
+    try:
+        from audit.server import main as serve_main
+    except ModuleNotFoundError as error:
+        raise InputError(f"audit serve needs the [serve] extra, which is not installed (no module {error.name!r}): pip install \"corpus-audit[serve]\" (in a checkout: pip install \".[serve]\")") from None
     sys.exit(serve_main(list(args)))
 
 

@@ -3,9 +3,11 @@
 The files are infini-gram's own v4 format (`tokenized.N`, `table.N`, `offset.N`, `metadata.N`,
 `metaoff.N`), so `infini_gram.engine.InfiniGramEngine` opens what this writes.  The suffix
 array comes from libdivsufsort, which sorts a shard in one pass where infini-gram's indexer
-sorts parts and merges them.  A build writes into a hidden sibling directory and renames it
-into place only after `audit-index.json` is written, so an interrupted build never leaves
-something that looks like an index.
+sorts parts and merges them.  A build writes into a hidden sibling directory and moves it
+into place (`audit.outputs`) only after `audit-index.json` is written, so an interrupted build
+never leaves something that looks like an index, and `--force` never replaces a directory the
+tool did not write.  The manifest records every file's size and hash, so damage is found
+rather than read as absence.
 """
 from __future__ import annotations
 
@@ -16,11 +18,12 @@ import json
 import math
 import multiprocessing
 import os
+import re
 import shutil
 import sys
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -30,9 +33,16 @@ import pydivsufsort
 
 from audit import __version__
 from audit.documents import NORMALIZERS, IndexBuildError, ParsedChunk, parse_lines
+from audit.outputs import OutputError, check_directory_target, commit_directory, discard_staging, staging_directory
 from audit.timestamps import utc_timestamp
 
 MANIFEST = "audit-index.json"
+MANIFEST_VERSION = 2
+KINDS = ("tokenized", "table", "offset", "metadata", "metaoff")
+INDEX_FILE = re.compile(rf"({'|'.join(KINDS)})\.(\d+)")
+HASH_BLOCK = 1 << 24
+# The modules whose code decides the bytes of an index; their hash is the `code` a manifest records.
+BUILD_CODE = ("indexing.py", "documents.py", "text.py")
 SA_CHUNK = 1 << 24
 WRITE_BUFFER = 1 << 22
 CHUNK_BYTES = 1 << 22
@@ -56,9 +66,22 @@ class SourceInfo:
 
 
 @dataclass
+class FileInfo:
+    """One file of an index as the build wrote it: exact size and blake2b-128 of its bytes."""
+
+    name: str
+    bytes: int
+    blake2b: str
+
+
+@dataclass(kw_only=True)
 class IndexManifest:
+    """`audit-index.json`.  `format`/`version` are infini-gram's file format; `manifest_version`
+    is this record's own layout (1: no `files`; 2: every file's size and hash, and `code`)."""
+
     format: str
     version: int
+    manifest_version: int = 1
     token_dtype: str
     normalization: str
     shards: list[ShardInfo]
@@ -69,7 +92,9 @@ class IndexManifest:
     created: str
     tool: str
     build_seconds: float = 0.0
+    code: str = ""
     extra: dict = field(default_factory=dict)
+    files: list[FileInfo] = field(default_factory=list)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), ensure_ascii=False, indent=2)
@@ -79,7 +104,35 @@ class IndexManifest:
         data = dict(data)
         data["shards"] = [ShardInfo(**s) for s in data["shards"]]
         data["sources"] = [SourceInfo(**s) for s in data["sources"]]
+        data["files"] = [FileInfo(**f) for f in data.get("files", [])]
         return cls(**data)
+
+
+def new_file_hash() -> hashlib._Hash:
+    return hashlib.blake2b(digest_size=16)
+
+
+def hash_file(path: Path, on_bytes: Callable[[int], None] | None = None) -> str:
+    """The hash a manifest records for a file, read once in large blocks."""
+    digest = new_file_hash()
+    buffer = bytearray(HASH_BLOCK)
+    view = memoryview(buffer)
+    with open(path, "rb", buffering=0) as handle:
+        while size := handle.readinto(buffer):
+            digest.update(view[:size])
+            if on_bytes:
+                on_bytes(size)
+    return digest.hexdigest()
+
+
+def code_fingerprint() -> str:
+    """A hash of the tool version and the code that writes an index, so a cache built by other
+    code is noticed (and re-verified) even when the version number did not change."""
+    digest = hashlib.blake2b(__version__.encode(), digest_size=8)
+    for name in BUILD_CODE:
+        source = Path(__file__).with_name(name)
+        digest.update(source.read_bytes() if source.exists() else name.encode())
+    return digest.hexdigest()
 
 
 def pointer_width(size: int) -> int:
@@ -110,7 +163,7 @@ def discover_sources(paths: list[Path]) -> list[tuple[Path, str]]:
 def line_chunks(path: Path, on_bytes: Callable[[int], None]) -> Iterator[tuple[int, list[bytes]]]:
     """(first line number, lines) in runs of about CHUNK_BYTES, reporting input bytes consumed."""
     with open(path, "rb") as raw:
-        stream = gzip.open(raw) if path.name.endswith(".gz") else raw
+        stream = gzip.open(raw) if path.name.endswith(".gz") else raw  # noqa: SIM115 (closed with raw)
         first, lines, size, position = 1, [], 0, 0
         for line in stream:
             lines.append(line)
@@ -125,6 +178,25 @@ def line_chunks(path: Path, on_bytes: Callable[[int], None]) -> Iterator[tuple[i
             yield first, lines
 
 
+class _HashedFile:
+    """A file written front to back, hashed as its bytes pass, so recording it costs no re-read."""
+
+    def __init__(self, path: Path) -> None:
+        self.name = path.name
+        self._handle: io.BufferedWriter = open(path, "wb", buffering=WRITE_BUFFER)  # noqa: SIM115 (close() ends it and returns the record)
+        self._digest = new_file_hash()
+        self._size = 0
+
+    def write(self, data: bytes | memoryview) -> None:
+        self._handle.write(data)
+        self._digest.update(data)
+        self._size += memoryview(data).nbytes
+
+    def close(self) -> FileInfo:
+        self._handle.close()
+        return FileInfo(name=self.name, bytes=self._size, blake2b=self._digest.hexdigest())
+
+
 class _ShardWriter:
     """Appends parsed chunks to the current shard's four files, starting a new shard before a
     document would take the shard past its size."""
@@ -134,15 +206,14 @@ class _ShardWriter:
         self.max_bytes = max_bytes
         self.digest = digest
         self.shards: list[ShardInfo] = []
-        self._files: list[io.BufferedWriter] = []
+        self.files: list[FileInfo] = []
+        self._files: list[_HashedFile] = []
         self._meta_bytes = 0
 
     def _open_shard(self) -> None:
         self._close_files()
         index = len(self.shards)
-        self._files = [
-            open(self.directory / f"{kind}.{index}", "wb", buffering=WRITE_BUFFER) for kind in ("tokenized", "offset", "metadata", "metaoff")
-        ]
+        self._files = [_HashedFile(self.directory / f"{kind}.{index}") for kind in ("tokenized", "offset", "metadata", "metaoff")]
         self.shards.append(ShardInfo(name=str(index), bytes=0, documents=0, ratio=0))
         self._meta_bytes = 0
 
@@ -180,8 +251,7 @@ class _ShardWriter:
         self._meta_bytes += len(metadata)
 
     def _close_files(self) -> None:
-        for handle in self._files:
-            handle.close()
+        self.files += [handle.close() for handle in self._files]
         self._files = []
 
     def close(self) -> list[ShardInfo]:
@@ -213,27 +283,83 @@ def parsed_chunks(
             yield done_source, future.result()
 
 
-def write_suffix_array(tokenized: Path, table: Path) -> int:
+def write_suffix_array(tokenized: Path, table: Path) -> tuple[int, FileInfo]:
     """Sort the shard's suffixes and write them as `ratio`-byte little-endian pointers."""
     data = np.fromfile(tokenized, dtype=np.uint8)
     ratio = pointer_width(len(data))
     suffixes = pydivsufsort.divsufsort(data)
     del data
     width = suffixes.dtype.itemsize
-    with open(table, "wb") as out:
-        if ratio == width and sys.byteorder == "little":
-            suffixes.tofile(out)
-            return ratio
-        for start in range(0, len(suffixes), SA_CHUNK):
-            chunk = suffixes[start : start + SA_CHUNK].astype("<i8" if width == 8 else "<i4", copy=False)
-            out.write(chunk.view(np.uint8).reshape(-1, width)[:, :ratio].tobytes())
-    return ratio
+    out = _HashedFile(table)
+    if ratio == width and sys.byteorder == "little":
+        out.write(memoryview(suffixes).cast("B"))
+        return ratio, out.close()
+    for start in range(0, len(suffixes), SA_CHUNK):
+        chunk = suffixes[start : start + SA_CHUNK].astype("<i8" if width == 8 else "<i4", copy=False)
+        out.write(chunk.view(np.uint8).reshape(-1, width)[:, :ratio].tobytes())
+    return ratio, out.close()
 
 
 def shard_budget(memory_bytes: int) -> int:
     """Largest shard whose sort fits the budget: the text plus a 4- or 8-byte suffix array."""
     per_byte = 5 if memory_bytes // 5 < 2**31 else 9
     return max(1 << 16, memory_bytes // per_byte)
+
+
+def _holds(directory: Path, path: Path) -> bool:
+    directory, path = directory.resolve(), path.resolve()
+    return path == directory or directory in path.parents
+
+
+def _written_before_markers(path: Path, inputs: Iterable[Path] = ()) -> bool:
+    """An index corpus-audit wrote before directories carried the outputs marker, which
+    `--force` may replace: nothing in it but files named `tokenized|table|offset|metadata|
+    metaoff.N` and an `audit-index.json` naming corpus-audit, and none of them an input."""
+    path = Path(path)
+    if path.is_symlink() or not (path / MANIFEST).is_file() or any(_holds(path, p) for p in (Path.cwd(), *inputs)):
+        return False
+    try:
+        tool = json.loads((path / MANIFEST).read_text(encoding="utf-8")).get("tool", "")
+    except (OSError, ValueError, AttributeError):
+        return False
+    names_ok = all(
+        entry.is_file() and not entry.is_symlink() and (entry.name == MANIFEST or INDEX_FILE.fullmatch(entry.name))
+        for entry in path.iterdir()
+    )
+    return isinstance(tool, str) and tool.startswith("corpus-audit") and names_ok
+
+
+def _check_target(out: Path, inputs: list[Path], force: bool) -> None:
+    """Refuse, before the long build, an `out` the build may not replace."""
+    if (out.exists() or out.is_symlink()) and not force:
+        raise IndexBuildError(f"{out}: already exists (use --force to replace it)")
+    if _written_before_markers(out, inputs):
+        return
+    try:
+        check_directory_target(out, "index", inputs=inputs)
+    except OutputError as error:
+        raise IndexBuildError(str(error)) from None
+
+
+def _commit(staging: Path, out: Path, inputs: list[Path]) -> None:
+    """Move the finished build into place; an index from before markers is set aside first,
+    and put back if the move fails."""
+    if not _written_before_markers(out, inputs):
+        commit_directory(staging, out, "index", inputs=inputs)
+        return
+    retired = out.parent / f".{out.name}.replaced-{os.getpid()}"
+    out.rename(retired)
+    try:
+        commit_directory(staging, out, "index", inputs=inputs)
+    except BaseException:
+        retired.rename(out)
+        raise
+    shutil.rmtree(retired, ignore_errors=True)
+
+
+def _file_order(info: FileInfo) -> tuple[int, int]:
+    kind, number = INDEX_FILE.fullmatch(info.name).groups()
+    return int(number), KINDS.index(kind)
 
 
 def build_index(
@@ -250,19 +376,17 @@ def build_index(
 
     `normalization="text"` stores every document as queries are issued (NFC, whitespace runs
     collapsed to one space), so a passage matches whatever its line breaks or Unicode form;
-    `"none"` stores the raw bytes, exactly as infini-gram's own indexer does.
+    `"none"` stores the raw bytes, exactly as infini-gram's own indexer does.  With `force`, an
+    existing `out` is replaced only if this tool wrote it (see `audit.outputs`).
     """
     if normalization not in NORMALIZERS:
         raise IndexBuildError(f"normalization {normalization!r} is not one of {', '.join(NORMALIZERS)}")
     out = Path(out)
-    if out.exists() and not force:
-        raise IndexBuildError(f"{out}: already exists (use --force to replace it)")
-    files = discover_sources([Path(p) for p in sources])
+    inputs = [Path(p) for p in sources]
+    _check_target(out, inputs, force)
+    files = discover_sources(inputs)
     total_input = sum(path.stat().st_size for path, _ in files)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = out.parent / f".{out.name}.building-{os.getpid()}"
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir()
+    staging = staging_directory(out)
     started = time.perf_counter()
     try:
         digest = hashlib.blake2b(digest_size=16)
@@ -283,15 +407,18 @@ def build_index(
         shards = writer.close()
         if not shards:
             raise IndexBuildError(f"no documents found in {', '.join(str(p) for p in sources)}")
+        tables = []
         for i, shard in enumerate(shards):
             if progress:
                 progress("sort", i, len(shards))
-            shard.ratio = write_suffix_array(staging / f"tokenized.{shard.name}", staging / f"table.{shard.name}")
+            shard.ratio, table = write_suffix_array(staging / f"tokenized.{shard.name}", staging / f"table.{shard.name}")
+            tables.append(table)
         if progress:
             progress("sort", len(shards), len(shards))
         manifest = IndexManifest(
             format="infini-gram",
             version=4,
+            manifest_version=MANIFEST_VERSION,
             token_dtype="u8",
             normalization=normalization,
             shards=shards,
@@ -302,14 +429,17 @@ def build_index(
             created=utc_timestamp(),
             tool=f"corpus-audit {__version__}",
             build_seconds=round(time.perf_counter() - started, 3),
+            code=code_fingerprint(),
+            files=sorted(writer.files + tables, key=_file_order),
         )
         (staging / MANIFEST).write_text(manifest.to_json(), encoding="utf-8")
-        if out.exists():
-            shutil.rmtree(out)
-        staging.rename(out)
+        _commit(staging, out, inputs)
         return manifest
+    except OutputError as error:
+        discard_staging(staging)
+        raise IndexBuildError(str(error)) from None
     except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
+        discard_staging(staging)
         raise
 
 

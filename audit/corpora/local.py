@@ -1,25 +1,35 @@
 """A byte-level infini-gram index on disk, memory-mapped and searched by `audit._suffix`.
 
 Any u8 index in infini-gram's v4 format opens here, whether `audit index build` or
-`python -m infini_gram.indexing --token_dtype u8` wrote it.
+`python -m infini_gram.indexing --token_dtype u8` wrote it.  Opening checks, cheaply, that the
+files are the ones the manifest records at the sizes it records, and that their sizes and
+offsets agree with each other by infini-gram's rules: a damaged index is an error, never a
+silent "not found".  `verify_index` also re-hashes every file.
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import mmap
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from audit import _suffix
 from audit.corpora.base import CorpusInfo, DocumentHit, MatchLengths, Occurrence
-from audit.indexing import read_manifest
+from audit.indexing import INDEX_FILE, KINDS, MANIFEST, FileInfo, IndexManifest, hash_file, pointer_width, read_manifest
+from audit.outputs import MARKER
 
 
 class IndexOpenError(Exception):
-    """The directory is not a complete byte-level index; the message says what is missing."""
+    """The directory is not a complete, undamaged index; the message names the file at fault
+    and says what to do, `detail` only what is wrong."""
+
+    def __init__(self, message: str, detail: str | None = None) -> None:
+        super().__init__(message)
+        self.detail = detail or message
 
 
 def _map(path: Path) -> mmap.mmap:
@@ -44,6 +54,266 @@ class _Shard:
         return (table[columns].astype(np.uint64) * weights).sum(axis=1).astype(np.int64)
 
 
+class _Damage(Exception):
+    """One file of the index is wrong; `open_shards` turns it into an IndexOpenError that says
+    what to do about it."""
+
+    def __init__(self, name: str, problem: str) -> None:
+        super().__init__(f"{name}: {problem}")
+        self.name = name
+        self.problem = problem
+
+
+def _load_manifest(path: Path) -> IndexManifest | None:
+    try:
+        return read_manifest(path)
+    except (OSError, ValueError, TypeError, KeyError, AttributeError) as error:
+        raise _Damage(MANIFEST, f"not a readable index manifest ({error})") from None
+
+
+def _index_names(path: Path) -> set[str]:
+    """Files infini-gram's engine would take for index files: any name holding a kind's name."""
+    return {entry.name for entry in path.iterdir() if any(kind in entry.name for kind in KINDS)}
+
+
+def _expected_names(path: Path, manifest: IndexManifest | None, present: set[str]) -> set[str]:
+    """The files the index must consist of: as the manifest lists them, else three per shard,
+    plus metadata and metaoff for every shard if any shard has them."""
+    if manifest is not None and manifest.files:
+        return {f.name for f in manifest.files}
+    if manifest is not None:
+        shards = [s.name for s in manifest.shards]
+    else:
+        shards = sorted({m[2] for m in map(INDEX_FILE.fullmatch, present) if m and m[1] == "tokenized"}, key=int)
+        if not shards:
+            raise IndexOpenError(f"{path}: no tokenized.N files; build one with `audit index build`")
+    with_metadata = any(m and m[1] in ("metadata", "metaoff") for m in map(INDEX_FILE.fullmatch, present))
+    kinds = KINDS if with_metadata else KINDS[:3]
+    return {f"{kind}.{n}" for n in shards for kind in kinds}
+
+
+def _check_names(path: Path, manifest: IndexManifest | None) -> list[int]:
+    """Shard numbers, once every expected file is present and no stray one would be read."""
+    present = _index_names(path)
+    expected = _expected_names(path, manifest, present)
+    missing, stray = sorted(expected - present), sorted(present - expected)
+    if missing:
+        raise _Damage(missing[0], "is missing")
+    if stray:
+        raise _Damage(stray[0], "is not a file of this index (infini-gram's engine would read it as one); remove it")
+    return sorted({int(INDEX_FILE.fullmatch(name)[2]) for name in expected})
+
+
+def _size(path: Path, name: str) -> int:
+    return (path / name).stat().st_size
+
+
+def _check_recorded(path: Path, manifest: IndexManifest) -> None:
+    """Every size the manifest records, exactly: each file's (version 2), and each shard's
+    bytes, pointer width and documents (every version)."""
+    recorded = {f.name: f.bytes for f in manifest.files}
+    for shard in manifest.shards:
+        n = shard.name
+        recorded.setdefault(f"tokenized.{n}", shard.bytes)
+        recorded.setdefault(f"table.{n}", shard.bytes * shard.ratio)
+        recorded.setdefault(f"offset.{n}", 8 * shard.documents)
+        if (path / f"metaoff.{n}").exists():
+            recorded.setdefault(f"metaoff.{n}", 8 * shard.documents)
+    for name, expected in recorded.items():
+        actual = _size(path, name)
+        if actual != expected:
+            raise _Damage(name, f"{actual:,} bytes, but the manifest records {expected:,}")
+    for shard in manifest.shards:
+        for name, expected in ((f"tokenized.{shard.name}", shard.bytes), (f"offset.{shard.name}", 8 * shard.documents)):
+            if recorded[name] != expected:
+                raise _Damage(MANIFEST, f"records {name} as {recorded[name]:,} bytes in its file list but {expected:,} in its shard list")
+    if sum(s.bytes for s in manifest.shards) != manifest.bytes or sum(s.documents for s in manifest.shards) != manifest.documents:
+        raise _Damage(MANIFEST, "its totals disagree with its shards")
+
+
+def _read_pointers(path: Path, name: str) -> np.ndarray:
+    size = _size(path, name)
+    if size == 0 or size % 8:
+        raise _Damage(name, f"{size:,} bytes, not a whole number (at least one) of 8-byte offsets")
+    return np.fromfile(path / name, dtype="<u8").astype(np.int64)
+
+
+def _check_increasing(name: str, starts: np.ndarray, target: str, size: int) -> None:
+    if starts[0] != 0:
+        raise _Damage(name, f"its first entry is {starts[0]:,}, not 0")
+    falls = np.flatnonzero(np.diff(starts) <= 0)
+    if len(falls):
+        raise _Damage(name, f"entry {falls[0] + 1:,} ({starts[falls[0] + 1]:,}) does not come after entry {falls[0]:,} ({starts[falls[0]]:,})")
+    if starts[-1] >= size:
+        raise _Damage(name, f"its last entry {starts[-1]:,} is past the end of {target} ({size:,} bytes)")
+
+
+def _check_offsets(n: int, offsets: np.ndarray, data: mmap.mmap, width: int) -> None:
+    """Each document starts on a token boundary with the 0xff separator, in order, in range."""
+    name = f"offset.{n}"
+    _check_increasing(name, offsets, f"tokenized.{n}", len(data))
+    raw = np.frombuffer(data, dtype=np.uint8)
+    bad = offsets % width != 0
+    for byte in range(width):
+        bad |= raw[np.minimum(offsets + byte, len(raw) - 1)] != 0xFF
+    if bad.any():
+        at = int(np.argmax(bad))
+        raise _Damage(name, f"document {at:,} starts at byte {offsets[at]:,} of tokenized.{n}, which is not the 0xff document separator")
+
+
+def _check_metaoff(n: int, metaoff: np.ndarray, documents: int, metadata: mmap.mmap) -> None:
+    """One metadata line per document, each starting where the previous line ended."""
+    name = f"metaoff.{n}"
+    if len(metaoff) != documents:
+        raise _Damage(name, f"{len(metaoff):,} entries, but offset.{n} has {documents:,} documents")
+    _check_increasing(name, metaoff, f"metadata.{n}", len(metadata))
+    raw = np.frombuffer(metadata, dtype=np.uint8)
+    if raw[-1] != ord("\n"):
+        raise _Damage(f"metadata.{n}", "does not end with a line end (cut short?)")
+    after = np.flatnonzero(raw[metaoff[1:] - 1] != ord("\n"))
+    if len(after):
+        raise _Damage(name, f"entry {after[0] + 1:,} starts at byte {metaoff[after[0] + 1]:,} of metadata.{n}, which is not the start of a line")
+
+
+def _open_shard(path: Path, n: int, width: int, first: int) -> _Shard:
+    """One shard's files, mapped, after the checks infini-gram's indexer and engine imply."""
+    data_size, table_size = _size(path, f"tokenized.{n}"), _size(path, f"table.{n}")
+    if data_size == 0 or data_size % width:
+        raise _Damage(f"tokenized.{n}", f"{data_size:,} bytes, not a whole number (at least one) of {width}-byte tokens")
+    ratio = pointer_width(data_size)
+    expected = ratio * (data_size // width)
+    if table_size != expected:
+        raise _Damage(f"table.{n}", f"{table_size:,} bytes, but tokenized.{n} ({data_size:,} bytes) needs {expected:,} ({ratio}-byte pointers, by infini-gram's rule)")
+    data = _map(path / f"tokenized.{n}")
+    offsets = _read_pointers(path, f"offset.{n}")
+    _check_offsets(n, offsets, data, width)
+    metadata = metaoff = None
+    if (path / f"metadata.{n}").exists():
+        metaoff = _read_pointers(path, f"metaoff.{n}")
+        if _size(path, f"metadata.{n}") == 0:
+            raise _Damage(f"metadata.{n}", "is empty")
+        metadata = _map(path / f"metadata.{n}")
+        _check_metaoff(n, metaoff, len(offsets), metadata)
+    return _Shard(data=data, table=_map(path / f"table.{n}"), ratio=ratio, offsets=offsets, metadata=metadata, metaoff=metaoff, first_document=first)
+
+
+def _open_shards(path: Path, token_width: int) -> tuple[IndexManifest | None, list[_Shard]]:
+    if not path.is_dir():
+        raise IndexOpenError(f"{path}: no such index directory")
+    manifest = _load_manifest(path)
+    dtype = f"u{8 * token_width}"
+    if manifest is not None and manifest.token_dtype != dtype:
+        raise IndexOpenError(f"{path}: token dtype {manifest.token_dtype} is not {'byte-level (u8)' if token_width == 1 else dtype}")
+    numbers = _check_names(path, manifest)
+    if manifest is not None:
+        _check_recorded(path, manifest)
+    shards: list[_Shard] = []
+    for n in numbers:
+        shards.append(_open_shard(path, n, token_width, sum(len(s.offsets) for s in shards)))
+    return manifest, shards
+
+
+def open_shards(path: Path, token_width: int = 1) -> tuple[IndexManifest | None, list[_Shard]]:
+    """The manifest (None for an index infini-gram's indexer wrote) and every shard, mapped,
+    or IndexOpenError naming the first file that is missing, stray, the wrong size or out of
+    line with the others."""
+    path = Path(path)
+    try:
+        return _open_shards(path, token_width)
+    except _Damage as damage:
+        remedy = f"rebuild it (`audit index build ... --force`), or run `audit index verify {path}` to check every file" if token_width == 1 else "rebuild it with infini-gram's indexer"
+        raise IndexOpenError(f"{path / damage.name}: {damage.problem}. The index is damaged: {remedy}", detail=str(damage)) from None
+
+
+def check_index(path: Path, token_width: int = 1) -> IndexManifest | None:
+    """Raise IndexOpenError unless the index opens cleanly with `token_width`-byte tokens; sizes
+    and offsets only, no hashing.  An index of another width is named as such, not as damaged:
+    a shard's table holds one pointer per token, which gives the width its tokens have."""
+    path = Path(path)
+    data = min(path.glob("tokenized.[0-9]*"), default=None) if path.is_dir() else None
+    table = data.with_name(data.name.replace("tokenized", "table", 1)) if data else None
+    if table is not None and table.is_file() and table.stat().st_size:
+        size = data.stat().st_size
+        found, rest = divmod(pointer_width(size) * size, table.stat().st_size)
+        if not rest and found in (1, 2, 4) and found != token_width:
+            raise IndexOpenError(f"{path} holds u{8 * found} tokens ({found} bytes each), not u{8 * token_width}")
+    return open_shards(path, token_width)[0]
+
+
+OK, SIZE, HASH, MISSING, EXTRA = "ok", "size differs", "hash differs", "missing", "unexpected extra file"
+
+
+@dataclass(frozen=True)
+class FileCheck:
+    name: str
+    status: str
+    detail: str = ""
+
+
+@dataclass
+class Verification:
+    """`audit index verify`: each file against the manifest's size and hash (when it records
+    them), and the structural checks every open runs."""
+
+    hashed: bool
+    files: list[FileCheck] = field(default_factory=list)
+    structure: str = ""
+
+    @property
+    def damaged(self) -> list[FileCheck]:
+        return [check for check in self.files if check.status != OK]
+
+    @property
+    def ok(self) -> bool:
+        return not self.damaged and not self.structure
+
+
+def _check_file(path: Path, record: FileInfo, on_bytes: Callable[[int], None]) -> FileCheck:
+    name = record.name
+    if not (path / name).is_file():
+        on_bytes(record.bytes)
+        return FileCheck(name, MISSING)
+    actual = _size(path, name)
+    if actual != record.bytes:
+        on_bytes(record.bytes)
+        return FileCheck(name, SIZE, f"{actual:,} bytes, the manifest records {record.bytes:,}")
+    found = hash_file(path / name, on_bytes)
+    if found != record.blake2b:
+        return FileCheck(name, HASH, f"blake2b {found}, the manifest records {record.blake2b}")
+    return FileCheck(name, OK, f"{actual:,} bytes")
+
+
+def verify_index(path: Path, progress: Callable[[int, int], None] | None = None) -> Verification:
+    """Re-hash every file the manifest lists and look for files it does not; then the open
+    checks.  IndexOpenError only when `path` is not an index directory at all."""
+    path = Path(path)
+    if not path.is_dir() or not ((path / MANIFEST).exists() or _index_names(path)):
+        raise IndexOpenError(f"{path}: not an index directory (no {MANIFEST} and no tokenized.N files)")
+    try:
+        manifest = _load_manifest(path)
+    except _Damage as damage:
+        return Verification(hashed=False, structure=str(damage))
+    result = Verification(hashed=bool(manifest and manifest.files))
+    if manifest is not None and manifest.files:
+        total, done = sum(f.bytes for f in manifest.files), 0
+
+        def advance(n: int) -> None:
+            nonlocal done
+            done += n
+            if progress:
+                progress(done, total)
+
+        result.files = [_check_file(path, record, advance) for record in manifest.files]
+        listed = {f.name for f in manifest.files} | {MANIFEST, MARKER}
+        result.files += [FileCheck(entry.name, EXTRA) for entry in sorted(path.iterdir()) if entry.name not in listed]
+    if not result.damaged:
+        try:
+            check_index(path)
+        except IndexOpenError as error:
+            result.structure = error.detail
+    return result
+
+
 def char_starts(encoded: bytes) -> np.ndarray:
     """Byte offsets at which UTF-8 characters start."""
     raw = np.frombuffer(encoded, dtype=np.uint8)
@@ -63,44 +333,13 @@ class LocalIndex:
 
     def __init__(self, path: Path, name: str | None = None) -> None:
         self.path = Path(path)
-        if not self.path.is_dir():
-            raise IndexOpenError(f"{self.path}: no such index directory")
-        manifest = read_manifest(self.path)
-        names = sorted(int(p.name.split(".")[1]) for p in self.path.glob("tokenized.*") if p.name.split(".")[1].isdigit())
-        if not names:
-            raise IndexOpenError(f"{self.path}: no tokenized.N files; build one with `audit index build`")
-        if manifest is not None and manifest.token_dtype != "u8":
-            raise IndexOpenError(f"{self.path}: token dtype {manifest.token_dtype} is not byte-level (u8)")
-        self.shards: list[_Shard] = []
-        first = 0
-        for n in names:
-            for kind in ("table", "offset"):
-                if not (self.path / f"{kind}.{n}").exists():
-                    raise IndexOpenError(f"{self.path}: {kind}.{n} is missing (an incomplete build?)")
-            data = _map(self.path / f"tokenized.{n}")
-            table = _map(self.path / f"table.{n}")
-            if len(table) % len(data):
-                raise IndexOpenError(f"{self.path}: table.{n} size {len(table)} is not a multiple of tokenized.{n} size {len(data)}")
-            offsets = np.fromfile(self.path / f"offset.{n}", dtype="<u8").astype(np.int64)
-            has_meta = (self.path / f"metadata.{n}").exists() and (self.path / f"metaoff.{n}").exists()
-            self.shards.append(
-                _Shard(
-                    data=data,
-                    table=table,
-                    ratio=len(table) // len(data),
-                    offsets=offsets,
-                    metadata=_map(self.path / f"metadata.{n}") if has_meta else None,
-                    metaoff=np.fromfile(self.path / f"metaoff.{n}", dtype="<u8").astype(np.int64) if has_meta else None,
-                    first_document=first,
-                )
-            )
-            first += len(offsets)
+        manifest, self.shards = open_shards(self.path)
         self.info = CorpusInfo(
             name=name or self.path.name,
             backend="local",
             location=str(self.path.resolve()),
             fingerprint=manifest.fingerprint if manifest else self._fingerprint_files(),
-            documents=first,
+            documents=sum(len(s.offsets) for s in self.shards),
             bytes=sum(len(s.data) for s in self.shards),
             details={
                 "shards": len(self.shards),

@@ -11,6 +11,7 @@ from audit.corpora.demo import DEMO, demo_index
 from audit.corpora.local import IndexOpenError
 from audit.corpora.registry import DEFAULT_REGISTRY, CorpusError, read_registry
 from audit.exposure import Policy, PolicyError, load_policy
+from audit.indexing import IndexBuildError
 from audit.paths import cache_dir
 from audit.server.app import ServerLimits, create_app
 from audit.server.engine import Limits, ServedIndex, Tokenizer
@@ -29,18 +30,26 @@ def resolve_index(spec: str, registry: Path | None) -> tuple[str, Path, str]:
             raise ServeError(f"--index {spec!r}: expected NAME=DIR")
         return name, Path(where), ""
     if spec == DEMO:
-        return DEMO, demo_index(cache_dir()), "the bundled demo corpus"
+        return DEMO, _demo(), "the bundled demo corpus"
     path = registry or (DEFAULT_REGISTRY if DEFAULT_REGISTRY.exists() else None)
     entry = read_registry(path).get(spec) if path else None
     if entry is not None:
         if entry.backend == "demo":
-            return spec, demo_index(cache_dir()), entry.description
+            return spec, _demo(), entry.description
         if entry.backend != "local" or entry.path is None:
             raise ServeError(f"--index {spec}: registry entry has backend {entry.backend!r}; only local indexes can be served")
         return spec, entry.path, entry.description
     if Path(spec).is_dir():
         return Path(spec).name, Path(spec), ""
     raise ServeError(f"--index {spec!r}: not demo, a local entry of the registry, NAME=DIR nor an index directory")
+
+
+def _demo() -> Path:
+    """The demo index, checked and rebuilt if damaged, or a ServeError saying why it cannot be."""
+    try:
+        return demo_index(cache_dir())
+    except (IndexBuildError, IndexOpenError) as error:
+        raise ServeError(f"--index demo: {error}") from None
 
 
 def load_indexes(specs: list[str], tokenizers: dict[str, Path], registry: Path | None, limits: Limits) -> dict[str, ServedIndex]:
