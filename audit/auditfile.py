@@ -137,30 +137,29 @@ def read_audit(path: Path) -> AuditFile:
     manifest: dict[str, Any] | None = None
     digest = hashlib.sha256()
     try:
-        handle = open(path, "rb")
+        data = path.read_bytes()
     except OSError as error:
         raise AuditFileError(f"{path}: cannot read the audit file ({error.strerror or error})") from None
-    with handle:
-        for number, raw in enumerate(handle, start=1):
-            try:
-                record = json.loads(raw.decode("utf-8"))
-            except UnicodeDecodeError:
-                raise AuditFileError(f"{path}:{number}: not valid UTF-8; not an audit file, or a damaged one") from None
-            except json.JSONDecodeError as error:
-                raise AuditFileError(f"{path}:{number}: not valid JSON ({error.msg})") from None
-            kind = record.get("record") if isinstance(record, dict) else None
-            if number == 1:
-                if kind != MANIFEST:
-                    raise AuditFileError(f"{path}:1: field 'record': expected the manifest line, got {kind!r}; not an audit file")
-                if record.get("schema_version") != SCHEMA_VERSION:
-                    raise AuditFileError(f"{path}:1: field 'schema_version': {record.get('schema_version')!r}, this tool reads {SCHEMA_VERSION}")
-                manifest = record
-                continue
-            if kind != EXPOSURE:
-                raise AuditFileError(f"{path}:{number}: field 'record': expected 'exposure', got {kind!r}")
-            _check_record(path, number, record)
-            digest.update(raw)
-            records.append(record)
+    for number, raw in enumerate(data.splitlines(keepends=True), start=1):
+        try:
+            record = json.loads(raw.decode("utf-8"))
+        except UnicodeDecodeError:
+            raise AuditFileError(f"{path}:{number}: not valid UTF-8; not an audit file, or a damaged one") from None
+        except json.JSONDecodeError as error:
+            raise AuditFileError(f"{path}:{number}: not valid JSON ({error.msg})") from None
+        kind = record.get("record") if isinstance(record, dict) else None
+        if number == 1:
+            if kind != MANIFEST:
+                raise AuditFileError(f"{path}:1: field 'record': expected the manifest line, got {kind!r}; not an audit file")
+            if record.get("schema_version") != SCHEMA_VERSION:
+                raise AuditFileError(f"{path}:1: field 'schema_version': {record.get('schema_version')!r}, this tool reads {SCHEMA_VERSION}")
+            manifest = record
+            continue
+        if kind != EXPOSURE:
+            raise AuditFileError(f"{path}:{number}: field 'record': expected 'exposure', got {kind!r}")
+        _check_record(path, number, record)
+        digest.update(raw)
+        records.append(record)
     if manifest is None:
         raise AuditFileError(f"{path}: empty file; not an audit file")
     _check_integrity(path, manifest, len(records), digest.hexdigest())

@@ -137,7 +137,7 @@ def _filter_csv(source: Path, out: Path, line_owner: dict[int, str], verdicts: d
         verdict = verdicts.get(owner)
         if flag:
             flags = _flag(verdict)
-            writer.writerow(row + [str(flags["leaky"]).lower(), flags["reason"]])
+            writer.writerow([*row, str(flags["leaky"]).lower(), flags["reason"]])
         elif verdict is None or not verdict.leaky:
             writer.writerow(row)
     _write_text(out, buffer.getvalue(), bom=bom)

@@ -99,7 +99,7 @@ def _case_subtags(code: str, subtags: list[str]) -> list[str]:
                 f"malformed language tag {code!r}: subtag {subtag!r} must be 1-8 letters or digits"
             )
         private = private or len(subtag) == 1
-        region = len(subtag) == 2 and subtag.isalpha() or len(subtag) == 3 and subtag.isdigit()
+        region = (len(subtag) == 2 and subtag.isalpha()) or (len(subtag) == 3 and subtag.isdigit())
         if not private and len(subtag) == 4 and subtag.isalpha():
             cased.append(subtag.title())
         elif not private and region:

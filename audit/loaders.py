@@ -235,7 +235,7 @@ def _text(path: str, line: int, name: str, value: Any) -> str | None:
 
 def _required(path: str, line: int, record: dict[str, Any], key: str) -> Any:
     value = record.get(key)
-    if value is None or isinstance(value, str) and not value.strip():
+    if value is None or (isinstance(value, str) and not value.strip()):
         raise BenchmarkError(path, line, key, "required but empty" if key in record else "required but missing")
     return value
 

@@ -13,6 +13,7 @@ their parent after a fork count once, not once per process as an RSS sum would.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import filecmp
 import gzip
 import json
@@ -37,10 +38,8 @@ SAMPLE = ROOT / "audit" / "data" / "demo" / "eclektic_sample.csv.gz"
 def tree_memory(process: psutil.Process) -> int:
     total = 0
     for member in [process, *process.children(recursive=True)]:
-        try:
+        with contextlib.suppress(psutil.Error):
             total += member.memory_full_info().pss
-        except psutil.Error:
-            pass
     return total
 
 
@@ -50,10 +49,8 @@ def run_measured(command: list[str], env: dict[str, str] | None = None) -> dict:
     process = psutil.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
     peak = 0
     while process.poll() is None:
-        try:
+        with contextlib.suppress(psutil.Error):
             peak = max(peak, tree_memory(process))
-        except psutil.Error:
-            pass
         time.sleep(0.05)
     output = process.stdout.read().decode("utf-8", errors="replace")
     if process.returncode != 0:

@@ -19,11 +19,11 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-import torch  # noqa: E402
-from tqdm import tqdm  # noqa: E402
-from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: E402
+import torch
+from tqdm import tqdm
+from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from audit.loaders import load_benchmark  # noqa: E402
+from audit.loaders import load_benchmark
 
 INSTRUCTION = "Answer the question with a short answer only (a few words), in the language of the question."
 

@@ -85,3 +85,14 @@ def planted_audit(tmp_path_factory, wiki_docs) -> dict[str, Path]:
     result = CliRunner().invoke(main, ["check", str(bench), "--corpus", str(root / "index"), "--out", str(audit)])
     assert result.exit_code == 0, result.output
     return {"root": root, "bench": bench, "index": root / "index", "audit": audit, "report": root / "sample.report"}
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """The robustness suite's tally, as the README's reliability section reports it."""
+    from test_robustness import TALLY
+
+    if TALLY["cases"]:
+        terminalreporter.write_line(
+            f"robustness: {TALLY['cases']} bad inputs tried, {TALLY['clear_errors']} clear errors, "
+            f"{TALLY['tracebacks']} tracebacks, {TALLY['files_lost_or_changed']} files lost or changed"
+        )

@@ -208,7 +208,7 @@ class _Row:
 
     def required(self, name: str) -> tuple[str, Any]:
         key, value = self.raw(name)
-        if value is None or isinstance(value, str) and not value.strip():
+        if value is None or (isinstance(value, str) and not value.strip()):
             if self.key(name) is None:
                 spellings = " or ".join(f"'{alias}'" for alias in _ALIASES[name])
                 raise PredictionsError(self.path, self.line, key, f"required but missing (give {spellings})")
@@ -226,7 +226,7 @@ class _Row:
 
     def optional_lang(self, name: str) -> str | None:
         key, value = self.raw(name)
-        if value is None or isinstance(value, str) and not value.strip():
+        if value is None or (isinstance(value, str) and not value.strip()):
             return None
         return self._language(key, value)
 

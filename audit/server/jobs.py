@@ -219,7 +219,7 @@ class JobManager:
             summary = self._audit(job, self.root / job.id / job.benchmark)
         except (BenchmarkError, PolicyError, JobError, ValueError) as error:
             self._update(job, status=FAILED, error=str(error), finished=utc_timestamp())
-        except Exception as error:  # noqa: BLE001 (a job must end in a state a client can read, whatever broke)
+        except Exception as error:  # a job must end in a state a client can read, whatever broke
             self._update(job, status=FAILED, error=f"internal error: {type(error).__name__}: {error}", finished=utc_timestamp())
         else:
             self._update(job, status=DONE, summary=summary, finished=utc_timestamp())
