@@ -7,7 +7,7 @@ The Llama-2 tokenizer may not be committed (its licence), so the tests serve an 
 index and this script, which reads the tokenizer from ../shared/data/tokenizers, checks the
 examples whose token ids only Llama-2 gives: the Getting Started `count` request field for
 field, and the documented equivalence of `query` and `query_ids` (plain and CNF).  It builds
-the tests' token index (`tests/test_server.py`) over the same four documents, starts
+the tests' token index (`tests/test_server.py`) over the same documents, starts
 `python -m audit.server` on 127.0.0.1, sends each documented request REPEATS times, and prints
 a Markdown table: whether the answer is the documented one, the server's own latency and the
 round trip.  It exits 1 when any answer differs.

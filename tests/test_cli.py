@@ -147,3 +147,22 @@ def test_audit_file_is_written_whole_or_not_at_all(tmp_path: Path):
     out.write_text(out.read_text() + "{broken\n")
     with pytest.raises(AuditFileError, match=r"a.jsonl:3: not valid JSON"):
         read_audit(out)
+
+
+def test_the_readme_shows_what_the_main_command_prints(cache, tmp_path: Path, monkeypatch):
+    """The set-up section's sample output is the command's real output (bar the timing)."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Set up and run") :]
+    command = section[section.index("audit check") : section.index("\n", section.index("audit check"))].split()
+    shown = section[section.index("```\n", section.index("in the current directory:")) + 4 :]
+    shown = shown[: shown.index("```")]
+    sample = str(SAMPLE)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, [sample if arg.endswith("eclektic_sample.csv.gz") else arg for arg in command[1:]], env={"AUDIT_CACHE_DIR": str(cache), "COLUMNS": "100"})
+    assert result.exit_code == 0, result.output
+
+    def untimed(text: str) -> list[str]:
+        return [line.rstrip() if "items:" not in line else line.split("(")[0].rstrip() for line in text.strip().splitlines()]
+
+    assert untimed(result.output) == untimed(shown)
+    assert (tmp_path / "eclektic_sample.demo.audit.jsonl").is_file() and (tmp_path / "eclektic_sample.demo.report" / "report.html").is_file()

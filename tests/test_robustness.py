@@ -12,6 +12,8 @@ import gzip
 import hashlib
 import json
 import shutil
+import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
@@ -275,3 +277,27 @@ def test_bad_input_is_a_clear_error_and_loses_nothing(case: Case, sandbox: Path,
     new = sorted(set(after) - set(before))
     assert not new, f"{case.name}: a failed command left {new}"
     TALLY["clear_errors"] += 1
+
+
+def test_serve_without_its_extra_names_the_extra(tmp_path: Path):
+    """`audit serve` on an install without fastapi: which extra to install, not a traceback."""
+    script = "import sys; sys.modules['fastapi'] = None; from audit.cli import main; main(['serve', '--help'], prog_name='audit')"
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 2
+    assert "[serve] extra" in done.stderr and "pip install" in done.stderr and "fastapi" in done.stderr
+    assert "Traceback" not in done.stderr + done.stdout
+
+
+def test_filter_and_report_find_the_benchmark_from_another_directory(sandbox: Path, tmp_path: Path, monkeypatch):
+    """The audit records the benchmark as given and as an absolute path; run from elsewhere,
+    the absolute one is found."""
+    result = CliRunner().invoke(main, ["check", "bench.jsonl", "--corpus", "index", "--out", "fresh.audit.jsonl", "--no-report"])
+    assert result.exit_code == 0, result.output
+    audit = str(sandbox / "fresh.audit.jsonl")
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["filter", audit, "--out", "clean.jsonl"])
+    assert result.exit_code == 0, result.output
+    assert "3 items" in result.output and (tmp_path / "clean.jsonl").is_file()
+    result = CliRunner().invoke(main, ["report", "--audit", audit, "--out", "r"])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "r" / "report.html").is_file()

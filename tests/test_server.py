@@ -1,11 +1,10 @@
 """`audit serve` as a real process on 127.0.0.1: the infini-gram protocol over real indexes
-(byte-level and OLMo-tokenized), limits, structured errors, audit jobs.  The public API's
+(byte-level, OLMo-2-tokenized u32 and OLMo-1-tokenized u16), limits, structured errors, audit jobs.  The public API's
 documented examples need the Llama-2 tokenizer, which may not be committed: they are checked
 by bench/bench_llama_protocol.py against ../shared."""
 from __future__ import annotations
 
 import json
-import math
 import os
 import socket
 import subprocess
@@ -24,15 +23,20 @@ import requests
 
 from audit.auditfile import read_audit
 from audit.corpora.local import LocalIndex
+from audit.indexing import pointer_width
+from audit.server.engine import Limits
+from audit.server.run import ServeError, load_indexes
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "audit" / "data" / "demo" / "eclektic_sample.csv.gz"
-# OLMo-1's tokenizer (Apache-2.0, committed: see tests/fixtures/SOURCES.md).  Its 50,280 ids
-# fit the u16 indexes `audit serve` opens; OLMo-2's 100,278 would need u32.
+# OLMo-1's and OLMo-2's tokenizers (Apache-2.0, committed: see tests/fixtures/SOURCES.md).
+# OLMo-1's 50,280 ids fit a u16 index; OLMo-2's 100,278 need u32, as the public API's `_olmo2`
+# indexes have them.
 OLMO = ROOT / "tests" / "fixtures" / "tokenizers" / "olmo1" / "tokenizer.json"
+OLMO2 = ROOT / "tests" / "fixtures" / "tokenizers" / "olmo2" / "tokenizer.json"
 
 
 class Served:
@@ -86,24 +90,30 @@ def load_tokenizer(path: Path) -> Tokenizer:
     return Tokenizer.from_file(str(path / "tokenizer.json" if path.is_dir() else path))
 
 
-def token_ids(text: str, tokenizer: Path = OLMO) -> list[int]:
+def token_ids(text: str, tokenizer: Path = OLMO2) -> list[int]:
     """The ids the server's tokenizer gives `text` (no special tokens)."""
     return load_tokenizer(tokenizer).encode(text, add_special_tokens=False).ids
 
 
-def build_token_index(docs: list[str], tokenizer: Path, out: Path) -> Path:
-    """A u16 index in infini-gram's v4 format, tokenized with a Hugging Face tokenizer, as
-    `python -m infini_gram.indexing` writes it (which needs the model hub to load one)."""
+def build_token_index(docs: list[str], tokenizer: Path, out: Path, width: int = 2) -> Path:
+    """An index in infini-gram's v4 format with `width`-byte token ids (2: u16, 4: u32),
+    tokenized with a Hugging Face tokenizer, as `python -m infini_gram.indexing --token_dtype`
+    writes it (which needs the model hub to load one): little-endian ids, each document after
+    a separator of `width` 0xff bytes, the suffix array over token starts only."""
     out.mkdir(parents=True)
+    dtype = {2: "<u2", 4: "<u4"}[width]
     data, offsets, metadata, metaoff = bytearray(), [], bytearray(), []
     for number, text in enumerate(docs):
+        ids = token_ids(text, tokenizer)
+        assert max(ids) < 256 ** width - 1, f"{tokenizer} ids do not fit {width} bytes"
         offsets.append(len(data))
-        data += b"\xff\xff" + np.asarray(token_ids(text, tokenizer), dtype="<u2").tobytes()
+        data += b"\xff" * width + np.asarray(ids, dtype=dtype).tobytes()
         metaoff.append(len(metadata))
         metadata += (json.dumps({"path": "docs.jsonl", "linenum": number, "metadata": {"id": f"doc-{number}"}}) + "\n").encode()
+    # The engine compares raw bytes, so a byte-level suffix array cut to token starts is its order.
     suffixes = pydivsufsort.divsufsort(np.array(data, dtype=np.uint8))
-    suffixes = suffixes[suffixes % 2 == 0].astype(np.uint64)
-    ratio = max(1, math.ceil(math.log2(len(data) + 1) / 8))
+    suffixes = suffixes[suffixes % width == 0].astype(np.uint64)
+    ratio = pointer_width(len(data))
     table = np.zeros((len(suffixes), ratio), dtype=np.uint8)
     for byte in range(ratio):
         table[:, byte] = (suffixes >> np.uint64(8 * byte)) & np.uint64(0xFF)
@@ -120,7 +130,11 @@ TOKEN_DOCS = [
     "Research in natural language processing and deep learning at the University of Washington.",
     "Most natural language processing uses deep learning; machine learning and artificial intelligence too.",
     "Washington\nis also a state. The University of Washington was founded in 1861.",
+    # Ids past u16: " Pike" 69829, " courtyard" 66385, " brisk" 75491 (OLMo-2).
+    "Visitors to Pike Place Market, opened in 1907, wander its courtyard on brisk mornings.",
 ]
+# The tokenizers' <|endoftext|>: the id the engine reports a document's end as.
+OLMO2_EOS, OLMO1_EOS = 100257, 50279
 
 
 # OLMo's byte-level BPE marks a word start with a leading space ("Ġ"), and the server keeps it
@@ -130,15 +144,24 @@ NLP, DEEP, AI, ML = " natural language processing", " deep learning", " artifici
 
 @pytest.fixture(scope="module")
 def olmo_index(tmp_path_factory) -> Path:
-    return build_token_index(TOKEN_DOCS, OLMO, tmp_path_factory.mktemp("olmo") / "index")
+    """u32, OLMo-2-tokenized."""
+    return build_token_index(TOKEN_DOCS, OLMO2, tmp_path_factory.mktemp("olmo") / "index", width=4)
 
 
 @pytest.fixture(scope="module")
-def served(wiki_index: Path, olmo_index: Path, tmp_path_factory) -> Iterator[Served]:
+def olmo1_index(tmp_path_factory) -> Path:
+    """u16, OLMo-1-tokenized."""
+    return build_token_index(TOKEN_DOCS, OLMO, tmp_path_factory.mktemp("olmo1") / "index", width=2)
+
+
+@pytest.fixture(scope="module")
+def served(wiki_index: Path, olmo_index: Path, olmo1_index: Path, tmp_path_factory) -> Iterator[Served]:
     server = start_server(
         "--index", f"wiki={wiki_index}",
         "--index", f"olmo={olmo_index}",
-        "--tokenizer", f"olmo={OLMO}",
+        "--tokenizer", f"olmo={OLMO2}",
+        "--index", f"olmo1={olmo1_index}",
+        "--tokenizer", f"olmo1={OLMO}",
         "--jobs-dir", str(tmp_path_factory.mktemp("jobs")),
         "--max-body-bytes", "20000",
     )
@@ -147,13 +170,51 @@ def served(wiki_index: Path, olmo_index: Path, tmp_path_factory) -> Iterator[Ser
 
 
 def test_count_example_round_trips_on_the_token_index(served: Served):
-    # The API documentation's Getting Started example, on the OLMo index.
+    # The API documentation's Getting Started example, on the OLMo-2 (u32) index.
     response = served.post({"index": "olmo", "query_type": "count", "query": " University of Washington"})
     body = response.json()
     assert response.status_code == 200 and set(body) == {"count", "approx", "latency", "token_ids", "tokens"}
-    assert body["token_ids"] == [2499, 273, 5041]
+    assert body["token_ids"] == [3907, 315, 6652]
     assert body["tokens"] == ["\u0120University", "\u0120of", "\u0120Washington"]
     assert body["count"] == 3 and body["approx"] is False and body["latency"] >= 0
+    # Ids past u16 are stored and matched whole, not cut to their low 16 bits.
+    pike = served.post({"index": "olmo", "query_type": "count", "query": " Pike Place Market"}).json()
+    assert pike["token_ids"][0] == 69829 and pike["count"] == 1
+
+
+def test_a_u16_index_with_the_olmo1_tokenizer(served: Served):
+    body = served.post({"index": "olmo1", "query_type": "count", "query": " University of Washington"}).json()
+    assert body["token_ids"] == [2499, 273, 5041] and body["count"] == 3
+    assert body["tokens"] == ["\u0120University", "\u0120of", "\u0120Washington"]
+    ntd = served.post({"index": "olmo1", "query_type": "ntd", "query": " University of"}).json()
+    assert ntd["prompt_cnt"] == 3 and {r["token"] for r in ntd["result_by_token_id"].values()} == {"\u0120Washington"}
+    end = served.post({"index": "olmo1", "query_type": "ntd", "query": " in Seattle."}).json()
+    assert end["prompt_cnt"] == 1 and {int(k): r["token"] for k, r in end["result_by_token_id"].items()} == {OLMO1_EOS: "<|endoftext|>"}
+    search = served.post({"index": "olmo1", "query_type": "search_docs", "query": " deep learning", "maxnum": 2, "max_disp_len": 40}).json()
+    assert search["cnt"] == 2 and all(any(label == "0" for _, label in d["spans"]) for d in search["documents"])
+
+
+def test_a_documents_end_is_the_tokenizers_end_of_text(served: Served):
+    """The engine reports a continuation at a document's end (or the index's) as the eos id:
+    OLMo-2's <|endoftext|>, never a real token such as id 2."""
+    end = served.post({"index": "olmo", "query_type": "ntd", "query": " in Seattle."}).json()
+    assert end["prompt_cnt"] == 1 and {int(k): r["token"] for k, r in end["result_by_token_id"].items()} == {OLMO2_EOS: "<|endoftext|>"}
+    last = served.post({"index": "olmo", "query_type": "ntd", "query": " brisk mornings."}).json()
+    assert {int(k) for k in last["result_by_token_id"]} == {OLMO2_EOS}
+
+
+def test_a_token_index_of_the_wrong_width_is_refused(olmo_index: Path, olmo1_index: Path):
+    """A u16 index served with OLMo-2's tokenizer (u32), and the reverse: a clear message naming
+    the index and both widths, exit status 2, no traceback."""
+    result = subprocess.run(
+        [sys.executable, "-m", "audit.server", "--index", f"old={olmo1_index}", "--tokenizer", f"old={OLMO2}", "--port", "0"],
+        check=False, capture_output=True, text=True, cwd=tempfile.gettempdir(), timeout=60,
+    )
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert f"--index old: cannot open {olmo1_index}: {olmo1_index} holds u16 tokens (2 bytes each), not u32" in result.stderr
+    assert "100,278 ids" in result.stderr
+    with pytest.raises(ServeError, match=r"--index new: .* holds u32 tokens \(4 bytes each\), not u16 \(read as u16: its tokenizer .* has 50,280 ids\)"):
+        load_indexes([f"new={olmo_index}"], {"new": OLMO}, None, Limits())
 
 
 def test_query_and_query_ids_are_equivalent(served: Served):
@@ -261,10 +322,11 @@ def test_malformed_oversize_and_unknown_requests_get_json_errors(served: Served)
 
 def test_health_and_index_listing(served: Served, wiki_index: Path):
     health = requests.get(served.url + "health", timeout=10).json()
-    assert health["status"] == "ok" and health["indexes"] == ["olmo", "wiki"] and health["jobs"] is True
+    assert health["status"] == "ok" and health["indexes"] == ["olmo", "olmo1", "wiki"] and health["jobs"] is True
     listing = {i["name"]: i for i in requests.get(served.url + "indexes", timeout=10).json()}
     assert listing["wiki"]["documents"] == LocalIndex(wiki_index).info.documents
     assert listing["wiki"]["tokenizer"] == "bytes (UTF-8)" and listing["olmo"]["documents"] == len(TOKEN_DOCS)
+    assert {name: i["token_dtype"] for name, i in listing.items()} == {"wiki": "u8", "olmo": "u32", "olmo1": "u16"}
 
 
 def test_requests_over_the_concurrency_limit_get_503(wiki_index: Path, tmp_path: Path):
@@ -445,3 +507,17 @@ def test_jobs_survive_a_server_restart(wiki_index: Path, tmp_path: Path):
 def test_refuses_to_start_on_a_bad_index(tmp_path: Path):
     result = subprocess.run([sys.executable, "-m", "audit.server", "--index", f"x={tmp_path}", "--port", "0"], check=False, capture_output=True, text=True, cwd=tempfile.gettempdir(), timeout=60)
     assert result.returncode == 2 and "cannot open" in result.stderr
+
+
+def test_hostile_upload_names_are_refused_and_leave_no_job_behind(wiki_index: Path, tmp_path: Path):
+    jobs_dir = tmp_path / "jobs"
+    server = start_server("--index", f"wiki={wiki_index}", "--jobs-dir", str(jobs_dir))
+    try:
+        for name in ("..", ".", "../escape.jsonl", "/etc/passwd", "a/b.jsonl", ".hidden", "x" * 300):
+            response = requests.post(server.url + "jobs", params={"index": "wiki", "filename": name}, data=b'{"item_id": "1"}\n', timeout=10)
+            assert response.status_code == 400, (name, response.text)
+            assert "plain file name" in response.json()["error"]
+        assert [p.name for p in jobs_dir.iterdir()] == ["policies"]
+        assert not (tmp_path / "escape.jsonl").exists()
+    finally:
+        server.stop()

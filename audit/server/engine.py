@@ -8,12 +8,16 @@ engine's.  `creativity` (the longest match at every position, as infini-gram's c
 service answers it) runs on this project's suffix search for byte-level indexes.
 
 A byte-level (u8) index has no tokenizer: a string query is "tokenized" as its UTF-8 bytes, so
-token ids are byte values.  A token-level (u16) index built by infini-gram's own indexer is
-served with the tokenizer it was built with (a `tokenizer.json`), the way the public API
-serves its Llama-2 indexes.
+token ids are byte values.  A token-level index built by infini-gram's own indexer is served
+with the tokenizer it was built with (a `tokenizer.json`), the way the public API serves its
+Llama-2 (u16) and OLMo-2 (u32) indexes.  The tokenizer sets the token width, as it does for the
+indexer: u16 when its ids fit below u16's document separator 0xffff (at most 65,535 ids), else
+u32; an index on disk of another width is refused, never misread.  The engine reports a
+document's end as the tokenizer's end-of-text id (see `Tokenizer.eos_id`).
 """
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +26,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from audit.corpora.local import LocalIndex
+from audit.corpora.local import IndexOpenError, LocalIndex, check_index
 
 QUERY_TYPES = (
     "count",
@@ -135,10 +139,14 @@ class Tokenizer:
     Face `tokenizer.json` (the public API strips the lone word-start token SentencePiece puts in
     front of a query, and so does this)."""
 
+    END_OF_TEXT = ("</s>", "<|endoftext|>", "<|end_of_text|>", "<eos>", "<|eos|>")
+
     def __init__(self, path: Path | None = None) -> None:
         self.path = path
         self._tokenizer = None
         self._prefix_id: int | None = None
+        # The byte-level id of a document's end is NUL, as the public API's byte tokenizer has it.
+        self.eos_id = 0
         if path is not None:
             from tokenizers import Tokenizer as HFTokenizer
 
@@ -147,6 +155,23 @@ class Tokenizer:
                 raise ValueError(f"{file}: no tokenizer.json")
             self._tokenizer = HFTokenizer.from_file(str(file))
             self._prefix_id = self._tokenizer.token_to_id("\u2581")
+            self.eos_id = self._end_of_text(file)
+
+    def _end_of_text(self, file: Path) -> int:
+        """The id infini-gram's engine reports where a document ends (in `ntd`, `infgram_ntd`):
+        the tokenizer's end-of-text token, as the public API passes Hugging Face's
+        `eos_token_id`.  That is `tokenizer_config.json`'s `eos_token` beside the file when there
+        is one, else the first special token named as an end of text.  A tokenizer without one
+        gets the first id past its vocabulary: any real id would count document ends as that
+        token."""
+        config = file.with_name("tokenizer_config.json")
+        if config.is_file():
+            eos = json.loads(config.read_text(encoding="utf-8")).get("eos_token")
+            found = self._tokenizer.token_to_id(eos.get("content", "") if isinstance(eos, dict) else eos or "")
+            if found is not None:
+                return found
+        special = {token.content: i for i, token in self._tokenizer.get_added_tokens_decoder().items() if token.special}
+        return next((special[name] for name in self.END_OF_TEXT if name in special), self.vocab_size)
 
     @property
     def kind(self) -> str:
@@ -155,6 +180,23 @@ class Tokenizer:
     @property
     def vocab_size(self) -> int:
         return 255 if self._tokenizer is None else self._tokenizer.get_vocab_size()
+
+    @property
+    def engine_vocab_size(self) -> int:
+        """The ids the engine must represent: the vocabulary, and the end id past it if any."""
+        return max(self.vocab_size, self.eos_id + 1)
+
+    @property
+    def token_width(self) -> int:
+        """Bytes per token id in the index: infini-gram's indexer writes u16 ids when they all
+        fit below the u16 document separator 0xffff, else u32 (`--token_dtype`)."""
+        if self._tokenizer is None:
+            return 1
+        return 2 if self.engine_vocab_size <= 0xFFFF else 4
+
+    @property
+    def token_dtype(self) -> str:
+        return f"u{8 * self.token_width}"
 
     def encode(self, text: str) -> list[int]:
         if self._tokenizer is None:
@@ -189,13 +231,22 @@ class ServedIndex:
         from infini_gram.engine import InfiniGramEngine
 
         # No prefetching, as the public API's servers run it: a lookup then takes microseconds.
-        byte_level = self.tokenizer.kind == "bytes"
+        # The files are checked first (LocalIndex checks a byte-level index): the engine asserts
+        # on inconsistent sizes, which would abort the server, reads a cut table silently, and
+        # reads an index of another width as garbage.
+        tokenizer = self.tokenizer
+        byte_level = tokenizer.kind == "bytes"
         self.local = LocalIndex(self.path, name=self.name) if byte_level else None
+        if not byte_level:
+            try:
+                check_index(self.path, token_width=tokenizer.token_width)
+            except IndexOpenError as error:
+                raise IndexOpenError(f"{error} (read as {tokenizer.token_dtype}: its tokenizer {tokenizer.path} has {tokenizer.vocab_size:,} ids)", detail=error.detail) from None
         self.engine = InfiniGramEngine(
             index_dir=str(self.path),
-            eos_token_id=0 if byte_level else 2,
-            vocab_size=self.tokenizer.vocab_size if not byte_level else 255,
-            token_dtype="u8" if byte_level else "u16",
+            eos_token_id=tokenizer.eos_id,
+            vocab_size=tokenizer.engine_vocab_size,
+            token_dtype=tokenizer.token_dtype,
             ds_prefetch_depth=0,
             sa_prefetch_depth=0,
             od_prefetch_depth=0,
@@ -207,6 +258,7 @@ class ServedIndex:
             "documents": self.engine.get_total_doc_cnt(),
             "tokens": int(sum(self.engine.engine.get_tok_cnt(s) for s in range(self.engine.engine.get_num_shards()))),
             "tokenizer": "bytes (UTF-8)" if self.local else str(self.tokenizer.path),
+            "token_dtype": self.tokenizer.token_dtype,
             "fingerprint": self.local.info.fingerprint if self.local else None,
             "description": self.description,
             "limits": self.limits.model_dump(),

@@ -135,7 +135,7 @@ def _pairs(values: list[str], flag: str) -> dict[str, Path]:
 def parser() -> argparse.ArgumentParser:
     parse = argparse.ArgumentParser(prog="python -m audit.server", description="Serve local indexes over the infini-gram API protocol, with audit jobs.")
     parse.add_argument("--index", action="append", default=[], help="demo, a local registry name, NAME=DIR or DIR (repeatable; default demo)")
-    parse.add_argument("--tokenizer", action="append", default=[], help="NAME=PATH: serve NAME (a u16 index built by infini-gram) with this tokenizer.json")
+    parse.add_argument("--tokenizer", action="append", default=[], help="NAME=PATH: serve NAME (a u16 or u32 index built by infini-gram) with this tokenizer.json")
     parse.add_argument("--registry", type=Path, help="corpus registry TOML [default: indexes/corpora.toml]")
     parse.add_argument("--host", default="127.0.0.1", help="address to bind [default: 127.0.0.1, this machine only]")
     parse.add_argument("--port", type=int, default=8000, help="port; 0 picks a free one [default: 8000]")
