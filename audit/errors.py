@@ -38,3 +38,21 @@ def text_lines(path: Path, error: type[LocatedError]) -> Iterator[str]:
                 yield text.removeprefix("\ufeff") if number == 1 else text
     except (OSError, EOFError) as exc:
         raise error(path, message=f"cannot read file: {exc}") from exc
+
+
+class UnreadableFile(Exception):
+    """A user's file that cannot be read as text; the message names the file and says why."""
+
+
+def read_text_file(path: Path, what: str) -> str:
+    """A user's whole UTF-8 text file (a policy, a registry), or one line saying why not."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UnreadableFile(f"{path}: no such {what}") from None
+    except IsADirectoryError:
+        raise UnreadableFile(f"{path}: is a directory, not a {what}") from None
+    except UnicodeDecodeError as error:
+        raise UnreadableFile(f"{path}: not UTF-8 text ({error.reason} at byte {error.start}); not a {what}") from None
+    except OSError as error:
+        raise UnreadableFile(f"{path}: cannot be read ({error.strerror or error})") from None

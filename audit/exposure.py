@@ -21,6 +21,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails
 
+from audit.errors import UnreadableFile, read_text_file
 from audit.evidence import FAILED, OK, Evidence
 from audit.signals import PolicyFile
 
@@ -168,15 +169,9 @@ def schema_keys(schema: type[BaseModel], prefix: tuple[str, ...] = ()) -> list[t
 
 def _read(path: Path) -> dict[str, Any]:
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise PolicyError(f"{path}: no such policy file") from None
-    except IsADirectoryError:
-        raise PolicyError(f"{path}: is a directory, not a policy file") from None
-    except UnicodeDecodeError as error:
-        raise PolicyError(f"{path}: not UTF-8 text ({error.reason} at byte {error.start})") from None
-    except OSError as error:
-        raise PolicyError(f"{path}: cannot be read ({error.strerror})") from None
+        return tomllib.loads(read_text_file(path, "policy file"))
+    except UnreadableFile as error:
+        raise PolicyError(str(error)) from None
     except tomllib.TOMLDecodeError as error:
         raise PolicyError(f"{path}: not valid TOML ({error})") from None
 

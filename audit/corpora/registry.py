@@ -38,6 +38,7 @@ from audit.corpora.api import (
 from audit.corpora.cache import CacheError, ResponseCache
 from audit.corpora.demo import DEMO, demo_index
 from audit.corpora.local import IndexOpenError, LocalIndex
+from audit.errors import UnreadableFile, read_text_file
 from audit.indexing import MANIFEST, ProgressHook
 from audit.paths import cache_dir
 
@@ -108,13 +109,9 @@ def _settings(url: str, index: str, settings: dict[str, Any], offline: bool = Fa
 
 def read_registry(path: Path) -> dict[str, Entry]:
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise CorpusError(f"{path}: no such registry file") from None
-    except UnicodeDecodeError as error:
-        raise CorpusError(f"{path}: not UTF-8 text (byte {error.start}); not a registry file") from None
-    except OSError as error:
-        raise CorpusError(f"{path}: cannot read the registry ({error.strerror or error})") from None
+        text = read_text_file(path, "registry file")
+    except UnreadableFile as error:
+        raise CorpusError(str(error)) from None
     return parse_registry(text, path)
 
 
