@@ -110,7 +110,7 @@ def check_directory_target(path: Path, kind: str, *, inputs: Iterable[Path] = ()
     if not path.exists() and not path.is_symlink():
         return
     if path.is_symlink() or not path.is_dir():
-        raise OutputError(f"{path}: is a file, not a directory; give a directory for the {kind}")
+        raise OutputError(f"{path}: is not a directory (a file or a link); give a directory for the {kind}")
     present = _written_files(path)
     if not present and not any(path.iterdir()):
         return
