@@ -16,7 +16,8 @@ from typing import Any
 
 from audit.outputs import atomic_write_bytes
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+READABLE_VERSIONS = (1, 2)
 MANIFEST, EXPOSURE = "manifest", "exposure"
 
 
@@ -151,8 +152,10 @@ def read_audit(path: Path) -> AuditFile:
         if number == 1:
             if kind != MANIFEST:
                 raise AuditFileError(f"{path}:1: field 'record': expected the manifest line, got {kind!r}; not an audit file")
-            if record.get("schema_version") != SCHEMA_VERSION:
-                raise AuditFileError(f"{path}:1: field 'schema_version': {record.get('schema_version')!r}, this tool reads {SCHEMA_VERSION}")
+            if record.get("schema_version") not in READABLE_VERSIONS:
+                raise AuditFileError(
+                    f"{path}:1: field 'schema_version': {record.get('schema_version')!r}, this tool reads {' and '.join(map(str, READABLE_VERSIONS))}"
+                )
             manifest = record
             continue
         if kind != EXPOSURE:
@@ -163,4 +166,29 @@ def read_audit(path: Path) -> AuditFile:
     if manifest is None:
         raise AuditFileError(f"{path}: empty file; not an audit file")
     _check_integrity(path, manifest, len(records), digest.hexdigest())
-    return AuditFile(manifest, records)
+    return upgrade_v1(manifest, records) if manifest["schema_version"] == 1 else AuditFile(manifest, records)
+
+
+def upgrade_v1(manifest: dict[str, Any], records: list[dict[str, Any]]) -> AuditFile:
+    """A version-1 audit (one corpus, the n-gram signal, rules keyed by field) in version 2's
+    shape, so every reader handles one schema: evidence names its `source`, checks name their
+    source and operator, the policy's rules sit under `ngram`, and the one corpus is the
+    source of every signal run.  `upgraded_from` says it was read this way."""
+    corpora = manifest.get("corpora") or [{}]
+    source = str(corpora[0].get("name", ""))
+    upgraded = dict(manifest, schema_version=SCHEMA_VERSION, upgraded_from=1)
+    upgraded["signal_runs"] = [{"signal": name, "source": source, "ran": True, "reason": None} for name in manifest.get("signals") or []]
+    policy = dict(manifest.get("policy") or {})
+    settings = dict(policy.get("settings") or {})
+    if isinstance(settings.get("rules"), dict):
+        settings["rules"] = {"ngram": settings["rules"]}
+        upgraded["policy"] = dict(policy, settings=settings)
+    converted = []
+    for record in records:
+        evidence = [{("source" if k == "corpus" else k): v for k, v in e.items()} if isinstance(e, dict) else e for e in record.get("evidence", [])]
+        checks = [
+            dict(check, source=source, **({"op": ">="} if "figure" in check else {})) if isinstance(check, dict) and "field" in check else check
+            for check in record.get("decided_by", [])
+        ]
+        converted.append(dict(record, evidence=evidence, decided_by=checks))
+    return AuditFile(upgraded, converted)

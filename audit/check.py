@@ -12,13 +12,14 @@ import os
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from audit import __version__
 from audit.auditfile import benchmark_digest
 from audit.corpora.base import CorpusInfo
-from audit.evidence import Evidence
+from audit.evidence import Evidence, SignalRun
 from audit.exposure import SEEN, UNKNOWN, UNSEEN, Policy, decide, item_exposure
 from audit.items import Item, LoadReport
 from audit.timestamps import utc_timestamp
@@ -94,13 +95,15 @@ def audit_manifest(
     benchmark: LoadReport,
     benchmark_path: Path,
     corpora: list[CorpusInfo],
-    signals: list[str],
+    runs: list[SignalRun],
     policy: Policy,
     langs: list[str] | None,
     records: list[dict[str, Any]],
 ) -> dict[str, Any]:
     """The audit file's first line, wherever the audit ran (the CLI or a server job): what was
-    checked, against what, under which policy, and a hash that says when two audits compare."""
+    checked, against what, with which signals (and why any was skipped), under which policy,
+    and a hash that says when two audits compare."""
+    signals = list(dict.fromkeys(run.signal for run in runs if run.ran))
     settings = {"policy": policy.settings, "corpus": [c.fingerprint for c in corpora], "langs": langs, "signals": signals}
     return {
         "tool": "corpus-audit",
@@ -118,6 +121,7 @@ def audit_manifest(
         },
         "corpora": [info.__dict__ for info in corpora],
         "signals": signals,
+        "signal_runs": [asdict(run) for run in runs],
         "policy": {"name": policy.name, "source": policy.source, "hash": policy.digest, "settings": policy.settings},
         "config_hash": hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16],
         "summary": summarise(records),

@@ -5,7 +5,6 @@ import json
 import re
 import sys
 import time
-from functools import partial
 from pathlib import Path
 
 import click
@@ -27,7 +26,7 @@ from audit.auditfile import AuditFileError, is_audit_file, locate_benchmark, rea
 from audit.check import audit_manifest, check_items
 from audit.corpora.local import EXTRA, IndexOpenError, LocalIndex, verify_index
 from audit.corpora.registry import CorpusError, check_corpora, open_corpus
-from audit.exposure import PolicyError, build_config, load_policy
+from audit.exposure import PolicyError, load_policy
 from audit.filter import FILTERED, RULES, FilterError, FilterPolicy, filter_benchmark
 from audit.indexing import IndexBuildError, build_index, describe_size, read_manifest
 from audit.indexing import ProgressHook as IndexProgress
@@ -35,7 +34,7 @@ from audit.langcodes import normalise_lang
 from audit.loaders import BenchmarkError, load_benchmark
 from audit.outputs import OutputError, atomic_write_text, check_directory_target, check_file_target
 from audit.report.render import REPORT, write_report
-from audit.signals import ngram
+from audit.signals import SIGNALS, SignalError, configure, parse_signals, plan
 
 console = Console(stderr=True)
 
@@ -209,9 +208,20 @@ def _default_report_dir(audit_path: Path) -> Path:
     return audit_path.with_name(audit_path.name.removesuffix(".jsonl").removesuffix(".audit") + ".report")
 
 
-def _default_out(bench: Path, corpus: str) -> Path:
+def _default_out(bench: Path, corpora: tuple[str, ...]) -> Path:
     stem = bench.name.split(".")[0] or "benchmark"
-    return Path(f"{stem}.{Path(corpus).name}.audit.jsonl")
+    return Path(f"{stem}.{'+'.join(Path(corpus).name for corpus in corpora)}.audit.jsonl")
+
+
+def _warn_failed_sources(records: list[dict]) -> None:
+    """Say which sources failed, and how often, so `unknown` tags never go unexplained."""
+    failures: dict[tuple[str, str], list[str]] = {}
+    for record in records:
+        for evidence in record["evidence"]:
+            if evidence["status"] == "failed":
+                failures.setdefault((evidence["signal"], evidence["source"]), []).append(evidence.get("error") or "")
+    for (signal, source), errors in failures.items():
+        console.print(f"[red]failed[/red] {signal} on {source}: {len(errors)} field(s) could not be checked, first: {errors[0]}")
 
 
 def _print_summary(summary: dict, out: Path, elapsed: float) -> None:
@@ -228,8 +238,9 @@ def _print_summary(summary: dict, out: Path, elapsed: float) -> None:
 
 @main.command()
 @click.argument("bench", type=click.Path(path_type=Path))
-@click.option("--corpus", required=True, help="`demo`, a name in indexes/corpora.toml (or --registry), or an index directory.")
-@click.option("--out", type=click.Path(path_type=Path), help="Audit file to write [default: BENCH.CORPUS.audit.jsonl].")
+@click.option("--corpus", "corpora", required=True, multiple=True, help="`demo`, a name in indexes/corpora.toml (or --registry), or an index directory; repeat for several.")
+@click.option("--signals", "signal_names", help=f"Comma-separated signals to run ({', '.join(SIGNALS)}) [default: every one the corpora support].")
+@click.option("--out", type=click.Path(path_type=Path), help="Audit file to write [default: BENCH.CORPUS.audit.jsonl, corpora joined by +].")
 @click.option("--langs", help="Comma-separated languages to check [default: all in the benchmark].")
 @click.option("--format", "fmt", type=click.Choice(["eclektic-jsonl", "eclektic-csv", "bmlama", "jsonl"]), help="Benchmark format [default: detected].")
 @click.option("--policy", "policy_path", type=click.Path(path_type=Path), help="Policy TOML merged over the built-in one.")
@@ -241,7 +252,8 @@ def _print_summary(summary: dict, out: Path, elapsed: float) -> None:
 @click.option("--report-dir", type=click.Path(path_type=Path), help="Where the report goes [default: OUT without .jsonl, plus .report].")
 def check(
     bench: Path,
-    corpus: str,
+    corpora: tuple[str, ...],
+    signal_names: str | None,
     out: Path | None,
     langs: str | None,
     fmt: str | None,
@@ -253,11 +265,14 @@ def check(
     with_report: bool,
     report_dir: Path | None,
 ) -> None:
-    """Tag every (item, language) of BENCH seen / unseen / unknown in a corpus, with evidence."""
+    """Tag every (item, language) of BENCH seen / unseen / unknown in one or more corpora, with
+    the evidence of every signal."""
     started = time.perf_counter()
-    out = out or _default_out(bench, corpus)
+    if len(set(corpora)) < len(corpora):
+        raise InputError(f"--corpus: {', '.join(sorted({c for c in corpora if corpora.count(c) > 1}))} given twice")
+    out = out or _default_out(bench, corpora)
     report_dir = (report_dir or _default_report_dir(out)) if with_report else None
-    inputs = [path for path in (bench, policy_path, registry, Path(corpus)) if path is not None and path.exists()]
+    inputs = [path for path in (bench, policy_path, registry, *map(Path, corpora)) if path is not None and path.exists()]
     try:
         check_file_target(out, inputs=inputs, force=True)
         if out.exists() and not is_audit_file(out):
@@ -267,34 +282,32 @@ def check(
     except OutputError as error:
         raise InputError(str(error)) from None
     try:
+        wanted_signals = parse_signals(signal_names)
         policy = load_policy(policy_path)
-        config = build_config(ngram.NgramConfig, policy.section("ngram"), f"{policy.source}: [ngram]")
         report = load_benchmark(bench, fmt, skip_bad_rows=skip_bad_rows)
-    except (BenchmarkError, PolicyError) as error:
+    except (BenchmarkError, PolicyError, SignalError) as error:
         raise InputError(str(error)) from None
     wanted = _wanted_languages(langs, report.languages) if langs else None
     for skipped in report.skipped:
         console.print(f"[yellow]skipped[/yellow] {skipped}")
     progress, report_build = _build_progress()
     try:
-        source = open_corpus(corpus, registry, progress=report_build, offline=offline)
-    except (CorpusError, IndexOpenError, IndexBuildError) as error:
+        sources = [open_corpus(corpus, registry, progress=report_build, offline=offline) for corpus in corpora]
+        runners, runs = plan(sources, wanted_signals, configure(policy.settings))
+    except (CorpusError, IndexOpenError, IndexBuildError, SignalError) as error:
         raise InputError(str(error)) from None
     finally:
         progress.stop()
+    for run in runs:
+        if not run.ran:
+            console.print(f"[yellow]skipped[/yellow] signal {run.signal} on {run.source}: {run.reason}")
     variants = sum(1 for item in report.items for lang in item.variants if wanted is None or lang in wanted)
     with _progress() as progress:
-        task = progress.add_task(f"checking against {source.info.name}", total=variants)
-        records = check_items(
-            report.items,
-            [partial(ngram.run, source, config=config)],
-            policy,
-            langs=wanted,
-            workers=workers,
-            on_done=lambda: progress.advance(task),
-        )
-    manifest = audit_manifest(["audit", *sys.argv[1:]], report, bench, [source.info], [ngram.NAME], policy, wanted, records)
+        task = progress.add_task(f"checking against {', '.join(s.info.name for s in sources)}", total=variants)
+        records = check_items(report.items, runners, policy, langs=wanted, workers=workers, on_done=lambda: progress.advance(task))
+    manifest = audit_manifest(["audit", *sys.argv[1:]], report, bench, [s.info for s in sources], runs, policy, wanted, records)
     summary = manifest["summary"]
+    _warn_failed_sources(records)
     written = write_audit(out, manifest, records)
     if report_dir is not None:
         try:

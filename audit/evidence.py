@@ -1,24 +1,35 @@
-"""Evidence: what one signal found for one (item, language, field), with its provenance.
+"""Evidence: what one signal found for one (item, language, field) in one source, with its
+provenance.
 
-Records are plain dataclasses that serialise to JSON as they are, so the audit file carries
-exactly what the policy decided on.
+A source is whatever the signal asked: a corpus (by its registry name), a wiki snapshot, a
+model.  Records are plain dataclasses that serialise to JSON as they are, so the audit file
+carries exactly what the policy decided on.
 """
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from typing import Any
 
-OK = "ok"
-FAILED = "failed"
-ABSENT = "absent"
+
+class Status(StrEnum):
+    """`absent`: the variant has no such text; `failed`: the source could not be asked, which
+    the policy reads as `unknown`, never as "not found"."""
+
+    OK = "ok"
+    ABSENT = "absent"
+    FAILED = "failed"
+
+
+OK, ABSENT, FAILED = Status.OK, Status.ABSENT, Status.FAILED
 
 
 @dataclass
 class Evidence:
     signal: str
-    corpus: str
+    source: str
     field: str
-    status: str = OK
+    status: Status = OK
     figures: dict[str, Any] = field(default_factory=dict)
     provenance: list[dict[str, Any]] = field(default_factory=list)
     error: str | None = None
@@ -28,3 +39,13 @@ class Evidence:
         if data["error"] is None:
             del data["error"]
         return data
+
+
+@dataclass(frozen=True)
+class SignalRun:
+    """For the audit manifest: whether a signal asked a source, and if not, why."""
+
+    signal: str
+    source: str
+    ran: bool
+    reason: str | None = None

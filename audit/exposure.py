@@ -1,7 +1,12 @@
 """The exposure policy: from evidence to `seen` / `unseen` / `unknown`, per (item, language)
 and per item, always with the evidence that decided.
 
-`unknown` is its own answer: a variant whose evidence could not be gathered is never `unseen`.
+Rules are keyed by signal, field and figure (`[rules.ngram.context] coverage = 0.5`), apply to
+evidence from every source unless a table scoped to one overrides them
+(`[rules.ngram.context."source:olmo"]`), and are judged on each piece of evidence on its own, so
+two signals or two corpora reporting on one field never replace each other.  Any rule that
+fires makes the variant `seen`; else any failed source or undecided (bounded) figure makes it
+`unknown`; else it is `unseen`.  `unknown` is never silently `unseen`.
 """
 from __future__ import annotations
 
@@ -11,6 +16,7 @@ import json
 import re
 import tomllib
 from dataclasses import dataclass, field
+from enum import StrEnum
 from importlib import resources
 from pathlib import Path
 from types import NoneType, UnionType
@@ -22,11 +28,28 @@ from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails
 
 from audit.errors import UnreadableFile, read_text_file
-from audit.evidence import FAILED, OK, Evidence
+from audit.evidence import ABSENT, FAILED, Evidence
+from audit.rules import SOURCE_SCOPE, FieldRules, Outcome, judge
 from audit.signals import PolicyFile
 
-SEEN, UNSEEN, UNKNOWN = "seen", "unseen", "unknown"
-SOURCE_ONLY, TARGET_SEEN, UNSEEN_EVERYWHERE = "seen_in_source_only", "seen_in_target", "unseen_everywhere"
+
+class Exposure(StrEnum):
+    SEEN = "seen"
+    UNSEEN = "unseen"
+    UNKNOWN = "unknown"
+
+
+class ItemExposure(StrEnum):
+    """Where an item's fact was seen, relative to its source language."""
+
+    SOURCE_ONLY = "seen_in_source_only"
+    TARGET_SEEN = "seen_in_target"
+    UNSEEN_EVERYWHERE = "unseen_everywhere"
+    UNKNOWN = "unknown"
+
+
+SEEN, UNSEEN, UNKNOWN = Exposure.SEEN, Exposure.UNSEEN, Exposure.UNKNOWN
+SOURCE_ONLY, TARGET_SEEN, UNSEEN_EVERYWHERE = ItemExposure.SOURCE_ONLY, ItemExposure.TARGET_SEEN, ItemExposure.UNSEEN_EVERYWHERE
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 Model = TypeVar("Model", bound=BaseModel)
 
@@ -42,8 +65,13 @@ class Policy:
     settings: dict[str, Any]
 
     @property
-    def rules(self) -> dict[str, dict[str, float]]:
-        return {name: {k: v for k, v in table.items() if v is not False} for name, table in self.settings.get("rules", {}).items()}
+    def rules(self) -> dict[str, dict[str, FieldRules]]:
+        """signal → field → its rules."""
+        return {
+            signal: {name: FieldRules.from_settings(table) for name, table in fields.items() if isinstance(table, dict)}
+            for signal, fields in self.settings.get("rules", {}).items()
+            if isinstance(fields, dict)
+        }
 
     @property
     def digest(self) -> str:
@@ -131,17 +159,17 @@ def _shown(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
-def _explain(schema: type[BaseModel], problem: ErrorDetails) -> tuple[str, str]:
+def _explain(schema: type[BaseModel], problem: ErrorDetails, prefix: tuple[str, ...] = ()) -> tuple[str, str]:
     """(dotted key, what is wrong) for one pydantic error, read against the schema; the
     location's tail below a leaf (pydantic's union member tags) is dropped."""
-    model, path = schema, []
-    for part in problem["loc"]:
+    model, path = schema, list(prefix)
+    for depth, part in enumerate(problem["loc"], start=1):
         fields = _fields(model)
         path.append(str(part))
         if part not in fields:
             return _dotted(path), f"unknown; expected one of {', '.join(sorted(fields))}"
         info = fields[part]
-        if problem["type"] == "missing":
+        if problem["type"] == "missing" and depth == len(problem["loc"]):
             return _dotted(path), f"missing; must be {_expected(info)}"
         model = _table(info.annotation)
         if model is None:
@@ -149,11 +177,11 @@ def _explain(schema: type[BaseModel], problem: ErrorDetails) -> tuple[str, str]:
     return _dotted(path), f"must be {_kind(model, [])}, got {_shown(problem['input'])}"
 
 
-def _problems(schema: type[BaseModel], error: ValidationError) -> str:
+def _problems(schema: type[BaseModel], error: ValidationError, prefix: tuple[str, ...] = ()) -> str:
     """Every bad key once, joined by "; ": `key 'a.b': ...; key 'c': ...`."""
     found: dict[str, str] = {}
     for problem in error.errors():
-        key, text = _explain(schema, problem)
+        key, text = _explain(schema, problem, prefix)
         found.setdefault(key, text)
     return "; ".join(f"key '{key}': {text}" for key, text in found.items())
 
@@ -183,69 +211,121 @@ def load_policy(path: Path | None = None, schema: type[BaseModel] = PolicyFile) 
     defaults = tomllib.loads(resources.files("audit").joinpath("data/policy.toml").read_text(encoding="utf-8"))
     source = "built-in" if path is None else str(path)
     merged = defaults if path is None else _merge(defaults, _read(Path(path)))
-    settings = build_config(schema, merged, source).model_dump(by_alias=True, exclude_unset=True)
+    _refuse_field_keyed_rules(schema, merged, source)
+    unscoped, scoped = _split_scoped(merged)
+    settings = build_config(schema, unscoped, source).model_dump(by_alias=True, exclude_unset=True)
+    for (signal, field_name, scope), table in scoped.items():
+        model = _field_model(schema, signal, field_name)
+        where = ("rules", signal, field_name, scope)
+        validated = build_config(model, table, source, where) if isinstance(table, dict) else _not_a_table(model, where, table, source)
+        settings["rules"][signal][field_name][scope] = validated.model_dump(by_alias=True, exclude_unset=True)
     return Policy(name=settings["name"], source=source, settings=settings)
 
 
-def build_config(cls: type[Model], section: dict[str, Any], where: str) -> Model:
+def _refuse_field_keyed_rules(schema: type[BaseModel], settings: dict[str, Any], source: str) -> None:
+    """A policy written for the first release keyed rules by field alone (`[rules.question]`);
+    say how to write it now rather than only that the key is unknown."""
+    rules = settings.get("rules")
+    signals = _fields(_table(_fields(schema)["rules"].annotation))
+    if not isinstance(rules, dict):
+        return
+    for key in rules:
+        if key not in signals and any(key in _fields(_table(info.annotation)) for info in signals.values()):
+            raise PolicyError(f"{source}: key 'rules.{key}': rules are keyed by signal now: write [rules.ngram.{key}] for the n-gram signal's rules on {key}")
+
+
+def _split_scoped(settings: dict[str, Any]) -> tuple[dict[str, Any], dict[tuple[str, str, str], Any]]:
+    """The settings without their source-scoped rule tables, and those tables by (signal,
+    field, `source:NAME`): scoped tables have names the schema cannot list, so each is checked
+    against its field's own table on its own."""
+    rules = settings.get("rules")
+    if not isinstance(rules, dict):
+        return settings, {}
+    scoped, kept = {}, {}
+    for signal, fields in rules.items():
+        if not isinstance(fields, dict):
+            kept[signal] = fields
+            continue
+        kept[signal] = {}
+        for name, table in fields.items():
+            if isinstance(table, dict):
+                kept[signal][name] = {k: v for k, v in table.items() if not k.startswith(SOURCE_SCOPE)}
+                scoped.update({(signal, name, k): v for k, v in table.items() if k.startswith(SOURCE_SCOPE)})
+            else:
+                kept[signal][name] = table
+    return {**settings, "rules": kept}, scoped
+
+
+def _field_model(schema: type[BaseModel], signal: str, field_name: str) -> type[BaseModel]:
+    rules = _table(_fields(schema)["rules"].annotation)
+    return _table(_fields(_table(_fields(rules)[signal].annotation))[field_name].annotation)
+
+
+def _not_a_table(model: type[BaseModel], where: tuple[str, ...], value: Any, source: str) -> BaseModel:
+    raise PolicyError(f"{source}: key '{_dotted(list(where))}': must be {_kind(model, [])}, got {_shown(value)}")
+
+
+def build_config(cls: type[Model], section: dict[str, Any], where: str, prefix: tuple[str, ...] = ()) -> Model:
     """A model (a signal's config, or a whole policy file) from its settings; every bad key
     is named in one PolicyError that begins with `where`."""
     try:
         return cls.model_validate(section)
     except ValidationError as error:
-        raise PolicyError(f"{where}: {_problems(cls, error)}") from None
+        raise PolicyError(f"{where}: {_problems(cls, error, prefix)}") from None
 
 
 @dataclass
 class Decision:
-    exposure: str
+    exposure: Exposure
     decided_by: list[dict[str, Any]] = field(default_factory=list)
 
 
 def decide(policy: Policy, evidence: list[Evidence]) -> Decision:
-    """Apply every rule to the evidence of one language variant.
+    """Apply every rule to each piece of evidence of one language variant, on its own.
 
-    A figure the backend could only bound (`figures.bounds`) fires when its lowest value meets
-    the threshold and passes when its highest does not; in between the rule is undecided, and
-    an undecided rule makes the variant `unknown`, as a failed check does."""
-    by_field = {e.field: e for e in evidence}
-    fired, checked, missing = [], [], []
-    for field_name, thresholds in policy.rules.items():
-        found = by_field.get(field_name)
-        if found is None or found.status not in (OK, FAILED):
+    `decided_by` names, for each check, the signal, source, field, figure, operator, value and
+    threshold: for `seen` the rules that fired, for `unseen` every check made, for `unknown` the
+    failed sources and the rules a bounded figure left undecided (`"status": "bounded"`)."""
+    rules = policy.rules
+    fired, passed, undecided = [], [], []
+    for found in evidence:
+        table = rules.get(found.signal, {}).get(found.field)
+        applicable = table.for_source(found.source) if table else []
+        if not applicable or found.status == ABSENT:
             continue
+        where = {"signal": found.signal, "source": found.source, "field": found.field}
         if found.status == FAILED:
-            missing.append({"field": field_name, "signal": found.signal, "status": FAILED, "error": found.error})
+            undecided.append({**where, "status": FAILED, "error": found.error})
             continue
         bounds = found.figures.get("bounds", {})
-        for figure, threshold in thresholds.items():
-            value = found.figures.get(figure)
+        for rule in applicable:
+            value = found.figures.get(rule.figure)
             if value is None:
                 continue
-            check = {"field": field_name, "signal": found.signal, "figure": figure, "value": value, "threshold": threshold}
-            lowest, highest = bounds.get(figure, (value, value))
-            if lowest >= threshold:
+            check = {**where, "figure": rule.figure, "op": rule.op.value, "value": value, "threshold": rule.value}
+            outcome = judge(rule, value, tuple(bounds[rule.figure]) if rule.figure in bounds else None)
+            if outcome is Outcome.FIRED:
                 fired.append(check)
-            elif highest < threshold:
-                checked.append(check)
+            elif outcome is Outcome.PASSED:
+                passed.append(check)
             else:
-                missing.append({**check, "status": "bounded", "bounds": [lowest, highest]})
+                undecided.append({**check, "status": outcome.value, "bounds": list(bounds[rule.figure])})
     if fired:
         return Decision(SEEN, fired)
-    if missing:
-        return Decision(UNKNOWN, missing)
-    if not checked:
+    if undecided:
+        return Decision(UNKNOWN, undecided)
+    if not passed:
         return Decision(UNKNOWN, [{"reason": "no text that any rule applies to"}])
-    return Decision(UNSEEN, checked)
+    return Decision(UNSEEN, passed)
 
 
-def item_exposure(source_lang: str, tags: dict[str, str]) -> str:
+def item_exposure(source_lang: str, tags: dict[str, str]) -> ItemExposure:
     """One word for the item: where its fact was seen, relative to its source language."""
     targets = {lang: tag for lang, tag in tags.items() if lang != source_lang}
     if any(tag == SEEN for tag in targets.values()):
         return TARGET_SEEN
     if any(tag == UNKNOWN for tag in tags.values()):
-        return UNKNOWN
+        return ItemExposure.UNKNOWN
     if tags.get(source_lang) == SEEN:
         return SOURCE_ONLY
     return UNSEEN_EVERYWHERE

@@ -73,8 +73,8 @@ def test_rerun_gives_the_same_records(cache, demo_audit: Path, tmp_path: Path):
 def test_policy_file_changes_the_decision(cache, tmp_path: Path):
     policy = tmp_path / "strict.toml"
     policy.write_text(
-        'name = "verbatim-question-only"\n[rules.context]\ncoverage = false\nlongest_match_chars = false\n'
-        '[rules."question+answer"]\ndocuments = false\n[rules.question]\ncoverage = false\nlongest_match_fraction = false\n',
+        'name = "verbatim-question-only"\n[rules.ngram.context]\ncoverage = false\nlongest_match_chars = false\n'
+        '[rules.ngram."question+answer"]\ndocuments = false\n[rules.ngram.question]\ncoverage = false\nlongest_match_fraction = false\n',
         encoding="utf-8",
     )
     out = tmp_path / "strict.jsonl"
@@ -121,9 +121,9 @@ def test_langs_must_be_in_the_benchmark(cache, tmp_path: Path):
 
 def test_bad_policy_and_unknown_corpus_are_input_errors(cache, tmp_path: Path):
     policy = tmp_path / "bad.toml"
-    policy.write_text("[rules.context]\ncoverage = 'high'\n", encoding="utf-8")
+    policy.write_text("[rules.ngram.context]\ncoverage = 'high'\n", encoding="utf-8")
     result = check(cache, str(SAMPLE), "--corpus", "demo", "--policy", str(policy), "--out", str(tmp_path / "o.jsonl"))
-    assert result.exit_code == 2 and "rules.context.coverage" in result.output
+    assert result.exit_code == 2 and "rules.ngram.context.coverage" in result.output
     typo = tmp_path / "typo.toml"
     typo.write_text("[ngram]\nspan_min_char = 5\n", encoding="utf-8")
     result = check(cache, str(SAMPLE), "--corpus", "demo", "--policy", str(typo), "--out", str(tmp_path / "o.jsonl"))

@@ -14,7 +14,7 @@ from audit.evaluate import EvaluationError, evaluate, load_predictions
 from audit.evaluate.metrics import Estimator, PairScores
 from audit.evaluate.string_metric import eclektic_recall
 from audit.evidence import Evidence
-from audit.exposure import decide, load_policy
+from audit.exposure import Policy, decide, load_policy
 from audit.items import Item, Variant
 
 Z = 1.959963984540054
@@ -168,7 +168,9 @@ class TestErrors:
 
 # Audit files ----------------------------------------------------------------------------------
 
-POLICY = load_policy()
+BUILTIN = load_policy()
+# The built-in rules, plus one on a second signal's evidence for the same field.
+POLICY = Policy("two-signals", "test", {**BUILTIN.settings, "rules": {**BUILTIN.settings["rules"], "minhash": {"context": {"coverage": 0.5}}}})
 
 
 def ngram(exact: int = 0, *, failed: bool = False) -> Evidence:

@@ -131,7 +131,7 @@ def test_anchor_shared_with_the_source_language_is_not_evidence_for_a_target(pla
 )
 def test_a_bounded_figure_fires_on_its_lowest_and_passes_on_its_highest(bounds, expected):
     figures = {"coverage": bounds["coverage"][0], "longest_match_chars": bounds.get("longest_match_chars", [40])[0], "bounds": bounds}
-    decision = decide(load_policy(), [Evidence(signal="ngram", corpus="c", field="context", figures=figures)])
+    decision = decide(load_policy(), [Evidence(signal="ngram", source="c", field="context", figures=figures)])
     assert decision.exposure == expected
     if expected == "unknown":
         undecided = [d for d in decision.decided_by if d.get("status") == "bounded"]

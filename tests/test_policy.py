@@ -25,28 +25,29 @@ from audit.text import _SCRIPT_RANGES, UNSEGMENTED_SCRIPTS
 ROOT = Path(__file__).resolve().parents[1]
 DEMO_TEXTS = ROOT / "audit" / "data" / "demo" / "corpus" / "xquad-en.jsonl.gz"
 FIGURES = "expected one of coverage, exact_count, longest_match_chars, longest_match_fraction"
-FRACTION = "must be a number in (0, 1] or false"
-COUNT = "must be a whole number ≥ 1 or false"
+BOUND = '{ ">=" = n } or { "<=" = n }'
+FRACTION = f"must be a number in (0, 1] or {BOUND} or false"
+COUNT = f"must be a whole number ≥ 1 or {BOUND} or false"
 PARAMETER = "must be a whole number ≥ 1"
 SCRIPTS = "expected one of arabic, cyrillic, default, devanagari, greek, han, hangul, hebrew, kana, khmer, lao, latin, myanmar, thai, tibetan"
 
 BAD = [
-    ("misspelt figure", "[rules.question]\ncoverge = 0.8\n", "key 'rules.question.coverge': unknown; " + FIGURES),
-    ("misspelt field", "[rules.questoin]\ncoverage = 0.8\n", "key 'rules.questoin': unknown; expected one of answer, context, question, question+answer"),
-    ("unknown co-occurrence figure", '[rules."question+answer"]\nanswer_count = 1\n', "key 'rules.\"question+answer\".answer_count': unknown; expected one of documents"),
+    ("misspelt figure", "[rules.ngram.question]\ncoverge = 0.8\n", "key 'rules.ngram.question.coverge': unknown; " + FIGURES),
+    ("misspelt field", "[rules.ngram.questoin]\ncoverage = 0.8\n", "key 'rules.ngram.questoin': unknown; expected one of answer, context, question, question+answer"),
+    ("unknown co-occurrence figure", '[rules.ngram."question+answer"]\nanswer_count = 1\n', "key 'rules.ngram.\"question+answer\".answer_count': unknown; expected one of documents"),
     ("misspelt ngram key", "[ngram]\nmax_span = 3\n", "key 'ngram.max_span': unknown; expected one of anchor_min_chars, cooccurrence_window_bytes, max_anchors"),
     ("misspelt window script", "[ngram.window]\nlatn = 3\n", "key 'ngram.window.latn': unknown; " + SCRIPTS),
     ("unknown top-level key", "nmae = 'mine'\n", "key 'nmae': unknown; expected one of name, ngram, rules"),
-    ("negative coverage", "[rules.question]\ncoverage = -0.5\n", f"key 'rules.question.coverage': {FRACTION}, got -0.5"),
-    ("coverage above 1", "[rules.context]\ncoverage = 1.5\n", f"key 'rules.context.coverage': {FRACTION}, got 1.5"),
-    ("coverage 0", "[rules.question]\ncoverage = 0\n", f"key 'rules.question.coverage': {FRACTION}, got 0"),
-    ("coverage nan", "[rules.question]\ncoverage = nan\n", f"key 'rules.question.coverage': {FRACTION}, got NaN"),
-    ("exact_count 0", "[rules.question]\nexact_count = 0\n", f"key 'rules.question.exact_count': {COUNT}, got 0"),
-    ("exact_count 1.5", "[rules.question]\nexact_count = 1.5\n", f"key 'rules.question.exact_count': {COUNT}, got 1.5"),
-    ("documents 0", '[rules."question+answer"]\ndocuments = 0\n', f"key 'rules.\"question+answer\".documents': {COUNT}, got 0"),
-    ("threshold true", "[rules.question]\ncoverage = true\n", f"key 'rules.question.coverage': {FRACTION}, got true"),
-    ("threshold string", '[rules.question]\ncoverage = "0.8"\n', f"key 'rules.question.coverage': {FRACTION}, got \"0.8\""),
-    ("threshold table", "[rules.question.coverage]\nvalue = 0.8\n", f"key 'rules.question.coverage': {FRACTION}, got a table"),
+    ("negative coverage", "[rules.ngram.question]\ncoverage = -0.5\n", f"key 'rules.ngram.question.coverage': {FRACTION}, got -0.5"),
+    ("coverage above 1", "[rules.ngram.context]\ncoverage = 1.5\n", f"key 'rules.ngram.context.coverage': {FRACTION}, got 1.5"),
+    ("coverage 0", "[rules.ngram.question]\ncoverage = 0\n", f"key 'rules.ngram.question.coverage': {FRACTION}, got 0"),
+    ("coverage nan", "[rules.ngram.question]\ncoverage = nan\n", f"key 'rules.ngram.question.coverage': {FRACTION}, got NaN"),
+    ("exact_count 0", "[rules.ngram.question]\nexact_count = 0\n", f"key 'rules.ngram.question.exact_count': {COUNT}, got 0"),
+    ("exact_count 1.5", "[rules.ngram.question]\nexact_count = 1.5\n", f"key 'rules.ngram.question.exact_count': {COUNT}, got 1.5"),
+    ("documents 0", '[rules.ngram."question+answer"]\ndocuments = 0\n', f"key 'rules.ngram.\"question+answer\".documents': {COUNT}, got 0"),
+    ("threshold true", "[rules.ngram.question]\ncoverage = true\n", f"key 'rules.ngram.question.coverage': {FRACTION}, got true"),
+    ("threshold string", '[rules.ngram.question]\ncoverage = "0.8"\n', f"key 'rules.ngram.question.coverage': {FRACTION}, got \"0.8\""),
+    ("threshold table", "[rules.ngram.question.coverage]\nvalue = 0.8\n", f"key 'rules.ngram.question.coverage': {FRACTION}, got a table"),
     ("max_spans -3", "[ngram]\nmax_spans = -3\n", f"key 'ngram.max_spans': {PARAMETER}, got -3"),
     ("max_spans 0", "[ngram]\nmax_spans = 0\n", f"key 'ngram.max_spans': {PARAMETER}, got 0"),
     ("max_spans true", "[ngram]\nmax_spans = true\n", f"key 'ngram.max_spans': {PARAMETER}, got true"),
@@ -54,11 +55,11 @@ BAD = [
     ("window default 0", "[ngram.window]\ndefault = 0\n", f"key 'ngram.window.default': {PARAMETER}, got 0"),
     ("window script 2.5", "[ngram.window]\nhan = 2.5\n", f"key 'ngram.window.han': {PARAMETER}, got 2.5"),
     ("window a string", '[ngram]\nwindow = "8"\n', "key 'ngram.window': must be a table with keys arabic, cyrillic, default"),
-    ("rules not a table", "rules = 5\n", "key 'rules': must be a table with keys answer, context, question, question+answer, got 5"),
-    ("rules field not a table", "[rules]\nquestion = 0.8\n", "key 'rules.question': must be a table with keys coverage, exact_count"),
+    ("rules not a table", "rules = 5\n", "key 'rules': must be a table with keys ngram, got 5"),
+    ("rules field not a table", "[rules.ngram]\nquestion = 0.8\n", "key 'rules.ngram.question': must be a table with keys coverage, exact_count"),
     ("ngram not a table", 'ngram = "fast"\n', "key 'ngram': must be a table with keys anchor_min_chars"),
     ("name not a string", "name = 3\n", "key 'name': must be a string, got 3"),
-    ("not TOML", "[rules.question\ncoverage = 0.8\n", "not valid TOML"),
+    ("not TOML", "[rules.ngram.question\ncoverage = 0.8\n", "not valid TOML"),
     ("not UTF-8", b"name = '\xff\xfe'\n", "not UTF-8 text"),
     ("a directory", None, "is a directory, not a policy file"),
 ]
@@ -85,12 +86,12 @@ def test_a_bad_policy_is_refused_naming_file_key_and_what_is_allowed(tmp_path: P
 
 
 def test_every_bad_key_is_reported_in_one_message(tmp_path: Path):
-    path = write_policy(tmp_path, "[rules.question]\ncoverage = 2\ncoverge = 1\n[ngram]\nmax_spans = 0\n")
+    path = write_policy(tmp_path, "[rules.ngram.question]\ncoverage = 2\ncoverge = 1\n[ngram]\nmax_spans = 0\n")
     with pytest.raises(PolicyError) as raised:
         load_policy(path)
     assert str(raised.value) == (
-        f"{path}: key 'rules.question.coverage': {FRACTION}, got 2; "
-        f"key 'rules.question.coverge': unknown; {FIGURES}; "
+        f"{path}: key 'rules.ngram.question.coverage': {FRACTION}, got 2; "
+        f"key 'rules.ngram.question.coverge': unknown; {FIGURES}; "
         f"key 'ngram.max_spans': {PARAMETER}, got 0"
     )
 
@@ -107,23 +108,23 @@ def test_an_empty_file_is_the_builtin_policy(tmp_path: Path):
 
 
 def test_false_switches_a_rule_off(tmp_path: Path):
-    policy = load_policy(write_policy(tmp_path, "[rules.question]\ncoverage = false\n"))
-    assert policy.settings["rules"]["question"] == {"exact_count": 1, "coverage": False, "longest_match_fraction": 0.9}
-    assert policy.rules["question"] == {"exact_count": 1, "longest_match_fraction": 0.9}
+    policy = load_policy(write_policy(tmp_path, "[rules.ngram.question]\ncoverage = false\n"))
+    assert policy.settings["rules"]["ngram"]["question"] == {"exact_count": 1, "coverage": False, "longest_match_fraction": 0.9}
+    assert {rule.figure for rule in policy.rules["ngram"]["question"].for_source("any")} == {"exact_count", "longest_match_fraction"}
 
 
 def test_a_whole_number_is_allowed_where_a_fraction_is(tmp_path: Path):
-    policy = load_policy(write_policy(tmp_path, "[rules.context]\ncoverage = 1\n"))
-    assert policy.rules["context"] == {"coverage": 1.0, "longest_match_chars": 150}
-    assert isinstance(policy.settings["rules"]["context"]["coverage"], float)
+    policy = load_policy(write_policy(tmp_path, "[rules.ngram.context]\ncoverage = 1\n"))
+    assert policy.settings["rules"]["ngram"]["context"] == {"coverage": 1.0, "longest_match_chars": 150}
+    assert isinstance(policy.settings["rules"]["ngram"]["context"]["coverage"], float)
 
 
 def test_a_partial_override_keeps_every_other_default(tmp_path: Path):
-    text = 'name = "narrow"\n[rules.answer]\nexact_count = 5\n[ngram]\nmax_spans = 4\n[ngram.window]\nlatin = 5\n'
+    text = 'name = "narrow"\n[rules.ngram.answer]\nexact_count = 5\n[ngram]\nmax_spans = 4\n[ngram.window]\nlatin = 5\n'
     policy = load_policy(write_policy(tmp_path, text))
     builtin = load_policy().settings
     assert policy.name == "narrow"
-    assert policy.settings["rules"] == {**builtin["rules"], "answer": {"exact_count": 5}}
+    assert policy.settings["rules"] == {"ngram": {**builtin["rules"]["ngram"], "answer": {"exact_count": 5}}}
     assert policy.settings["ngram"] == {**builtin["ngram"], "max_spans": 4, "window": {**builtin["ngram"]["window"], "latin": 5}}
     config = build_config(NgramConfig, policy.section("ngram"), str(policy.source))
     assert (config.max_spans, config.window_for("latin"), config.window_for("greek"), config.window_for("han"), config.window_for("other")) == (4, 5, 8, 12, 8)
@@ -183,19 +184,19 @@ def test_the_command_line_refuses_a_bad_policy_on_one_line(tiny: tuple[Path, Pat
 
 
 def test_the_command_line_runs_under_the_validated_policy(tiny: tuple[Path, Path], tmp_path: Path):
-    policy = write_policy(tmp_path, 'name = "strict"\n[rules.context]\ncoverage = 1\nlongest_match_chars = false\n')
+    policy = write_policy(tmp_path, 'name = "strict"\n[rules.ngram.context]\ncoverage = 1\nlongest_match_chars = false\n')
     result = run_check(tiny, tmp_path, policy)
     assert result.exit_code == 0, result.output
     audit = read_audit(tmp_path / "out.audit.jsonl")
     assert audit.manifest["policy"]["name"] == "strict"
-    assert audit.manifest["policy"]["settings"]["rules"]["context"] == {"coverage": 1.0, "longest_match_chars": False}
+    assert audit.manifest["policy"]["settings"]["rules"]["ngram"]["context"] == {"coverage": 1.0, "longest_match_chars": False}
     assert [r["exposure"] for r in audit.records] == ["seen"] * 3
 
 
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        (b"[rules.question]\ncoverge = 0.8\n", f"policy: key 'rules.question.coverge': unknown; {FIGURES}"),
+        (b"[rules.ngram.question]\ncoverge = 0.8\n", f"policy: key 'rules.ngram.question.coverge': unknown; {FIGURES}"),
         (b"[ngram.window]\ndefault = 0\n", f"policy: key 'ngram.window.default': {PARAMETER}, got 0"),
         (b"name = '\xff'\n", "policy: not valid UTF-8 TOML"),
     ],
@@ -214,8 +215,8 @@ def test_the_server_refuses_a_bad_policy_upload(tmp_path: Path, content: bytes, 
 def test_the_server_keeps_a_good_policy_with_its_validated_settings(tmp_path: Path):
     jobs = JobManager(tmp_path, {})
     try:
-        policy = jobs.add_policy(b"[rules.question]\ncoverage = 1\n")
+        policy = jobs.add_policy(b"[rules.ngram.question]\ncoverage = 1\n")
         assert jobs.policy_for(policy.digest).settings == policy.settings
     finally:
         jobs.shutdown()
-    assert policy.settings["rules"]["question"]["coverage"] == 1.0
+    assert policy.settings["rules"]["ngram"]["question"]["coverage"] == 1.0

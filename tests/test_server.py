@@ -407,11 +407,11 @@ def test_a_job_runs_under_an_uploaded_policy(served: Served, wiki_index: Path, t
     from audit.loaders import load_benchmark
     from audit.signals import ngram
 
-    text = 'name = "lenient"\n[rules.context]\ncoverage = 0.05\nlongest_match_chars = false\n'
+    text = 'name = "lenient"\n[rules.ngram.context]\ncoverage = 0.05\nlongest_match_chars = false\n'
     uploaded = requests.post(served.url + "policies", data=text.encode(), timeout=10)
     assert uploaded.status_code == 201, uploaded.text
     digest = uploaded.json()["policy"]
-    assert uploaded.json()["settings"]["rules"]["context"] == {"coverage": 0.05, "longest_match_chars": False}
+    assert uploaded.json()["settings"]["rules"]["ngram"]["context"] == {"coverage": 0.05, "longest_match_chars": False}
     job = requests.post(served.url + "jobs", params={"index": "wiki", "langs": "en", "policy": digest}, data=SAMPLE.read_bytes(), timeout=30).json()
     assert job["policy"] == digest
     job = wait_for(served.url, job)
@@ -427,8 +427,8 @@ def test_a_job_runs_under_an_uploaded_policy(served: Served, wiki_index: Path, t
     direct = check_items(load_benchmark(SAMPLE).items, [partial(ngram.run, LocalIndex(wiki_index, name="wiki"), config=config)], policy, langs=["en"])
     assert [(r["item_id"], r["exposure"], r["decided_by"]) for r in audit.records] == [(r["item_id"], r["exposure"], r["decided_by"]) for r in direct]
 
-    bad = requests.post(served.url + "policies", data=b"[rules.context]\ncoverage = 'high'\n", timeout=10)
-    assert bad.status_code == 400 and "rules.context.coverage" in bad.json()["error"]
+    bad = requests.post(served.url + "policies", data=b"[rules.ngram.context]\ncoverage = 'high'\n", timeout=10)
+    assert bad.status_code == 400 and "rules.ngram.context.coverage" in bad.json()["error"]
     unknown = requests.post(served.url + "jobs", params={"index": "wiki", "policy": "0" * 16}, data=b"x", timeout=10)
     assert unknown.status_code == 404 and "POST /policies" in unknown.json()["error"]
 

@@ -85,7 +85,7 @@ def _evidence(entry: Any, number: int) -> Evidence:
     figures = entry.get("figures")
     return Evidence(
         signal=entry["signal"],
-        corpus=str(entry.get("corpus", "")),
+        source=str(entry.get("source", entry.get("corpus", ""))),
         field=entry["field"],
         status=str(entry.get("status", OK)),
         figures=figures if isinstance(figures, dict) else {},

@@ -22,18 +22,17 @@ import tomllib
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, fields
-from functools import partial
 from pathlib import Path
 from typing import Any
 
 from audit.auditfile import write_audit
 from audit.check import audit_manifest, check_items
 from audit.corpora.base import Corpus
-from audit.exposure import Policy, PolicyError, build_config, load_policy
+from audit.exposure import Policy, PolicyError, load_policy
 from audit.langcodes import normalise_lang
 from audit.loaders import BenchmarkError, load_benchmark
 from audit.outputs import atomic_write_bytes, atomic_write_text
-from audit.signals import ngram
+from audit.signals import configure, plan
 from audit.timestamps import utc_timestamp
 
 QUEUED, RUNNING, DONE, FAILED = "queued", "running", "done", "failed"
@@ -227,7 +226,7 @@ class JobManager:
     def _audit(self, job: Job, benchmark: Path) -> dict[str, Any]:
         corpus = self.corpora[job.index]
         policy = self.policy_for(job.policy)
-        config = build_config(ngram.NgramConfig, policy.section("ngram"), f"{policy.source}: [ngram]")
+        runners, runs = plan([corpus], None, configure(policy.settings))
         report = load_benchmark(benchmark, job.format)
         if job.langs:
             missing = [lang for lang in job.langs if lang not in report.languages]
@@ -236,13 +235,13 @@ class JobManager:
         self._update(job, total=sum(1 for item in report.items for lang in item.variants if not job.langs or lang in job.langs))
         records = check_items(
             report.items,
-            [partial(ngram.run, corpus, config=config)],
+            runners,
             policy,
             langs=job.langs,
             workers=self.check_workers,
             on_done=lambda: self._advance(job),
         )
-        manifest = audit_manifest(["audit", "serve", "job", job.id], report, benchmark, [corpus.info], [ngram.NAME], policy, job.langs, records)
+        manifest = audit_manifest(["audit", "serve", "job", job.id], report, benchmark, [corpus.info], runs, policy, job.langs, records)
         write_audit(self.root / job.id / "audit.jsonl", manifest, records)
         return manifest["summary"]
 

@@ -1,21 +1,142 @@
-"""Signals: each module turns an item's language variant into Evidence against one source
-(a corpus, a link graph, a model).  Signals never import each other.
+"""Signals: each module turns an item's language variant into Evidence against one source (a
+corpus, a link graph, a model).  Signals never import each other; this registry is the one place
+that knows them all, so the command line, the server's jobs and the policy schema loop over it.
 
-`PolicyFile` is the schema of a whole policy file, assembled here from what each signal
-declares (its rule figures and its parameters), so the policy loader knows no signal."""
+A signal is registered with:
+- its parameters (`config`, the policy's `[NAME]` table) and the rules a policy may state on its
+  figures (`rules`, the policy's `[rules.NAME]` tables), both typed models;
+- `attach`, which says whether it can ask a given corpus anything (and what: the corpus itself,
+  or an index beside it), or why not;
+- `run`, which returns the evidence for one (item, language) from what `attach` gave;
+- its granularity: per variant (the n-gram signal), once per item, or in batches.
+"""
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
+from functools import partial
+from typing import Any
 
-from audit.signals.ngram import NgramConfig, Rules
+from pydantic import Field, create_model
+
+from audit.evidence import FAILED, Evidence, SignalRun
+from audit.items import Item
+from audit.rules import Table
+from audit.signals import ngram
 
 
-class PolicyFile(BaseModel):
-    """A policy file after merging over the built-in one: `rules` are thresholds on the
-    figures of the n-gram signal (the only signal rules apply to), `ngram` its parameters."""
+class Granularity(StrEnum):
+    VARIANT = "variant"
+    ITEM = "item"
+    BATCH = "batch"
 
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
+@dataclass(frozen=True)
+class Skip:
+    """Why a signal cannot ask a corpus anything (no index of its kind beside it, say)."""
+
+    reason: str
+
+
+@dataclass(frozen=True)
+class Signal:
     name: str
-    rules: Rules = Field(default_factory=Rules)
-    ngram: NgramConfig = Field(default_factory=NgramConfig)
+    description: str
+    config: type[Table]
+    rules: type[Table]
+    fields: tuple[str, ...]
+    granularity: Granularity
+    attach: Callable[[Any], Any]
+    run: Callable[[Any, Item, str, Any], list[Evidence]]
+
+
+SIGNALS: dict[str, Signal] = {
+    ngram.NAME: Signal(
+        name=ngram.NAME,
+        description="exact counts, longest matches, window coverage and question-answer co-occurrence",
+        config=ngram.NgramConfig,
+        rules=ngram.Rules,
+        fields=(*ngram.TEXT_FIELDS, "question+answer"),
+        granularity=Granularity.VARIANT,
+        attach=lambda corpus: corpus,
+        run=ngram.run,
+    ),
+}
+
+
+def _policy_schema() -> type[Table]:
+    """The schema of a whole policy file: `name`, `[rules.SIGNAL.FIELD]` for every signal, and
+    every signal's `[SIGNAL]` parameters."""
+    rules = create_model("Rules", __base__=Table, **{name: (s.rules, Field(default_factory=s.rules)) for name, s in SIGNALS.items()})
+    return create_model(
+        "PolicyFile",
+        __base__=Table,
+        __doc__="A policy file after merging over the built-in one.",
+        name=(str, ...),
+        rules=(rules, Field(default_factory=rules)),
+        **{name: (s.config, Field(default_factory=s.config)) for name, s in SIGNALS.items()},
+    )
+
+
+PolicyFile = _policy_schema()
+
+
+class SignalError(Exception):
+    """A signal asked for that cannot run, or that no corpus supports."""
+
+
+@dataclass(frozen=True)
+class Runner:
+    """One signal asking one source about a variant.  A source that fails (unreachable, damaged)
+    fails only its own evidence: every field the signal reports comes back `failed`, with the
+    error, and the policy reads that as `unknown`."""
+
+    signal: str
+    source: str
+    fields: tuple[str, ...]
+    ask: Callable[[Item, str], list[Evidence]]
+
+    def __call__(self, item: Item, lang: str) -> list[Evidence]:
+        try:
+            return self.ask(item, lang)
+        except Exception as error:  # any failure of one source must leave the others' evidence standing
+            message = f"{type(error).__name__}: {error}"
+            return [Evidence(self.signal, self.source, name, status=FAILED, error=message) for name in self.fields]
+
+
+def parse_signals(option: str | None) -> list[str] | None:
+    """`--signals a,b` as names, each a registered signal; None means every signal that can run."""
+    if option is None:
+        return None
+    names = [part.strip() for part in option.split(",") if part.strip()]
+    unknown = [name for name in names if name not in SIGNALS]
+    if unknown or not names:
+        raise SignalError(f"--signals: {', '.join(unknown) or 'nothing'} is not a signal; expected some of {', '.join(SIGNALS)}")
+    return names
+
+
+def plan(corpora: list[Any], wanted: list[str] | None, configs: dict[str, Any]) -> tuple[list[Runner], list[SignalRun]]:
+    """A runner for every (signal, corpus) pair that can run, and a record of every pair. A
+    signal asked for by name that no corpus supports is an error; by default it is skipped, and
+    the manifest says why."""
+    runners, runs = [], []
+    for name in wanted or list(SIGNALS):
+        signal = SIGNALS[name]
+        for corpus in corpora:
+            attached = signal.attach(corpus)
+            if isinstance(attached, Skip):
+                runs.append(SignalRun(name, corpus.info.name, ran=False, reason=attached.reason))
+                continue
+            ask = partial(signal.run, attached, config=configs[name])
+            runners.append(Runner(name, corpus.info.name, signal.fields, ask))
+            runs.append(SignalRun(name, corpus.info.name, ran=True))
+        if wanted and not any(run.ran for run in runs if run.signal == name):
+            reasons = "; ".join(f"{run.source}: {run.reason}" for run in runs if run.signal == name)
+            raise SignalError(f"--signals {name}: no corpus supports it ({reasons})")
+    return runners, runs
+
+
+def configure(settings: dict[str, Any]) -> dict[str, Any]:
+    """Every signal's parameters from a policy's validated settings (its `[NAME]` table)."""
+    return {name: signal.config.model_validate(settings.get(name, {})) for name, signal in SIGNALS.items()}

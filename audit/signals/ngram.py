@@ -12,44 +12,26 @@ lowest, and `figures.bounds` gives its [lowest, highest], so a rule can fire on 
 stay undecided, never read a bound as absence.
 
 The signal declares its part of the policy file: `NgramConfig` is the `[ngram]` table, `Rules`
-the fields and figures `[rules]` may name, each with the range a value must keep.
+the fields and figures `[rules.ngram]` may name, each with the range a value must keep.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Annotated, Any
+from typing import Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from audit.corpora.base import Corpus, Occurrence
 from audit.evidence import ABSENT, FAILED, Evidence
 from audit.items import Item
+from audit.rules import Count, Fraction, Table, threshold
 from audit.text import UNSEGMENTED_SCRIPTS, dominant_script, normalize, units, windows
 
 NAME = "ngram"
 TEXT_FIELDS = ("question", "answer", "context")
 
 
-class _Table(BaseModel):
-    """A policy table: unknown keys and loose types (a bool or a string for a number) are errors,
-    so a typo cannot silently leave a default in force."""
-
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
-
-
-def _false_only(value: bool) -> bool:
-    if value:
-        raise ValueError("only false switches a rule off")
-    return value
-
-
-Count = Annotated[int, Field(ge=1)]
-Fraction = Annotated[float, Field(gt=0, le=1)]
-# `false` switches a rule off; a strict bool, since Literal[False] would also take 0.
-Off = Annotated[bool, AfterValidator(_false_only), Field(description="false")]
-
-
-class WindowSizes(_Table):
+class WindowSizes(Table):
     """Window size per script, in words for space-separated scripts and characters for the
     unsegmented ones; a script left unset, and text with no letters, use `default`."""
 
@@ -74,7 +56,7 @@ class WindowSizes(_Table):
         return value or self.default
 
 
-class NgramConfig(_Table):
+class NgramConfig(Table):
     """The signal's parameters (the policy's `[ngram]` table).  Every count is at least 1: a
     zero would silently drop evidence (no spans, no provenance, no anchors) rather than fail."""
 
@@ -92,26 +74,27 @@ class NgramConfig(_Table):
         return self.window.size(script)
 
 
-class TextRules(_Table):
+class TextRules(Table):
     """Thresholds on the figures `field_evidence` reports for one text field: those that say
     how much of the text the corpus holds.  The others describe the text or the query (its
     length, script, window size, where the longest match starts), so no rule may name them."""
 
-    exact_count: Count | Off | None = None
-    coverage: Fraction | Off | None = None
-    longest_match_chars: Count | Off | None = None
-    longest_match_fraction: Fraction | Off | None = None
+    exact_count: threshold(Count, "ExactCount") = None
+    coverage: threshold(Fraction, "Coverage") = None
+    longest_match_chars: threshold(Count, "LongestMatchChars") = None
+    longest_match_fraction: threshold(Fraction, "LongestMatchFraction") = None
 
 
-class CooccurrenceRules(_Table):
+class CooccurrenceRules(Table):
     """Thresholds on the figures `cooccurrence_evidence` reports: the documents holding the
     answer near the question.  The answer's own count is the `answer` field's `exact_count`."""
 
-    documents: Count | Off | None = None
+    documents: threshold(Count, "Documents") = None
 
 
-class Rules(_Table):
-    """The policy's `[rules]`: for each field this signal reports, the figures a rule may name."""
+class Rules(Table):
+    """The policy's `[rules.ngram]`: for each field this signal reports, the figures a rule may
+    name."""
 
     question: TextRules = Field(default_factory=TextRules)
     answer: TextRules = Field(default_factory=TextRules)
@@ -231,7 +214,7 @@ def field_evidence(corpus: Corpus, name: str, raw: str, config: NgramConfig) -> 
     bounds = figure_bounds(match, figures, counts, undecided_windows)
     if bounds:
         figures["bounds"] = bounds
-    evidence = Evidence(signal=NAME, corpus=corpus.info.name, field=name, figures=figures)
+    evidence = Evidence(signal=NAME, source=corpus.info.name, field=name, figures=figures)
     if length >= config.span_min_chars or (length and length == len(text)):
         span = (start, start + length)
         figures["longest_match_count"], evidence.provenance = provenance(corpus, text[span[0] : span[1]], span, config)
@@ -269,7 +252,7 @@ def cooccurrence_evidence(
     longest matched spans stand in for it since generated questions rarely occur verbatim."""
     answer_text = normalize(answer)
     anchors, set_aside = anchors_for(question, title, answer_text, shared, config)
-    evidence = Evidence(signal=NAME, corpus=corpus.info.name, field="question+answer")
+    evidence = Evidence(signal=NAME, source=corpus.info.name, field="question+answer")
     if anchors:
         answer_count, answer_hits = corpus.occurrences(answer_text, config.max_occurrences)
     else:
@@ -323,12 +306,12 @@ def run(corpus: Corpus, item: Item, lang: str, config: NgramConfig) -> list[Evid
     for name in TEXT_FIELDS:
         raw = variant.text(name)
         if raw is None or not normalize(raw):
-            results.append(Evidence(signal=NAME, corpus=corpus.info.name, field=name, status=ABSENT))
+            results.append(Evidence(signal=NAME, source=corpus.info.name, field=name, status=ABSENT))
             continue
         try:
             evidence, matches[name] = field_evidence(corpus, name, raw, config)
         except (OSError, RuntimeError, ValueError) as error:
-            evidence = Evidence(signal=NAME, corpus=corpus.info.name, field=name, status=FAILED, error=str(error))
+            evidence = Evidence(signal=NAME, source=corpus.info.name, field=name, status=FAILED, error=str(error))
         results.append(evidence)
     answer = variant.text("answer")
     if "question" in matches and answer and normalize(answer):
@@ -336,7 +319,7 @@ def run(corpus: Corpus, item: Item, lang: str, config: NgramConfig) -> list[Evid
             shared = source_texts(item, lang)
             results.append(cooccurrence_evidence(corpus, matches["question"], variant.text("title"), answer, shared, config))
         except (OSError, RuntimeError, ValueError) as error:
-            results.append(Evidence(signal=NAME, corpus=corpus.info.name, field="question+answer", status=FAILED, error=str(error)))
+            results.append(Evidence(signal=NAME, source=corpus.info.name, field="question+answer", status=FAILED, error=str(error)))
     else:
-        results.append(Evidence(signal=NAME, corpus=corpus.info.name, field="question+answer", status=ABSENT))
+        results.append(Evidence(signal=NAME, source=corpus.info.name, field="question+answer", status=ABSENT))
     return results

@@ -1,0 +1,183 @@
+"""Several signals and several corpora in one audit: the policy judges each piece of evidence on
+its own, whatever the order; a failing source fails only its own evidence; version-1 audit files
+still read."""
+from __future__ import annotations
+
+import gzip
+import json
+import random
+import shutil
+from importlib import resources
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from audit.auditfile import SCHEMA_VERSION, read_audit
+from audit.cli import main
+from audit.evidence import Evidence
+from audit.exposure import SEEN, UNKNOWN, UNSEEN, Policy, decide, load_policy
+from audit.indexing import build_index
+from audit.loaders import load_benchmark
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+CORPUS = Path(str(resources.files("audit").joinpath("data/demo/corpus")))
+SAMPLE = Path(str(resources.files("audit").joinpath("data/demo/eclektic_sample.csv.gz")))
+
+
+def policy(rules: dict) -> Policy:
+    return Policy("test", "test", {"name": "test", "rules": rules})
+
+
+def context(signal: str, source: str, **figures) -> Evidence:
+    return Evidence(signal, source, "context", figures=figures)
+
+
+TWO = policy({"ngram": {"context": {"coverage": 0.5}}, "minhash": {"context": {"containment": 0.6}}})
+
+
+def test_two_signals_on_one_field_are_judged_separately_in_any_order():
+    evidence = [context("ngram", "olmo", coverage=0.1), context("minhash", "olmo", containment=0.9)]
+    for order in (evidence, evidence[::-1]):
+        decision = decide(TWO, order)
+        assert decision.exposure == SEEN
+        assert decision.decided_by == [{"signal": "minhash", "source": "olmo", "field": "context", "figure": "containment", "op": ">=", "value": 0.9, "threshold": 0.6}]
+    assert decide(TWO, [context("ngram", "olmo", coverage=0.1), context("minhash", "olmo", containment=0.2)]).exposure == UNSEEN
+
+
+def test_two_corpora_on_one_field_never_replace_each_other():
+    seen_in_second = [context("ngram", "olmo", coverage=0.1), context("ngram", "dolma", coverage=0.7)]
+    rng = random.Random(7)
+    for _ in range(5):
+        rng.shuffle(seen_in_second)
+        decision = decide(TWO, seen_in_second)
+        assert decision.exposure == SEEN and decision.decided_by[0]["source"] == "dolma"
+    unseen = decide(TWO, [context("ngram", "olmo", coverage=0.1), context("ngram", "dolma", coverage=0.2)])
+    assert unseen.exposure == UNSEEN and {check["source"] for check in unseen.decided_by} == {"olmo", "dolma"}
+
+
+def test_a_failed_source_is_unknown_unless_another_rule_fires():
+    failed = Evidence("ngram", "olmo", "context", status="failed", error="ConnectionError: refused")
+    assert decide(TWO, [failed, context("ngram", "dolma", coverage=0.7)]).exposure == SEEN
+    decision = decide(TWO, [failed, context("ngram", "dolma", coverage=0.1)])
+    assert decision.exposure == UNKNOWN
+    assert decision.decided_by == [{"signal": "ngram", "source": "olmo", "field": "context", "status": "failed", "error": "ConnectionError: refused"}]
+
+
+def test_rules_scoped_to_one_source_override_the_others():
+    scoped = policy({"ngram": {"context": {"coverage": 0.5, "source:olmo": {"coverage": 0.2}, "source:dolma": {"coverage": False}}}})
+    assert decide(scoped, [context("ngram", "olmo", coverage=0.3)]).exposure == SEEN
+    assert decide(scoped, [context("ngram", "c4", coverage=0.3)]).exposure == UNSEEN
+    assert decide(scoped, [context("ngram", "dolma", coverage=0.99)]).exposure == UNKNOWN, "no rule applies to dolma's evidence"
+
+
+def test_at_most_and_categorical_rules():
+    rules = policy({"probe": {"question": {"perplexity": {"<=": 12.0}, "verdict": "known"}}, "langlinks": {"title": {"article_exists": True}}})
+    question = lambda **figures: Evidence("probe", "gemma", "question", figures=figures)  # noqa: E731
+    assert decide(rules, [question(perplexity=8.0, verdict="not_known")]).exposure == SEEN
+    assert decide(rules, [question(perplexity=30.0, verdict="known")]).exposure == SEEN
+    assert decide(rules, [question(perplexity=30.0, verdict="not_known")]).exposure == UNSEEN
+    assert decide(rules, [question(perplexity=30.0, verdict="not_known", bounds={"perplexity": [9.0, 30.0]})]).exposure == UNKNOWN
+    article = lambda exists: Evidence("langlinks", "enwiki-2026-11", "title", figures={"article_exists": exists})  # noqa: E731
+    assert decide(rules, [article(True)]).exposure == SEEN
+    assert decide(rules, [article(False)]).exposure == UNSEEN
+
+
+def test_a_policy_file_states_every_kind_of_rule(tmp_path: Path):
+    path = tmp_path / "p.toml"
+    path.write_text('[rules.ngram.context]\ncoverage = { "<=" = 0.9 }\n[rules.ngram.context."source:olmo"]\nlongest_match_chars = 80\ncoverage = false\n', encoding="utf-8")
+    loaded = load_policy(path)
+    rules = loaded.rules["ngram"]["context"]
+    assert [(r.figure, r.op, r.value) for r in rules.for_source("c4")] == [("coverage", "<=", 0.9), ("longest_match_chars", ">=", 150)]
+    assert [(r.figure, r.op, r.value) for r in rules.for_source("olmo")] == [("longest_match_chars", ">=", 80)]
+
+
+# Through the command line -------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def two_indexes(tmp_path_factory) -> dict[str, Path]:
+    """Two real indexes of different text, a benchmark of three sample items, and a registry
+    naming a remote corpus that is never reachable."""
+    root = tmp_path_factory.mktemp("two")
+    with gzip.open(CORPUS / "eclektic-en-passages.jsonl.gz", "rt", encoding="utf-8") as handle:
+        passages = handle.readlines()
+    with gzip.open(CORPUS / "xquad-en.jsonl.gz", "rt", encoding="utf-8") as handle:
+        xquad = handle.readlines()[:50]
+    items = load_benchmark(SAMPLE).items[:3]
+    wanted = {i.variants[i.source_lang].context for i in items}
+    (root / "a.jsonl").write_text("".join(xquad), encoding="utf-8")
+    (root / "b.jsonl").write_text("".join(line for line in passages if json.loads(line)["text"] in wanted), encoding="utf-8")
+    build_index([root / "a.jsonl"], root / "wiki-a")
+    build_index([root / "b.jsonl"], root / "wiki-b")
+    (root / "bench.jsonl").write_text(
+        "".join(
+            json.dumps({"item_id": i.item_id, "source_lang": i.source_lang, "variants": {lang: {"question": v.question, "context": v.context} for lang, v in i.variants.items() if lang in ("en", "fr")}}, ensure_ascii=False) + "\n"
+            for i in items
+        ),
+        encoding="utf-8",
+    )
+    (root / "registry.toml").write_text('[corpora.gone]\nbackend = "infini-gram-api"\nurl = "http://127.0.0.1:9/"\nindex = "nothing"\nattempts = 1\ntimeout = 2\n', encoding="utf-8")
+    return {"root": root}
+
+
+def run(root: Path, *args: str):
+    return CliRunner().invoke(main, ["check", str(root / "bench.jsonl"), *args, "--no-report"], env={"AUDIT_CACHE_DIR": str(root / "cache")})
+
+
+def test_several_corpora_in_one_audit(two_indexes):
+    root = two_indexes["root"]
+    out = root / "two.audit.jsonl"
+    result = run(root, "--corpus", str(root / "wiki-a"), "--corpus", str(root / "wiki-b"), "--out", str(out))
+    assert result.exit_code == 0, result.output
+    audit = read_audit(out)
+    assert audit.manifest["schema_version"] == SCHEMA_VERSION == 2
+    assert [c["name"] for c in audit.manifest["corpora"]] == ["wiki-a", "wiki-b"]
+    assert audit.manifest["signal_runs"] == [
+        {"signal": "ngram", "source": "wiki-a", "ran": True, "reason": None},
+        {"signal": "ngram", "source": "wiki-b", "ran": True, "reason": None},
+    ] + [run for run in audit.manifest["signal_runs"] if run["signal"] != "ngram"]
+    english = [r for r in audit.records if r["lang"] == "en"]
+    assert all(r["exposure"] == SEEN for r in english), "the passages are in wiki-b"
+    assert all({c["source"] for c in r["decided_by"]} == {"wiki-b"} for r in english)
+    assert all({e["source"] for e in r["evidence"]} == {"wiki-a", "wiki-b"} for r in audit.records)
+
+
+def test_a_failing_corpus_fails_only_its_own_evidence(two_indexes):
+    root = two_indexes["root"]
+    out = root / "gone.audit.jsonl"
+    result = run(root, "--corpus", str(root / "wiki-b"), "--corpus", "gone", "--registry", str(root / "registry.toml"), "--out", str(out), "--signals", "ngram")
+    assert result.exit_code == 0, result.output
+    assert "failed ngram on gone" in result.output
+    records = read_audit(out).records
+    for record in records:
+        gone = [e for e in record["evidence"] if e["source"] == "gone" and e["field"] in ("question", "context")]
+        assert gone and all(e["status"] == "failed" for e in gone)
+    english = [r for r in records if r["lang"] == "en"]
+    assert all(r["exposure"] == SEEN for r in english), "wiki-b's evidence still decides"
+    french = [r for r in records if r["lang"] == "fr"]
+    assert all(r["exposure"] == UNKNOWN for r in french), "unseen in wiki-b, but gone could not say"
+
+
+def test_signal_choice_is_checked(two_indexes):
+    root = two_indexes["root"]
+    result = run(root, "--corpus", str(root / "wiki-a"), "--signals", "ngram,telepathy")
+    assert result.exit_code == 2 and "telepathy is not a signal" in result.output
+    result = run(root, "--corpus", str(root / "wiki-a"), "--corpus", str(root / "wiki-a"))
+    assert result.exit_code == 2 and "given twice" in result.output
+
+
+def test_a_version_1_audit_file_is_still_filtered_and_reported(tmp_path: Path, monkeypatch):
+    for name in ("v1.audit.jsonl", "bench.jsonl"):
+        shutil.copy(FIXTURES / "audit-v1" / name, tmp_path / name)
+    monkeypatch.chdir(tmp_path)
+    audit = read_audit(tmp_path / "v1.audit.jsonl")
+    assert audit.manifest["upgraded_from"] == 1 and audit.manifest["policy"]["settings"]["rules"]["ngram"]
+    assert all("source" in e and "corpus" not in e for r in audit.records for e in r["evidence"])
+    result = CliRunner().invoke(main, ["filter", "v1.audit.jsonl", "--out", "clean.jsonl"])
+    assert result.exit_code == 0, result.output
+    assert "2 items: removed 0" in result.output
+    result = CliRunner().invoke(main, ["report", "--audit", "v1.audit.jsonl", "--out", "v1.report"])
+    assert result.exit_code == 0, result.output
+    data = json.loads((tmp_path / "v1.report" / "report.json").read_text(encoding="utf-8"))
+    assert len(data["exposure"]["items"]) == 2
