@@ -22,23 +22,15 @@ from audit.corpora.base import CorpusInfo
 from audit.evidence import Evidence, SignalRun
 from audit.exposure import SEEN, UNKNOWN, UNSEEN, Policy, decide, item_exposure
 from audit.items import Item, LoadReport
+from audit.records import AuditManifest, BenchmarkRecord, ExposureRecord
 from audit.timestamps import utc_timestamp
 
 SignalRunner = Callable[[Item, str], list[Evidence]]
 
 
-def check_variant(item: Item, lang: str, runners: list[SignalRunner], policy: Policy) -> dict[str, Any]:
+def check_variant(item: Item, lang: str, runners: list[SignalRunner], policy: Policy) -> ExposureRecord:
     evidence = [e for run in runners for e in run(item, lang)]
-    decision = decide(policy, evidence)
-    return {
-        "item_id": item.item_id,
-        "lang": lang,
-        "source_lang": item.source_lang,
-        "role": "source" if lang == item.source_lang else "target",
-        "exposure": decision.exposure,
-        "decided_by": decision.decided_by,
-        "evidence": [e.to_dict() for e in evidence],
-    }
+    return ExposureRecord.decided(item.item_id, lang, item.source_lang, decide(policy, evidence), evidence)
 
 
 def check_items(
@@ -56,7 +48,7 @@ def check_items(
     compare a target variant with its source-language text."""
     tasks = [(item, lang) for item in items for lang in item.variants if langs is None or lang in langs]
 
-    def run(task: tuple[Item, str]) -> dict[str, Any]:
+    def run(task: tuple[Item, str]) -> ExposureRecord:
         record = check_variant(*task, runners, policy)
         if on_done:
             on_done()
@@ -64,14 +56,14 @@ def check_items(
 
     with ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool:
         records = list(pool.map(run, tasks))
-    by_item: dict[str, list[dict[str, Any]]] = {}
+    by_item: dict[str, list[ExposureRecord]] = {}
     for record in records:
-        by_item.setdefault(record["item_id"], []).append(record)
+        by_item.setdefault(record.item_id, []).append(record)
     for group in by_item.values():
-        summary = item_exposure(group[0]["source_lang"], {r["lang"]: r["exposure"] for r in group})
+        summary = item_exposure(group[0].source_lang, {r.lang: r.exposure for r in group})
         for record in group:
-            record["item_exposure"] = summary
-    return records
+            record.item_exposure = summary
+    return [record.to_dict() for record in records]
 
 
 def summarise(records: list[dict[str, Any]]) -> dict[str, Any]:
@@ -105,24 +97,24 @@ def audit_manifest(
     and a hash that says when two audits compare."""
     signals = list(dict.fromkeys(run.signal for run in runs if run.ran))
     settings = {"policy": policy.settings, "corpus": [c.fingerprint for c in corpora], "langs": langs, "signals": signals}
-    return {
-        "tool": "corpus-audit",
-        "version": __version__,
-        "created": utc_timestamp(),
-        "command": command,
-        "benchmark": {
-            "path": str(benchmark_path),
-            "absolute_path": str(Path(benchmark_path).resolve()),
-            "format": benchmark.format,
-            "sha256": benchmark_digest(benchmark_path),
-            "items": len(benchmark.items),
-            "languages": benchmark.languages,
-            "skipped_rows": benchmark.skipped,
-        },
-        "corpora": [info.__dict__ for info in corpora],
-        "signals": signals,
-        "signal_runs": [asdict(run) for run in runs],
-        "policy": {"name": policy.name, "source": policy.source, "hash": policy.digest, "settings": policy.settings},
-        "config_hash": hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16],
-        "summary": summarise(records),
-    }
+    return AuditManifest(
+        tool="corpus-audit",
+        version=__version__,
+        created=utc_timestamp(),
+        command=command,
+        benchmark=BenchmarkRecord(
+            path=str(benchmark_path),
+            absolute_path=str(Path(benchmark_path).resolve()),
+            format=benchmark.format,
+            sha256=benchmark_digest(benchmark_path),
+            items=len(benchmark.items),
+            languages=benchmark.languages,
+            skipped_rows=benchmark.skipped,
+        ),
+        corpora=[asdict(info) for info in corpora],
+        signals=signals,
+        signal_runs=runs,
+        policy={"name": policy.name, "source": policy.source, "hash": policy.digest, "settings": policy.settings},
+        config_hash=hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16],
+        summary=summarise(records),
+    ).to_dict()

@@ -181,3 +181,19 @@ def test_a_version_1_audit_file_is_still_filtered_and_reported(tmp_path: Path, m
     assert result.exit_code == 0, result.output
     data = json.loads((tmp_path / "v1.report" / "report.json").read_text(encoding="utf-8"))
     assert len(data["exposure"]["items"]) == 2
+
+
+def test_the_readme_schema_tables_are_the_records_fields():
+    from dataclasses import fields
+
+    from audit.records import AuditManifest, ExposureRecord
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("\n## The audit file\n") :]
+
+    def table_after(heading: str) -> set[str]:
+        rows = section[section.index(heading) :].split("\n\n")[1].splitlines()[2:]
+        return {key.strip(" `") for row in rows for key in row.split(" | ")[0].removeprefix("| ").split(", ")}
+
+    assert table_after("Manifest (") == {f.name for f in fields(AuditManifest)} | {"record", "schema_version", "records", "records_sha256"}
+    assert table_after("Record (") == {f.name for f in fields(ExposureRecord)} | {"record"}

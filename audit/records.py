@@ -1,0 +1,73 @@
+"""The audit file's records, typed: one `ExposureRecord` per (item, language) and the
+`AuditManifest` that heads the file.  The README's schema tables are checked against these
+fields (tests/test_signals.py), so the documentation cannot drift from what is written.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from audit.evidence import Evidence, SignalRun
+from audit.exposure import Decision, Exposure, ItemExposure
+
+
+class Role(StrEnum):
+    SOURCE = "source"
+    TARGET = "target"
+
+
+@dataclass
+class ExposureRecord:
+    """One (item, language): its tag, the checks that decided it and every signal's evidence."""
+
+    item_id: str
+    lang: str
+    source_lang: str
+    role: Role
+    exposure: Exposure
+    decided_by: list[dict[str, Any]]
+    evidence: list[dict[str, Any]]
+    item_exposure: ItemExposure | None = None
+
+    @classmethod
+    def decided(cls, item_id: str, lang: str, source_lang: str, decision: Decision, evidence: list[Evidence]) -> ExposureRecord:
+        role = Role.SOURCE if lang == source_lang else Role.TARGET
+        return cls(item_id, lang, source_lang, role, decision.exposure, decision.decided_by, [e.to_dict() for e in evidence])
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class BenchmarkRecord:
+    """The audited benchmark, as filter and report find and check it again."""
+
+    path: str
+    absolute_path: str
+    format: str
+    sha256: str
+    items: int
+    languages: list[str]
+    skipped_rows: list[str]
+
+
+@dataclass
+class AuditManifest:
+    """The first line: what was checked, against what, with which signals, under which policy.
+    `records` and `records_sha256` are added when the file is written."""
+
+    tool: str
+    version: str
+    created: str
+    command: list[str]
+    benchmark: BenchmarkRecord
+    corpora: list[dict[str, Any]]
+    signals: list[str]
+    signal_runs: list[SignalRun]
+    policy: dict[str, Any]
+    config_hash: str
+    summary: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
