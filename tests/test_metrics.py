@@ -12,6 +12,7 @@ import pytest
 from audit.auditfile import read_audit, write_audit
 from audit.evaluate import EvaluationError, evaluate, load_predictions
 from audit.evaluate.metrics import Estimator, PairScores
+from audit.evaluate.stratify import combination_name
 from audit.evaluate.string_metric import eclektic_recall
 from audit.evidence import Evidence
 from audit.exposure import Policy, decide, load_policy
@@ -299,3 +300,107 @@ class TestPermutationTest:
         assert result["overall_success"].p_value > 0.05
         low, high = result["overall_success"].ci
         assert low < 0 < high
+
+
+# Two signals, two sources --------------------------------------------------------------------
+
+# The n-gram signal ran on both corpora, the near-duplicate one (rule on `containment`, whose
+# schema is not registered yet, hence a Policy built by hand) on `books` only.
+TWO = Policy("two-sources", "test", {**BUILTIN.settings, "rules": {**BUILTIN.settings["rules"], "minhash": {"context": {"containment": 0.5}}}})
+
+
+def exact(source: str, count: int | None) -> Evidence:
+    if count is None:
+        return Evidence("ngram", source, "question", status="failed", error="timed out")
+    return Evidence("ngram", source, "question", figures={"exact_count": count, "coverage": 0.1, "longest_match_fraction": 0.2})
+
+
+def near(containment: float) -> Evidence:
+    return Evidence("minhash", "books", "context", figures={"containment": containment, "jaccard": containment / 2})
+
+
+def two_source_record(item_id: str, lang: str, web: int | None, books: int, containment: float) -> dict:
+    evidence = [exact("web", web), exact("books", books), near(containment)]
+    decision = decide(TWO, evidence)
+    return {
+        "item_id": item_id, "lang": lang, "source_lang": SOURCES[item_id],
+        "role": "source" if lang == SOURCES[item_id] else "target",
+        "exposure": decision.exposure, "decided_by": decision.decided_by, "evidence": [e.to_dict() for e in evidence],
+    }
+
+
+def write_two_source_audit(path: Path) -> Path:
+    records = [
+        two_source_record("q1", "en", 0, 0, 0.1),
+        two_source_record("q1", "fr", 1, 0, 0.9),     # ngram (web) and minhash (books): ngram+minhash
+        two_source_record("q1", "de", 0, 0, 0.8),     # minhash only; web unseen, books seen
+        two_source_record("q2", "en", 0, 0, 0.1),
+        two_source_record("q2", "fr", 0, 2, 0.1),     # ngram only, in books
+        two_source_record("q2", "de", 0, 0, 0.1),     # neither
+        two_source_record("q3", "fr", 1, 0, 0.1),
+        two_source_record("q3", "en", None, 0, 0.9),  # web failed: ngram unknown, so the combination is unknown although minhash saw it
+    ]                                                 # q3-de: no record, unknown everywhere
+    corpora = [{"name": "web"}, {"name": "books"}]
+    runs = [{"signal": "ngram", "source": "web", "ran": True, "reason": None}, {"signal": "ngram", "source": "books", "ran": True, "reason": None},
+            {"signal": "minhash", "source": "web", "ran": False, "reason": "no MinHash index beside it"},
+            {"signal": "minhash", "source": "books", "ran": True, "reason": None}]
+    manifest = {"corpora": corpora, "signals": ["ngram", "minhash"], "signal_runs": runs, "policy": {"name": TWO.name, "settings": TWO.settings}}
+    write_audit(path, manifest, records)
+    return path
+
+
+def figures_of(split: dict) -> dict:
+    return {label: (value(s["overall_success"]), value(s["transfer_score"]), s["overall_success"]["n"]) for label, s in split.items()}
+
+
+class TestSignalsAndSources:
+    # Scored pairs (source s, target t): q1-fr (1,1) q1-de (1,0) q2-fr (0,1) q2-de (0,1) q3-en (1,1) q3-de (1,0).
+
+    def test_signal_combinations_by_hand(self, tmp_path, judged):
+        audit = read_audit(write_two_source_audit(tmp_path / "two.audit.jsonl"))
+        strata = evaluate(ITEMS, judged, audit, "given", bootstrap=200, seed=1).to_dict()["strata"]
+        combination = strata["signal_combination"]
+        assert combination["signals"] == ["ngram", "minhash"]
+        assert list(combination["strata"]) == ["ngram only", "minhash only", "ngram+minhash", "neither", "unknown"]
+        assert figures_of(combination["strata"]) == {
+            "ngram only": (0.0, None, 1),        # q2-fr
+            "minhash only": (0.0, 0.0, 1),       # q1-de
+            "ngram+minhash": (1.0, 1.0, 1),      # q1-fr
+            "neither": (0.0, None, 1),           # q2-de
+            "unknown": (0.5, 0.5, 2),            # q3-en (ngram failed in web), q3-de (no record)
+        }
+        both = combination["strata"]["ngram+minhash"]["overall_success"]
+        assert both["ci_bootstrap"] is not None and both["ci_normal"] is not None and both["questions"] == 1
+        assert sum(s["overall_success"]["n"] for s in combination["strata"].values()) == 6
+
+    def test_each_source_judged_alone(self, tmp_path, judged):
+        audit = read_audit(write_two_source_audit(tmp_path / "two.audit.jsonl"))
+        result = evaluate(ITEMS, judged, audit, "given", bootstrap=200, seed=1).to_dict()
+        strata = result["strata"]
+        assert strata["sources"] == ["web", "books"]
+        # web alone: only q1-fr's exact match; q3-en's failure is unknown, never unseen.
+        assert figures_of(strata["by_source"]["web"]) == {"seen": (1.0, 1.0, 1), "unseen": (0.0, 0.0, 3), "unknown": (0.5, 0.5, 2)}
+        # books alone, both signals: q1-fr, q1-de, q2-fr, q3-en seen (st 1, 0, 0, 1; s 1, 1, 0, 1).
+        assert figures_of(strata["by_source"]["books"]) == {"seen": (0.5, pytest.approx(2 / 3), 4), "unseen": (0.0, None, 1), "unknown": (0.0, 0.0, 1)}
+        assert figures_of(strata["by_signal"]["ngram"]) == {"seen": (0.5, 1.0, 2), "unseen": (0.0, 0.0, 2), "unknown": (0.5, 0.5, 2)}
+        assert figures_of(strata["target_exposure"]) == {"seen": (0.5, pytest.approx(2 / 3), 4), "unseen": (0.0, None, 1), "unknown": (0.0, 0.0, 1)}
+        differences = {(d["split"], d.get("source"), d["metric"]): d for d in strata["differences"]}
+        web = differences[("by_source", "web", "overall_success")]
+        assert (web["a"], web["b"], web["difference"]) == ("unseen", "seen", -1.0)
+        assert "signal" not in web and ("by_source", "books", "transfer_score") in differences
+        combinations = {(r["item_id"], r["target"]): r["target_combination"] for r in result["rows"]}
+        assert combinations[("q1", "fr")] == "ngram+minhash" and combinations[("q3", "de")] == "unknown"
+
+    def test_a_signal_without_rules_is_no_part_of_a_combination(self, tmp_path, judged):
+        path = tmp_path / "three.audit.jsonl"
+        write_two_source_audit(path)
+        audit = read_audit(path)
+        audit.manifest["signals"].append("probe")
+        combination = evaluate(ITEMS, judged, audit, "given", bootstrap=0).to_dict()["strata"]["signal_combination"]
+        assert combination["signals"] == ["ngram", "minhash"]
+        assert "neither" in combination["strata"]
+
+    def test_combination_names(self):
+        three = ["ngram", "minhash", "probe"]
+        assert [combination_name(seen, three) for seen in (["minhash"], ["ngram", "probe"], three, [])] == ["minhash only", "ngram+probe", "ngram+minhash+probe", "none"]
+        assert [combination_name(seen, ["ngram"]) for seen in (["ngram"], [])] == ["ngram", "none"]

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections import Counter
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 from playwright.sync_api import sync_playwright
 
+from audit.auditfile import read_audit, write_audit
 from audit.cli import main
+from audit.evidence import Evidence
+from audit.exposure import Policy, decide, item_exposure, load_policy
 from audit.outputs import MARKER
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -136,3 +140,178 @@ def test_a_second_report_links_the_first_ones_provenance_pages(planted_audit, br
     refused = CliRunner().invoke(main, ["report", "--audit", str(planted_audit["audit"]), "--out", str(tmp_path / "r"), "--item-pages", str(tmp_path / "empty")])
     assert refused.exit_code == 2 and "not a report written by `audit report`" in refused.output
     assert not (tmp_path / "r").exists()
+
+
+# Two signals on two corpora ------------------------------------------------------------------
+
+BUILTIN = load_policy()
+# The near-duplicate signal's rule schema is not registered yet, so the policy is built by hand.
+TWO = Policy("two-signals", "test", {**BUILTIN.settings, "rules": {**BUILTIN.settings["rules"], "minhash": {"context": {"containment": 0.5}}}})
+NEAR_DUPLICATES = {("39", "fr"): 0.97, ("33", "de"): 0.8}
+
+
+def near_duplicate(record: dict, context: str) -> Evidence:
+    containment = NEAR_DUPLICATES.get((record["item_id"], record["lang"]), 0.05)
+    evidence = Evidence("minhash", "mirror", "context", figures={"containment": containment, "jaccard": round(containment * 0.8, 4), "candidates": int(containment >= 0.5)})
+    if containment >= 0.5:
+        evidence.provenance = [{"document": 775, "metadata": {"path": "docs.jsonl", "linenum": 775, "metadata": {"id": f"planted-{record['lang']}"}},
+                                "snippet": context[:120], "snippet_match": [0, 60]}]
+    return evidence
+
+
+def two_signal_audit(planted: dict[str, Path], path: Path) -> Path:
+    """The planted audit as if run with two signals on two corpora: the n-gram evidence from
+    `index` and again from `mirror` (the same documents served elsewhere, which timed out on
+    item 46 in Japanese), and near-duplicate evidence on the context from `mirror` alone (the
+    signal could not run on `index`); item 39's French passage and item 33's German one are
+    near-duplicates."""
+    from audit.loaders import load_benchmark
+
+    audit = read_audit(planted["audit"])
+    items = {item.item_id: item for item in load_benchmark(planted["bench"]).items}
+    records = []
+    for record in audit.records:
+        ngram = [Evidence(**{k: v for k, v in e.items()}) for e in record["evidence"]]
+        if (record["item_id"], record["lang"]) == ("46", "ja"):
+            mirror = [Evidence("ngram", "mirror", e.field, status="failed", error="TimeoutError: mirror did not answer") for e in ngram]
+        else:
+            mirror = [Evidence(**{**e.to_dict(), "source": "mirror"}) for e in ngram]
+        evidence = [*ngram, *mirror, near_duplicate(record, items[record["item_id"]].variants[record["lang"]].context)]
+        decision = decide(TWO, evidence)
+        records.append({**record, "exposure": decision.exposure, "decided_by": decision.decided_by, "evidence": [e.to_dict() for e in evidence]})
+    by_item: dict[str, dict[str, str]] = {}
+    for record in records:
+        by_item.setdefault(record["item_id"], {})[record["lang"]] = record["exposure"]
+    languages: dict[str, Counter] = {}
+    for record in records:
+        record["item_exposure"] = item_exposure(record["source_lang"], by_item[record["item_id"]])
+        languages.setdefault(record["lang"], Counter())[record["exposure"]] += 1
+    manifest = {k: v for k, v in audit.manifest.items() if k not in ("record", "schema_version", "records", "records_sha256")}
+    manifest["corpora"] = [*manifest["corpora"], {"name": "mirror", "backend": "api", "location": "https://mirror.example/api", "fingerprint": "f" * 32, "documents": 776}]
+    manifest["signals"] = ["ngram", "minhash"]
+    manifest["signal_runs"] = [
+        {"signal": "ngram", "source": "index", "ran": True, "reason": None},
+        {"signal": "ngram", "source": "mirror", "ran": True, "reason": None},
+        {"signal": "minhash", "source": "index", "ran": False, "reason": "no MinHash index beside it"},
+        {"signal": "minhash", "source": "mirror", "ran": True, "reason": None},
+    ]
+    manifest["policy"] = {"name": TWO.name, "source": TWO.source, "hash": TWO.digest, "settings": TWO.settings}
+    manifest["summary"] = {
+        "languages": {lang: {tag: c[tag] for tag in ("seen", "unseen", "unknown")} | {"total": c.total()} for lang, c in languages.items()},
+        "items": dict(Counter(r["item_exposure"] for r in records if r["lang"] == r["source_lang"])),
+    }
+    write_audit(path, manifest, records)
+    return path
+
+
+def given_predictions(planted: dict[str, Path], path: Path) -> Path:
+    """Every target answered right, every source answer right except item 33's."""
+    from audit.loaders import load_benchmark
+
+    with open(path, "w", encoding="utf-8") as out:
+        for item in load_benchmark(planted["bench"]).items:
+            for lang in item.variants:
+                correct = item.item_id != "33" or lang != item.source_lang
+                out.write(json.dumps({"item_id": item.item_id, "lang": lang, "prediction": "…", "correct": correct}) + "\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def two_signal_report(planted_audit, tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("two-signals")
+    audit = two_signal_audit(planted_audit, root / "two.audit.jsonl")
+    predictions = given_predictions(planted_audit, root / "predictions.jsonl")
+    out = root / "report"
+    result = CliRunner().invoke(main, ["report", "--audit", str(audit), "--bench", str(planted_audit["bench"]), "--predictions", str(predictions), "--out", str(out), "--bootstrap", "100"])
+    assert result.exit_code == 0, result.output
+    return out
+
+
+def test_strata_by_signal_combination_and_by_source(two_signal_report):
+    data = json.loads((two_signal_report / "report.json").read_text())
+    strata = data["evaluation"]["strata"]
+    combination = strata["signal_combination"]
+    assert combination["signals"] == ["ngram", "minhash"]
+    n = {label: split["overall_success"]["n"] for label, split in combination["strata"].items()}
+    # 39 items x 11 targets; 46-ja seen by the n-gram signal in `index` (its `mirror` timed out), 39-fr by both, 33-de by minhash alone.
+    assert n == {"ngram only": 1, "minhash only": 1, "ngram+minhash": 1, "neither": 426, "unknown": 0}
+    # Every target right: a pair scores when its source does, and item 33's source does not.
+    assert combination["strata"]["minhash only"]["overall_success"]["value"] == 0.0
+    assert combination["strata"]["minhash only"]["transfer_score"]["value"] is None
+    assert combination["strata"]["ngram+minhash"]["transfer_score"]["value"] == 1.0
+    assert combination["strata"]["neither"]["overall_success"]["value"] == pytest.approx(416 / 426)
+    assert strata["sources"] == ["index", "mirror"]
+    index, mirror = strata["by_source"]["index"], strata["by_source"]["mirror"]
+    assert (index["seen"]["overall_success"]["n"], index["unknown"]["overall_success"]["n"]) == (2, 0)
+    assert (mirror["seen"]["overall_success"]["n"], mirror["unknown"]["overall_success"]["n"]) == (2, 1)
+
+    exposure = data["exposure"]
+    assert exposure["per_signal"]["minhash"]["languages"]["de"]["seen"] == 1
+    assert exposure["per_source"]["mirror"]["languages"]["ja"] == {"seen": 0, "unseen": 38, "unknown": 1, "total": 39, "seen_rate": 0.0}
+    assert exposure["rule_fires"]["minhash.context.containment"] == 2
+    assert data["audit"]["signal_runs"][2] == {"signal": "minhash", "source": "index", "ran": False, "reason": "no MinHash index beside it"}
+    markdown = (two_signal_report / "report.md").read_text()
+    assert "| ngram+minhash | 1.000 |" in markdown and "| `minhash` | index | no | no MinHash index beside it |" in markdown
+
+
+def test_report_shows_each_signal_and_source(two_signal_report, browser, tmp_path: Path):
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.goto((two_signal_report / "report.html").as_uri())
+    assert page.locator("#exposure-alone tbody tr").count() == 4
+    assert page.locator("#exposure-alone tr[data-kind=source][data-name=mirror]").inner_text().split("\t")[1:4] == ["2", "465", "1"]
+    assert page.locator("#signal-runs tbody tr").count() == 4 and "no MinHash index beside it" in page.locator("#signal-runs").inner_text()
+    assert page.locator("#combination-table tbody tr").count() == 5
+    assert page.locator("#strata-table tr[data-source=mirror]").count() == 3
+    assert page.locator("img[alt='scores by the signals that saw the target']").count() == 1
+    assert page.locator("img[alt^='scores by target exposure in']").count() == 2 and images_rendered(page)
+    page.screenshot(path=str(tmp_path / "two-signals.png"), full_page=True)
+    page.close()
+
+
+def test_provenance_page_has_a_section_per_signal_and_source(two_signal_report, browser, tmp_path: Path):
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.goto((two_signal_report / "items" / "39.html").as_uri())
+    french = page.locator("#lang-fr")
+    assert french.locator(".tag.seen").count() == 1
+    assert [french.locator(".signal").nth(k).get_attribute("data-signal") for k in range(2)] == ["ngram", "minhash"]
+    # The n-gram template: the same field from both corpora side by side, its spans highlighted in each.
+    context = french.locator(".signal[data-signal=ngram] .field[data-field=context]")
+    sources = context.locator(".source")
+    assert [sources.nth(k).get_attribute("data-source") for k in range(2)] == ["index", "mirror"]
+    left, right = sources.nth(0).bounding_box(), sources.nth(1).bounding_box()
+    assert left["y"] == right["y"] and left["x"] + left["width"] <= right["x"]
+    assert sources.nth(0).locator(".text mark").count() >= 1 and sources.nth(1).locator(".text mark").count() >= 1
+    assert "planted-fr" in sources.nth(1).inner_text() and "coverage" in sources.nth(0).inner_text()
+    assert french.locator(".signal[data-signal=ngram] .figures-table").count() == 0
+    assert french.locator(".signal[data-signal=ngram] .field").count() == 4
+    # The near-duplicate signal has no template of its own: the default one shows its figures and documents.
+    minhash = french.locator(".signal[data-signal=minhash]")
+    assert minhash.locator(".source").count() == 1 and minhash.locator(".source").get_attribute("data-source") == "mirror"
+    assert "containment" in minhash.locator(".figures-table").inner_text() and "0.97" in minhash.locator(".figures-table").inner_text()
+    assert "planted-fr" in minhash.locator(".documents").inner_text() and minhash.locator(".documents mark").count() == 1
+    assert "did not run on index: no MinHash index beside it" in minhash.inner_text()
+    assert french.locator(".verdict[data-signal=minhash].seen").count() == 1 and french.locator(".verdict[data-source=index].seen").count() == 1
+    assert "minhash.context.containment = 0.97" in french.locator(".decided-by").inner_text()
+    page.screenshot(path=str(tmp_path / "item-39.png"), full_page=True)
+
+    page.goto((two_signal_report / "items" / "46.html").as_uri())
+    japanese = page.locator("#lang-ja .signal[data-signal=ngram] .field[data-field=question] .source[data-source=mirror]")
+    assert "failed: TimeoutError: mirror did not answer" in japanese.inner_text()
+    assert page.locator("#lang-ja .verdict[data-source=mirror].unknown").count() == 1
+    page.close()
+
+
+def test_provenance_pages_of_a_version_1_audit(browser, tmp_path: Path):
+    fixture = Path(__file__).resolve().parent / "fixtures" / "audit-v1"
+    out = tmp_path / "v1.report"
+    result = CliRunner().invoke(main, ["report", "--audit", str(fixture / "v1.audit.jsonl"), "--bench", str(fixture / "bench.jsonl"), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    data = json.loads((out / "report.json").read_text())
+    assert data["audit"]["signal_runs"] == [{"signal": "ngram", "source": "index", "ran": True, "reason": None}]
+    page = browser.new_page()
+    page.goto((out / "items" / "33.html").as_uri())
+    english = page.locator("#lang-en .signal[data-signal=ngram]")
+    assert english.locator(".source[data-source=index]").count() == 4
+    assert english.locator(".field[data-field=answer] .text mark").inner_text() == "Germany"
+    assert "question.exact_count = 0" in page.locator("#lang-en").inner_text()
+    page.close()

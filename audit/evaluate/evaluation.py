@@ -11,7 +11,7 @@ counted as wrong.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -94,6 +94,7 @@ class PairRow:
     method: str
     source_exposure: str | None = None
     target_exposure: str | None = None
+    target_combination: str | None = None
 
     @property
     def scored(self) -> bool:
@@ -119,6 +120,7 @@ class PairRow:
             "method": self.method,
             "source_exposure": self.source_exposure,
             "target_exposure": self.target_exposure,
+            "target_combination": self.target_combination,
             "judge": {"source": source.judge, "target": self.target_score.judge} if judged else None,
         }
 
@@ -356,6 +358,7 @@ def _label(rows: list[PairRow], exposure: Exposure) -> list[str]:
     for row in rows:
         row.source_exposure = exposure.label(row.item_id, row.source)
         row.target_exposure = exposure.label(row.item_id, row.target)
+        row.target_combination = exposure.combination(row.item_id, row.target) if exposure.judged else None
         missing += (row.item_id, row.target) not in exposure.overall
     if missing == len(rows):
         raise EvaluationError("the audit file has no record for any evaluated pair: is it the audit of this benchmark?")
@@ -365,27 +368,36 @@ def _label(rows: list[PairRow], exposure: Exposure) -> list[str]:
 
 
 def _strata(estimator: Estimator, rows: list[PairRow], exposure: Exposure) -> dict[str, Any]:
+    """The scored pairs split by target and source exposure, by each signal and each source
+    judged alone and by the set of signals that saw the target, with tests between strata."""
     target = np.array([row.target_exposure for row in rows], dtype=object)
     source = np.array([row.source_exposure for row in rows], dtype=object)
     by_signal = {
         signal: np.array([exposure.signal_label(signal, row.item_id, row.target) for row in rows], dtype=object)
         for signal in exposure.by_signal
     }
+    by_source = {
+        source: np.array([exposure.source_label(source, row.item_id, row.target) for row in rows], dtype=object)
+        for source in exposure.by_source
+    }
+    combination = np.array([row.target_combination for row in rows], dtype=object)
     clean = np.array([exposure.clean(row.item_id, row.target) for row in rows], dtype=bool)
 
-    def split(labels: np.ndarray) -> dict[str, dict[str, Any]]:
-        return {label: _summary_dict(estimator.summary(labels == label)) for label in STRATA}
+    def split(labels: np.ndarray, strata: Iterable[str] = STRATA) -> dict[str, dict[str, Any]]:
+        return {label: _summary_dict(estimator.summary(labels == label)) for label in strata}
 
     tests = [("target_exposure", None, target == UNSEEN, target == SEEN, UNSEEN, SEEN),
              ("source_exposure", None, source == UNSEEN, source == SEEN, UNSEEN, SEEN)]
     tests += [("by_signal", signal, labels == UNSEEN, labels == SEEN, UNSEEN, SEEN) for signal, labels in by_signal.items()]
     tests.append(("clean_transfer", None, clean, target == SEEN, "clean", SEEN))
+    # After the others, so their permutation draws (and p-values) stay as they were.
+    tests += [("by_source", source, labels == UNSEEN, labels == SEEN, UNSEEN, SEEN) for source, labels in by_source.items()]
     differences = []
-    for name, signal, mask_a, mask_b, a, b in tests:
+    for name, scope, mask_a, mask_b, a, b in tests:
         for metric, result in estimator.difference(mask_a, mask_b).items():
             entry: dict[str, Any] = {"split": name, "a": a, "b": b, "metric": metric}
-            if signal is not None:
-                entry["signal"] = signal
+            if scope is not None:
+                entry["source" if name == "by_source" else "signal"] = scope
             entry |= {
                 "difference": result.difference,
                 "ci": list(result.ci) if result.ci else None,
@@ -398,6 +410,9 @@ def _strata(estimator: Estimator, rows: list[PairRow], exposure: Exposure) -> di
         "target_exposure": split(target),
         "source_exposure": split(source),
         "by_signal": {signal: split(labels) for signal, labels in by_signal.items()},
+        "sources": exposure.sources,
+        "by_source": {source: split(labels) for source, labels in by_source.items()},
+        "signal_combination": {"signals": exposure.judged, "strata": split(combination, exposure.combinations())},
         "clean_transfer": _summary_dict(estimator.summary(clean)),
         "differences": differences,
     }

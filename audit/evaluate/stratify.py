@@ -1,20 +1,26 @@
 """Exposure labels for evaluation strata, read from an audit file.
 
-Each (item, language) gets the audit's own `exposure`, and one label per signal: the audit's
-policy (kept in the manifest) applied to that signal's evidence alone, so a split by signal
-shows what each signal would have decided by itself. A pair missing from the audit is
-`unknown`, and `unknown` is always its own stratum, never merged into `unseen`.
+Each (item, language) gets the audit's own `exposure`, one label per signal and one per source:
+the audit's policy (kept in the manifest) applied to that signal's evidence alone, or to that
+source's evidence alone (every signal), so a split shows what each would have decided by itself.
+The signals' labels together place a target in a combination (seen by `ngram` only, by both,
+by neither).  A pair missing from the audit is `unknown`, and `unknown` is always its own
+stratum, never merged into `unseen` or "neither".
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import combinations
 from typing import Any
 
 from audit.auditfile import AuditFile
 from audit.evidence import OK, Evidence
 from audit.exposure import SEEN, UNKNOWN, UNSEEN, Policy, decide
+from audit.rules import parse_rule
 
 STRATA = (SEEN, UNSEEN, UNKNOWN)
+
+Labels = dict[tuple[str, str], str]
 
 
 class ExposureError(Exception):
@@ -23,12 +29,16 @@ class ExposureError(Exception):
 
 @dataclass
 class Exposure:
-    """Labels per (item id, language): overall and by signal."""
+    """Labels per (item id, language): overall, by signal and by source.  `judged` are the
+    signals the policy has rules for, the ones a combination is made of."""
 
-    overall: dict[tuple[str, str], str]
-    by_signal: dict[str, dict[tuple[str, str], str]]
+    overall: Labels
+    by_signal: dict[str, Labels]
     signals: list[str]
     notes: list[str] = field(default_factory=list)
+    by_source: dict[str, Labels] = field(default_factory=dict)
+    sources: list[str] = field(default_factory=list)
+    judged: list[str] = field(default_factory=list)
 
     def label(self, item_id: str, lang: str) -> str:
         return self.overall.get((item_id, lang), UNKNOWN)
@@ -36,16 +46,47 @@ class Exposure:
     def signal_label(self, signal: str, item_id: str, lang: str) -> str:
         return self.by_signal[signal].get((item_id, lang), UNKNOWN)
 
+    def source_label(self, source: str, item_id: str, lang: str) -> str:
+        return self.by_source[source].get((item_id, lang), UNKNOWN)
+
     def clean(self, item_id: str, lang: str) -> bool:
         """Unseen overall and unseen by every signal judged alone."""
         return self.label(item_id, lang) == UNSEEN and all(
             self.signal_label(signal, item_id, lang) == UNSEEN for signal in self.by_signal
         )
 
+    def combinations(self) -> list[str]:
+        """Every combination label, in a fixed order: each signal alone, then larger sets,
+        then none of them, then `unknown`."""
+        if not self.judged:
+            return []
+        seen_sets = [combination_name(list(group), self.judged) for size in range(1, len(self.judged) + 1)
+                     for group in combinations(self.judged, size)]
+        return [*seen_sets, combination_name([], self.judged), UNKNOWN]
+
+    def combination(self, item_id: str, lang: str) -> str:
+        """The set of signals that saw this variant, each judged alone.  A variant some signal
+        could not judge is `unknown` even when another saw it: which set it belongs to is then
+        not known."""
+        labels = [self.signal_label(signal, item_id, lang) for signal in self.judged]
+        if UNKNOWN in labels:
+            return UNKNOWN
+        return combination_name([s for s, label in zip(self.judged, labels, strict=True) if label == SEEN], self.judged)
+
+
+def combination_name(seen: list[str], signals: list[str]) -> str:
+    """"ngram only", "ngram+minhash", "neither" (of two signals) or "none" (of more)."""
+    if not seen:
+        return "neither" if len(signals) == 2 else "none"
+    if len(seen) == 1 and len(signals) > 1:
+        return f"{seen[0]} only"
+    return "+".join(seen)
+
 
 def read_exposure(audit: AuditFile) -> Exposure:
-    """Labels from the audit's records; per-signal labels need the manifest's policy rules."""
-    overall: dict[tuple[str, str], str] = {}
+    """Labels from the audit's records; per-signal and per-source labels need the manifest's
+    policy rules."""
+    overall: Labels = {}
     evidence: dict[tuple[str, str], list[Evidence]] = {}
     for number, record in enumerate(audit.records, start=2):
         key = (_text(record, "item_id", number), _text(record, "lang", number))
@@ -56,20 +97,39 @@ def read_exposure(audit: AuditFile) -> Exposure:
             raise ExposureError(f"audit record {number}: item '{key[0]}' in '{key[1]}' appears twice")
         overall[key] = exposure
         evidence[key] = [_evidence(entry, number) for entry in record.get("evidence") or []]
-    signals = list(dict.fromkeys([
-        *(audit.manifest.get("signals") or []),
-        *(e.signal for entries in evidence.values() for e in entries),
+    found = [e for entries in evidence.values() for e in entries]
+    signals = list(dict.fromkeys([*(audit.manifest.get("signals") or []), *(e.signal for e in found)]))
+    sources = list(dict.fromkeys([
+        *(str(corpus.get("name")) for corpus in audit.manifest.get("corpora") or [] if isinstance(corpus, dict) and corpus.get("name")),
+        *(e.source for e in found),
     ]))
     settings = (audit.manifest.get("policy") or {}).get("settings") or {}
     if not settings.get("rules"):
-        note = "the audit manifest carries no policy rules, so signals cannot be judged alone: by_signal is empty"
-        return Exposure(overall, {}, signals, [note])
+        note = "the audit manifest carries no policy rules, so signals and sources cannot be judged alone: by_signal and by_source are empty"
+        return Exposure(overall, {}, signals, [note], sources=sources)
     policy = Policy(str(settings.get("name", "audit")), "audit manifest", settings)
-    by_signal = {
-        signal: {key: decide(policy, [e for e in entries if e.signal == signal]).exposure for key, entries in evidence.items()}
-        for signal in signals
-    }
-    return Exposure(overall, by_signal, signals)
+
+    def alone(keep: str, name: str) -> Labels:
+        return {key: decide(policy, [e for e in entries if getattr(e, keep) == name]).exposure for key, entries in evidence.items()}
+
+    return Exposure(
+        overall,
+        {signal: alone("signal", signal) for signal in signals},
+        signals,
+        by_source={source: alone("source", source) for source in sources},
+        sources=sources,
+        judged=[signal for signal in signals if _has_rules(policy, signal)],
+    )
+
+
+def _has_rules(policy: Policy, signal: str) -> bool:
+    """Whether any rule on the signal's figures is switched on, for any source."""
+    return any(
+        parse_rule(figure, setting) is not None
+        for table in policy.rules.get(signal, {}).values()
+        for rules in (table.rules, *table.scoped.values())
+        for figure, setting in rules.items()
+    )
 
 
 def _text(record: dict[str, Any], name: str, number: int) -> str:

@@ -5,10 +5,12 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
-from audit.auditfile import AuditFile
-from audit.items import Item
+from audit.auditfile import AuditFile, AuditFileError
+from audit.evaluate.stratify import STRATA, Exposure, ExposureError, read_exposure
+from audit.items import Item, Variant
 from audit.text import normalize
 
 TEXT_FIELDS = ("question", "answer", "context")
@@ -22,7 +24,29 @@ def page_name(item_id: str) -> str:
     return f"items/{safe}.html"
 
 
-def exposure_section(audit: AuditFile) -> dict[str, Any]:
+def exposure_labels(audit: AuditFile, audit_path: str) -> Exposure:
+    """Every variant's label overall, by signal and by source, read once for the whole report."""
+    try:
+        return read_exposure(audit)
+    except ExposureError as error:
+        raise AuditFileError(f"{audit_path}: {error}") from None
+
+
+def _counts(labels: list[str]) -> dict[str, Any]:
+    counts = Counter(labels)
+    total = len(labels)
+    return {tag: counts.get(tag, 0) for tag in STRATA} | {"total": total, "seen_rate": counts.get("seen", 0) / total if total else 0.0}
+
+
+def _alone(labels: dict[tuple[str, str], str], languages: list[str]) -> dict[str, Any]:
+    """Counts of one signal's (or one source's) own labels, overall and per language."""
+    return {
+        "overall": _counts(list(labels.values())),
+        "languages": {lang: _counts([label for (_, l), label in labels.items() if l == lang]) for lang in languages},
+    }
+
+
+def exposure_section(audit: AuditFile, labels: Exposure) -> dict[str, Any]:
     manifest = audit.manifest
     languages: list[str] = []
     items: dict[str, dict[str, Any]] = {}
@@ -36,20 +60,23 @@ def exposure_section(audit: AuditFile) -> dict[str, Any]:
         )
         row["tags"][record["lang"]] = record["exposure"]
         if record["exposure"] == "seen":
-            fires.update(f"{d['field']}.{d['figure']}" for d in record["decided_by"])
+            fires.update({f"{d.get('signal')}.{d['field']}.{d['figure']}" for d in record["decided_by"] if "figure" in d})
     per_language = {}
     for lang, counts in manifest["summary"]["languages"].items():
         per_language[lang] = counts | {"seen_rate": counts["seen"] / counts["total"] if counts["total"] else 0.0}
     return {
         "languages": languages,
         "per_language": per_language,
+        "per_signal": {signal: _alone(by_key, languages) for signal, by_key in labels.by_signal.items()},
+        "per_source": {source: _alone(by_key, languages) for source, by_key in labels.by_source.items()},
+        "notes": labels.notes,
         "item_summary": manifest["summary"]["items"],
         "rule_fires": dict(fires.most_common()),
         "items": list(items.values()),
     }
 
 
-def report_data(audit: AuditFile, audit_path: str, evaluation: dict[str, Any] | None) -> dict[str, Any]:
+def report_data(audit: AuditFile, audit_path: str, evaluation: dict[str, Any] | None, labels: Exposure) -> dict[str, Any]:
     manifest = audit.manifest
     return {
         "title": f"Contamination audit of {manifest['benchmark']['path']}",
@@ -59,10 +86,12 @@ def report_data(audit: AuditFile, audit_path: str, evaluation: dict[str, Any] | 
             "tool": f"{manifest['tool']} {manifest['version']}",
             "benchmark": manifest["benchmark"],
             "corpora": manifest["corpora"],
+            "signals": labels.signals,
+            "signal_runs": manifest.get("signal_runs") or [],
             "policy": {k: manifest["policy"][k] for k in ("name", "source", "hash")},
             "config_hash": manifest["config_hash"],
         },
-        "exposure": exposure_section(audit),
+        "exposure": exposure_section(audit, labels),
         "evaluation": evaluation,
     }
 
@@ -86,40 +115,53 @@ def highlighted(text: str, spans: list[tuple[int, int]]) -> list[tuple[str, bool
     return segments
 
 
-def item_page(item: Item | None, records: list[dict[str, Any]]) -> dict[str, Any]:
-    """Everything the provenance page of one item shows, language by language."""
+def _prepare_ngram(evidence: dict[str, Any], variant: Variant | None) -> dict[str, Any]:
+    """n-gram spans are character offsets into the normalised field text: cut that text into
+    highlighted segments (a match of the whole text counts as one span)."""
+    figures = evidence.get("figures") or {}
+    prepared = dict(evidence, figures={k: v for k, v in figures.items() if k != "spans"})
+    if evidence["field"] in TEXT_FIELDS:
+        raw = variant.text(evidence["field"]) if variant else None
+        text = normalize(raw) if raw else ""
+        spans = [(int(s[0]), int(s[1])) for s in figures.get("spans", [])]
+        if figures.get("longest_match_fraction") == 1.0:
+            spans.append((0, len(text)))
+        prepared["segments"] = highlighted(text, spans) if text else []
+    return prepared
+
+
+# What a signal's evidence needs beyond the audit record before its template can show it;
+# a signal without an entry is shown as recorded.
+PREPARE: dict[str, Callable[[dict[str, Any], Variant | None], dict[str, Any]]] = {"ngram": _prepare_ngram}
+
+
+def grouped_evidence(evidence: list[dict[str, Any]], variant: Variant | None) -> dict[str, dict[str, list[dict[str, Any]]]]:
+    """{signal: {source: [evidence, ...]}}, in the order the audit recorded them."""
+    grouped: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    for entry in evidence:
+        signal, source = str(entry.get("signal", "")), str(entry.get("source", ""))
+        prepare = PREPARE.get(signal)
+        grouped.setdefault(signal, {}).setdefault(source, []).append(prepare(entry, variant) if prepare else dict(entry))
+    return grouped
+
+
+def item_page(item: Item | None, records: list[dict[str, Any]], labels: Exposure) -> dict[str, Any]:
+    """Everything the provenance page of one item shows, language by language: each signal's
+    evidence from each source, and what each signal and each source decides alone."""
     languages = []
     for record in records:
-        variant = item.variants.get(record["lang"]) if item else None
-        fields = []
-        for evidence in record["evidence"]:
-            if evidence["field"] not in TEXT_FIELDS:
-                continue
-            raw = variant.text(evidence["field"]) if variant else None
-            text = normalize(raw) if raw else ""
-            figures = evidence.get("figures", {})
-            spans = [tuple(s) for s in figures.get("spans", [])]
-            if figures.get("longest_match_fraction") == 1.0:
-                spans.append((0, len(text)))
-            fields.append(
-                {
-                    "name": evidence["field"],
-                    "status": evidence["status"],
-                    "segments": highlighted(text, spans) if text else [],
-                    "figures": {k: v for k, v in figures.items() if k not in ("spans",)},
-                    "provenance": evidence.get("provenance", []),
-                    "error": evidence.get("error"),
-                }
-            )
-        pair = next((e for e in record["evidence"] if e["field"] == "question+answer"), None)
+        key = (record["item_id"], record["lang"])
         languages.append(
             {
                 "lang": record["lang"],
                 "role": record["role"],
                 "exposure": record["exposure"],
                 "decided_by": record["decided_by"],
-                "fields": fields,
-                "pair": pair,
+                "alone": {
+                    "signal": {signal: labels.signal_label(signal, *key) for signal in labels.by_signal},
+                    "source": {source: labels.source_label(source, *key) for source in labels.by_source},
+                },
+                "signals": grouped_evidence(record["evidence"], item.variants.get(record["lang"]) if item else None),
             }
         )
     first = records[0]

@@ -82,7 +82,16 @@ def transfer_heatmap(pairs: list[dict[str, Any]], metric: str) -> str | None:
     return _data_uri(figure)
 
 
-def strata_bars(split: dict[str, dict[str, Any]], title: str) -> str | None:
+def combination_colors(split: dict[str, dict[str, Any]]) -> dict[str, str]:
+    """A colour per set of signals that saw a target (the seen colour for all of them), and the
+    unseen and unknown colours for none and `unknown`, the last two strata."""
+    *seen, nothing, unknown = split
+    palette = [matplotlib.colors.to_hex(matplotlib.colormaps["tab10"](i)) for i in (1, 4, 0, 5, 6, 8, 9)]
+    colors = {name: palette[k % len(palette)] for k, name in enumerate(seen[:-1])}
+    return colors | {seen[-1]: COLORS["seen"], nothing: COLORS["unseen"], unknown: COLORS["unknown"]}
+
+
+def strata_bars(split: dict[str, dict[str, Any]], title: str, colors: dict[str, str] | None = None) -> str | None:
     """Overall success and transfer score per stratum, with bootstrap intervals."""
     strata = [name for name, stats in split.items() if stats["overall_success"]["n"]]
     if not strata:
@@ -100,7 +109,7 @@ def strata_bars(split: dict[str, dict[str, Any]], title: str) -> str | None:
             lower.append(max(0.0, value - interval[0]) if not math.isnan(value) else 0)
             upper.append(max(0.0, interval[1] - value) if not math.isnan(value) else 0)
         positions = np.arange(len(metrics)) + (k - (len(strata) - 1) / 2) * width
-        axis.bar(positions, values, width, yerr=[lower, upper], capsize=3, label=f"{stratum} (n={split[stratum]['overall_success']['n']})", color=COLORS.get(stratum))
+        axis.bar(positions, values, width, yerr=[lower, upper], capsize=3, label=f"{stratum} (n={split[stratum]['overall_success']['n']})", color=(colors or COLORS).get(stratum))
     axis.set_xticks(range(len(metrics)), [m.replace("_", " ") for m in metrics])
     axis.set_ylim(0, 1)
     axis.set_title(title)

@@ -6,17 +6,20 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from audit.auditfile import AuditFile
+from audit.evaluate.stratify import Exposure
 from audit.items import Item
 from audit.outputs import commit_directory, discard_staging, staging_directory
 from audit.report import plots
-from audit.report.build import item_page, page_name, report_data
+from audit.report.build import exposure_labels, item_page, page_name, report_data
+
+DEFAULT_EVIDENCE = "evidence/_default.html.j2"
 
 
 def _environment() -> Environment:
@@ -29,12 +32,47 @@ def _environment() -> Environment:
     environment.filters["pct"] = lambda v: "–" if v is None else f"{100 * v:.1f}%"
     environment.filters["num"] = lambda v, d=3: "–" if v is None else (f"{v:.{d}f}" if isinstance(v, float) else str(v))
     environment.filters["ci"] = lambda c: "–" if not c else f"[{c[0]:.3f}, {c[1]:.3f}]"
+    environment.filters["figure"] = _figure
+    environment.filters["flat"] = _flat
+    environment.globals["evidence_template"] = _evidence_templates(set(environment.list_templates()))
     return environment
 
 
-def figures(data: dict[str, Any]) -> dict[str, str | None]:
+def _evidence_templates(known: set[str]) -> Callable[[str], str]:
+    """A signal's evidence is shown by its own template, `evidence/SIGNAL.html.j2`, when it
+    brings one, else by the default: adding a signal's view is adding that one file."""
+
+    def template(signal: str) -> str:
+        own = f"evidence/{signal}.html.j2"
+        return own if own in known else DEFAULT_EVIDENCE
+
+    return template
+
+
+def _figure(value: Any) -> str:
+    """One figure of any signal as text: numbers rounded, anything structured as JSON."""
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
+        return str(value)
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _flat(mapping: Any, prefix: str = "") -> list[tuple[str, Any]]:
+    """A provenance entry's nested metadata as (dotted key, value) rows, for signals whose
+    provenance the report knows nothing about."""
+    if not isinstance(mapping, dict):
+        return [(prefix or "value", mapping)]
+    rows: list[tuple[str, Any]] = []
+    for key, value in mapping.items():
+        name = f"{prefix}.{key}" if prefix else str(key)
+        rows.extend(_flat(value, name) if isinstance(value, dict) and value else [(name, value)])
+    return rows
+
+
+def figures(data: dict[str, Any]) -> dict[str, Any]:
     exposure = data["exposure"]
-    result = {
+    result: dict[str, Any] = {
         "exposure_bars": plots.exposure_bars(exposure["per_language"]),
         "exposure_grid": plots.exposure_grid(exposure["items"], exposure["languages"]),
     }
@@ -46,6 +84,12 @@ def figures(data: dict[str, Any]) -> dict[str, str | None]:
         if strata:
             result["target_strata"] = plots.strata_bars(strata["target_exposure"], "by target-language exposure")
             result["source_strata"] = plots.strata_bars(strata["source_exposure"], "by source-language exposure")
+            combination = strata.get("signal_combination") or {}
+            if combination.get("strata"):
+                result["combination_strata"] = plots.strata_bars(combination["strata"], "by the signals that saw the target", plots.combination_colors(combination["strata"]))
+            by_source = strata.get("by_source") or {}
+            if len(by_source) > 1:
+                result["by_source"] = {source: plots.strata_bars(split, f"by target exposure in {source} alone") for source, split in by_source.items()}
     return result
 
 
@@ -66,7 +110,7 @@ def link_item_pages(data: dict[str, Any], report: Path, out: Path) -> None:
         row["page"] = Path(os.path.relpath(page, out.absolute())).as_posix()
 
 
-def write_item_pages(directory: Path, environment: Environment, data: dict[str, Any], audit: AuditFile, items: list[Item]) -> None:
+def write_item_pages(directory: Path, environment: Environment, data: dict[str, Any], audit: AuditFile, items: list[Item], labels: Exposure) -> None:
     """One provenance page per item under `directory`/items."""
     by_id = {item.item_id: item for item in items}
     records: dict[str, list[dict[str, Any]]] = {}
@@ -75,7 +119,7 @@ def write_item_pages(directory: Path, environment: Environment, data: dict[str, 
     template = environment.get_template("item.html.j2")
     (directory / "items").mkdir()
     for item_id, group in records.items():
-        page = item_page(by_id.get(item_id), group)
+        page = item_page(by_id.get(item_id), group, labels)
         (directory / page_name(item_id)).write_text(template.render(page=page, data=data), encoding="utf-8")
 
 
@@ -95,7 +139,8 @@ def write_report(
     replaced only if it is a report this tool wrote and holds none of `inputs`.  With
     `item_pages` (another report's directory) its provenance pages are linked, not written."""
     out = Path(out)
-    data = report_data(audit, audit_path, evaluation)
+    labels = exposure_labels(audit, audit_path)
+    data = report_data(audit, audit_path, evaluation, labels)
     if item_pages is not None:
         link_item_pages(data, Path(item_pages).absolute(), out)
     environment = _environment()
@@ -106,7 +151,7 @@ def write_report(
         html = environment.get_template("report.html.j2").render(data=data, figures=figures(data))
         (staging / "report.html").write_text(html, encoding="utf-8")
         if item_pages is None:
-            write_item_pages(staging, environment, data, audit, items)
+            write_item_pages(staging, environment, data, audit, items, labels)
         commit_directory(staging, out, REPORT, inputs=[*inputs, Path(audit_path), *([Path(item_pages)] if item_pages else [])])
     except BaseException:
         discard_staging(staging)
