@@ -32,6 +32,7 @@ from audit.indexing import IndexBuildError, build_index, describe_size, read_man
 from audit.indexing import ProgressHook as IndexProgress
 from audit.langcodes import normalise_lang
 from audit.loaders import BenchmarkError, load_benchmark
+from audit.neardup import NEARDUP_DIR, NearDupError, NearDupParams, add_neardup, load_redis
 from audit.outputs import OutputError, atomic_write_text, check_directory_target, check_file_target
 from audit.report.render import REPORT, write_report
 from audit.signals import SIGNALS, SignalError, configure, parse_signals, plan
@@ -120,10 +121,12 @@ def index() -> None:
     help="`text`: store NFC with whitespace collapsed, as queries are issued; `none`: raw bytes, as infini-gram's indexer does.",
 )
 @click.option("--force", is_flag=True, help="Replace an existing index at --out (only one audit wrote; never other files).")
-def index_build(sources: tuple[Path, ...], out: Path, memory: str, normalization: str, force: bool) -> None:
+@click.option("--no-minhash", "no_minhash", is_flag=True, help="Skip the near-duplicate (MinHash) index built after the suffix array; add it later with `audit index minhash`.")
+def index_build(sources: tuple[Path, ...], out: Path, memory: str, normalization: str, force: bool, no_minhash: bool) -> None:
     """Index JSONL(.gz) documents (a `text` field each; other fields kept as provenance).
 
-    SOURCES are files or directories (every *.json* file below, in sorted order).
+    SOURCES are files or directories (every *.json* file below, in sorted order).  The suffix
+    array is followed by the near-duplicate index, unless --no-minhash.
     """
     progress, report = _build_progress()
     try:
@@ -136,6 +139,67 @@ def index_build(sources: tuple[Path, ...], out: Path, memory: str, normalization
         f"{out}: {manifest.documents:,} documents, {describe_size(manifest.bytes)} in {len(manifest.shards)} shard(s), "
         f"built in {manifest.build_seconds:.1f} s (fingerprint {manifest.fingerprint})"
     )
+    if not no_minhash:
+        _add_minhash(out, NearDupParams(), force=False)
+
+
+def _minhash_progress() -> tuple[Progress, IndexProgress]:
+    """A display for the near-duplicate build and Redis load; like `_build_progress`, it starts
+    on the first report, after the build has forked its workers."""
+    progress = _progress()
+    tasks: dict[str, int] = {}
+    labels = {"minhash": "sketching windows (documents)", "bands": "sorting LSH bands", "redis": "loading bands into Redis (windows)"}
+
+    def report(stage: str, done: int, total: int) -> None:
+        if not tasks:
+            progress.start()
+        if stage not in tasks:
+            tasks[stage] = progress.add_task(labels.get(stage, stage), total=total)
+        progress.update(tasks[stage], completed=done)
+
+    return progress, report
+
+
+def _add_minhash(directory: Path, params: NearDupParams, force: bool) -> None:
+    progress, report = _minhash_progress()
+    try:
+        built = add_neardup(directory, params, force=force, progress=report)
+    except NearDupError as error:
+        raise InputError(str(error)) from None
+    finally:
+        progress.stop()
+    size = sum(f.bytes for f in built.files)
+    click.echo(
+        f"{directory / NEARDUP_DIR}: {built.windows:,} windows of {built.documents:,} documents ({built.hash_family['sketcher']}, "
+        f"{built.params['num_perm']} permutations, {built.params['bands']} bands x {built.params['rows']} rows), "
+        f"{describe_size(size)}, built in {built.build_seconds:.1f} s"
+    )
+
+
+@index.command("minhash")
+@click.argument("directory", type=click.Path(path_type=Path))
+@click.option("--redis", "redis_url", metavar="URL", help="Also load the LSH bands into Redis (redis://host:port/db), to share them between processes and machines.")
+@click.option("--sketcher", type=click.Choice(["datasketch", "rensa"]), default="datasketch", show_default=True, help="MinHash implementation: datasketch (the reference) or rensa (Rust, faster; pip install 'corpus-audit[rensa]').")
+@click.option("--force", is_flag=True, help="Rebuild a near-duplicate index the directory already has.")
+def index_minhash(directory: Path, redis_url: str | None, sketcher: str, force: bool) -> None:
+    """Add the near-duplicate (MinHash LSH) index to an index built by `audit index build`.
+
+    It goes into DIRECTORY/minhash/ and is listed in the index's manifest, so `audit index
+    verify` checks it.  With --redis, an index that already has one is only loaded into Redis
+    (add --force to rebuild it first).
+    """
+    exists = (directory / NEARDUP_DIR).exists()
+    if force or not exists or not redis_url:
+        _add_minhash(directory, NearDupParams(sketcher=sketcher), force=force)
+    if redis_url:
+        progress, report = _minhash_progress()
+        try:
+            windows = load_redis(directory, redis_url, report)
+        except NearDupError as error:
+            raise InputError(str(error)) from None
+        finally:
+            progress.stop()
+        click.echo(f"{redis_url}: loaded the LSH bands of {windows:,} windows of {directory / NEARDUP_DIR}")
 
 
 @index.command("info")

@@ -20,7 +20,7 @@ from enum import StrEnum
 from importlib import resources
 from pathlib import Path
 from types import NoneType, UnionType
-from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
 
 from annotated_types import Ge, Gt, Le, Lt
 from pydantic import BaseModel, ValidationError
@@ -134,6 +134,8 @@ def _kind(annotation: Any, metadata: list[Any]) -> str:
     described = next((m.description for m in metadata if isinstance(m, FieldInfo) and m.description), None)
     if described:
         return described
+    if get_origin(annotation) is Literal:
+        return "one of " + ", ".join(json.dumps(choice) for choice in get_args(annotation))
     if (table := _table(annotation)) is not None:
         return f"a table with keys {', '.join(sorted(_fields(table)))}"
     names = {int: "a whole number", float: "a number", str: "a string", bool: "true or false"}

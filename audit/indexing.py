@@ -77,7 +77,9 @@ class FileInfo:
 @dataclass(kw_only=True)
 class IndexManifest:
     """`audit-index.json`.  `format`/`version` are infini-gram's file format; `manifest_version`
-    is this record's own layout (1: no `files`; 2: every file's size and hash, and `code`)."""
+    is this record's own layout (1: no `files`; 2: every file's size and hash, and `code`).
+    `minhash` lists the files of the near-duplicate index added under `minhash/`, if any
+    (`audit.neardup`), so that `audit index verify` hashes them too."""
 
     format: str
     version: int
@@ -95,6 +97,12 @@ class IndexManifest:
     code: str = ""
     extra: dict = field(default_factory=dict)
     files: list[FileInfo] = field(default_factory=list)
+    minhash: list[FileInfo] = field(default_factory=list)
+
+    def recorded_files(self) -> list[FileInfo]:
+        """Every file the manifest records a size and hash for: the index's own, then the
+        near-duplicate index's (named by their path inside the index directory)."""
+        return [*self.files, *self.minhash]
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), ensure_ascii=False, indent=2)
@@ -105,6 +113,7 @@ class IndexManifest:
         data["shards"] = [ShardInfo(**s) for s in data["shards"]]
         data["sources"] = [SourceInfo(**s) for s in data["sources"]]
         data["files"] = [FileInfo(**f) for f in data.get("files", [])]
+        data["minhash"] = [FileInfo(**f) for f in data.get("minhash", [])]
         return cls(**data)
 
 

@@ -97,6 +97,23 @@ def _marker(directory: Path) -> dict | None:
     return data if isinstance(data, dict) and isinstance(data.get("files"), list) else None
 
 
+def _marker_text(kind: str, files: Iterable[str]) -> str:
+    return json.dumps({"kind": kind, "tool": f"corpus-audit {__version__}", "files": sorted(files)}, indent=1) + "\n"
+
+
+def marker_files(directory: Path, kind: str) -> list[str] | None:
+    """The files a `kind` directory's marker lists, or None when it has no readable marker of
+    that kind (a directory the tool did not write)."""
+    marker = _marker(Path(directory))
+    return list(marker["files"]) if marker is not None and marker.get("kind") == kind else None
+
+
+def rewrite_marker(directory: Path, kind: str, files: Iterable[str]) -> None:
+    """Replace the marker of a directory the tool wrote, in one rename, when the tool adds or
+    removes files in it in place (a near-duplicate index added to an index)."""
+    atomic_write_text(Path(directory) / MARKER, _marker_text(kind, files))
+
+
 def check_directory_target(path: Path, kind: str, *, inputs: Iterable[Path] = ()) -> None:
     """Refuse a directory target unless it is new, empty, or a `kind` directory this tool wrote
     that holds nothing else and none of the command's inputs."""
@@ -164,7 +181,7 @@ def commit_directory(staging: Path, path: Path, kind: str, *, inputs: Iterable[P
     inputs = list(inputs)
     check_directory_target(path, kind, inputs=inputs)
     files = sorted(_written_files(staging) - {MARKER, STAGING_TAG})
-    (staging / MARKER).write_text(json.dumps({"kind": kind, "tool": f"corpus-audit {__version__}", "files": files}, indent=1) + "\n", encoding="utf-8")
+    (staging / MARKER).write_text(_marker_text(kind, files), encoding="utf-8")
     (staging / STAGING_TAG).unlink()
     if not path.exists():
         staging.rename(path)

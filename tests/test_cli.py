@@ -74,7 +74,8 @@ def test_policy_file_changes_the_decision(cache, tmp_path: Path):
     policy = tmp_path / "strict.toml"
     policy.write_text(
         'name = "verbatim-question-only"\n[rules.ngram.context]\ncoverage = false\nlongest_match_chars = false\n'
-        '[rules.ngram."question+answer"]\ndocuments = false\n[rules.ngram.question]\ncoverage = false\nlongest_match_fraction = false\n',
+        '[rules.ngram."question+answer"]\ndocuments = false\n[rules.ngram.question]\ncoverage = false\nlongest_match_fraction = false\n'
+        "[rules.minhash.question]\ncontainment = false\n[rules.minhash.context]\ncontainment = false\n",
         encoding="utf-8",
     )
     out = tmp_path / "strict.jsonl"

@@ -308,8 +308,9 @@ def test_a_verified_demo_cache_is_not_hashed_again(cache: Path, monkeypatch):
 
 
 def test_a_demo_cache_from_before_file_records_is_rebuilt(cache: Path):
-    """An old cache: a manifest without `files`, no outputs marker, no stamp."""
+    """An old cache: a manifest without `files`, no outputs marker, no stamp, no near-duplicate index."""
     target = cached_index(cache)
+    shutil.rmtree(target / "minhash")
     manifest = json.loads((target / MANIFEST).read_text())
     for key in ("manifest_version", "files", "code"):
         del manifest[key]
@@ -320,7 +321,7 @@ def test_a_demo_cache_from_before_file_records_is_rebuilt(cache: Path):
     demo_index(cache, notify=notes.append)
     assert len(notes) == 1 and "no recorded file hashes" in notes[0]
     assert json.loads((target / MANIFEST).read_text())["manifest_version"] == 2
-    assert verify_index(target).ok
+    assert verify_index(target).ok and (target / "minhash" / "manifest.json").is_file()
 
 
 def test_a_demo_cache_holding_a_foreign_file_is_reported_not_replaced(cache: Path, tmp_path: Path):

@@ -37,7 +37,7 @@ BAD = [
     ("unknown co-occurrence figure", '[rules.ngram."question+answer"]\nanswer_count = 1\n', "key 'rules.ngram.\"question+answer\".answer_count': unknown; expected one of documents"),
     ("misspelt ngram key", "[ngram]\nmax_span = 3\n", "key 'ngram.max_span': unknown; expected one of anchor_min_chars, cooccurrence_window_bytes, max_anchors"),
     ("misspelt window script", "[ngram.window]\nlatn = 3\n", "key 'ngram.window.latn': unknown; " + SCRIPTS),
-    ("unknown top-level key", "nmae = 'mine'\n", "key 'nmae': unknown; expected one of name, ngram, rules"),
+    ("unknown top-level key", "nmae = 'mine'\n", "key 'nmae': unknown; expected one of minhash, name, ngram, rules"),
     ("negative coverage", "[rules.ngram.question]\ncoverage = -0.5\n", f"key 'rules.ngram.question.coverage': {FRACTION}, got -0.5"),
     ("coverage above 1", "[rules.ngram.context]\ncoverage = 1.5\n", f"key 'rules.ngram.context.coverage': {FRACTION}, got 1.5"),
     ("coverage 0", "[rules.ngram.question]\ncoverage = 0\n", f"key 'rules.ngram.question.coverage': {FRACTION}, got 0"),
@@ -55,7 +55,7 @@ BAD = [
     ("window default 0", "[ngram.window]\ndefault = 0\n", f"key 'ngram.window.default': {PARAMETER}, got 0"),
     ("window script 2.5", "[ngram.window]\nhan = 2.5\n", f"key 'ngram.window.han': {PARAMETER}, got 2.5"),
     ("window a string", '[ngram]\nwindow = "8"\n', "key 'ngram.window': must be a table with keys arabic, cyrillic, default"),
-    ("rules not a table", "rules = 5\n", "key 'rules': must be a table with keys ngram, got 5"),
+    ("rules not a table", "rules = 5\n", "key 'rules': must be a table with keys minhash, ngram, got 5"),
     ("rules field not a table", "[rules.ngram]\nquestion = 0.8\n", "key 'rules.ngram.question': must be a table with keys coverage, exact_count"),
     ("ngram not a table", 'ngram = "fast"\n', "key 'ngram': must be a table with keys anchor_min_chars"),
     ("name not a string", "name = 3\n", "key 'name': must be a string, got 3"),
@@ -124,7 +124,7 @@ def test_a_partial_override_keeps_every_other_default(tmp_path: Path):
     policy = load_policy(write_policy(tmp_path, text))
     builtin = load_policy().settings
     assert policy.name == "narrow"
-    assert policy.settings["rules"] == {"ngram": {**builtin["rules"]["ngram"], "answer": {"exact_count": 5}}}
+    assert policy.settings["rules"] == {**builtin["rules"], "ngram": {**builtin["rules"]["ngram"], "answer": {"exact_count": 5}}}
     assert policy.settings["ngram"] == {**builtin["ngram"], "max_spans": 4, "window": {**builtin["ngram"]["window"], "latin": 5}}
     config = build_config(NgramConfig, policy.section("ngram"), str(policy.source))
     assert (config.max_spans, config.window_for("latin"), config.window_for("greek"), config.window_for("han"), config.window_for("other")) == (4, 5, 8, 12, 8)

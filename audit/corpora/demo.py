@@ -1,6 +1,6 @@
 """The bundled `demo` corpus: documents shipped in the package, indexed on first use.
 
-The index lives in the cache directory under a name derived from the shipped files, so a
+The index (with its near-duplicate index) lives in the cache directory under a name derived from the shipped files, so a
 changed corpus gets a fresh index and concurrent first uses never see a half-built one.  Being
 the tool's own cache, it is checked rather than trusted: every use checks its sizes and offsets
 (as every open does); a use by code other than the code that last verified it re-hashes every
@@ -17,6 +17,7 @@ from pathlib import Path
 
 from audit.corpora.local import IndexOpenError, LocalIndex, verify_index
 from audit.indexing import MANIFEST, IndexBuildError, ProgressHook, build_index, code_fingerprint
+from audit.neardup import NEARDUP_DIR, NearDupError, add_neardup
 from audit.outputs import atomic_write_text
 from audit.timestamps import utc_timestamp
 
@@ -84,6 +85,16 @@ def _note(message: str) -> None:
     print(f"audit: {message}", file=sys.stderr)
 
 
+def _add_neardup(target: Path) -> None:
+    """The demo index carries its near-duplicate index (one cached by an older version gets one
+    added), so every signal runs against `demo` out of the box."""
+    try:
+        add_neardup(target, force=True)
+    except NearDupError as error:
+        raise IndexBuildError(f"{target}: cannot add the near-duplicate index: {error}") from None
+    _record_verified(target)
+
+
 def demo_index(cache: Path, progress: ProgressHook | None = None, notify: Callable[[str], None] = _note) -> Path:
     """The demo index in `cache`, built on first use and rebuilt (saying so through `notify`)
     when the cached one is damaged."""
@@ -91,12 +102,14 @@ def demo_index(cache: Path, progress: ProgressHook | None = None, notify: Callab
     target = demo_location(cache, sources)
     problem = cache_problem(target) if target.exists() else ""
     if problem is None:
+        if not (target / NEARDUP_DIR).exists():
+            _add_neardup(target)
         return target
     try:
         build_index(sources, target, force=True, progress=progress)
+        _add_neardup(target)
     except IndexBuildError as error:
         raise IndexBuildError(f"the cached demo index was unusable ({problem}) and cannot be rebuilt: {error}" if problem else str(error)) from None
-    _record_verified(target)
     if problem:
         notify(f"the cached demo index was unusable ({problem}); rebuilt it at {target}")
     return target

@@ -11,9 +11,9 @@ from __future__ import annotations
 import hashlib
 import json
 import mmap
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import numpy as np
 
@@ -295,7 +295,8 @@ def verify_index(path: Path, progress: Callable[[int, int], None] | None = None)
         return Verification(hashed=False, structure=str(damage))
     result = Verification(hashed=bool(manifest and manifest.files))
     if manifest is not None and manifest.files:
-        total, done = sum(f.bytes for f in manifest.files), 0
+        records = manifest.recorded_files()
+        total, done = sum(f.bytes for f in records), 0
 
         def advance(n: int) -> None:
             nonlocal done
@@ -303,9 +304,11 @@ def verify_index(path: Path, progress: Callable[[int, int], None] | None = None)
             if progress:
                 progress(done, total)
 
-        result.files = [_check_file(path, record, advance) for record in manifest.files]
-        listed = {f.name for f in manifest.files} | {MANIFEST, MARKER}
-        result.files += [FileCheck(entry.name, EXTRA) for entry in sorted(path.iterdir()) if entry.name not in listed]
+        result.files = [_check_file(path, record, advance) for record in records]
+        listed = {f.name for f in records} | {MANIFEST, MARKER}
+        folders = {str(PurePosixPath(name).parent) for name in listed} - {"."}
+        present = sorted(entry.relative_to(path).as_posix() for entry in path.rglob("*"))
+        result.files += [FileCheck(name, EXTRA) for name in present if name not in listed and name not in folders]
     if not result.damaged:
         try:
             check_index(path)
@@ -329,10 +332,13 @@ def bytes_to_char_lengths(encoded: bytes, byte_lengths: np.ndarray) -> list[int]
 
 
 class LocalIndex:
-    """A corpus served from a local index directory."""
+    """A corpus served from a local index directory.  `neardup_redis` is where its
+    near-duplicate bands are served from when not from its own files (a registry entry's
+    `minhash_redis`)."""
 
-    def __init__(self, path: Path, name: str | None = None) -> None:
+    def __init__(self, path: Path, name: str | None = None, neardup_redis: str | None = None) -> None:
         self.path = Path(path)
+        self.neardup_redis = neardup_redis
         manifest, self.shards = open_shards(self.path)
         self.info = CorpusInfo(
             name=name or self.path.name,
@@ -426,6 +432,13 @@ class LocalIndex:
         start = int(shard.offsets[local]) + 1
         end = int(shard.offsets[local + 1]) if local + 1 < len(shard.offsets) else len(shard.data)
         return shard, start, end
+
+    def documents(self, start: int = 0, stop: int | None = None) -> Iterator[tuple[int, bytes]]:
+        """(document number, stored text) for documents `start` to `stop` - 1, in order: what an
+        index built over this one's text (the near-duplicate index) reads."""
+        for document in range(start, self.info.documents if stop is None else stop):
+            shard, begin, end = self._bounds(document)
+            yield document, shard.data[begin:end]
 
     def surrounding(self, occurrence: Occurrence, before: int, after: int) -> bytes:
         shard, start, end = self._bounds(occurrence.document)

@@ -47,7 +47,8 @@ API = "infini-gram-api"
 BACKENDS = ("local", "demo", API)
 CLIENT_KEYS = {"timeout", "attempts", "backoff", "max_backoff", "concurrency", "max_response_bytes"}
 OPTION_KEYS = {f.name for f in fields(ApiOptions)}
-ENTRY_KEYS = {"backend", "path", "description", "url", "index", "cache"} | CLIENT_KEYS | OPTION_KEYS
+LOCAL_KEYS = {"backend", "path", "description", "minhash_redis"}
+ENTRY_KEYS = LOCAL_KEYS | {"url", "index", "cache"} | CLIENT_KEYS | OPTION_KEYS
 
 
 class CorpusError(Exception):
@@ -64,6 +65,7 @@ class Entry:
     index: str | None = None
     cache: Path | None = None
     settings: dict[str, Any] = field(default_factory=dict)
+    minhash_redis: str | None = None
 
 
 def _entry(path: Path, name: str, table: Any) -> Entry:
@@ -78,13 +80,16 @@ def _entry(path: Path, name: str, table: Any) -> Entry:
         raise CorpusError(f"{where}.backend: {backend!r} is not one of {', '.join(BACKENDS)}")
     description = str(table.get("description", ""))
     if backend != API:
-        extra = set(table) - {"backend", "path", "description"}
+        extra = set(table) - LOCAL_KEYS
         if extra:
             raise CorpusError(f"{where}: key(s) {', '.join(sorted(extra))} apply to {API} entries only")
         where_path = table.get("path")
         if backend == "local" and not isinstance(where_path, str):
             raise CorpusError(f"{where}.path is required for a local index")
-        return Entry(name, backend, (path.parent / where_path) if where_path else None, description)
+        redis = table.get("minhash_redis")
+        if redis is not None and (backend != "local" or not isinstance(redis, str) or not redis.startswith("redis://")):
+            raise CorpusError(f"{where}.minhash_redis: {redis!r} is not a redis://host[:port][/db] URL of a local entry")
+        return Entry(name, backend, (path.parent / where_path) if where_path else None, description, minhash_redis=redis)
     index = table.get("index")
     if not isinstance(index, str) or not index:
         raise CorpusError(f"{where}.index is required for an {API} entry (the server's index id)")
@@ -167,7 +172,7 @@ def open_corpus(value: str, registry: Path | None = None, progress: ProgressHook
     if entry is not None and entry.backend == API:
         return open_api(entry, offline)
     if entry is not None:
-        return LocalIndex(entry.path, name=value)
+        return LocalIndex(entry.path, name=value, neardup_redis=entry.minhash_redis)
     if Path(value).is_dir():
         return LocalIndex(Path(value))
     known = ", ".join(sorted(entries))

@@ -23,7 +23,7 @@ from pydantic import Field, create_model
 from audit.evidence import FAILED, Evidence, SignalRun
 from audit.items import Item
 from audit.rules import Table
-from audit.signals import ngram
+from audit.signals import minhash, ngram
 
 
 class Granularity(StrEnum):
@@ -62,7 +62,24 @@ SIGNALS: dict[str, Signal] = {
         attach=lambda corpus: corpus,
         run=ngram.run,
     ),
+    minhash.NAME: Signal(
+        name=minhash.NAME,
+        description="near-duplicates: containment and Jaccard of a field's shingles in one span of a document, after MinHash LSH",
+        config=minhash.MinhashConfig,
+        rules=minhash.Rules,
+        fields=minhash.TEXT_FIELDS,
+        granularity=Granularity.VARIANT,
+        attach=lambda corpus: _skip_unsupported(minhash.index_for, minhash.Unsupported, corpus),
+        run=minhash.run,
+    ),
 }
+
+
+def _skip_unsupported(attach: Callable[[Any], Any], unsupported: type[Exception], corpus: Any) -> Any:
+    try:
+        return attach(corpus)
+    except unsupported as reason:
+        return Skip(str(reason))
 
 
 def _policy_schema() -> type[Table]:
@@ -105,6 +122,10 @@ class Runner:
             return [Evidence(self.signal, self.source, name, status=FAILED, error=message) for name in self.fields]
 
 
+def _raise(error: Exception, item: Item, lang: str) -> list[Evidence]:
+    raise error
+
+
 def parse_signals(option: str | None) -> list[str] | None:
     """`--signals a,b` as names, each a registered signal; None means every signal that can run."""
     if option is None:
@@ -124,7 +145,12 @@ def plan(corpora: list[Any], wanted: list[str] | None, configs: dict[str, Any]) 
     for name in wanted or list(SIGNALS):
         signal = SIGNALS[name]
         for corpus in corpora:
-            attached = signal.attach(corpus)
+            try:
+                attached = signal.attach(corpus)
+            except Exception as error:  # a damaged index beside a corpus fails that signal's evidence, not the run
+                runners.append(Runner(name, corpus.info.name, signal.fields, partial(_raise, error)))
+                runs.append(SignalRun(name, corpus.info.name, ran=True, reason=f"failed: {error}"))
+                continue
             if isinstance(attached, Skip):
                 runs.append(SignalRun(name, corpus.info.name, ran=False, reason=attached.reason))
                 continue
