@@ -513,3 +513,81 @@ def test_exact_ngram_matching_misses_most_edited_copies(planted: dict):
     assert rate([f in found[k]["ngram_fields"] for k, f in fields]) < 0.5, "exact matching misses most edited fields"
     assert by_edit["every_seventh"][0] < 0.1 and by_edit["every_seventh"][1] >= 0.95
     assert by_edit["punctuation"][0] < 0.5 and by_edit["punctuation"][1] >= 0.95
+
+
+# In `audit check`: run by default where an index has one, skipped with a reason where not,
+# failed (never unseen) when damaged, and through Redis when the registry says so.
+
+
+@pytest.fixture(scope="module")
+def bench_file(tmp_path_factory, items) -> Path:
+    root = tmp_path_factory.mktemp("bench")
+    rows = [
+        {"item_id": i.item_id, "source_lang": i.source_lang, "variants": {lang: {"question": v.question, "context": v.context} for lang, v in i.variants.items() if lang in ("en", "ja")}}
+        for i in items[:8]
+    ]
+    write_jsonl(root / "bench.jsonl", rows)
+    return root / "bench.jsonl"
+
+
+def audit_check(bench: Path, out: Path, *args: str):
+    return CliRunner().invoke(main, ["check", str(bench), *args, "--out", str(out), "--no-report"], env={"AUDIT_CACHE_DIR": str(out.parent / "cache")})
+
+
+def test_check_runs_the_near_duplicate_signal_where_an_index_has_one(small: Path, bench_file: Path, tmp_path: Path, items):
+    plain = tmp_path / "plain"
+    write_jsonl(tmp_path / "docs.jsonl", demo_rows(2_000))
+    build_index([tmp_path / "docs.jsonl"], plain)
+    out = tmp_path / "both.audit.jsonl"
+    result = audit_check(bench_file, out, "--corpus", str(small), "--corpus", str(plain))
+    assert result.exit_code == 0, result.output
+    from audit.auditfile import read_audit
+
+    audit = read_audit(out)
+    runs = {(r["signal"], r["source"]): r for r in audit.manifest["signal_runs"]}
+    assert runs[("minhash", "index")]["ran"] and runs[("ngram", "plain")]["ran"]
+    assert not runs[("minhash", "plain")]["ran"] and "has no near-duplicate index; add one with `audit index minhash" in runs[("minhash", "plain")]["reason"]
+    planted = plants.planted_pairs(items[:8], ["en", "ja", "zh", "de"])
+    for record in audit.records:
+        near = [d for d in record["decided_by"] if d["signal"] == "minhash"]
+        if (record["item_id"], record["lang"]) in planted:
+            assert record["exposure"] == "seen"
+        assert all(d["source"] == "index" for d in near)
+    assert any(d["signal"] == "minhash" for r in audit.records for d in r["decided_by"])
+    strict = audit_check(bench_file, tmp_path / "strict.audit.jsonl", "--corpus", str(plain), "--signals", "minhash")
+    assert strict.exit_code == 2 and "--signals minhash: no corpus supports it" in strict.output
+
+
+def test_check_with_a_damaged_near_duplicate_index_says_unknown_not_unseen(copy: Path, bench_file: Path, tmp_path: Path):
+    path = copy / NEARDUP_DIR / "signatures.npy"
+    os.truncate(path, path.stat().st_size - 64)
+    out = tmp_path / "damaged.audit.jsonl"
+    result = audit_check(bench_file, out, "--corpus", str(copy), "--signals", "minhash")
+    assert result.exit_code == 0, result.output
+    assert "failed minhash on index" in result.output and "signatures.npy" in result.output.replace("\n", "")
+    from audit.auditfile import read_audit
+
+    audit = read_audit(out)
+    assert {r["exposure"] for r in audit.records} == {"unknown"}
+    assert all(e["status"] == "failed" and "signatures.npy" in e["error"] for r in audit.records for e in r["evidence"])
+
+
+def test_check_takes_candidates_from_redis_when_the_registry_says_so(small: Path, bench_file: Path, redis_url: str, tmp_path: Path):
+    registry = tmp_path / "corpora.toml"
+    registry.write_text(f'[corpora.shared]\nbackend = "local"\npath = "{small}"\nminhash_redis = "{redis_url}"\n', encoding="utf-8")
+    args = ("--corpus", "shared", "--registry", str(registry), "--signals", "minhash")
+    unloaded = audit_check(bench_file, tmp_path / "unloaded.audit.jsonl", *args)
+    assert unloaded.exit_code == 0 and "is not loaded there" in unloaded.output
+    assert load_redis(small, redis_url) > 0
+    from audit.auditfile import read_audit
+
+    through_redis = audit_check(bench_file, tmp_path / "redis.audit.jsonl", *args)
+    local = audit_check(bench_file, tmp_path / "local.audit.jsonl", "--corpus", str(small), "--signals", "minhash")
+    assert through_redis.exit_code == 0 and local.exit_code == 0, through_redis.output + local.output
+    shared, direct = read_audit(tmp_path / "redis.audit.jsonl").records, read_audit(tmp_path / "local.audit.jsonl").records
+    strip = lambda records: [(r["item_id"], r["lang"], r["exposure"], [e["figures"] for e in r["evidence"]]) for r in records]  # noqa: E731
+    assert strip(shared) == strip(direct) and any(r["exposure"] == "seen" for r in shared)
+    bad = tmp_path / "bad.toml"
+    bad.write_text(f'[corpora.shared]\nbackend = "local"\npath = "{small}"\nminhash_redis = "http://x"\n', encoding="utf-8")
+    refused = audit_check(bench_file, tmp_path / "bad.audit.jsonl", "--corpus", "shared", "--registry", str(bad))
+    assert refused.exit_code == 2 and "minhash_redis: 'http://x' is not a redis://" in refused.output
