@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import click
+from pydantic import ValidationError
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -35,7 +36,7 @@ from audit.loaders import BenchmarkError, load_benchmark
 from audit.neardup import NEARDUP_DIR, NearDupError, NearDupParams, add_neardup, load_redis
 from audit.outputs import OutputError, atomic_write_text, check_directory_target, check_file_target
 from audit.report.render import REPORT, write_report
-from audit.signals import SIGNALS, SignalError, configure, parse_signals, plan
+from audit.signals import SIGNALS, SignalError, configure, minhash, parse_signals, plan
 
 console = Console(stderr=True)
 
@@ -122,12 +123,14 @@ def index() -> None:
 )
 @click.option("--force", is_flag=True, help="Replace an existing index at --out (only one audit wrote; never other files).")
 @click.option("--no-minhash", "no_minhash", is_flag=True, help="Skip the near-duplicate (MinHash) index built after the suffix array; add it later with `audit index minhash`.")
-def index_build(sources: tuple[Path, ...], out: Path, memory: str, normalization: str, force: bool, no_minhash: bool) -> None:
+@click.option("--policy", "policy_path", type=click.Path(path_type=Path), help="Build the near-duplicate index with this policy's [minhash.index] parameters (default: the built-in ones).")
+def index_build(sources: tuple[Path, ...], out: Path, memory: str, normalization: str, force: bool, no_minhash: bool, policy_path: Path | None) -> None:
     """Index JSONL(.gz) documents (a `text` field each; other fields kept as provenance).
 
     SOURCES are files or directories (every *.json* file below, in sorted order).  The suffix
     array is followed by the near-duplicate index, unless --no-minhash.
     """
+    params = None if no_minhash else _minhash_params(policy_path, None)
     progress, report = _build_progress()
     try:
         manifest = build_index(list(sources), out, memory_bytes=_parse_size(memory), normalization=normalization, force=force, progress=report)
@@ -139,8 +142,19 @@ def index_build(sources: tuple[Path, ...], out: Path, memory: str, normalization
         f"{out}: {manifest.documents:,} documents, {describe_size(manifest.bytes)} in {len(manifest.shards)} shard(s), "
         f"built in {manifest.build_seconds:.1f} s (fingerprint {manifest.fingerprint})"
     )
-    if not no_minhash:
-        _add_minhash(out, NearDupParams(), force=False)
+    if params is not None:
+        _add_minhash(out, params, force=False)
+
+
+def _minhash_params(policy_path: Path | None, sketcher: str | None) -> NearDupParams:
+    """Build parameters from a policy's `[minhash.index]` table (checked before any work)."""
+    try:
+        expected = minhash.MinhashConfig.model_validate(load_policy(policy_path).settings.get(minhash.NAME, {})).index
+        return expected.build_params(sketcher=sketcher)
+    except PolicyError as error:
+        raise InputError(str(error)) from None
+    except ValidationError as error:
+        raise InputError(f"{policy_path or 'the built-in policy'}: [minhash.index]: {error.errors()[0]['msg'].removeprefix('Value error, ')}") from None
 
 
 def _minhash_progress() -> tuple[Progress, IndexProgress]:
@@ -179,9 +193,10 @@ def _add_minhash(directory: Path, params: NearDupParams, force: bool) -> None:
 @index.command("minhash")
 @click.argument("directory", type=click.Path(path_type=Path))
 @click.option("--redis", "redis_url", metavar="URL", help="Also load the LSH bands into Redis (redis://host:port/db), to share them between processes and machines.")
-@click.option("--sketcher", type=click.Choice(["datasketch", "rensa"]), default="datasketch", show_default=True, help="MinHash implementation: datasketch (the reference) or rensa (Rust, faster; pip install 'corpus-audit[rensa]').")
+@click.option("--sketcher", type=click.Choice(["datasketch", "rensa"]), help="MinHash implementation: datasketch (the reference, the default) or rensa (Rust, faster; pip install 'corpus-audit[rensa]'); overrides the policy's.")
+@click.option("--policy", "policy_path", type=click.Path(path_type=Path), help="Build with this policy's [minhash.index] parameters (default: the built-in ones).")
 @click.option("--force", is_flag=True, help="Rebuild a near-duplicate index the directory already has.")
-def index_minhash(directory: Path, redis_url: str | None, sketcher: str, force: bool) -> None:
+def index_minhash(directory: Path, redis_url: str | None, sketcher: str | None, policy_path: Path | None, force: bool) -> None:
     """Add the near-duplicate (MinHash LSH) index to an index built by `audit index build`.
 
     It goes into DIRECTORY/minhash/ and is listed in the index's manifest, so `audit index
@@ -190,7 +205,7 @@ def index_minhash(directory: Path, redis_url: str | None, sketcher: str, force: 
     """
     exists = (directory / NEARDUP_DIR).exists()
     if force or not exists or not redis_url:
-        _add_minhash(directory, NearDupParams(sketcher=sketcher), force=force)
+        _add_minhash(directory, _minhash_params(policy_path, sketcher), force=force)
     if redis_url:
         progress, report = _minhash_progress()
         try:

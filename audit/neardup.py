@@ -1060,9 +1060,17 @@ def _best_window(positions: np.ndarray, values: np.ndarray, width: int, count: i
 
 def check_expected(directory: Path, params: NearDupParams, expect: Mapping[str, Any]) -> None:
     """Refuse an index built otherwise than a policy expects (its `[minhash.index]` table)."""
-    built = params.model_dump()
+    if expect.get("shingle") is not None:
+        wanted_sizes = ShingleSizes.model_validate(expect["shingle"])
+        for script in SCRIPT_NAMES[1:]:
+            if params.shingle.size(script) != wanted_sizes.size(script):
+                raise NearDupError(
+                    f"{directory / NEARDUP_DIR}: built with {script} shingles of {params.shingle.size(script)} tokens, but the policy expects {wanted_sizes.size(script)}; "
+                    f"rebuild it to match (`audit index minhash {directory} --force --policy ...`) or change the policy"
+                )
+    built = params.model_dump(exclude={"shingle"})
     for key, wanted in expect.items():
-        if wanted is None:
+        if key == "shingle" or wanted is None:
             continue
         if key not in built:
             raise NearDupError(f"{directory / NEARDUP_DIR}: no build parameter {key!r} (known: {', '.join(built)})")

@@ -591,3 +591,27 @@ def test_check_takes_candidates_from_redis_when_the_registry_says_so(small: Path
     bad.write_text(f'[corpora.shared]\nbackend = "local"\npath = "{small}"\nminhash_redis = "http://x"\n', encoding="utf-8")
     refused = audit_check(bench_file, tmp_path / "bad.audit.jsonl", "--corpus", "shared", "--registry", str(bad))
     assert refused.exit_code == 2 and "minhash_redis: 'http://x' is not a redis://" in refused.output
+
+
+def test_the_policy_builds_the_index_and_refuses_one_built_otherwise(tmp_path: Path, items):
+    write_jsonl(tmp_path / "docs.jsonl", [*demo_rows(2_000), {"id": "q", "lang": "en", "text": f"Quoted: {items[0].variants['en'].question}"}])
+    policy = tmp_path / "wide.toml"
+    policy.write_text('name = "wide"\n[minhash.index]\nnum_perm = 64\nbands = 16\nrows = 4\n[minhash.index.shingle]\nlatin = 2\n', encoding="utf-8")
+    runner = CliRunner()
+    result = runner.invoke(main, ["index", "build", str(tmp_path / "docs.jsonl"), "--out", str(tmp_path / "index"), "--policy", str(policy)])
+    assert result.exit_code == 0, result.output
+    assert "64 permutations, 16 bands x 4 rows" in result.output
+    built = NearDuplicateIndex.open(tmp_path / "index").params
+    assert (built.num_perm, built.bands, built.rows, built.shingle.latin, built.shingle.han) == (64, 16, 4, 2, 3)
+    bench = tmp_path / "bench.jsonl"
+    write_jsonl(bench, [{"item_id": "1", "source_lang": "en", "variants": {"en": {"question": items[0].variants["en"].question}}}])
+    out = tmp_path / "a.audit.jsonl"
+    matched = runner.invoke(main, ["check", str(bench), "--corpus", str(tmp_path / "index"), "--policy", str(policy), "--signals", "minhash", "--out", str(out), "--no-report"])
+    assert matched.exit_code == 0 and "failed" not in matched.output, matched.output
+    default = runner.invoke(main, ["check", str(bench), "--corpus", str(tmp_path / "index"), "--signals", "minhash", "--out", str(tmp_path / "b.audit.jsonl"), "--no-report"])
+    assert default.exit_code == 0 and "failed minhash" in default.output
+    assert "built with latin shingles of 2 tokens, but the policy expects 3" in default.output.replace("\n", "")
+    clash = tmp_path / "clash.toml"
+    clash.write_text('name = "clash"\n[minhash.index]\nbands = 64\n', encoding="utf-8")
+    refused = runner.invoke(main, ["index", "minhash", str(tmp_path / "index"), "--force", "--policy", str(clash)])
+    assert refused.exit_code == 2 and "[minhash.index]: bands x rows (64 x 1) exceeds num_perm (32)" in refused.output

@@ -23,7 +23,7 @@ from pydantic import Field
 from audit.corpora.local import LocalIndex
 from audit.evidence import ABSENT, FAILED, Evidence
 from audit.items import Item
-from audit.neardup import NEARDUP_DIR, NearDupError, NearDuplicateIndex, QueryResult, check_expected
+from audit.neardup import NEARDUP_DIR, NearDupError, NearDuplicateIndex, NearDupParams, QueryResult, ShingleSizes, check_expected
 from audit.rules import Count, Fraction, Table, threshold
 from audit.text import dominant_script, normalize
 
@@ -34,7 +34,8 @@ TEXT_FIELDS = ("question", "context")
 class ExpectedIndex(Table):
     """Build parameters the near-duplicate index must have; unset ones are not checked.  An
     index built otherwise is refused, since its figures would not mean what the thresholds
-    were set for."""
+    were set for.  `audit index build/minhash --policy FILE` builds with them (unset ones at
+    their defaults), so an index and the policy that reads it never disagree."""
 
     sketcher: Literal["datasketch", "rensa"] | None = None
     num_perm: Count | None = None
@@ -43,6 +44,12 @@ class ExpectedIndex(Table):
     seed: int | None = Field(None, ge=0)
     window: Count | None = None
     stride: Count | None = None
+    shingle: ShingleSizes = Field(default_factory=ShingleSizes)
+
+    def build_params(self, **overrides: Any) -> NearDupParams:
+        """The parameters to build an index with: these, the rest at their defaults; a
+        ValidationError when they do not fit together (more bands x rows than permutations)."""
+        return NearDupParams.model_validate({**self.model_dump(exclude_none=True), **{k: v for k, v in overrides.items() if v is not None}})
 
 
 class MinhashConfig(Table):
