@@ -381,7 +381,8 @@ class _Family:
 
     def chunks(self, hashes: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """A query's chunks: the whole text if it fits a window, else `window` positions from
-        every position.  Returns the signatures and each chunk's number of shingles."""
+        every position, so one lines up with any indexed window.  Returns the signatures and
+        each chunk's number of shingles."""
         count, width = len(hashes), self.params.window
         starts = np.arange(max(1, count - width + 1))
         ends = np.minimum(starts + width, count)
@@ -881,24 +882,35 @@ class NearDuplicateIndex:
         """The LSH candidates, sorted, and in how many bands each met some chunk: a free first
         ranking, so that only the likeliest candidates are compared signature by signature."""
         keys = band_keys(chunks, self.params)
-        in_memory = self._redis is None
-        per_band = [self._band_members(band, np.unique(keys[:, band])) for band in range(self.params.bands)] if in_memory else self._redis.band_members(chunks, keys)
-        per_band = [members for members in per_band if len(members)]
-        if not per_band:
-            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-        windows, counts = np.unique(np.concatenate(per_band).astype(np.int64), return_counts=True)
+        if self._redis is not None:
+            per_band = [members for members in self._redis.band_members(chunks, keys) if len(members)]
+            found = np.concatenate(per_band) if per_band else np.zeros(0, dtype=np.int64)
+        else:
+            found = self._band_members(keys)
+        windows, counts = np.unique(found.astype(np.int64), return_counts=True)
         return windows, counts
 
-    def _band_members(self, band: int, wanted: np.ndarray) -> np.ndarray:
-        """The windows whose key in `band` is one of `wanted` (sorted, distinct), each once."""
-        column = self.bands[band]
-        lo, hi = np.searchsorted(column, wanted, "left"), np.searchsorted(column, wanted, "right")
+    def _band_members(self, keys: np.ndarray) -> np.ndarray:
+        """Every window whose key in some band equals a chunk's key in that band, once per
+        band it matches in (a window has one key per band): binary searches in each band's
+        sorted keys, then one gather."""
+        bands, count = self.params.bands, len(self.windows)
+        low, high, rows = [], [], []
+        for band in range(bands):
+            wanted = np.unique(keys[:, band])
+            column = self.bands[band]
+            lo, hi = np.searchsorted(column, wanted, "left"), np.searchsorted(column, wanted, "right")
+            hit = hi > lo
+            low.append(lo[hit])
+            high.append(hi[hit])
+            rows.append(np.full(int(hit.sum()), band * count, dtype=np.int64))
+        lo, hi, base = np.concatenate(low), np.concatenate(high), np.concatenate(rows)
         lengths = hi - lo
         total = int(lengths.sum())
         if not total:
             return np.zeros(0, dtype=np.int64)
-        starts = np.repeat(lo - (np.cumsum(lengths) - lengths), lengths)
-        return np.asarray(self.band_windows[band])[starts + np.arange(total)]
+        starts = np.repeat(base + lo - (np.cumsum(lengths) - lengths), lengths)
+        return np.asarray(self.band_windows).reshape(-1)[starts + np.arange(total)]
 
     def estimate(self, candidates: np.ndarray, chunks: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Per candidate window, the estimated Jaccard with its most similar chunk, and the
