@@ -837,6 +837,8 @@ class NearDuplicateIndex:
             raise _damaged(folder / "windows.npy", f"{count:,} windows, but the manifest records {manifest.windows:,}", directory)
         self._redis = redis
         self._tables = self.family.params.shingle.table()
+        # The source variant's shingles, asked for by each of an item's languages in turn.
+        self._distinct: dict[tuple[str, ...], np.ndarray] = {}
 
     @classmethod
     def open(cls, directory: Path, *, corpus: LocalIndex | None = None, redis: str | None = None, expect: Mapping[str, Any] | None = None) -> NearDuplicateIndex:
@@ -917,15 +919,14 @@ class NearDuplicateIndex:
         containment of that chunk in it that the estimate implies."""
         best = np.zeros(len(candidates))
         query_size = np.ones(len(candidates))
-        unique, first = np.unique(chunks, axis=0, return_index=True)
-        unique_sizes = np.maximum(sizes[first], 1).astype(float)
-        step = max(1, (1 << 22) // max(1, unique.size))
+        chunk_sizes = np.maximum(sizes, 1).astype(float)
+        step = max(1, (1 << 22) // max(1, chunks.size))
         for at in range(0, len(candidates), step):
             rows = np.asarray(self.signatures[candidates[at : at + step]])
-            agreement = (rows[:, None, :] == unique[None, :, :]).mean(axis=2)
+            agreement = (rows[:, None, :] == chunks[None, :, :]).sum(axis=2) / self.params.num_perm
             pick = agreement.argmax(axis=1)
             best[at : at + step] = agreement[np.arange(len(pick)), pick]
-            query_size[at : at + step] = unique_sizes[pick]
+            query_size[at : at + step] = chunk_sizes[pick]
         window_size = self.windows["shingles"][candidates].astype(float)
         containment = np.clip(best * (query_size + window_size) / ((1 + best) * query_size), 0, 1)
         return best, containment
@@ -934,7 +935,12 @@ class NearDuplicateIndex:
         """The distinct shingle hashes of some texts together (a source-language variant's)."""
         if not texts:
             return np.zeros(0, np.uint32)
-        return np.unique(np.concatenate([self.shingle(t).distinct() for t in texts]))
+        key = tuple(texts)
+        if key not in self._distinct:
+            if len(self._distinct) >= 64:
+                self._distinct.pop(next(iter(self._distinct)))
+            self._distinct[key] = np.unique(np.concatenate([self.shingle(t).distinct() for t in texts]))
+        return self._distinct[key]
 
     def query(self, text: str, *, exclude: Sequence[str] | np.ndarray = (), candidates: int = 50, limit: int = 3) -> QueryResult:
         """The documents holding most of `text`: LSH candidates ranked by the bands they share
@@ -986,7 +992,7 @@ class NearDuplicateIndex:
             if not bounds[number] or (len(counts) >= limit and bounds[number] < counts[limit - 1]):
                 break
             document, start, text = regions[number]
-            span = self._best_span(shingled, number, document, start, text, kept, shared, positions)
+            span = self._best_span(shingled, inside, number, document, start, text, kept, shared, positions)
             held = best.get(document)
             if span is not None and (held is None or (span.containment, span.jaccard) > (held.containment, held.jaccard)):
                 best[document] = span
@@ -1006,10 +1012,9 @@ class NearDuplicateIndex:
             skip += 1
         return document, start + skip, raw[skip:].decode("utf-8", "ignore")
 
-    def _best_span(self, shingled: _Regions, number: int, document: int, start: int, text: str, kept: np.ndarray, shared: np.ndarray, positions: int) -> Match | None:
+    def _best_span(self, shingled: _Regions, kept_at: np.ndarray, number: int, document: int, start: int, text: str, kept: np.ndarray, shared: np.ndarray, positions: int) -> Match | None:
         lo, hi = int(shingled.first[number]), int(shingled.first[number + 1])
-        hashes, valid = shingled.hashes[lo:hi], shingled.valid[lo:hi]
-        inside = valid & np.isin(hashes, kept)
+        hashes, valid, inside = shingled.hashes[lo:hi], shingled.valid[lo:hi], kept_at[lo:hi]
         count, at = _best_window(np.flatnonzero(inside), hashes[inside], positions, hi - lo)
         if not count:
             return None
