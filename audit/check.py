@@ -1,18 +1,22 @@
 """Run signals over every (item, language) and turn their evidence into exposure records.
 
 Signals arrive as callables, so this module needs none of them by name: the CLI and the
-server choose which run.  Variants are checked on a thread pool; the suffix-array searches
-release the GIL, so the pool uses every core.
+server choose which run.  Variants are checked on a thread pool, or, when every source is a
+local index, on forked processes (`variant_processes`): the suffix-array searches release the
+GIL, but most of the signals' work is Python that holds it.
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import multiprocessing
 import os
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import asdict
+from multiprocessing.pool import Pool
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +37,28 @@ def check_variant(item: Item, lang: str, runners: list[SignalRunner], policy: Po
     return ExposureRecord.decided(item.item_id, lang, item.source_lang, decide(policy, evidence), evidence)
 
 
+# What forked workers check with: set before the fork, so each child inherits the runners
+# with their open indexes and memory maps instead of receiving them pickled.
+_FORKED: list[tuple[list[SignalRunner], Policy]] = []
+
+
+@contextmanager
+def variant_processes(runners: list[SignalRunner], policy: Policy, workers: int) -> Iterator[Pool]:
+    """Forked processes ready to check variants with these runners.  Enter it before any
+    thread starts (a progress display), so no child inherits a lock another thread held."""
+    _FORKED.append((runners, policy))
+    try:
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            yield pool
+    finally:
+        _FORKED.clear()
+
+
+def _check_forked(task: tuple[Item, str]) -> ExposureRecord:
+    runners, policy = _FORKED[-1]
+    return check_variant(*task, runners, policy)
+
+
 def check_items(
     items: list[Item],
     runners: list[SignalRunner],
@@ -41,21 +67,30 @@ def check_items(
     langs: list[str] | None = None,
     workers: int | None = None,
     on_done: Callable[[], None] | None = None,
+    processes: Pool | None = None,
 ) -> list[dict[str, Any]]:
     """Records in item order then language order, whatever order the pool finishes in.
 
     `langs` limits which variants are checked; the others stay on the item, since signals
-    compare a target variant with its source-language text."""
+    compare a target variant with its source-language text.  With `processes` (from
+    `variant_processes` over the same runners) variants are checked there, else on threads."""
     tasks = [(item, lang) for item in items for lang in item.variants if langs is None or lang in langs]
+    if processes is not None:
+        records = []
+        for record in processes.imap(_check_forked, tasks, chunksize=4):
+            records.append(record)
+            if on_done:
+                on_done()
+    else:
 
-    def run(task: tuple[Item, str]) -> ExposureRecord:
-        record = check_variant(*task, runners, policy)
-        if on_done:
-            on_done()
-        return record
+        def run(task: tuple[Item, str]) -> ExposureRecord:
+            record = check_variant(*task, runners, policy)
+            if on_done:
+                on_done()
+            return record
 
-    with ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool:
-        records = list(pool.map(run, tasks))
+        with ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool:
+            records = list(pool.map(run, tasks))
     by_item: dict[str, list[ExposureRecord]] = {}
     for record in records:
         by_item.setdefault(record.item_id, []).append(record)

@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 import time
+from contextlib import nullcontext
 from pathlib import Path
 
 import click
@@ -24,7 +26,7 @@ from rich.table import Table
 
 from audit import __version__
 from audit.auditfile import AuditFileError, is_audit_file, locate_benchmark, read_audit, write_audit
-from audit.check import audit_manifest, check_items
+from audit.check import audit_manifest, check_items, variant_processes
 from audit.corpora.local import EXTRA, IndexOpenError, LocalIndex, verify_index
 from audit.corpora.registry import CorpusError, check_corpora, open_corpus
 from audit.exposure import PolicyError, load_policy
@@ -325,7 +327,7 @@ def _print_summary(summary: dict, out: Path, elapsed: float) -> None:
 @click.option("--policy", "policy_path", type=click.Path(path_type=Path), help="Policy TOML merged over the built-in one.")
 @click.option("--registry", type=click.Path(path_type=Path), help="Corpus registry TOML [default: indexes/corpora.toml].")
 @click.option("--skip-bad-rows", is_flag=True, help="Skip (and count) malformed benchmark rows instead of stopping.")
-@click.option("--workers", type=click.IntRange(min=1), help="Threads for the search [default: all cores].")
+@click.option("--workers", type=click.IntRange(min=1), help="Processes (threads when a corpus is remote) for the search [default: all cores].")
 @click.option("--offline", is_flag=True, help="Answer API corpora from their response cache only; uncached questions are tagged unknown.")
 @click.option("--report/--no-report", "with_report", default=True, show_default=True, help="Also write an exposure report (HTML, Markdown, JSON).")
 @click.option("--report-dir", type=click.Path(path_type=Path), help="Where the report goes [default: OUT without .jsonl, plus .report].")
@@ -381,9 +383,11 @@ def check(
         if not run.ran:
             console.print(f"[yellow]skipped[/yellow] signal {run.signal} on {run.source}: {run.reason}")
     variants = sum(1 for item in report.items for lang in item.variants if wanted is None or lang in wanted)
-    with _progress() as progress:
+    processes = workers or os.cpu_count() or 1
+    local = all(isinstance(source, LocalIndex) for source in sources)
+    with variant_processes(runners, policy, processes) if local and processes > 1 else nullcontext() as pool, _progress() as progress:
         task = progress.add_task(f"checking against {', '.join(s.info.name for s in sources)}", total=variants)
-        records = check_items(report.items, runners, policy, langs=wanted, workers=workers, on_done=lambda: progress.advance(task))
+        records = check_items(report.items, runners, policy, langs=wanted, workers=workers, on_done=lambda: progress.advance(task), processes=pool)
     manifest = audit_manifest(["audit", *sys.argv[1:]], report, bench, [s.info for s in sources], runs, policy, wanted, records)
     summary = manifest["summary"]
     _warn_failed_sources(records)

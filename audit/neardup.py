@@ -333,20 +333,34 @@ def shingle_text(text: str, sizes: ShingleSizes) -> Shingled:
 class _Family:
     """One hash family with its parameters: how a signature row is computed."""
 
-    def __init__(self, params: NearDupParams) -> None:
+    def __init__(self, params: NearDupParams, permutations: Sequence[Sequence[int]] | None = None) -> None:
+        """`permutations`: datasketch's (a, b) as an index's manifest records them, so that
+        opening an index needs no datasketch import (a second of start-up); drawn by datasketch
+        when not given."""
         self.params = params
         if params.sketcher == "rensa":
             self._rensa = _import_rensa()
-        else:
+            return
+        if permutations is None:
             from datasketch import MinHash
 
-            a, b = MinHash(num_perm=params.num_perm, seed=params.seed, scheme="affine32").permutations
-            self._a, self._b = np.asarray(a, dtype=np.uint32), np.asarray(b, dtype=np.uint32)
+            permutations = MinHash(num_perm=params.num_perm, seed=params.seed, scheme="affine32").permutations
+        a, b = (np.asarray(row, dtype=np.uint32) for row in permutations)
+        if a.shape != (params.num_perm,) or b.shape != (params.num_perm,):
+            raise NearDupError(f"the recorded permutations are not 2 x {params.num_perm} numbers")
+        self._a, self._b = a, b
 
     def describe(self) -> dict[str, Any]:
         if self.params.sketcher == "rensa":
             return {"sketcher": "rensa", "library": f"rensa {_version('rensa')}", "algorithm": f"RMinHash v{self._rensa.RMinHash.ALGORITHM_VERSION}", "seed": self.params.seed, "num_perm": self.params.num_perm}
-        return {"sketcher": "datasketch", "library": f"datasketch {_version('datasketch')}", "algorithm": "MinHash affine32 (a*fmix32(h)+b mod 2^32)", "seed": self.params.seed, "num_perm": self.params.num_perm}
+        return {
+            "sketcher": "datasketch",
+            "library": f"datasketch {_version('datasketch')}",
+            "algorithm": "MinHash affine32 (a*fmix32(h)+b mod 2^32)",
+            "seed": self.params.seed,
+            "num_perm": self.params.num_perm,
+            "permutations": [self._a.tolist(), self._b.tolist()],
+        }
 
     def permuted(self, hashes: np.ndarray, valid: np.ndarray) -> np.ndarray:
         """datasketch: every position's permuted hash values (invalid positions at the maximum)."""
@@ -783,6 +797,16 @@ def _map(path: Path, directory: Path) -> np.ndarray:
         raise _damaged(path, f"not a readable array ({error})", directory) from None
 
 
+def _distinct_per_band(keys: np.ndarray) -> list[np.ndarray]:
+    """Each band's distinct chunk keys, sorted; 32-bit keys (one row per band) in one pass."""
+    if keys.dtype != np.uint32:
+        return [np.unique(keys[:, band]) for band in range(keys.shape[1])]
+    bands = np.arange(keys.shape[1], dtype=np.uint64)
+    packed = np.unique((bands[:, None] << np.uint64(32)) | keys.T.astype(np.uint64))
+    cuts = np.searchsorted(packed >> np.uint64(32), np.arange(1, keys.shape[1]))
+    return [(part & np.uint64(0xFFFFFFFF)).astype(np.uint32) for part in np.split(packed, cuts)]
+
+
 @dataclass(frozen=True)
 class _Regions:
     """Several texts shingled in one pass: tokens and shingles of all of them, which text each
@@ -816,13 +840,17 @@ class NearDuplicateIndex:
         self.corpus = corpus
         self.manifest = manifest
         self.params = params
-        self.family = _Family(params)
+        try:
+            self.family = _Family(params, manifest.hash_family.get("permutations"))
+        except (NearDupError, TypeError, ValueError) as error:
+            raise _damaged(directory / NEARDUP_DIR / MANIFEST_NAME, f"its hash family is unreadable ({error})", directory) from None
         self._check_family()
         folder = directory / NEARDUP_DIR
-        self.windows = _map(folder / "windows.npy", directory)
-        self.signatures = _map(folder / "signatures.npy", directory)
-        self.bands = _map(folder / "bands.npy", directory)
-        self.band_windows = _map(folder / "band_windows.npy", directory)
+        # Plain array views of the memory maps: indexing a np.memmap costs a Python call more.
+        self.windows = np.asarray(_map(folder / "windows.npy", directory))
+        self.signatures = np.asarray(_map(folder / "signatures.npy", directory))
+        self.bands = np.asarray(_map(folder / "bands.npy", directory))
+        self.band_windows = np.asarray(_map(folder / "band_windows.npy", directory))
         count = len(self.windows)
         shapes = {
             "windows.npy": (self.windows.dtype == WINDOW_DTYPE and self.windows.ndim == 1, f"{WINDOW_DTYPE.descr}"),
@@ -896,10 +924,9 @@ class NearDuplicateIndex:
         """Every window whose key in some band equals a chunk's key in that band, once per
         band it matches in (a window has one key per band): binary searches in each band's
         sorted keys, then one gather."""
-        bands, count = self.params.bands, len(self.windows)
+        count = len(self.windows)
         low, high, rows = [], [], []
-        for band in range(bands):
-            wanted = np.unique(keys[:, band])
+        for band, wanted in enumerate(_distinct_per_band(keys)):
             column = self.bands[band]
             lo, hi = np.searchsorted(column, wanted, "left"), np.searchsorted(column, wanted, "right")
             hit = hi > lo
@@ -912,7 +939,7 @@ class NearDuplicateIndex:
         if not total:
             return np.zeros(0, dtype=np.int64)
         starts = np.repeat(base + lo - (np.cumsum(lengths) - lengths), lengths)
-        return np.asarray(self.band_windows).reshape(-1)[starts + np.arange(total)]
+        return self.band_windows.reshape(-1)[starts + np.arange(total)]
 
     def estimate(self, candidates: np.ndarray, chunks: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Per candidate window, the estimated Jaccard with its most similar chunk, and the
@@ -973,10 +1000,11 @@ class NearDuplicateIndex:
         """The `limit` documents whose text around the candidate windows holds the span with the
         most of the field's shingles, best first.  All regions are shingled in one pass; a
         region is searched only while the distinct field shingles it holds (a bound on any span
-        in it) could still place its document among the best `limit`, so the result is the
-        same as searching every region."""
+        in it) could still place its document above the `limit`-th best, so every containment
+        reported is what searching every region gives; among documents of equal containment,
+        the first searched is kept (its Jaccard, exact for its span, may not be the largest)."""
         rows = self.windows[windows]
-        pad = 2 * query_bytes + 64
+        pad = query_bytes + query_bytes // 4 + 64
         regions = []
         for document in dict.fromkeys(rows["document"].tolist()):
             ranges = [(int(r["offset"]) - pad, int(r["offset"]) + int(r["length"]) + pad) for r in rows[rows["document"] == document]]
@@ -989,7 +1017,7 @@ class NearDuplicateIndex:
         best: dict[int, Match] = {}
         for number in np.argsort(-bounds, kind="stable").tolist():
             counts = sorted((round(m.containment * len(kept)) for m in best.values()), reverse=True)
-            if not bounds[number] or (len(counts) >= limit and bounds[number] < counts[limit - 1]):
+            if not bounds[number] or (len(counts) >= limit and bounds[number] <= counts[limit - 1]):
                 break
             document, start, text = regions[number]
             span = self._best_span(shingled, inside, number, document, start, text, kept, shared, positions)
