@@ -8,11 +8,15 @@ whitespace changed, (d) only the first half copied.  `tests/test_minhash.py` and
 """
 from __future__ import annotations
 
+import gzip
+import json
 import random
 import re
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
 
 from audit.items import Item
 from audit.text import UNSEGMENTED_SCRIPTS, normalize, script_of, units
@@ -136,3 +140,23 @@ def plant(items: Sequence[Item], hosts: Mapping[str, Sequence[str]], plan: Mappi
             document = {"id": f"planted-{item_id}-{lang}-{name}", "lang": lang, "title": None, "text": text}
             plants.append(Plant(item_id, lang, name, edit, copy, document))
     return plants
+
+
+def host_rows(cap: int | None) -> list[dict]:
+    """Documents to plant into: the first `cap` bytes of text (all of it for None) of every
+    file of the demo corpus the package ships but the ECLeKTic passages, so that no item is in
+    them unless planted."""
+    corpus = Path(str(resources.files("audit").joinpath("data/demo/corpus")))
+    rows = []
+    for path in sorted(corpus.glob("*.jsonl.gz")):
+        if path.name.startswith("eclektic"):
+            continue
+        size = 0
+        with gzip.open(path, "rt", encoding="utf-8") as handle:
+            for line in handle:
+                row = json.loads(line)
+                rows.append(row)
+                size += len(row["text"].encode("utf-8"))
+                if cap is not None and size >= cap:
+                    break
+    return rows

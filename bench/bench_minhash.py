@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import gzip
 import hashlib
 import json
 import os
@@ -29,7 +28,6 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
-from importlib import resources
 from pathlib import Path
 
 import numpy as np
@@ -40,7 +38,6 @@ from bench_core import assemble_big_corpus, demo_corpus, run_measured
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "audit" / "data" / "demo" / "eclektic_sample.csv.gz"
-CORPUS = Path(str(resources.files("audit").joinpath("data/demo/corpus")))
 # The default thresholds (the policy's [rules.minhash.question] and [rules.minhash.context]).
 THRESHOLDS = {"question": {"containment": 0.5}, "context": {"containment": 0.35}}
 # Planted corpora: demo text per file (bytes; None for all of it), and whether the shared corpus is added.
@@ -405,24 +402,6 @@ def redis_latency(name: str, index_dir: Path, fields: list[dict], work: Path) ->
 # 4. Planted near-duplicates: recall and false positives, next to exact n-gram matching.
 
 
-def demo_rows(cap: int | None) -> list[dict]:
-    """The first `cap` bytes of text (all of it for None) of every demo corpus file but the
-    ECLeKTic passages, so that no item is in the corpus unless planted."""
-    rows = []
-    for path in sorted(CORPUS.glob("*.jsonl.gz")):
-        if path.name.startswith("eclektic"):
-            continue
-        size = 0
-        with gzip.open(path, "rt", encoding="utf-8") as handle:
-            for line in handle:
-                row = json.loads(line)
-                rows.append(row)
-                size += len(row["text"].encode("utf-8"))
-                if cap is not None and size >= cap:
-                    break
-    return rows
-
-
 def planted_index(name: str, cap: int | None, work: Path, extra: list[Path]) -> tuple[Path, dict, dict]:
     """The demo text (up to `cap` bytes per file) with half of the items planted, edited four ways,
     in every ECLeKTic language, and the `extra` document files; both indexes built."""
@@ -433,7 +412,7 @@ def planted_index(name: str, cap: int | None, work: Path, extra: list[Path]) -> 
 
     items = load_benchmark(SAMPLE).items
     langs = list(items[0].variants)
-    rows = demo_rows(cap)
+    rows = plants.host_rows(cap)
     hosts = defaultdict(list)
     for row in rows:
         hosts[row["lang"]].append(row["text"])

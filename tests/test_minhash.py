@@ -4,7 +4,6 @@ and the default thresholds measured on near-duplicates planted in real text (the
 for every ECLeKTic language, next to the exact n-gram signal."""
 from __future__ import annotations
 
-import gzip
 import json
 import os
 import shutil
@@ -19,7 +18,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from conftest import CORPUS, ECLEKTIC_CSV, write_jsonl
+from conftest import ECLEKTIC_CSV, write_jsonl
 from datasketch import MinHash, MinHashLSH
 
 from audit import neardup, plants
@@ -41,24 +40,6 @@ MINHASH_POLICY = Policy("minhash-default", "test", {"name": "minhash-default", "
 BASE_BYTES = 250_000
 
 
-def demo_rows(cap: int) -> list[dict]:
-    """The first `cap` bytes of text of every demo corpus file but the ECLeKTic passages
-    themselves, so that no item is in the corpus unless planted."""
-    rows = []
-    for path in sorted(CORPUS.glob("*.jsonl.gz")):
-        if path.name.startswith("eclektic"):
-            continue
-        size = 0
-        with gzip.open(path, "rt", encoding="utf-8") as handle:
-            for line in handle:
-                row = json.loads(line)
-                rows.append(row)
-                size += len(row["text"].encode("utf-8"))
-                if size >= cap:
-                    break
-    return rows
-
-
 def build(root: Path, rows: list[dict], params: NearDupParams | None = None) -> Path:
     write_jsonl(root / "docs.jsonl", rows)
     build_index([root / "docs.jsonl"], root / "index")
@@ -77,7 +58,7 @@ ZEBRAS = "The report said that zebras graze quietly near the river while distant
 @pytest.fixture(scope="module")
 def small(tmp_path_factory, items) -> Path:
     """Real text in four scripts, one known English document, and a few planted copies."""
-    rows = demo_rows(10_000)
+    rows = plants.host_rows(10_000)
     rows.append({"id": "zebras", "lang": "en", "text": ZEBRAS})
     langs = ["en", "ja", "zh", "de"]
     hosts = defaultdict(list)
@@ -280,7 +261,7 @@ def test_a_failing_query_is_failed_evidence_not_absence(small: Path, items, monk
 
 @pytest.fixture(scope="module")
 def rensa_index(tmp_path_factory) -> Path:
-    rows = demo_rows(8_000)
+    rows = plants.host_rows(8_000)
     return build(tmp_path_factory.mktemp("rensa"), rows, NearDupParams(sketcher="rensa"))
 
 
@@ -373,8 +354,8 @@ def test_redis_and_memory_give_identical_candidates(small: Path, redis_url: str,
 
 
 def test_redis_down_or_stale_is_an_error(redis_url: str, tmp_path: Path, items):
-    tiny = build(tmp_path / "tiny", [*demo_rows(2_000), {"id": "q", "text": f"Listed: {items[0].variants['en'].question}"}])
-    other = build(tmp_path / "other", demo_rows(1_000))
+    tiny = build(tmp_path / "tiny", [*plants.host_rows(2_000), {"id": "q", "text": f"Listed: {items[0].variants['en'].question}"}])
+    other = build(tmp_path / "other", plants.host_rows(1_000))
     assert load_redis(tiny, redis_url) > 0
     index = NearDuplicateIndex.open(tiny, redis=redis_url)
     assert index.query(items[0].variants["en"].question).best.containment == 1.0
@@ -393,7 +374,7 @@ def test_redis_down_or_stale_is_an_error(redis_url: str, tmp_path: Path, items):
 
 
 def test_index_build_adds_the_near_duplicate_index_unless_told_not_to(tmp_path: Path):
-    write_jsonl(tmp_path / "docs" / "a.jsonl", demo_rows(4_000))
+    write_jsonl(tmp_path / "docs" / "a.jsonl", plants.host_rows(4_000))
     runner = CliRunner()
     result = runner.invoke(main, ["index", "build", str(tmp_path / "docs"), "--out", str(tmp_path / "plain"), "--no-minhash"])
     assert result.exit_code == 0, result.output
@@ -423,7 +404,7 @@ def test_index_minhash_refuses_what_it_cannot_add_to(tmp_path: Path):
     runner = CliRunner()
     missing = runner.invoke(main, ["index", "minhash", str(tmp_path / "nowhere")])
     assert missing.exit_code == 2 and "no such index directory" in missing.output
-    write_jsonl(tmp_path / "docs.jsonl", demo_rows(2_000))
+    write_jsonl(tmp_path / "docs.jsonl", plants.host_rows(2_000))
     build_index([tmp_path / "docs.jsonl"], tmp_path / "old")
     (tmp_path / "old" / MARKER).unlink()
     unmarked = runner.invoke(main, ["index", "minhash", str(tmp_path / "old")])
@@ -440,7 +421,7 @@ def planted(tmp_path_factory, items) -> dict:
     of the four ways in turn, into 4.5 MB of real demo-corpus text; both signals run on every
     (item, language)."""
     langs = list(items[0].variants)
-    rows = demo_rows(BASE_BYTES)
+    rows = plants.host_rows(BASE_BYTES)
     hosts = defaultdict(list)
     for row in rows:
         hosts[row["lang"]].append(row["text"])
@@ -536,7 +517,7 @@ def audit_check(bench: Path, out: Path, *args: str):
 
 def test_check_runs_the_near_duplicate_signal_where_an_index_has_one(small: Path, bench_file: Path, tmp_path: Path, items):
     plain = tmp_path / "plain"
-    write_jsonl(tmp_path / "docs.jsonl", demo_rows(2_000))
+    write_jsonl(tmp_path / "docs.jsonl", plants.host_rows(2_000))
     build_index([tmp_path / "docs.jsonl"], plain)
     out = tmp_path / "both.audit.jsonl"
     result = audit_check(bench_file, out, "--corpus", str(small), "--corpus", str(plain))
@@ -594,7 +575,7 @@ def test_check_takes_candidates_from_redis_when_the_registry_says_so(small: Path
 
 
 def test_the_policy_builds_the_index_and_refuses_one_built_otherwise(tmp_path: Path, items):
-    write_jsonl(tmp_path / "docs.jsonl", [*demo_rows(2_000), {"id": "q", "lang": "en", "text": f"Quoted: {items[0].variants['en'].question}"}])
+    write_jsonl(tmp_path / "docs.jsonl", [*plants.host_rows(2_000), {"id": "q", "lang": "en", "text": f"Quoted: {items[0].variants['en'].question}"}])
     policy = tmp_path / "wide.toml"
     policy.write_text('name = "wide"\n[minhash.index]\nnum_perm = 64\nbands = 16\nrows = 4\n[minhash.index.shingle]\nlatin = 2\n', encoding="utf-8")
     runner = CliRunner()
