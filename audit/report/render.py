@@ -16,7 +16,6 @@ from audit.auditfile import AuditFile
 from audit.evaluate.stratify import Exposure
 from audit.items import Item
 from audit.outputs import commit_directory, discard_staging, staging_directory
-from audit.report import plots
 from audit.report.build import exposure_labels, item_page, page_name, report_data
 
 DEFAULT_EVIDENCE = "evidence/_default.html.j2"
@@ -71,6 +70,10 @@ def _flat(mapping: Any, prefix: str = "") -> list[tuple[str, Any]]:
 
 
 def figures(data: dict[str, Any]) -> dict[str, Any]:
+    # matplotlib is imported here, not with the module: it costs a second of every command's
+    # start-up, and only a report draws.
+    from audit.report import plots
+
     exposure = data["exposure"]
     result: dict[str, Any] = {
         "exposure_bars": plots.exposure_bars(exposure["per_language"]),
