@@ -147,7 +147,11 @@ def run(index: NearDuplicateIndex, item: Item, lang: str, config: MinhashConfig)
     down) is failed, never "no match"."""
     variant = item.variants[lang]
     source = index.corpus.info.name
-    expected = config.index.model_dump(exclude_none=True)
+    try:
+        check_expected(index.directory, index.params, config.index.model_dump(exclude_none=True))
+        mismatch = None
+    except NearDupError as error:
+        mismatch = str(error)
     shared = index.distinct_shingles(source_texts(item, lang))
     results = []
     for name in TEXT_FIELDS:
@@ -155,8 +159,10 @@ def run(index: NearDuplicateIndex, item: Item, lang: str, config: MinhashConfig)
         if raw is None or not normalize(raw):
             results.append(Evidence(signal=NAME, source=source, field=name, status=ABSENT))
             continue
+        if mismatch is not None:
+            results.append(Evidence(signal=NAME, source=source, field=name, status=FAILED, error=mismatch))
+            continue
         try:
-            check_expected(index.directory, index.params, expected)
             results.append(field_evidence(index, source, name, raw, shared, config))
         except (NearDupError, OSError, ValueError) as error:
             results.append(Evidence(signal=NAME, source=source, field=name, status=FAILED, error=str(error)))
