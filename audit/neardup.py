@@ -75,6 +75,7 @@ from audit.corpora.base import DocumentHit, Occurrence
 from audit.corpora.local import IndexOpenError, LocalIndex
 from audit.indexing import MANIFEST, FileInfo, IndexManifest, hash_file, read_manifest
 from audit.outputs import STAGING_TAG, atomic_write_text, discard_staging, marker_files, rewrite_marker, staging_directory
+from audit.ranges import merged
 from audit.text import UNSEGMENTED_SCRIPTS, script_of
 from audit.timestamps import utc_timestamp
 
@@ -1008,7 +1009,7 @@ class NearDuplicateIndex:
         regions = []
         for document in dict.fromkeys(rows["document"].tolist()):
             ranges = [(int(r["offset"]) - pad, int(r["offset"]) + int(r["length"]) + pad) for r in rows[rows["document"] == document]]
-            regions += [self._region(document, max(0, start), end) for start, end in _merge(ranges)]
+            regions += [self._region(document, max(0, start), end) for start, end in merged(ranges)]
         shingled = _shingle_regions([text for _, _, text in regions], self._tables)
         inside = shingled.valid & np.isin(shingled.hashes, kept)
         at = np.flatnonzero(inside)
@@ -1066,16 +1067,6 @@ class NearDuplicateIndex:
 
     def hit(self, match: Match, snippet_chars: int) -> DocumentHit:
         return self.corpus.document_hit(Occurrence(match.document, match.offset), match.length, snippet_chars)
-
-
-def _merge(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    merged: list[list[int]] = []
-    for start, end in sorted(ranges):
-        if merged and start <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], end)
-        else:
-            merged.append([start, end])
-    return [(s, e) for s, e in merged]
 
 
 def _best_window(positions: np.ndarray, values: np.ndarray, width: int, count: int) -> tuple[int, int]:

@@ -61,6 +61,7 @@ import requests
 from audit.corpora.base import CorpusInfo, DocumentHit, MatchLengths
 from audit.corpora.cache import ResponseCache
 from audit.corpora.local import bytes_to_char_lengths
+from audit.ranges import merged
 from audit.text import UNSEGMENTED_SCRIPTS, script_of
 
 PUBLIC_ENDPOINT = "https://api.infini-gram.io/"
@@ -483,7 +484,7 @@ class ApiCorpus:
             char = next_char
         if capped:
             self._note("fields_capped")
-        return MatchLengths(bytes_to_char_lengths(encoded, lengths), _merged(capped))
+        return MatchLengths(bytes_to_char_lengths(encoded, lengths), merged(capped))
 
     def _boundary(self, text: str, i: int) -> bool:
         """Where a token-level query can start or end: a word boundary, or either side of a
@@ -560,7 +561,7 @@ class ApiCorpus:
         capped = [(j, j + 1) for j in range(min(i, n)) if ends[j] < n and self._boundary(text, j) and (next_cut(ends[j]) or n + 1) > reach[j]]
         if capped:
             self._note("fields_capped")
-        return MatchLengths([e - j for j, e in enumerate(ends)], _merged(capped + unspent))
+        return MatchLengths([e - j for j, e in enumerate(ends)], merged(capped + unspent))
 
     def occurrences(self, text: str, limit: int) -> tuple[int, list[ApiOccurrence]]:
         if not self.fits(text):
@@ -653,18 +654,6 @@ def _extend(found: Callable[[int, int], bool], i: int, end: int, stops: list[int
         else:
             high = middle - 1
     return stops[low]
-
-
-def _merged(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """Position ranges with touching or overlapping ones joined, in order, and empty ones left
-    out."""
-    joined: list[tuple[int, int]] = []
-    for start, end in sorted(r for r in ranges if r[0] < r[1]):
-        if joined and start <= joined[-1][1]:
-            joined[-1] = (joined[-1][0], max(joined[-1][1], end))
-        else:
-            joined.append((start, end))
-    return joined
 
 
 def _char_starts(encoded: bytes) -> list[int]:
