@@ -713,10 +713,12 @@ def _install(directory: Path, staging: Path, index_manifest: IndexManifest, reco
 
 @dataclass
 class Match:
-    """The best span of one document for a field: exact figures from its text, and the
-    sketch's estimates for the candidate window that led to it."""
+    """The best span of one document for a field: exact figures from its text (`shingles`:
+    how many of the field's shingles the span holds), and the sketch's estimates for the
+    candidate window that led to it."""
 
     document: int
+    shingles: int
     offset: int
     length: int
     containment: float
@@ -1017,7 +1019,7 @@ class NearDuplicateIndex:
         bounds = np.bincount((pairs >> np.uint64(32)).astype(np.int64), minlength=len(regions))
         best: dict[int, Match] = {}
         for number in np.argsort(-bounds, kind="stable").tolist():
-            counts = sorted((round(m.containment * len(kept)) for m in best.values()), reverse=True)
+            counts = sorted((m.shingles for m in best.values()), reverse=True)
             if not bounds[number] or (len(counts) >= limit and bounds[number] <= counts[limit - 1]):
                 break
             document, start, text = regions[number]
@@ -1056,6 +1058,7 @@ class NearDuplicateIndex:
         last_char = int(shingled.tokens.ends[min(hi - 1, int((matched + sizes - 1).max()))]) - base
         return Match(
             document=document,
+            shingles=count,
             offset=start + len(text[:first_char].encode("utf-8")),
             length=len(text[first_char:last_char].encode("utf-8")),
             containment=round(count / len(kept), 4),
