@@ -7,7 +7,7 @@ carries exactly what the policy decided on.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
@@ -35,9 +35,11 @@ class Evidence:
     error: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        if data["error"] is None:
-            del data["error"]
+        """Shallow: figures and provenance are plain JSON values already, and a deep copy of
+        every record's evidence is a tenth of an audit's time."""
+        data = {"signal": self.signal, "source": self.source, "field": self.field, "status": self.status, "figures": self.figures, "provenance": self.provenance}
+        if self.error is not None:
+            data["error"] = self.error
         return data
 
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import Counter
-from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 # Scripts written without spaces between words: every character is its own unit.
 _UNSEGMENTED_RANGES = {
@@ -54,9 +54,11 @@ def script_of(char: str) -> str:
     return "other"
 
 
+@lru_cache(maxsize=4096)
 def dominant_script(text: str) -> str:
-    """The most frequent script among letters, ignoring digits, punctuation and spaces."""
-    counts = Counter(script_of(c) for c in text)
+    """The most frequent script among letters, ignoring digits, punctuation and spaces.
+    Cached: every signal asks it of the same fields."""
+    counts = Counter(map(script_of, text))
     counts.pop("other", None)
     counts.pop("fullwidth", None)
     if not counts:
@@ -66,24 +68,26 @@ def dominant_script(text: str) -> str:
     return counts.most_common(1)[0][0]
 
 
-@dataclass(frozen=True)
-class Unit:
-    """One window unit: a word, or a single character of an unsegmented script."""
+class Unit(NamedTuple):
+    """One window unit: a word, or a single character of an unsegmented script.  A tuple,
+    not a dataclass: every field of every variant is cut into units, several times."""
 
     start: int
     end: int
 
 
-def units(text: str) -> list[Unit]:
+@lru_cache(maxsize=4096)
+def units(text: str) -> tuple[Unit, ...]:
     """Words split on whitespace, with every unsegmented-script character its own unit.
 
-    Punctuation stays attached to its word, so windows cover the exact surface text.
+    Punctuation stays attached to its word, so windows cover the exact surface text.  Cached:
+    the signals cut the same fields several times.
     """
-    return [
+    return tuple(
         Unit(m.start(), m.end())
         for m in _UNIT.finditer(text)
         if m.end() - m.start() > 1 or unicodedata.category(m.group())[0] not in "PZ"
-    ]
+    )
 
 
 def windows(text: str, size: int) -> list[tuple[int, int]]:

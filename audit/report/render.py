@@ -5,8 +5,12 @@ replaced only when it is a report this tool wrote (see `audit.outputs`)."""
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
-from collections.abc import Callable, Iterable
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -96,6 +100,19 @@ def figures(data: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
+@contextmanager
+def _drawing(data: dict[str, Any]) -> Iterator[Callable[[], dict[str, Any]]]:
+    """The figures, drawn in a forked process while this one writes the item pages (importing
+    matplotlib and drawing take as long as the pages), when forking is safe: on a platform that
+    forks and with no other thread running (a server renders in its own thread, inline)."""
+    if "fork" not in multiprocessing.get_all_start_methods() or threading.active_count() > 1:
+        yield lambda: figures(data)
+        return
+    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork")) as pool:
+        drawn = pool.submit(figures, data)
+        yield drawn.result
+
+
 def link_item_pages(data: dict[str, Any], report: Path, out: Path) -> None:
     """Point every item row at the provenance page another report of the same audit already
     wrote (the pages depend on the audit alone), instead of writing copies."""
@@ -151,10 +168,11 @@ def write_report(
     try:
         (staging / "report.json").write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         (staging / "report.md").write_text(environment.get_template("report.md.j2").render(data=data), encoding="utf-8")
-        html = environment.get_template("report.html.j2").render(data=data, figures=figures(data))
+        with _drawing(data) as drawn:
+            if item_pages is None:
+                write_item_pages(staging, environment, data, audit, items, labels)
+            html = environment.get_template("report.html.j2").render(data=data, figures=drawn())
         (staging / "report.html").write_text(html, encoding="utf-8")
-        if item_pages is None:
-            write_item_pages(staging, environment, data, audit, items, labels)
         commit_directory(staging, out, REPORT, inputs=[*inputs, Path(audit_path), *([Path(item_pages)] if item_pages else [])])
     except BaseException:
         discard_staging(staging)
