@@ -374,7 +374,7 @@ def check(
     progress, report_build = _build_progress()
     try:
         sources = [open_corpus(corpus, registry, progress=report_build, offline=offline) for corpus in corpora]
-        runners, runs = plan(sources, wanted_signals, configure(policy.settings))
+        runners, runs = plan(sources, wanted_signals, configure(policy.settings), policy.rules)
     except (CorpusError, IndexOpenError, IndexBuildError, SignalError) as error:
         raise InputError(str(error)) from None
     finally:

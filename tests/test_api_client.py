@@ -108,10 +108,10 @@ def test_over_budget_lengths_are_lower_bounds_and_counted(served: Served, wiki_i
     api = corpus(served.url, "wiki", longest_match="count", budget=20)
     text = " ".join(reversed(wiki_docs["en"][3]["text"].split()))[:400]
     got, want = api.match_lengths(text), local.match_lengths(text)
-    assert all(g <= w for g, w in zip(got.lengths, want.lengths, strict=True)) and got.lengths != want.lengths
-    assert len(got.lower_bounds) == 1 and got.lower_bounds[0][1] == len(text)
-    first = got.lower_bounds[0][0]
-    assert got.lengths[:first] == want.lengths[:first] and not want.lower_bounds
+    assert all(low <= w <= high for low, w, high in zip(got.lengths, want.lengths, got.upper(), strict=True))
+    assert got.lengths != want.lengths and want.highest is None
+    first = next(i for i, (low, high) in enumerate(zip(got.lengths, got.upper(), strict=True)) if low != high)
+    assert first > 0 and got.lengths[:first] == want.lengths[:first]
     assert api.details["fields_bounded"] == 1
 
 
@@ -125,14 +125,16 @@ def test_a_bounded_field_is_unknown_never_unseen(served: Served, wiki_index: Pat
     passage = head(" ".join(wiki_docs["en"][5]["text"].split()), 380) + " zq plugh xyzzy"
     absent = "xq " + " ".join(f"zz{k}q" for k in range(40))
 
-    def tags(budget: int, text: str) -> tuple[str, dict]:
-        api = corpus(served.url, "wiki", longest_match="count", budget=budget)
-        evidence, _ = ngram.field_evidence(api, "context", text, config)
+    rules = policy.rules["ngram"]["context"].for_source("wiki")
+
+    def tags(budget: int, text: str, profile: str = "decide") -> tuple[str, dict]:
+        api = corpus(served.url, "wiki", longest_match="count", budget=budget, profile=profile)
+        evidence, _ = ngram.field_evidence(api, "context", text, config, rules)
         return decide(policy, [evidence]).exposure, evidence.figures
 
     tag, figures = tags(3, passage)
     assert tag == "unknown" and figures["bounds"]["coverage"][0] < 0.5 <= figures["bounds"]["coverage"][1]
-    assert tags(5000, passage)[0] == "seen" and "bounds" not in tags(5000, passage)[1]
+    assert tags(5000, passage)[0] == "seen" and "bounds" not in tags(5000, passage, "full")[1]
     assert tags(3, absent)[0] == "unknown" and tags(5000, absent)[0] == "unseen"
 
 
@@ -146,7 +148,7 @@ def test_long_fields_are_windowed_within_the_query_limits(served: Served, demo_d
     cap = 499 - 50
     pairs = list(zip(got.lengths, want.lengths, strict=True))
     assert all(g == w for g, w in pairs if w < cap) and all(g >= min(w, cap) for g, w in pairs)
-    assert all(any(a <= i < b for a, b in got.lower_bounds) for i, (g, w) in enumerate(pairs) if g != w)
+    assert all(g < got.upper()[i] for i, (g, w) in enumerate(pairs) if g != w)
     assert api.count(passage) == local.count(passage) or local.count(passage) == 0
     assert api.details["counts_over_limit"] >= 1
 
@@ -254,7 +256,7 @@ def test_token_level_index_tries_the_leading_space_form_and_records_it(served: S
     hit = api.document_hit(hits[0], len(b"Washington"), 20)
     assert hit.metadata["infini_gram_api"]["variant"] == "leading space" and "Washington" in hit.snippet
     lengths = api.match_lengths("Seattle, Washington has rain")
-    assert lengths.lengths[0] == len("Seattle, Washington has") and not lengths.lower_bounds
+    assert lengths.lengths[0] == len("Seattle, Washington has") and lengths.highest is None
 
 
 # Misbehaving servers: the stdlib HTTP server on 127.0.0.1, answering from a script.

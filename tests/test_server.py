@@ -467,7 +467,8 @@ def test_a_job_on_a_tokenized_index_runs_through_the_protocol(served: Served, tm
     policy = load_policy(None)
     config = build_config(ngram.NgramConfig, policy.section("ngram"), "built-in")
     client = ApiCorpus(InfiniGramClient(ClientSettings(url=served.url, index="olmo")), "olmo", ApiOptions(longest_match="count"))
-    direct = check_items(load_benchmark(benchmark).items, [partial(ngram.run, client, config=config)], policy)
+    rules = {name: table.for_source("olmo") for name, table in policy.rules["ngram"].items()}
+    direct = check_items(load_benchmark(benchmark).items, [partial(ngram.run, client, config=config, rules=rules)], policy)
     assert [r["evidence"] for r in audit.records] == [r["evidence"] for r in direct]
 
 

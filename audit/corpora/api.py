@@ -44,7 +44,6 @@ What is derived, and how exact it is:
 """
 from __future__ import annotations
 
-import bisect
 import hashlib
 import json
 import random
@@ -58,7 +57,8 @@ from typing import Any
 import numpy as np
 import requests
 
-from audit.corpora.base import CorpusInfo, DocumentHit, MatchLengths
+from audit.corpora import counting
+from audit.corpora.base import Budget, CorpusInfo, DocumentHit, MatchLengths, MatchQuestions, OutOfBudget, Profile
 from audit.corpora.cache import ResponseCache
 from audit.corpora.local import bytes_to_char_lengths
 from audit.ranges import merged
@@ -251,6 +251,8 @@ class ApiOptions:
 
     longest_match: str = "auto"
     budget: int = 256
+    profile: Profile = Profile.DECIDE
+    sample_seed: int = 0
     max_query_chars: int = 1000
     max_query_tokens: int = 500
     max_disp_len: int = 10000
@@ -258,6 +260,9 @@ class ApiOptions:
     variants: bool = True
 
     def __post_init__(self) -> None:
+        if self.profile not in tuple(Profile):
+            raise ValueError(f"profile {self.profile!r} is not one of {', '.join(Profile)}")
+        object.__setattr__(self, "profile", Profile(self.profile))
         if self.longest_match not in LONGEST_MATCH_MODES:
             raise ValueError(f"longest_match {self.longest_match!r} is not one of {', '.join(LONGEST_MATCH_MODES)}")
         if self.budget < 1 or self.max_query_chars < 2 or self.max_query_tokens < 2 or self.max_disp_len < 2:
@@ -304,10 +309,6 @@ class ApiOccurrence:
         return f"ApiOccurrence(shard={self.shard}, rank={self.rank}, query={self.query!r})"
 
 
-class _OutOfBudget(Exception):
-    pass
-
-
 class ApiCorpus:
     """A corpus served over the infini-gram API."""
 
@@ -327,7 +328,8 @@ class ApiCorpus:
             "offline": settings.offline,
             "tokenization": "unknown",
             "longest_match": self._mode,
-            "request_budget_per_field": self.options.budget,
+            "profile": str(self.options.profile),
+            "count_budget_per_variant": self.options.budget,
             "limits": {"max_query_chars": self.options.max_query_chars, "max_query_tokens": self.options.max_query_tokens, "max_disp_len": self.options.max_disp_len},
             "fields_bounded": 0,
             "fields_capped": 0,
@@ -428,7 +430,7 @@ class ApiCorpus:
         counts = self._map(self._count_fitting, [text[a:b] for a, b in self._pieces(text)])
         return (0, 0) if 0 in counts else (0, min(counts))
 
-    def match_lengths(self, text: str) -> MatchLengths:
+    def match_lengths(self, text: str, questions: MatchQuestions | None = None) -> MatchLengths:
         n = len(text)
         if not n:
             return MatchLengths([])
@@ -447,7 +449,7 @@ class ApiCorpus:
                     self.details["longest_match"] = "count (the server has no creativity query)"
         elif self._mode == "creativity":
             raise ApiQueryError(f"{self.client.settings.url}: creativity needs a byte-level index; this one is tokenized")
-        return self._by_counts(text)
+        return self._by_counts(text, questions)
 
     def _by_creativity(self, text: str) -> MatchLengths:
         """Lengths from `creativity` answers over successive windows of the text's bytes.
@@ -482,9 +484,14 @@ class ApiCorpus:
             if stop < b_next:
                 capped.append((int(np.searchsorted(starts, stop, side="left")), next_char))
             char = next_char
-        if capped:
-            self._note("fields_capped")
-        return MatchLengths(bytes_to_char_lengths(encoded, lengths), merged(capped))
+        chars = bytes_to_char_lengths(encoded, lengths)
+        if not capped:
+            return MatchLengths(chars)
+        self._note("fields_capped")
+        highest = list(chars)
+        for a, b in merged(capped):
+            highest[a:b] = [len(text) - i for i in range(a, b)]
+        return MatchLengths(chars, highest)
 
     def _boundary(self, text: str, i: int) -> bool:
         """Where a token-level query can start or end: a word boundary, or either side of a
@@ -502,66 +509,26 @@ class ApiCorpus:
         by_chars = np.arange(len(text)) + self.options.max_query_chars
         return np.minimum(np.minimum(by_bytes, by_chars), len(text)).tolist()
 
-    def _by_counts(self, text: str) -> MatchLengths:
-        """The longest match at each position from count requests, within the field's budget.
-
-        Scans left to right keeping `end`, where the current match ends (it never moves back:
-        a suffix of a match is a match).  At each start, one request asks whether the match
-        reaches past `end`; if so it is extended by galloping then binary search.  A run of
-        starts whose matches all end at `end` is skipped in doubling steps (one request each),
-        since every start between two that end at `end` ends there too.  On a token-level index
-        queries start and end at word boundaries only."""
-        n = len(text)
-        reach = self._reaches(text)
-        cuts = [e for e in range(1, n + 1) if self._boundary(text, e)]
-        spent = 0
-        known: dict[tuple[int, int], bool] = {}
-
-        def found(i: int, e: int) -> bool:
-            nonlocal spent
-            if e <= i:
-                return True
-            if (i, e) not in known:
-                if spent >= self.options.budget:
-                    raise _OutOfBudget
-                spent += 1
-                known[i, e] = self._count_fitting(text[i:e]) > 0
-            return known[i, e]
-
-        def next_cut(e: int) -> int | None:
-            at = bisect.bisect_right(cuts, e)
-            return cuts[at] if at < len(cuts) else None
-
-        ends = [0] * n
-        end, i = 0, 0
-        unspent: list[tuple[int, int]] = []
-        try:
-            while i < n:
-                end = max(end, i)
-                if not self._boundary(text, i):
-                    ends[i] = end
-                    i += 1
-                    continue
-                stops = cuts[bisect.bisect_right(cuts, end) : bisect.bisect_right(cuts, reach[i])]
-                end = _extend(found, i, end, stops)
-                ends[i] = end
-                last, step = i, 1
-                while last + step < min(n, end):
-                    j, beyond = last + step, next_cut(end)
-                    if not self._boundary(text, j) or beyond is None or beyond > reach[j] or found(j, beyond):
-                        break
-                    ends[last + 1 : j + 1] = [end] * step
-                    last, step = j, step * 2
-                i = last + 1
-        except _OutOfBudget:
-            for j in range(i, n):
-                ends[j] = max(end, j)
-            unspent = [(i, n)]
+    def _by_counts(self, text: str, questions: MatchQuestions | None) -> MatchLengths:
+        """Longest matches from count requests (see `audit.corpora.counting`): what `questions`
+        asks, charged to the variant's budget; every position with profile `full` or when
+        nothing is asked in particular."""
+        geometry = counting.Geometry.of(len(text), lambda i: self._boundary(text, i), self._reaches(text))
+        budget = questions.budget if questions is not None else Budget()
+        ask = counting.Asker(text, lambda piece: self._count_fitting(piece) > 0, counting.Known(geometry), budget, self.options.budget, self._map)
+        if questions is None or self.options.profile == Profile.FULL:
+            spent = False
+            try:
+                counting.scan(ask)
+            except OutOfBudget:
+                spent = True
+            lengths = ask.known.lengths()
+        else:
+            seed = counting.sample_seed(self.options.sample_seed, text)
+            lengths, spent = counting.derive(ask, questions.longest, questions.windows, questions.coverage, seed, self.max_bytes // 4)
+        if spent:
             self._note("fields_bounded")
-        capped = [(j, j + 1) for j in range(min(i, n)) if ends[j] < n and self._boundary(text, j) and (next_cut(ends[j]) or n + 1) > reach[j]]
-        if capped:
-            self._note("fields_capped")
-        return MatchLengths([e - j for j, e in enumerate(ends)], merged(capped + unspent))
+        return lengths
 
     def occurrences(self, text: str, limit: int) -> tuple[int, list[ApiOccurrence]]:
         if not self.fits(text):
@@ -632,28 +599,6 @@ class ApiCorpus:
             snippet_match_start=len(before),
             snippet_match_end=len(before) + len(match),
         )
-
-
-def _extend(found: Callable[[int, int], bool], i: int, end: int, stops: list[int]) -> int:
-    """The furthest stop e with text[i:e] found, given text[i:end] is and `stops` are the
-    admissible ends past `end` in increasing order: galloping, then binary search."""
-    if not stops or not found(i, stops[0]):
-        return end
-    low, high, step = 0, len(stops) - 1, 1
-    while low < high:
-        probe = min(high, low + step)
-        if found(i, stops[probe]):
-            low, step = probe, step * 2
-        else:
-            high = probe - 1
-            break
-    while low < high:
-        middle = (low + high + 1) // 2
-        if found(i, stops[middle]):
-            low = middle
-        else:
-            high = middle - 1
-    return stops[low]
 
 
 def _char_starts(encoded: bytes) -> list[int]:

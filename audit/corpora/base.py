@@ -5,7 +5,9 @@ the corpus is byte-level or tokenized; each backend converts at its own boundary
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, Protocol
 
 
@@ -30,14 +32,77 @@ class Occurrence:
     offset: int
 
 
+class Profile(StrEnum):
+    """How much a count-only backend works out: `decide`, what the policy's rules ask (and
+    the matches found on the way); `full`, the longest match at every position."""
+
+    DECIDE = "decide"
+    FULL = "full"
+
+
+class OutOfBudget(Exception):
+    """A variant has asked all the count queries its budget allows of one corpus."""
+
+
+class Budget:
+    """The count queries one language variant may ask of one corpus.  Cache hits count too,
+    so an audit decides the same from a cold cache and a warm one."""
+
+    def __init__(self, limit: int | None = None) -> None:
+        self.limit = limit
+        self.asked = 0
+        self._lock = threading.Lock()
+
+    def take(self, limit: int) -> None:
+        """One more query, or OutOfBudget; `limit` applies when the budget was made without."""
+        with self._lock:
+            if self.asked >= (self.limit if self.limit is not None else limit):
+                raise OutOfBudget
+            self.asked += 1
+
+
+@dataclass(frozen=True)
+class MatchQuestions:
+    """What a policy asks of one field's matches, so a backend that must derive them from
+    counts asks only that: whether the longest match reaches each length in `longest`
+    (characters), and whether the share of `windows` (character spans) found reaches each
+    of `coverage`."""
+
+    longest: tuple[int, ...] = ()
+    windows: tuple[tuple[int, int], ...] = ()
+    coverage: tuple[float, ...] = ()
+    budget: Budget = field(default_factory=Budget)
+    profile: Profile = Profile.DECIDE
+
+
+@dataclass(frozen=True)
+class CoverageSample:
+    """Window coverage estimated from a random sample of the windows whose presence nothing
+    else settled: `interval` holds the share of all windows found, with `confidence`."""
+
+    seed: int
+    windows: int
+    settled_found: int
+    settled_absent: int
+    sampled: int
+    sampled_found: int
+    confidence: float
+    interval: tuple[float, float]
+
+
 @dataclass
 class MatchLengths:
-    """The longest match at each character position, and where those lengths are only lower
-    bounds (a backend that ran out of requests, or whose queries are capped in length): the
-    signals turn such positions into bounded figures, which the policy never reads as absent."""
+    """The longest match at each character position, at its lowest, and where a backend could
+    only bound it (out of requests, capped queries, positions it never asked about) the
+    highest it could be: the signals turn such positions into bounded figures, which the
+    policy never reads as absent.  `coverage` is a sampled estimate of window coverage."""
 
     lengths: list[int]
-    lower_bounds: list[tuple[int, int]] = field(default_factory=list)
+    highest: list[int] | None = None
+    coverage: CoverageSample | None = None
+
+    def upper(self) -> list[int]:
+        return self.lengths if self.highest is None else self.highest
 
 
 @dataclass
@@ -63,9 +128,10 @@ class Corpus(Protocol):
         """(fewest, most) occurrences of the exact string: equal when the backend can count it
         exactly."""
 
-    def match_lengths(self, text: str) -> MatchLengths:
+    def match_lengths(self, text: str, questions: MatchQuestions | None = None) -> MatchLengths:
         """For each character position i, the length in characters of the longest prefix of
-        text[i:] that occurs in the corpus."""
+        text[i:] that occurs in the corpus.  A backend that knows them exactly ignores
+        `questions`; one that derives them from counts works out what they ask."""
 
     def occurrences(self, text: str, limit: int) -> tuple[int, list[Occurrence]]:
         """The total count and up to `limit` occurrences of the exact string."""

@@ -18,7 +18,7 @@ from pathlib import Path, PurePosixPath
 import numpy as np
 
 from audit import _suffix
-from audit.corpora.base import CorpusInfo, DocumentHit, MatchLengths, Occurrence
+from audit.corpora.base import CorpusInfo, DocumentHit, MatchLengths, MatchQuestions, Occurrence
 from audit.indexing import INDEX_FILE, KINDS, MANIFEST, FileInfo, IndexManifest, hash_file, pointer_width, read_manifest
 from audit.outputs import MARKER
 
@@ -386,7 +386,7 @@ class LocalIndex:
         found = self.count(text)
         return found, found
 
-    def match_lengths(self, text: str) -> MatchLengths:
+    def match_lengths(self, text: str, questions: MatchQuestions | None = None) -> MatchLengths:
         encoded = text.encode("utf-8")
         if not encoded:
             return MatchLengths([])

@@ -226,7 +226,7 @@ class JobManager:
     def _audit(self, job: Job, benchmark: Path) -> dict[str, Any]:
         corpus = self.corpora[job.index]
         policy = self.policy_for(job.policy)
-        runners, runs = plan([corpus], None, configure(policy.settings))
+        runners, runs = plan([corpus], None, configure(policy.settings), policy.rules)
         report = load_benchmark(benchmark, job.format)
         if job.langs:
             missing = [lang for lang in job.langs if lang not in report.languages]

@@ -7,12 +7,13 @@ A signal is registered with:
   figures (`rules`, the policy's `[rules.NAME]` tables), both typed models;
 - `attach`, which says whether it can ask a given corpus anything (and what: the corpus itself,
   or an index beside it), or why not;
-- `run`, which returns the evidence for one (item, language) from what `attach` gave;
+- `run`, which returns the evidence for one (item, language) from what `attach` gave, its
+  parameters and the policy's rules on its fields for that source;
 - its granularity: per variant (the n-gram signal), once per item, or in batches.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import partial
@@ -22,7 +23,7 @@ from pydantic import Field, create_model
 
 from audit.evidence import FAILED, Evidence, SignalRun
 from audit.items import Item
-from audit.rules import Table
+from audit.rules import FieldRules, Table
 from audit.signals import minhash, ngram
 
 
@@ -48,7 +49,7 @@ class Signal:
     fields: tuple[str, ...]
     granularity: Granularity
     attach: Callable[[Any], Any]
-    run: Callable[[Any, Item, str, Any], list[Evidence]]
+    run: Callable[..., list[Evidence]]
 
 
 SIGNALS: dict[str, Signal] = {
@@ -137,10 +138,11 @@ def parse_signals(option: str | None) -> list[str] | None:
     return names
 
 
-def plan(corpora: list[Any], wanted: list[str] | None, configs: dict[str, Any]) -> tuple[list[Runner], list[SignalRun]]:
+def plan(corpora: list[Any], wanted: list[str] | None, configs: dict[str, Any], rules: Mapping[str, Mapping[str, FieldRules]] | None = None) -> tuple[list[Runner], list[SignalRun]]:
     """A runner for every (signal, corpus) pair that can run, and a record of every pair. A
     signal asked for by name that no corpus supports is an error; by default it is skipped, and
-    the manifest says why."""
+    the manifest says why.  Each runner is given the policy's `rules` on its signal's fields
+    for its corpus, so a signal whose source answers slowly can ask only what decides them."""
     runners, runs = [], []
     for name in wanted or list(SIGNALS):
         signal = SIGNALS[name]
@@ -154,7 +156,8 @@ def plan(corpora: list[Any], wanted: list[str] | None, configs: dict[str, Any]) 
             if isinstance(attached, Skip):
                 runs.append(SignalRun(name, corpus.info.name, ran=False, reason=attached.reason))
                 continue
-            ask = partial(signal.run, attached, config=configs[name])
+            mine = {field: table.for_source(corpus.info.name) for field, table in (rules or {}).get(name, {}).items()}
+            ask = partial(signal.run, attached, config=configs[name], rules=mine)
             runners.append(Runner(name, corpus.info.name, signal.fields, ask))
             runs.append(SignalRun(name, corpus.info.name, ran=True))
         if wanted and not any(run.ran for run in runs if run.signal == name):

@@ -15,6 +15,7 @@ query-time parameters, and the build parameters the index must have if the polic
 """
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -24,7 +25,7 @@ from audit.corpora.local import LocalIndex
 from audit.evidence import ABSENT, FAILED, Evidence
 from audit.items import Item
 from audit.neardup import NEARDUP_DIR, NearDupError, NearDuplicateIndex, NearDupParams, QueryResult, ShingleSizes, check_expected
-from audit.rules import Count, Fraction, Table, threshold
+from audit.rules import Count, Fraction, Rule, Table, threshold
 from audit.text import dominant_script, normalize
 
 NAME = "minhash"
@@ -141,10 +142,11 @@ def field_evidence(index: NearDuplicateIndex, source: str, name: str, raw: str, 
     return evidence
 
 
-def run(index: NearDuplicateIndex, item: Item, lang: str, config: MinhashConfig) -> list[Evidence]:
+def run(index: NearDuplicateIndex, item: Item, lang: str, config: MinhashConfig, rules: Mapping[str, Sequence[Rule]] | None = None) -> list[Evidence]:
     """Near-duplicate evidence for each text field of one language variant; a field the
     variant lacks is absent, and an index or query failure (damage, a mismatching build, Redis
-    down) is failed, never "no match"."""
+    down) is failed, never "no match".  The index answers every figure at once, so the
+    policy's `rules` change nothing it asks."""
     variant = item.variants[lang]
     source = index.corpus.info.name
     try:

@@ -16,15 +16,16 @@ the fields and figures `[rules.ngram]` may name, each with the range a value mus
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import Field
 
-from audit.corpora.base import Corpus, Occurrence
+from audit.corpora.base import Budget, Corpus, CoverageSample, MatchLengths, MatchQuestions, Occurrence
 from audit.evidence import ABSENT, FAILED, Evidence
 from audit.items import Item
-from audit.rules import Count, Fraction, Table, threshold
+from audit.rules import Count, Fraction, Op, Rule, Table, threshold
 from audit.text import UNSEGMENTED_SCRIPTS, dominant_script, normalize, units, windows
 
 NAME = "ngram"
@@ -104,20 +105,23 @@ class Rules(Table):
 
 @dataclass
 class FieldMatch:
-    """The longest-match pass over one normalised field, reused by every figure."""
+    """The longest-match pass over one normalised field, reused by every figure: `lengths` at
+    their lowest, `highest` where a backend could only bound them."""
 
     text: str
     lengths: list[int]
-    lower_bounds: list[tuple[int, int]] = field(default_factory=list)
+    highest: list[int] | None = None
+    coverage: CoverageSample | None = None
+
+    @classmethod
+    def of(cls, text: str, found: MatchLengths) -> FieldMatch:
+        return cls(text, found.lengths, found.highest, found.coverage)
 
     def longest_possible(self) -> int:
-        """The longest match there could be, given that lengths at bounded positions may run on
-        to the end of the text."""
-        reach = max((len(self.text) - start for start, _ in self.lower_bounds), default=0)
-        return max(self.longest[1], reach)
+        return max(self.highest, default=0) if self.highest is not None else self.longest[1]
 
-    def bounded(self, position: int) -> bool:
-        return any(start <= position < end for start, end in self.lower_bounds)
+    def most(self, position: int) -> int:
+        return self.lengths[position] if self.highest is None else self.highest[position]
 
     @property
     def longest(self) -> tuple[int, int]:
@@ -139,19 +143,35 @@ class FieldMatch:
         return sorted(spans, key=lambda s: (s[0] - s[1], s[0]))
 
 
-def window_figures(match: FieldMatch, size: int) -> tuple[dict[str, Any], int]:
-    """Coverage figures, and how many windows are undecided (a bounded start that falls short)."""
+def window_figures(match: FieldMatch, size: int) -> tuple[dict[str, Any], int, tuple[float, float]]:
+    """Coverage figures, how many windows are undecided (a bounded start that falls short),
+    and the range the coverage lies in: the windows settled either way, narrowed by a sampled
+    estimate where the backend drew one.  The coverage figure is that range's lowest."""
     spans = windows(match.text, size)
     found = sum(1 for start, end in spans if match.lengths[start] >= end - start)
-    undecided = sum(1 for start, end in spans if match.lengths[start] < end - start and match.bounded(start))
-    return {"windows": len(spans), "windows_found": found, "coverage": _ratio(found, len(spans))}, undecided
+    undecided = sum(1 for start, end in spans if match.lengths[start] < end - start <= match.most(start))
+    low, high = _ratio(found, len(spans)), _ratio(found + undecided, len(spans))
+    figures: dict[str, Any] = {"windows": len(spans), "windows_found": found}
+    if match.coverage is not None:
+        sample = match.coverage
+        low, high = max(low, sample.interval[0]), min(high, sample.interval[1])
+        figures["coverage_sample"] = {
+            "seed": sample.seed,
+            "settled_found": sample.settled_found,
+            "settled_absent": sample.settled_absent,
+            "sampled": sample.sampled,
+            "sampled_found": sample.sampled_found,
+            "confidence": sample.confidence,
+        }
+    figures["coverage"] = low
+    return figures, undecided, (low, high)
 
 
 def _ratio(part: int, whole: int) -> float:
     return round(part / whole, 4) if whole else 0.0
 
 
-def figure_bounds(match: FieldMatch, figures: dict[str, Any], counts: tuple[int, int], undecided_windows: int) -> dict[str, list[float]]:
+def figure_bounds(match: FieldMatch, figures: dict[str, Any], counts: tuple[int, int], undecided_windows: int, coverage: tuple[float, float]) -> dict[str, list[float]]:
     """[lowest, highest] for each figure a bounded backend left inexact; the figure itself is
     the lowest.  Empty when every figure is exact."""
     bounds: dict[str, list[float]] = {}
@@ -162,9 +182,9 @@ def figure_bounds(match: FieldMatch, figures: dict[str, Any], counts: tuple[int,
         bounds["longest_match_chars"] = [figures["longest_match_chars"], possible]
         bounds["longest_match_fraction"] = [figures["longest_match_fraction"], _ratio(possible, len(match.text))]
     if undecided_windows:
-        most = figures["windows_found"] + undecided_windows
-        bounds["windows_found"] = [figures["windows_found"], most]
-        bounds["coverage"] = [figures["coverage"], _ratio(most, figures["windows"])]
+        bounds["windows_found"] = [figures["windows_found"], figures["windows_found"] + undecided_windows]
+    if coverage[0] < coverage[1]:
+        bounds["coverage"] = list(coverage)
     return bounds
 
 
@@ -188,16 +208,41 @@ def provenance(corpus: Corpus, span_text: str, span: tuple[int, int], config: Ng
     return total, hits
 
 
-def field_evidence(corpus: Corpus, name: str, raw: str, config: NgramConfig) -> tuple[Evidence, FieldMatch]:
+def questions_for(rules: Sequence[Rule], text: str, size: int, budget: Budget) -> MatchQuestions:
+    """What a field's rules ask of its matches, for a backend that must derive them from
+    counts: the lengths the longest match is compared with (a fraction of the field becomes
+    the shortest length that reaches it), and the coverage thresholds with the windows."""
+    longest: set[int] = set()
+    coverage: set[float] = set()
+    for rule in rules:
+        if rule.op is Op.EQUALS:
+            continue
+        step = 1 if rule.op is Op.AT_MOST else 0
+        if rule.figure == "longest_match_chars":
+            longest.add(int(rule.value) + step)
+        elif rule.figure == "longest_match_fraction":
+            reaching = [k for k in range(len(text) + 1) if _ratio(k, len(text)) >= float(rule.value)]
+            if reaching:
+                longest.add(reaching[0] + step)
+        elif rule.figure == "coverage":
+            coverage.add(float(rule.value) + (1e-4 if step else 0.0))
+    spans = tuple(windows(text, size)) if coverage else ()
+    return MatchQuestions(tuple(sorted(longest)), spans, tuple(sorted(coverage)), budget)
+
+
+def field_evidence(corpus: Corpus, name: str, raw: str, config: NgramConfig, rules: Sequence[Rule] = (), budget: Budget | None = None) -> tuple[Evidence, FieldMatch]:
+    """One field's figures.  `rules` (this field's, for this corpus) and the variant's `budget`
+    reach a backend that derives matches from counts, so it asks only what decides them."""
     text = normalize(raw)
-    lengths = corpus.match_lengths(text)
-    match = FieldMatch(text, lengths.lengths, lengths.lower_bounds)
-    start, length = match.longest
     script = dominant_script(text)
     unit = "char" if script in UNSEGMENTED_SCRIPTS else "word"
     size = config.window_for(script)
+    budget = budget or Budget()
+    asked_before = budget.asked
+    match = FieldMatch.of(text, corpus.match_lengths(text, questions_for(rules, text, size, budget)))
+    start, length = match.longest
     counts = corpus.count_range(text)
-    coverage, undecided_windows = window_figures(match, size)
+    coverage, undecided_windows, coverage_range = window_figures(match, size)
     figures: dict[str, Any] = {
         "chars": len(text),
         "units": len(units(text)),
@@ -211,7 +256,9 @@ def field_evidence(corpus: Corpus, name: str, raw: str, config: NgramConfig) -> 
         **coverage,
         "spans": [list(s) for s in match.maximal_spans(config.span_min_chars)[: config.max_spans]],
     }
-    bounds = figure_bounds(match, figures, counts, undecided_windows)
+    if budget.asked > asked_before:
+        figures["count_queries"] = budget.asked - asked_before
+    bounds = figure_bounds(match, figures, counts, undecided_windows, coverage_range)
     if bounds:
         figures["bounds"] = bounds
     evidence = Evidence(signal=NAME, source=corpus.info.name, field=name, figures=figures)
@@ -297,19 +344,22 @@ def source_texts(item: Item, lang: str) -> list[str]:
     return [normalize(t) for t in (source.question, source.answer, source.context, source.title) if t]
 
 
-def run(corpus: Corpus, item: Item, lang: str, config: NgramConfig) -> list[Evidence]:
+def run(corpus: Corpus, item: Item, lang: str, config: NgramConfig, rules: Mapping[str, Sequence[Rule]] | None = None) -> list[Evidence]:
     """All n-gram evidence for one language variant of an item; a field the variant lacks is
-    recorded as absent, and a corpus failure as failed, never as "not found"."""
+    recorded as absent, and a corpus failure as failed, never as "not found".  `rules` are the
+    policy's rules on this signal's fields for this corpus; the variant's fields share one
+    budget of count queries where the corpus must derive matches from counts."""
     variant = item.variants[lang]
     results: list[Evidence] = []
     matches: dict[str, FieldMatch] = {}
+    budget = Budget()
     for name in TEXT_FIELDS:
         raw = variant.text(name)
         if raw is None or not normalize(raw):
             results.append(Evidence(signal=NAME, source=corpus.info.name, field=name, status=ABSENT))
             continue
         try:
-            evidence, matches[name] = field_evidence(corpus, name, raw, config)
+            evidence, matches[name] = field_evidence(corpus, name, raw, config, (rules or {}).get(name, ()), budget)
         except (OSError, RuntimeError, ValueError) as error:
             evidence = Evidence(signal=NAME, source=corpus.info.name, field=name, status=FAILED, error=str(error))
         results.append(evidence)
