@@ -16,6 +16,7 @@ import pytest
 from test_server import OLMO, SAMPLE, Served, build_token_index, start_server
 
 from audit.check import check_items
+from audit.corpora import counting
 from audit.corpora.api import (
     ApiCorpus,
     ApiOptions,
@@ -26,6 +27,7 @@ from audit.corpora.api import (
     InfiniGramClient,
     OfflineMiss,
 )
+from audit.corpora.base import Budget
 from audit.corpora.cache import ResponseCache
 from audit.corpora.demo import demo_index
 from audit.corpora.local import LocalIndex
@@ -389,3 +391,83 @@ def test_bad_settings_are_refused():
         ClientSettings(url="http://x/", index="")
     with pytest.raises(ValueError, match="longest_match"):
         ApiOptions(longest_match="guess")
+
+
+def count_only_tags(url: str, index: str, items: list, profile: str, budget: int = 256) -> tuple[list[dict], ApiCorpus]:
+    policy = load_policy(None)
+    config = build_config(ngram.NgramConfig, policy.section("ngram"), "built-in")
+    rules = {name: table.for_source(index) for name, table in policy.rules["ngram"].items()}
+    api = corpus(url, index, longest_match="count", budget=budget, profile=profile)
+    return check_items(items, [partial(ngram.run, api, config=config, rules=rules)], policy, workers=4), api
+
+
+def test_count_only_decisions_on_the_sample_agree_with_the_local_index(served: Served, demo_dir: Path):
+    """The sample through `audit serve` as through the public API (counts only, a byte-level
+    index: every character a possible match start): at least 95% of variants decided with the
+    default budget, and no decided tag that differs from the local index's."""
+    items = load_benchmark(SAMPLE).items[:10]
+    policy = load_policy(None)
+    config = build_config(ngram.NgramConfig, policy.section("ngram"), "built-in")
+    local = check_items(items, [partial(ngram.run, LocalIndex(demo_dir, name="demo"), config=config)], policy)
+    remote, api = count_only_tags(served.url, "demo", items, "decide")
+    decided = [(mine, theirs) for mine, theirs in zip(remote, local, strict=True) if mine["exposure"] != "unknown"]
+    assert len(decided) >= 0.95 * len(remote)
+    assert all(mine["exposure"] == theirs["exposure"] for mine, theirs in decided)
+    assert {r["exposure"] for r in remote} >= {"seen", "unseen"}
+    spent = [sum(e["figures"].get("count_queries", 0) for e in r["evidence"]) for r in remote]
+    assert max(spent) <= 256 and api.details["count_budget_per_variant"] == 256
+    sampled = [e["figures"]["coverage_sample"] for r in remote for e in r["evidence"] if "coverage_sample" in e.get("figures", {})]
+    assert sampled and all(s["confidence"] == 0.99 and s["sampled"] >= 1 for s in sampled)
+
+
+@pytest.fixture(scope="module")
+def olmo_demo(tmp_path_factory) -> Path:
+    """The demo corpus's ECLeKTic passages and its parallel sentences in every language,
+    tokenized with OLMo's tokenizer into an index of infini-gram's format."""
+    from conftest import CORPUS, read_jsonl_gz
+
+    docs = [row["text"] for name in ("eclektic-en-passages", *(f"pud-{lang}" for lang in ("de", "en", "es", "fr", "hi", "id", "it", "ja", "ko", "pt", "zh"))) for row in read_jsonl_gz(CORPUS / f"{name}.jsonl.gz")]
+    return build_token_index(docs, OLMO, tmp_path_factory.mktemp("olmo-demo") / "index")
+
+
+def test_count_only_decisions_on_a_tokenized_index_hold_the_exact_figures(olmo_demo: Path, tmp_path: Path):
+    """On a token-level index served over HTTP, at least 98% of variants are decided, and every
+    longest-match and coverage figure the decisions rest on is bounded around the exact one:
+    the full longest-match profile, computed from the same index's counts in this process
+    (exact at word boundaries, as `test_counting` checks against a direct index)."""
+    from audit.server.engine import QueryRequest, ServedIndex, Tokenizer
+    from audit.text import normalize, windows
+
+    server = start_server("--index", f"olmo-demo={olmo_demo}", "--tokenizer", f"olmo-demo={OLMO}", "--jobs-dir", str(tmp_path / "jobs"))
+    try:
+        items = load_benchmark(SAMPLE).items[:8]
+        decided, api = count_only_tags(server.url, "olmo-demo", items, "decide")
+    finally:
+        server.stop()
+    assert api.details["tokenization"] == "tokens"
+    assert sum(r["exposure"] != "unknown" for r in decided) >= 0.98 * len(decided)
+    assert any(r["exposure"] == "seen" for r in decided)
+    served = ServedIndex("olmo-demo", olmo_demo, Tokenizer(OLMO))
+
+    def occurs(piece: str) -> bool:
+        return any(served.answer(QueryRequest(index="olmo-demo", query_type="count", query=form))["count"] for form in (piece, " " + piece))
+
+    by_key = {(r["item_id"], r["lang"]): r for r in decided}
+    checked = 0
+    for item in items:
+        for lang, variant in item.variants.items():
+            for evidence in by_key[item.item_id, lang]["evidence"]:
+                if evidence["field"] not in ("question", "context") or evidence["status"] != "ok":
+                    continue
+                text = normalize(variant.text(evidence["field"]))
+                ask = counting.Asker(text, occurs, counting.Known(counting.Geometry.of(len(text), lambda i, t=text: api._boundary(t, i), api._reaches(text))), Budget(), 10**9, lambda f, xs: [f(x) for x in xs])
+                counting.scan(ask)
+                lengths = ask.known.lengths().lengths
+                spans = windows(text, evidence["figures"]["window_size"])
+                exact = {"longest_match_chars": max(lengths), "coverage": round(sum(lengths[a] >= b - a for a, b in spans) / len(spans), 4)}
+                figures = evidence["figures"]
+                for name, value in exact.items():
+                    low, high = figures.get("bounds", {}).get(name, (figures[name], figures[name]))
+                    assert low <= value <= high, (item.item_id, lang, evidence["field"], name, low, value, high)
+                checked += 1
+    assert checked >= 150

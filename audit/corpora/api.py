@@ -495,10 +495,15 @@ class ApiCorpus:
 
     def _boundary(self, text: str, i: int) -> bool:
         """Where a token-level query can start or end: a word boundary, or either side of a
-        character of a script written without spaces.  Anywhere on a byte-level index."""
+        character of a script written without spaces; never just after a space, since a
+        tokenizer joins a space to the word after it, so a query ending in one (or starting
+        after one) is a token sequence the corpus does not hold.  Anywhere on a byte-level
+        index."""
         if self._byte_level or i == 0 or i == len(text):
             return True
         before, here = text[i - 1], text[i]
+        if before.isspace():
+            return False
         return not before.isalnum() or not here.isalnum() or bool(UNSEGMENTED_SCRIPTS & {script_of(before), script_of(here)})
 
     def _reaches(self, text: str) -> list[int]:
