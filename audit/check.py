@@ -11,6 +11,7 @@ import hashlib
 import json
 import multiprocessing
 import os
+import statistics
 from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -102,18 +103,55 @@ def check_items(
 
 
 def summarise(records: list[dict[str, Any]]) -> dict[str, Any]:
-    """Counts per language and per item, for the manifest and the printed table."""
+    """Counts per language and per item, for the manifest and the printed table; the checks
+    behind the tags per signal and source; and, for sources that derive matches from counts,
+    the count queries each variant cost."""
     per_lang: dict[str, Counter] = {}
     items: dict[str, str] = {}
     for record in records:
         per_lang.setdefault(record["lang"], Counter())[record["exposure"]] += 1
         items[record["item_id"]] = record["item_exposure"]
-    return {
+    summary: dict[str, Any] = {
         "languages": {
             lang: {tag: counts.get(tag, 0) for tag in (SEEN, UNSEEN, UNKNOWN)} | {"total": sum(counts.values())}
             for lang, counts in per_lang.items()
         },
         "items": dict(Counter(items.values())),
+        "checks": check_counts(records),
+    }
+    queries = count_queries(records)
+    if queries:
+        summary["count_queries"] = queries
+    return summary
+
+
+def check_counts(records: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """Per `signal/source`, the checks the tags rest on (`decided_by`): rules that fired on
+    `seen` variants, rules that passed on `unseen` ones, and rules left undecided by a bound
+    or a failed source on `unknown` ones."""
+    counts: dict[str, Counter] = {}
+    outcome = {SEEN: "fired", UNSEEN: "passed"}
+    for record in records:
+        for check in record["decided_by"]:
+            if "source" in check:
+                counts.setdefault(f"{check['signal']}/{check['source']}", Counter())[check.get("status") or outcome.get(record["exposure"], "undecided")] += 1
+    return {key: dict(sorted(found.items())) for key, found in sorted(counts.items())}
+
+
+def count_queries(records: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Per source whose matches were derived from counts: the count queries charged to each
+    variant's budget, in all, at the median and at most."""
+    spent: dict[str, list[int]] = {}
+    for record in records:
+        per_source: Counter = Counter()
+        for evidence in record["evidence"]:
+            per_source[evidence["source"]] += evidence.get("figures", {}).get("count_queries", 0)
+        for source, queries in per_source.items():
+            spent.setdefault(source, []).append(queries)
+    return {
+        source: {"total": sum(values), "median_per_variant": statistics.median(values), "max_per_variant": max(values)}
+        for source, values in spent.items()
+        if any(values)
     }
 
 

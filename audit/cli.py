@@ -27,6 +27,7 @@ from rich.table import Table
 from audit import __version__
 from audit.auditfile import AuditFileError, is_audit_file, locate_benchmark, read_audit, write_audit
 from audit.check import audit_manifest, check_items, variant_processes
+from audit.corpora.base import Profile
 from audit.corpora.local import EXTRA, IndexOpenError, LocalIndex, verify_index
 from audit.corpora.registry import CorpusError, check_corpora, open_corpus
 from audit.exposure import PolicyError, load_policy
@@ -329,6 +330,7 @@ def _print_summary(summary: dict, out: Path, elapsed: float) -> None:
 @click.option("--skip-bad-rows", is_flag=True, help="Skip (and count) malformed benchmark rows instead of stopping.")
 @click.option("--workers", type=click.IntRange(min=1), help="Processes (threads when a corpus is remote) for the search [default: all cores].")
 @click.option("--offline", is_flag=True, help="Answer API corpora from their response cache only; uncached questions are tagged unknown.")
+@click.option("--profile", type=click.Choice([str(p) for p in Profile]), help="For corpora that derive longest matches from counts: `decide` asks what the policy's rules need, `full` the longest match at every position [default: the registry's, else decide].")
 @click.option("--report/--no-report", "with_report", default=True, show_default=True, help="Also write an exposure report (HTML, Markdown, JSON).")
 @click.option("--report-dir", type=click.Path(path_type=Path), help="Where the report goes [default: OUT without .jsonl, plus .report].")
 def check(
@@ -343,6 +345,7 @@ def check(
     skip_bad_rows: bool,
     workers: int | None,
     offline: bool,
+    profile: str | None,
     with_report: bool,
     report_dir: Path | None,
 ) -> None:
@@ -373,7 +376,7 @@ def check(
         console.print(f"[yellow]skipped[/yellow] {skipped}")
     progress, report_build = _build_progress()
     try:
-        sources = [open_corpus(corpus, registry, progress=report_build, offline=offline) for corpus in corpora]
+        sources = [open_corpus(corpus, registry, progress=report_build, offline=offline, profile=profile) for corpus in corpora]
         runners, runs = plan(sources, wanted_signals, configure(policy.settings), policy.rules)
     except (CorpusError, IndexOpenError, IndexBuildError, SignalError) as error:
         raise InputError(str(error)) from None

@@ -22,14 +22,14 @@ What is derived, and how exact it is:
   reaching the current window's end starts, so lengths are exact up to the query limit, except
   where that start comes within `creativity_stride` bytes of the window's start: those lengths
   are capped at the window's reach, at least `max_query_tokens` minus the stride (450 bytes by
-  default).  Otherwise it is derived from counts: a left-to-right scan that extends each match
-  by galloping and binary search, and skips runs of positions whose match ends at the same
-  place; a match can reach no further than one query.  Each field may spend `budget` count
-  requests; positions past the budget get the lower bound that the matches found so far imply
-  (a suffix of a match is a match).  Capped and over-budget positions are returned as lower
-  bounds (`MatchLengths.lower_bounds`), so the signal reports bounded figures and the policy
-  says `unknown` where a bound leaves a rule undecided; `details.fields_capped` and
-  `details.fields_bounded` count such fields.
+  default).  Otherwise it is derived from counts (`audit.corpora.counting`): with profile
+  `decide` (the default) only what the field's rules ask (does the longest match reach L
+  characters? does the share of windows found reach t?), by seed-and-extend and by sampling
+  windows; with profile `full` at every position.  Every variant may spend `budget` count
+  requests on this; what the answers leave open is returned as bounds
+  (`MatchLengths.highest`, `MatchLengths.coverage`), so the signal reports bounded figures and
+  the policy says `unknown` where a bound leaves a rule undecided; `details.fields_capped` and
+  `details.fields_bounded` count capped fields and fields that ran out of budget.
 - On a token-level index (the public ones use the Llama-2 tokenizer) a string query matches
   only on token boundaries.  Derived matches then start and end at word boundaries only (any
   character of a script written without spaces), and both surface forms are tried: the text as it is and with a leading space.  The form with the larger count

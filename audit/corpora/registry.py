@@ -156,21 +156,23 @@ def api_cache(entry: Entry) -> ResponseCache:
         raise CorpusError(str(error)) from None
 
 
-def open_api(entry: Entry, offline: bool = False) -> ApiCorpus:
+def open_api(entry: Entry, offline: bool = False, profile: str | None = None) -> ApiCorpus:
     assert entry.url is not None and entry.index is not None
-    client_settings, options = _settings(entry.url, entry.index, entry.settings, offline)
+    settings = {**entry.settings, **({"profile": profile} if profile else {})}
+    client_settings, options = _settings(entry.url, entry.index, settings, offline)
     return ApiCorpus(InfiniGramClient(client_settings, api_cache(entry)), entry.name, options, entry.description)
 
 
-def open_corpus(value: str, registry: Path | None = None, progress: ProgressHook | None = None, *, offline: bool = False):
+def open_corpus(value: str, registry: Path | None = None, progress: ProgressHook | None = None, *, offline: bool = False, profile: str | None = None):
     """The corpus a `--corpus` value names, building the demo index on first use.  `offline`
-    makes an API corpus answer from its response cache only."""
+    makes an API corpus answer from its response cache only; `profile` overrides the
+    registry's for corpora that derive longest matches from counts."""
     entries = registry_entries(registry)
     entry = entries.get(value)
     if entry is not None and entry.backend == "demo":
         return LocalIndex(demo_index(cache_dir(), progress), name=value)
     if entry is not None and entry.backend == API:
-        return open_api(entry, offline)
+        return open_api(entry, offline, profile)
     if entry is not None:
         return LocalIndex(entry.path, name=value, neardup_redis=entry.minhash_redis)
     if Path(value).is_dir():
