@@ -2,6 +2,7 @@
 and the reachability and cache report behind `audit corpora`."""
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from importlib import resources
@@ -25,6 +26,7 @@ from audit.corpora.registry import (
     read_registry,
     registry_entries,
 )
+from audit.loaders import load_benchmark
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -136,3 +138,41 @@ def test_audit_check_runs_through_a_served_index_unchanged(served: Served, wiki_
     corpus = a.manifest["corpora"][0]
     assert corpus["backend"] == API and corpus["details"]["index"] == "wiki" and corpus["details"]["tokenization"] == "bytes"
     assert corpus["details"]["requests"]["requests"] > 0
+
+
+def test_audit_check_profiles_through_counts_and_the_manifest_summary(served: Served, wiki_docs, tmp_path: Path):
+    """`longest_match = "count"`, as against the public API: the default profile asks what the
+    policy needs, `--profile full` every position; both decide the same tags here, the manifest
+    says which profile ran and what the count queries cost per variant, and a re-run from the
+    cache decides the same with no request sent."""
+    registry = write(tmp_path / "corpora.toml", f'[corpora.team]\nbackend = "infini-gram-api"\nurl = "{served.url}"\nindex = "wiki"\ncache = "c.sqlite"\nlongest_match = "count"\nbudget = 20000\n')
+    rows = [
+        {"item_id": item.item_id, "source_lang": item.source_lang, "variants": {lang: {"question": item.variants[lang].question, "answer": item.variants[lang].answer} for lang in ("en", "de")}}
+        for item in load_benchmark(SAMPLE).items[:6]
+    ]
+    held = " ".join(wiki_docs["en"][2]["text"].split()[:30])
+    rows.append({"item_id": "held", "source_lang": "en", "variants": {"en": {"question": f"{held}?", "answer": "yes"}, "de": {"question": "Was steht in diesem Absatz über den Fluss?", "answer": "ja"}}})
+    bench = write(tmp_path / "six.jsonl", "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
+    env = {"AUDIT_CACHE_DIR": str(tmp_path / "cache")}
+    runner = CliRunner()
+    base = ["check", str(bench), "--corpus", "team", "--registry", str(registry), "--no-report"]
+    audits = {}
+    for name, extra in (("decide", []), ("full", ["--profile", "full"]), ("again", [])):
+        result = runner.invoke(main, [*base, *extra, "--out", str(tmp_path / f"{name}.jsonl")], env=env)
+        assert result.exit_code == 0, result.output
+        audits[name] = read_audit(tmp_path / f"{name}.jsonl")
+    tags = {name: [(r["item_id"], r["lang"], r["exposure"]) for r in audit.records] for name, audit in audits.items()}
+    assert tags["decide"] == tags["full"] == tags["again"]
+    details = {name: audit.manifest["corpora"][0]["details"] for name, audit in audits.items()}
+    assert details["decide"]["profile"] == "decide" and details["full"]["profile"] == "full"
+    spent = {name: audit.manifest["summary"]["count_queries"]["team"] for name, audit in audits.items()}
+    assert spent["decide"]["total"] * 3 < spent["full"]["total"]
+    assert spent["again"] == spent["decide"] and details["again"]["requests"]["requests"] == 0
+    checks = audits["decide"].manifest["summary"]["checks"]["ngram/team"]
+    assert checks.get("fired", 0) > 0 and checks.get("passed", 0) > 0
+
+
+def test_profile_entries_are_checked(tmp_path: Path):
+    registry = write(tmp_path / "corpora.toml", '[corpora.x]\nbackend = "infini-gram-api"\nindex = "i"\nprofile = "most"\n')
+    with pytest.raises(CorpusError, match="profile 'most' is not one of decide, full"):
+        read_registry(registry)
