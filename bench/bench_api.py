@@ -112,12 +112,8 @@ def budget_runs(url: str, index: Path) -> list[dict]:
     from functools import partial
 
     from audit.check import check_items
-    from audit.corpora.api import (
-        ApiCorpus,
-        ApiOptions,
-        ClientSettings,
-        InfiniGramClient,
-    )
+    from audit.corpora.api import ApiCorpus, ApiOptions
+    from audit.corpora.client import ClientSettings, InfiniGramClient
     from audit.corpora.local import LocalIndex
     from audit.exposure import build_config, load_policy
     from audit.loaders import load_benchmark

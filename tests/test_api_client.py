@@ -17,9 +17,10 @@ from test_server import OLMO, SAMPLE, Served, build_token_index, start_server
 
 from audit.check import check_items
 from audit.corpora import counting
-from audit.corpora.api import (
-    ApiCorpus,
-    ApiOptions,
+from audit.corpora.api import ApiCorpus, ApiOptions
+from audit.corpora.base import Budget
+from audit.corpora.cache import ResponseCache
+from audit.corpora.client import (
     ApiQueryError,
     ApiResponseError,
     ApiUnavailable,
@@ -27,8 +28,6 @@ from audit.corpora.api import (
     InfiniGramClient,
     OfflineMiss,
 )
-from audit.corpora.base import Budget
-from audit.corpora.cache import ResponseCache
 from audit.corpora.demo import demo_index
 from audit.corpora.local import LocalIndex
 from audit.corpora.registry import cache_dir

@@ -440,12 +440,8 @@ def test_a_job_on_a_tokenized_index_runs_through_the_protocol(served: Served, tm
     from functools import partial
 
     from audit.check import check_items
-    from audit.corpora.api import (
-        ApiCorpus,
-        ApiOptions,
-        ClientSettings,
-        InfiniGramClient,
-    )
+    from audit.corpora.api import ApiCorpus, ApiOptions
+    from audit.corpora.client import ClientSettings, InfiniGramClient
     from audit.exposure import build_config, load_policy
     from audit.loaders import load_benchmark
     from audit.signals import ngram

@@ -26,16 +26,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from audit.corpora.api import (
-    PUBLIC_ENDPOINT,
-    ApiCorpus,
-    ApiOptions,
-    ClientSettings,
-    CorpusCheck,
-    InfiniGramClient,
-    probe,
-)
+from audit.corpora.api import ApiCorpus, ApiOptions
 from audit.corpora.cache import CacheError, ResponseCache
+from audit.corpora.client import PUBLIC_ENDPOINT, ClientSettings, InfiniGramClient, probe
 from audit.corpora.demo import DEMO, demo_index
 from audit.corpora.local import IndexOpenError, LocalIndex
 from audit.errors import UnreadableFile, read_text_file
@@ -49,6 +42,19 @@ CLIENT_KEYS = {"timeout", "attempts", "backoff", "max_backoff", "concurrency", "
 OPTION_KEYS = {f.name for f in fields(ApiOptions)}
 LOCAL_KEYS = {"backend", "path", "description", "minhash_redis"}
 ENTRY_KEYS = LOCAL_KEYS | {"url", "index", "cache"} | CLIENT_KEYS | OPTION_KEYS
+
+
+@dataclass
+class CorpusCheck:
+    """What `audit corpora` shows for one registry entry."""
+
+    name: str
+    backend: str
+    location: str
+    description: str = ""
+    reachable: bool | None = None
+    cached: int | None = None
+    message: str = ""
 
 
 class CorpusError(Exception):

@@ -6,7 +6,8 @@ import socket
 import sys
 from pathlib import Path
 
-from audit.corpora.api import ApiCorpus, ApiOptions, ClientSettings, InfiniGramClient
+from audit.corpora.api import ApiCorpus, ApiOptions
+from audit.corpora.client import ClientSettings, InfiniGramClient
 from audit.corpora.demo import DEMO, demo_index
 from audit.corpora.local import IndexOpenError
 from audit.corpora.registry import DEFAULT_REGISTRY, CorpusError, read_registry
