@@ -48,9 +48,10 @@ from typing import Any
 import numpy as np
 
 from audit.corpora import counting
-from audit.corpora.base import Budget, CorpusInfo, DocumentHit, MatchLengths, MatchQuestions, OutOfBudget, Profile
+from audit.corpora.base import Budget, CorpusInfo, DocumentHit, MatchLengths, MatchQuestions, OutOfBudget, Profile, cut_snippet
 from audit.corpora.client import ApiQueryError, ApiResponseError, InfiniGramClient
 from audit.corpora.local import bytes_to_char_lengths
+from audit.corpora.protocol import MAX_DISP_LEN, MAX_QUERY_CHARS, MAX_QUERY_TOKENS
 from audit.ranges import merged
 from audit.text import UNSEGMENTED_SCRIPTS, script_of
 
@@ -67,9 +68,9 @@ class ApiOptions:
     budget: int = 256
     profile: Profile = Profile.DECIDE
     sample_seed: int = 0
-    max_query_chars: int = 1000
-    max_query_tokens: int = 500
-    max_disp_len: int = 10000
+    max_query_chars: int = MAX_QUERY_CHARS
+    max_query_tokens: int = MAX_QUERY_TOKENS
+    max_disp_len: int = MAX_DISP_LEN
     creativity_stride: int = 50
     variants: bool = True
 
@@ -401,23 +402,11 @@ class ApiCorpus:
         reach = 4 * context_chars
         window = occurrence.window()
         data = self.surrounding(occurrence, reach, length_bytes + reach)
-        start = min(window.needle_at, reach)
-        end = start + length_bytes
-        before = data[:start].decode("utf-8", errors="ignore")[-context_chars:]
-        match = data[start:end].decode("utf-8", errors="ignore")
-        after = data[end:].decode("utf-8", errors="ignore")[:context_chars]
+        snippet, start, end = cut_snippet(data, min(window.needle_at, reach), length_bytes, context_chars)
         metadata = dict(window.metadata)
         if occurrence.variant != AS_IS or not window.offset_exact:
             metadata["infini_gram_api"] = {"variant": occurrence.variant, "offset_exact": window.offset_exact, "shard": occurrence.shard, "rank": occurrence.rank}
-        return DocumentHit(
-            document=window.document,
-            metadata=metadata,
-            offset=window.needle_at,
-            length=length_bytes,
-            snippet=before + match + after,
-            snippet_match_start=len(before),
-            snippet_match_end=len(before) + len(match),
-        )
+        return DocumentHit(window.document, metadata, window.needle_at, length_bytes, snippet, start, end)
 
 
 def _char_starts(encoded: bytes) -> list[int]:

@@ -118,6 +118,16 @@ class DocumentHit:
     snippet_match_end: int
 
 
+def cut_snippet(data: bytes, match_at: int, length_bytes: int, context_chars: int) -> tuple[str, int, int]:
+    """(snippet, start and end of the match in it): up to `context_chars` characters either
+    side of the match at byte `match_at` of `data`, cut on whole characters."""
+    end = match_at + length_bytes
+    before = data[:match_at].decode("utf-8", errors="ignore")[-context_chars:]
+    match = data[match_at:end].decode("utf-8", errors="ignore")
+    after = data[end:].decode("utf-8", errors="ignore")[:context_chars]
+    return before + match + after, len(before), len(before) + len(match)
+
+
 class Corpus(Protocol):
     info: CorpusInfo
 

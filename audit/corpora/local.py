@@ -18,7 +18,7 @@ from pathlib import Path, PurePosixPath
 import numpy as np
 
 from audit import _suffix
-from audit.corpora.base import CorpusInfo, DocumentHit, MatchLengths, MatchQuestions, Occurrence
+from audit.corpora.base import CorpusInfo, DocumentHit, MatchLengths, MatchQuestions, Occurrence, cut_snippet
 from audit.indexing import INDEX_FILE, KINDS, MANIFEST, FileInfo, IndexManifest, hash_file, pointer_width, read_manifest
 from audit.outputs import MARKER
 
@@ -448,17 +448,5 @@ class LocalIndex:
     def document_hit(self, occurrence: Occurrence, length_bytes: int, context_chars: int) -> DocumentHit:
         reach = 4 * context_chars
         window = self.surrounding(occurrence, reach, length_bytes + reach)
-        start = min(occurrence.offset, reach)
-        end = start + length_bytes
-        before = window[:start].decode("utf-8", errors="ignore")[-context_chars:]
-        match = window[start:end].decode("utf-8", errors="ignore")
-        after = window[end:].decode("utf-8", errors="ignore")[:context_chars]
-        return DocumentHit(
-            document=occurrence.document,
-            metadata=self.metadata(occurrence.document),
-            offset=occurrence.offset,
-            length=length_bytes,
-            snippet=before + match + after,
-            snippet_match_start=len(before),
-            snippet_match_end=len(before) + len(match),
-        )
+        snippet, start, end = cut_snippet(window, min(occurrence.offset, reach), length_bytes, context_chars)
+        return DocumentHit(occurrence.document, self.metadata(occurrence.document), occurrence.offset, length_bytes, snippet, start, end)

@@ -27,6 +27,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from audit.corpora.local import IndexOpenError, LocalIndex, check_index
+from audit.corpora.protocol import MAX_DISP_LEN, MAX_QUERY_CHARS, MAX_QUERY_TOKENS
 
 QUERY_TYPES = (
     "count",
@@ -67,15 +68,15 @@ class QueryRequest(BaseModel):
 class Limits(BaseModel):
     """The per-request limits, defaulting to the public API's."""
 
-    max_query_chars: int = 1000
-    max_query_tokens: int = 500
+    max_query_chars: int = MAX_QUERY_CHARS
+    max_query_tokens: int = MAX_QUERY_TOKENS
     max_clauses_per_cnf: int = 4
     max_terms_per_clause: int = 4
     max_support: int = 1000
     max_clause_freq: int = 500000
     max_diff_tokens: int = 1000
     maxnum: int = 10
-    max_disp_len: int = 10000
+    max_disp_len: int = MAX_DISP_LEN
 
 
 class QueryError(Exception):

@@ -10,6 +10,7 @@ from audit.corpora.api import ApiCorpus, ApiOptions
 from audit.corpora.client import ClientSettings, InfiniGramClient
 from audit.corpora.demo import DEMO, demo_index
 from audit.corpora.local import IndexOpenError
+from audit.corpora.protocol import MAX_QUERY_CHARS, MAX_QUERY_TOKENS
 from audit.corpora.registry import DEFAULT_REGISTRY, CorpusError, read_registry
 from audit.exposure import Policy, PolicyError, load_policy
 from audit.indexing import IndexBuildError
@@ -144,8 +145,8 @@ def parser() -> argparse.ArgumentParser:
     parse.add_argument("--queue-seconds", type=float, default=2.0, help="how long a request waits for a place before 503")
     parse.add_argument("--max-body-bytes", type=int, default=1 << 20, help="largest query request body")
     parse.add_argument("--max-job-bytes", type=int, default=64 << 20, help="largest benchmark file a job may upload")
-    parse.add_argument("--max-query-chars", type=int, default=1000, help="longest query string, as the public API")
-    parse.add_argument("--max-query-tokens", type=int, default=500, help="most query tokens (bytes for byte-level indexes), as the public API")
+    parse.add_argument("--max-query-chars", type=int, default=MAX_QUERY_CHARS, help="longest query string, as the public API")
+    parse.add_argument("--max-query-tokens", type=int, default=MAX_QUERY_TOKENS, help="most query tokens (bytes for byte-level indexes), as the public API")
     parse.add_argument("--jobs-dir", type=Path, help="where audit jobs keep their files [default: CACHE/jobs]")
     parse.add_argument("--job-workers", type=int, default=1, help="audit jobs run at once")
     parse.add_argument("--policy", type=Path, help="policy TOML for audit jobs that name none, merged over the built-in one")
