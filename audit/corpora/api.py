@@ -51,7 +51,7 @@ from audit.corpora import counting
 from audit.corpora.base import Budget, CorpusInfo, DocumentHit, MatchLengths, MatchQuestions, OutOfBudget, Profile, cut_snippet
 from audit.corpora.client import ApiQueryError, ApiResponseError, InfiniGramClient
 from audit.corpora.local import bytes_to_char_lengths
-from audit.corpora.protocol import MAX_DISP_LEN, MAX_QUERY_CHARS, MAX_QUERY_TOKENS
+from audit.corpora.protocol import MAX_CTX_LEN, MAX_DISP_LEN, MAX_QUERY_CHARS, MAX_QUERY_TOKENS
 from audit.ranges import merged
 from audit.text import UNSEGMENTED_SCRIPTS, script_of
 
@@ -71,6 +71,7 @@ class ApiOptions:
     max_query_chars: int = MAX_QUERY_CHARS
     max_query_tokens: int = MAX_QUERY_TOKENS
     max_disp_len: int = MAX_DISP_LEN
+    max_ctx_len: int = MAX_CTX_LEN
     creativity_stride: int = 50
     variants: bool = True
 
@@ -80,14 +81,14 @@ class ApiOptions:
         object.__setattr__(self, "profile", Profile(self.profile))
         if self.longest_match not in LONGEST_MATCH_MODES:
             raise ValueError(f"longest_match {self.longest_match!r} is not one of {', '.join(LONGEST_MATCH_MODES)}")
-        if self.budget < 1 or self.max_query_chars < 2 or self.max_query_tokens < 2 or self.max_disp_len < 2:
-            raise ValueError("budget, max_query_chars, max_query_tokens and max_disp_len must be positive")
+        if self.budget < 1 or self.max_query_chars < 2 or self.max_query_tokens < 2 or self.max_disp_len < 2 or not 1 <= self.max_ctx_len <= MAX_CTX_LEN:
+            raise ValueError(f"budget, max_query_chars, max_query_tokens and max_disp_len must be positive, max_ctx_len in [1, {MAX_CTX_LEN}]")
         if not 0 < self.creativity_stride < self.max_query_tokens:
             raise ValueError("creativity_stride must be positive and below max_query_tokens")
 
 
 @dataclass
-class _Window:
+class DocumentWindow:
     """A displayed stretch of one document around one occurrence."""
 
     document: int
@@ -103,10 +104,10 @@ class ApiOccurrence:
 
     def __init__(self, corpus: ApiCorpus, shard: int, rank: int, query: str, variant: str) -> None:
         self.corpus, self.shard, self.rank, self.query, self.variant = corpus, shard, rank, query, variant
-        self._window: _Window | None = None
+        self._window: DocumentWindow | None = None
         self._lock = threading.Lock()
 
-    def window(self) -> _Window:
+    def window(self) -> DocumentWindow:
         with self._lock:
             if self._window is None:
                 self._window = self.corpus._fetch_window(self)
@@ -127,6 +128,8 @@ class ApiOccurrence:
 class ApiCorpus:
     """A corpus served over the infini-gram API."""
 
+    BACKEND = "infini-gram-api"
+
     def __init__(self, client: InfiniGramClient, name: str, options: ApiOptions | None = None, description: str = "") -> None:
         self.client = client
         self.options = options or ApiOptions()
@@ -135,7 +138,7 @@ class ApiCorpus:
         self._byte_level: bool | None = None
         self._mode = self.options.longest_match
         settings = client.settings
-        identity = f"infini-gram-api\n{settings.url.rstrip('/')}\n{settings.index}"
+        identity = f"{self.BACKEND}\n{settings.url.rstrip('/')}\n{settings.index}"
         self.details: dict[str, Any] = {
             "url": settings.url,
             "index": settings.index,
@@ -155,7 +158,7 @@ class ApiCorpus:
         }
         self.info = CorpusInfo(
             name=name,
-            backend="infini-gram-api",
+            backend=self.BACKEND,
             location=f"{settings.url} index={settings.index}",
             fingerprint=hashlib.blake2b(identity.encode(), digest_size=16).hexdigest(),
             details=self.details,
@@ -374,7 +377,7 @@ class ApiCorpus:
             found.sort(key=lambda o: (o.document, o.offset))
         return total, found
 
-    def _fetch_window(self, occurrence: ApiOccurrence) -> _Window:
+    def _fetch_window(self, occurrence: ApiOccurrence) -> DocumentWindow:
         """The document around an occurrence, as much of it as one request may display
         (`max_disp_len` tokens, centred on the match): the match's offset is then exact when
         it lies in the document's first `max_disp_len / 2` tokens, and one request serves every
@@ -387,12 +390,12 @@ class ApiCorpus:
             disp_len = int(response["disp_len"])
             doc_len = int(response.get("doc_len", disp_len))
             needle = int(response.get("needle_offset", wanted // 2))
-            metadata = _metadata(response.get("metadata", ""))
+            metadata = parse_metadata(response.get("metadata", ""))
         except (KeyError, TypeError, ValueError) as error:
             raise ApiResponseError(f"{self.client.settings.url}: get_doc_by_rank answer lacks {error}") from None
         exact = needle < wanted // 2 or disp_len == doc_len
         data, needle_at = _locate_in_spans(response.get("spans") or [], needle, disp_len)
-        return _Window(document=document, data=data, needle_at=needle_at, offset_exact=exact, metadata=metadata)
+        return DocumentWindow(document=document, data=data, needle_at=needle_at, offset_exact=exact, metadata=metadata)
 
     def surrounding(self, occurrence: ApiOccurrence, before: int, after: int) -> bytes:
         window = occurrence.window()
@@ -413,7 +416,7 @@ def _char_starts(encoded: bytes) -> list[int]:
     return [i for i, b in enumerate(encoded) if b & 0xC0 != 0x80]
 
 
-def _metadata(raw: Any) -> dict[str, Any]:
+def parse_metadata(raw: Any) -> dict[str, Any]:
     """A document's metadata as a dict: the API sends the index's JSON line as a string."""
     if isinstance(raw, dict):
         return raw

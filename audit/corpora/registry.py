@@ -31,13 +31,16 @@ from audit.corpora.cache import CacheError, ResponseCache
 from audit.corpora.client import PUBLIC_ENDPOINT, ClientSettings, InfiniGramClient, probe
 from audit.corpora.demo import DEMO, demo_index
 from audit.corpora.local import IndexOpenError, LocalIndex
+from audit.corpora.mini import MINI_ENDPOINT, MiniCorpus
 from audit.errors import UnreadableFile, read_text_file
 from audit.indexing import MANIFEST, ProgressHook
 from audit.paths import cache_dir
 
 DEFAULT_REGISTRY = Path("indexes/corpora.toml")
-API = "infini-gram-api"
-BACKENDS = ("local", "demo", API)
+API = ApiCorpus.BACKEND
+MINI = MiniCorpus.BACKEND
+REMOTE = (API, MINI)
+BACKENDS = ("local", "demo", API, MINI)
 CLIENT_KEYS = {"timeout", "attempts", "backoff", "max_backoff", "concurrency", "max_response_bytes"}
 OPTION_KEYS = {f.name for f in fields(ApiOptions)}
 LOCAL_KEYS = {"backend", "path", "description", "minhash_redis"}
@@ -85,10 +88,10 @@ def _entry(path: Path, name: str, table: Any) -> Entry:
     if backend not in BACKENDS:
         raise CorpusError(f"{where}.backend: {backend!r} is not one of {', '.join(BACKENDS)}")
     description = str(table.get("description", ""))
-    if backend != API:
+    if backend not in REMOTE:
         extra = set(table) - LOCAL_KEYS
         if extra:
-            raise CorpusError(f"{where}: key(s) {', '.join(sorted(extra))} apply to {API} entries only")
+            raise CorpusError(f"{where}: key(s) {', '.join(sorted(extra))} apply to {API} and {MINI} entries only")
         where_path = table.get("path")
         if backend == "local" and not isinstance(where_path, str):
             raise CorpusError(f"{where}.path is required for a local index")
@@ -98,8 +101,8 @@ def _entry(path: Path, name: str, table: Any) -> Entry:
         return Entry(name, backend, (path.parent / where_path) if where_path else None, description, minhash_redis=redis)
     index = table.get("index")
     if not isinstance(index, str) or not index:
-        raise CorpusError(f"{where}.index is required for an {API} entry (the server's index id)")
-    url = table.get("url", PUBLIC_ENDPOINT)
+        raise CorpusError(f"{where}.index is required for an {backend} entry (the server's index id)")
+    url = table.get("url", MINI_ENDPOINT if backend == MINI else PUBLIC_ENDPOINT)
     if not isinstance(url, str) or not url.startswith(("http://", "https://")):
         raise CorpusError(f"{where}.url: {url!r} is not an http(s) URL")
     cache = table.get("cache")
@@ -107,10 +110,12 @@ def _entry(path: Path, name: str, table: Any) -> Entry:
         raise CorpusError(f"{where}.cache must be a file path")
     settings = {key: table[key] for key in CLIENT_KEYS | OPTION_KEYS if key in table}
     try:
-        _settings(url, index, settings)
+        _, options = _settings(url, index, settings)
+        if backend == MINI and options.longest_match == "creativity":
+            raise ValueError("longest_match 'creativity' is not offered by the infini-gram mini API; use count")
     except (TypeError, ValueError) as error:
         raise CorpusError(f"{where}: {error}") from None
-    return Entry(name, API, None, description, url, index, (path.parent / cache) if cache else None, settings)
+    return Entry(name, backend, None, description, url, index, (path.parent / cache) if cache else None, settings)
 
 
 def _settings(url: str, index: str, settings: dict[str, Any], offline: bool = False) -> tuple[ClientSettings, ApiOptions]:
@@ -163,10 +168,12 @@ def api_cache(entry: Entry) -> ResponseCache:
 
 
 def open_api(entry: Entry, offline: bool = False, profile: str | None = None) -> ApiCorpus:
+    """An infini-gram or infini-gram mini corpus: same client, cache and decisions."""
     assert entry.url is not None and entry.index is not None
     settings = {**entry.settings, **({"profile": profile} if profile else {})}
     client_settings, options = _settings(entry.url, entry.index, settings, offline)
-    return ApiCorpus(InfiniGramClient(client_settings, api_cache(entry)), entry.name, options, entry.description)
+    kind = MiniCorpus if entry.backend == MINI else ApiCorpus
+    return kind(InfiniGramClient(client_settings, api_cache(entry)), entry.name, options, entry.description)
 
 
 def open_corpus(value: str, registry: Path | None = None, progress: ProgressHook | None = None, *, offline: bool = False, profile: str | None = None):
@@ -177,7 +184,7 @@ def open_corpus(value: str, registry: Path | None = None, progress: ProgressHook
     entry = entries.get(value)
     if entry is not None and entry.backend == "demo":
         return LocalIndex(demo_index(cache_dir(), progress), name=value)
-    if entry is not None and entry.backend == API:
+    if entry is not None and entry.backend in REMOTE:
         return open_api(entry, offline, profile)
     if entry is not None:
         return LocalIndex(entry.path, name=value, neardup_redis=entry.minhash_redis)
@@ -188,8 +195,8 @@ def open_corpus(value: str, registry: Path | None = None, progress: ProgressHook
 
 
 def _check(entry: Entry, timeout: float) -> CorpusCheck:
-    if entry.backend == API:
-        check = CorpusCheck(entry.name, API, f"{entry.url} index={entry.index}", entry.description, cached=0)
+    if entry.backend in REMOTE:
+        check = CorpusCheck(entry.name, entry.backend, f"{entry.url} index={entry.index}", entry.description, cached=0)
         cache = entry.cache or cache_dir() / "api-cache.sqlite"
         try:
             check.cached = ResponseCache(cache).entries(entry.url, entry.index) if cache.exists() else 0

@@ -3,6 +3,8 @@
 Routes:
 - `POST /`: an infini-gram query (`index`, `query_type`, `query` or `query_ids`, ...), answered
   as the public API answers it, errors included (`{"error": "..."}`).
+- `POST /mini/`: an infini-gram mini query (`count`, `find`, `get_doc_by_rank` with
+  `max_ctx_len`) over a byte-level index, as the infini-gram mini API answers it.
 - `GET /health`: liveness and the indexes served.  `GET /indexes`: what each index holds.
 - `POST /jobs?index=NAME[&format=...][&langs=en,fr][&policy=DIGEST]` with a benchmark file as
   the body: an audit job; `GET /jobs/{id}` its status; `GET /jobs/{id}/result` the audit file
@@ -17,19 +19,23 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from audit import __version__
 from audit.server.engine import QueryError, QueryRequest, ServedIndex
 from audit.server.jobs import JobError, JobManager
+from audit.server.mini import MiniRequest, answer_mini
+
+Model = TypeVar("Model", bound=BaseModel)
 
 
 @dataclass(frozen=True)
@@ -112,6 +118,30 @@ class GuardMiddleware:
             self._slots.release()
 
 
+def _parse(body: bytes, model: type[Model]) -> Model | JSONResponse:
+    """A request body as `model`, or the protocol's JSON error."""
+    try:
+        data = json.loads(body)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        return error(f"request body is not valid JSON ({exc})", 400)
+    if not isinstance(data, dict):
+        return error("request body must be a JSON object", 400)
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        return error(_describe(exc.errors()), 400)
+
+
+async def _answer(served: ServedIndex | None, name: str, ask: Callable[[ServedIndex], dict[str, Any]]) -> JSONResponse:
+    if served is None:
+        return error(f"Invalid index: {name}", 400)
+    try:
+        result = await asyncio.to_thread(ask, served)
+    except QueryError as exc:
+        return error(str(exc), exc.status)
+    return JSONResponse(result)
+
+
 def create_app(indexes: dict[str, ServedIndex], jobs: JobManager | None = None, limits: ServerLimits | None = None) -> FastAPI:
     """The service over `indexes`; `jobs` enables the audit-job routes."""
     limits = limits or ServerLimits()
@@ -140,28 +170,21 @@ def create_app(indexes: dict[str, ServedIndex], jobs: JobManager | None = None, 
 
     @app.post("/")
     async def query(request: Request) -> JSONResponse:
-        body = await request.body()
-        try:
-            data = json.loads(body)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            return error(f"request body is not valid JSON ({exc})", 400)
-        if not isinstance(data, dict):
-            return error("request body must be a JSON object", 400)
-        try:
-            parsed = QueryRequest.model_validate(data)
-        except ValidationError as exc:
-            return error(_describe(exc.errors()), 400)
+        parsed = _parse(await request.body(), QueryRequest)
+        if isinstance(parsed, JSONResponse):
+            return parsed
         name = parsed.index if parsed.index is not None else parsed.corpus
         if name is None:
             return error("Missing required field: 'index'", 400)
-        served = indexes.get(name)
-        if served is None:
-            return error(f"Invalid index: {name}", 400)
-        try:
-            result = await asyncio.to_thread(served.answer, parsed)
-        except QueryError as exc:
-            return error(str(exc), exc.status)
-        return JSONResponse(result)
+        return await _answer(indexes.get(name), name, lambda served: served.answer(parsed))
+
+    @app.post("/mini/")
+    @app.post("/mini")
+    async def query_mini(request: Request) -> JSONResponse:
+        parsed = _parse(await request.body(), MiniRequest)
+        if isinstance(parsed, JSONResponse):
+            return parsed
+        return await _answer(indexes.get(parsed.index), parsed.index, lambda served: answer_mini(served, parsed))
 
     if jobs is not None:
 
