@@ -81,14 +81,14 @@ def test_user_entries_name_a_url_or_a_path(served: Served, wiki_index: Path, tmp
 @pytest.mark.parametrize(
     ("entry", "message"),
     [
-        ('backend = "cloud"', "corpora.x.backend: 'cloud' is not one of local, demo, infini-gram-api"),
+        ('backend = "cloud"', "corpora.x.backend: 'cloud' is not one of local, demo, infini-gram-api, infini-gram-mini"),
         ('backend = "local"', "corpora.x.path is required for a local index"),
         ('backend = "infini-gram-api"', "corpora.x.index is required"),
         ('backend = "infini-gram-api"\nindex = "i"\nurl = "ftp://x"', "corpora.x.url: 'ftp://x' is not an http(s) URL"),
         ('backend = "infini-gram-api"\nindex = "i"\nlongest_match = "guess"', "corpora.x: longest_match 'guess' is not one of auto, creativity, count"),
         ('backend = "infini-gram-api"\nindex = "i"\nbudget = 0', "corpora.x: budget, max_query_chars"),
         ('backend = "infini-gram-api"\nindex = "i"\ncolour = "blue"', "corpora.x: unknown key(s) colour"),
-        ('backend = "local"\npath = "p"\nindex = "i"', "corpora.x: key(s) index apply to infini-gram-api entries only"),
+        ('backend = "local"\npath = "p"\nindex = "i"', "corpora.x: key(s) index apply to infini-gram-api and infini-gram-mini entries only"),
     ],
 )
 def test_bad_entries_are_reported_with_their_key(tmp_path: Path, entry: str, message: str):

@@ -61,6 +61,9 @@ class Geometry:
         at = bisect.bisect_right(self.cuts, position)
         return self.cuts[at] if at < len(self.cuts) else None
 
+    def cut_at_or_before(self, position: int) -> int:
+        return self.cuts[bisect.bisect_right(self.cuts, position) - 1]
+
     def cuts_between(self, low: int, high: int) -> list[int]:
         """Cuts e with low < e <= high."""
         return self.cuts[bisect.bisect_right(self.cuts, low) : bisect.bisect_right(self.cuts, high)]
@@ -326,7 +329,10 @@ def sample_coverage(ask: Asker, windows: Sequence[tuple[int, int]], thresholds: 
     open_windows = [w for w in windows if lowest[w[0]] < w[1] <= highest[w[0]]]
     if _decided((_ratio(settled_found, total), _ratio(settled_found + len(open_windows), total)), thresholds):
         return None
-    order = random.Random(seed).sample(open_windows, len(open_windows))
+    # A window is asked from the cut at or before its start (on a token-level index, the space
+    # before its first word), where the answer counts for its start too.
+    geometry = ask.known.geometry
+    order = [(geometry.cut_at_or_before(a), b) for a, b in random.Random(seed).sample(open_windows, len(open_windows))]
     asked: list[bool] = []
     batch = FIRST_SAMPLE
     interval = (_ratio(settled_found, total), _ratio(settled_found + len(open_windows), total))
