@@ -30,7 +30,7 @@ from audit.check import audit_manifest, check_items, variant_processes
 from audit.corpora.base import Profile
 from audit.corpora.local import EXTRA, IndexOpenError, LocalIndex, verify_index
 from audit.corpora.registry import CorpusError, check_corpora, open_corpus
-from audit.exposure import PolicyError, load_policy
+from audit.exposure import UNKNOWN, PolicyError, load_policy
 from audit.filter import FILTERED, RULES, FilterError, FilterPolicy, filter_benchmark
 from audit.indexing import IndexBuildError, build_index, describe_size, read_manifest
 from audit.indexing import ProgressHook as IndexProgress
@@ -42,6 +42,7 @@ from audit.report.render import REPORT, write_report
 from audit.signals import SIGNALS, SignalError, configure, minhash, parse_signals, plan
 
 console = Console(stderr=True)
+STRICT_EXIT = 3
 
 
 class InputError(click.ClickException):
@@ -296,23 +297,41 @@ def _default_out(bench: Path, corpora: tuple[str, ...]) -> Path:
 
 
 def _warn_failed_sources(records: list[dict]) -> None:
-    """Say which sources failed, and how often, so `unknown` tags never go unexplained."""
-    failures: dict[tuple[str, str], list[str]] = {}
+    """Say which sources failed, how many variants that left `unknown` and the first error, so
+    `unknown` tags never go unexplained."""
+    fields: dict[tuple[str, str], int] = {}
+    variants: dict[tuple[str, str], int] = {}
+    first: dict[tuple[str, str], str] = {}
     for record in records:
+        failed = {(e["signal"], e["source"]) for e in record["evidence"] if e["status"] == "failed"}
         for evidence in record["evidence"]:
             if evidence["status"] == "failed":
-                failures.setdefault((evidence["signal"], evidence["source"]), []).append(evidence.get("error") or "")
-    for (signal, source), errors in failures.items():
-        console.print(f"[red]failed[/red] {signal} on {source}: {len(errors)} field(s) could not be checked, first: {errors[0]}")
+                key = (evidence["signal"], evidence["source"])
+                fields[key] = fields.get(key, 0) + 1
+                first.setdefault(key, evidence.get("error") or "")
+        if record["exposure"] == UNKNOWN:
+            for key in failed:
+                variants[key] = variants.get(key, 0) + 1
+    for (signal, source), count in fields.items():
+        unknown = variants.get((signal, source), 0)
+        console.print(
+            f"[red]failed[/red] {signal} on {source}: {count} field(s) could not be checked, leaving {unknown} of {len(records)} variant(s) unknown; first error: {first[signal, source]}"
+        )
 
 
 def _print_summary(summary: dict, out: Path, elapsed: float) -> None:
+    """Per language, in a stable order: the tags, the seen rate over decided variants (an
+    unknown is neither seen nor unseen) and the unknown share beside it."""
     table = Table(title=f"Exposure per language ({out})")
-    for column in ("language", "variants", "seen", "unseen", "unknown", "seen rate"):
+    for column in ("language", "variants", "seen", "unseen", "unknown", "seen rate (decided)", "unknown share"):
         table.add_column(column, justify="left" if column == "language" else "right")
-    for lang, counts in summary["languages"].items():
-        rate = counts["seen"] / counts["total"] if counts["total"] else 0.0
-        table.add_row(lang, str(counts["total"]), str(counts["seen"]), str(counts["unseen"]), str(counts["unknown"]), f"{rate:.1%}")
+    rows = sorted(summary["languages"].items())
+    totals = {tag: sum(counts[tag] for _, counts in rows) for tag in ("seen", "unseen", "unknown", "total")}
+    for lang, counts in [*rows, ("all", totals)]:
+        decided = counts["seen"] + counts["unseen"]
+        rate = f"{counts['seen'] / decided:.1%}" if decided else "–"
+        share = f"{counts['unknown'] / counts['total']:.1%}" if counts["total"] else "–"
+        table.add_row(lang, str(counts["total"]), str(counts["seen"]), str(counts["unseen"]), str(counts["unknown"]), rate, share, end_section=lang == rows[-1][0] if rows else False)
     Console().print(table)
     items = ", ".join(f"{name}: {count}" for name, count in sorted(summary["items"].items()))
     Console().print(f"items: {items}   ({elapsed:.1f} s)")
@@ -333,6 +352,7 @@ def _print_summary(summary: dict, out: Path, elapsed: float) -> None:
 @click.option("--profile", type=click.Choice([str(p) for p in Profile]), help="For corpora that derive longest matches from counts: `decide` asks what the policy's rules need, `full` the longest match at every position [default: the registry's, else decide].")
 @click.option("--report/--no-report", "with_report", default=True, show_default=True, help="Also write an exposure report (HTML, Markdown, JSON).")
 @click.option("--report-dir", type=click.Path(path_type=Path), help="Where the report goes [default: OUT without .jsonl, plus .report].")
+@click.option("--strict", is_flag=True, help=f"Exit with status {STRICT_EXIT} when any variant is unknown (for CI pipelines); the audit file is written all the same.")
 def check(
     bench: Path,
     corpora: tuple[str, ...],
@@ -348,6 +368,7 @@ def check(
     profile: str | None,
     with_report: bool,
     report_dir: Path | None,
+    strict: bool,
 ) -> None:
     """Tag every (item, language) of BENCH seen / unseen / unknown in one or more corpora, with
     the evidence of every signal."""
@@ -403,6 +424,10 @@ def check(
     _print_summary(summary, out, time.perf_counter() - started)
     if report_dir is not None:
         Console().print(f"report: {report_dir / 'report.html'}")
+    unknown = sum(counts["unknown"] for counts in summary["languages"].values())
+    if strict and unknown:
+        console.print(f"[red]--strict:[/red] {unknown} variant(s) are unknown (see decided_by in {out})")
+        sys.exit(STRICT_EXIT)
 
 
 

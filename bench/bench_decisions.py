@@ -262,14 +262,19 @@ def check_llama_index(save: Path) -> dict[str, Any]:
 
 
 def exact_reference(index: Path, items: list[Item], records: list[Record], api: ApiCorpus) -> dict[str, Any]:
-    """Every question and passage's exact longest match and coverage (at word boundaries) from
-    the same index in this process, and the variants whose figures' bounds exclude them."""
+    """Every question and passage's longest match and coverage from a full scan without budget
+    (at word boundaries) of the same index in this process, and the variants whose figures'
+    bounds exclude them.  Each such case is then settled by a direct count: does the string
+    behind the larger of the two longest matches occur?"""
     from audit.corpora import counting
     from audit.corpora.base import Budget
+    from audit.rules import judge
     from audit.server.engine import QueryRequest, ServedIndex, Tokenizer
     from audit.text import normalize, windows
 
     served = ServedIndex("llama-demo", index, Tokenizer(LLAMA))
+    policy = load_policy(None)
+    rules = {name: table.for_source("llama-demo") for name, table in policy.rules["ngram"].items()}
     answers: dict[str, bool] = {}
 
     def occurs(piece: str) -> bool:
@@ -284,9 +289,10 @@ def exact_reference(index: Path, items: list[Item], records: list[Record], api: 
         for lang, variant in item.variants.items():
             record = by_key[item.item_id, lang]
             for evidence in record["evidence"]:
-                if evidence["field"] not in ("question", "context") or evidence["status"] != "ok":
+                field = evidence["field"]
+                if field not in ("question", "context") or evidence["status"] != "ok":
                     continue
-                text = normalize(variant.text(evidence["field"]))
+                text = normalize(variant.text(field))
                 geometry = counting.Geometry.of(len(text), lambda i, t=text: api._boundary(t, i), api._reaches(text))
                 ask = counting.Asker(text, occurs, counting.Known(geometry), Budget(), 10**9, lambda f, xs: [f(x) for x in xs])
                 counting.scan(ask)
@@ -301,16 +307,30 @@ def exact_reference(index: Path, items: list[Item], records: list[Record], api: 
                 figures = evidence["figures"]
                 for name, value in exact.items():
                     low, high = figures.get("bounds", {}).get(name, (figures[name], figures[name]))
-                    if not low <= value <= high:
-                        outside.add(key(record))
-                        if record["exposure"] != "unknown":
-                            outside_decided.add(key(record))
-                        cases.append({"variant": key(record), "field": evidence["field"], "figure": name, "bounds": [low, high], "exact": value, "tag": record["exposure"]})
+                    if low <= value <= high:
+                        continue
+                    outside.add(key(record))
+                    if record["exposure"] != "unknown":
+                        outside_decided.add(key(record))
+                    case: dict[str, Any] = {"variant": key(record), "field": field, "figure": name, "bounds": [low, high], "reference": value, "tag": str(record["exposure"])}
+                    if name == "longest_match_chars":
+                        # The larger longest match, asked directly: a string that occurs settles which side is wrong.
+                        if value > high:
+                            start = lengths.index(longest)
+                            case["reference_match_occurs"] = occurs(text[start : start + longest])
+                        else:
+                            start = figures["longest_match_start"]
+                            case["reported_match_occurs"] = occurs(text[start : start + low])
+                    outcomes = [(str(judge(rule, low, (low, high))), str(judge(rule, value))) for rule in rules.get(field, ()) if rule.figure == name]
+                    case["rule_outcomes_differ"] = any(a != b for a, b in outcomes)
+                    cases.append(case)
                 checked += 1
     return {
         "fields_checked": checked,
         "contradictions": len(outside_decided),
+        "contradicting_variants": sorted(outside_decided),
         "variants_with_a_figure_outside_bounds": len(outside),
+        "rule_outcomes_differ": sum(c["rule_outcomes_differ"] for c in cases),
         "cases": cases,
         "distinct_counts": len(answers),
         "seconds": round(time.perf_counter() - started, 2),
@@ -390,7 +410,18 @@ def print_tables(results: dict[str, Any]) -> None:
         if run["unknown_variants"]:
             print(f"\nunknown: {', '.join(run['unknown_variants'])}")
         if exact["cases"]:
-            print(f"\nfigures outside their bounds: {exact['cases']}")
+            print(f"\nFigures whose bounds exclude the reference's ({exact['variants_with_a_figure_outside_bounds']} variants; a rule's outcome differs in {exact['rule_outcomes_differ']}):\n")
+            print("| variant | field | figure | bounds (decide) | reference (full scan) | tag | the longer match, counted directly | rule outcome differs |")
+            print("|---|---|---|---|---|---|---|---|")
+            for case in exact["cases"]:
+                if "reference_match_occurs" in case:
+                    settled = f"reference's occurs: {case['reference_match_occurs']}"
+                elif "reported_match_occurs" in case:
+                    settled = f"decide's occurs: {case['reported_match_occurs']}"
+                else:
+                    settled = ""
+                low, high = case["bounds"]
+                print(f"| {case['variant']} | {case['field']} | {case['figure']} | [{low:g}, {high:g}] | {case['reference']:g} | {case['tag']} | {settled} | {case['rule_outcomes_differ']} |")
     if results.get("projection", {}).get("rows"):
         p = results["projection"]
         trips = p["assumed_round_trips"]

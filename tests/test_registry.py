@@ -176,3 +176,20 @@ def test_profile_entries_are_checked(tmp_path: Path):
     registry = write(tmp_path / "corpora.toml", '[corpora.x]\nbackend = "infini-gram-api"\nindex = "i"\nprofile = "most"\n')
     with pytest.raises(CorpusError, match="profile 'most' is not one of decide, full"):
         read_registry(registry)
+
+
+def test_an_unreachable_corpus_is_on_the_first_screen_and_strict_fails(tmp_path: Path):
+    """A run whose corpus cannot be reached says so (which corpus, how many variants it left
+    unknown, the first error), shows no seen rate for undecided languages, and with `--strict`
+    exits non-zero; the audit file is written all the same."""
+    registry = write(tmp_path / "corpora.toml", '[corpora.gone]\nbackend = "infini-gram-api"\nurl = "http://127.0.0.1:9/"\nindex = "wiki"\nattempts = 1\ntimeout = 2\n')
+    env = {"AUDIT_CACHE_DIR": str(tmp_path / "cache"), "COLUMNS": "200"}
+    args = ["check", str(SAMPLE), "--corpus", "gone", "--registry", str(registry), "--langs", "en,de", "--no-report", "--out", str(tmp_path / "gone.jsonl")]
+    result = CliRunner().invoke(main, args, env=env)
+    assert result.exit_code == 0, result.output
+    assert "failed ngram on gone:" in result.output and "leaving 78 of 78 variant(s) unknown" in result.output and "first error:" in result.output
+    rows = [line for line in result.output.splitlines() if line.lstrip("│ ").startswith(("de ", "en ", "all "))]
+    assert [row.split("│")[1].strip() for row in rows] == ["de", "en", "all"] and all("–" in row and "100.0%" in row for row in rows)
+    strict = CliRunner().invoke(main, [*args, "--strict"], env=env)
+    assert strict.exit_code == 3 and "--strict: 78 variant(s) are unknown" in strict.output
+    assert read_audit(tmp_path / "gone.jsonl").manifest["summary"]["checks"]["ngram/gone"]["failed"] > 0
