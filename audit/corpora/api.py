@@ -312,17 +312,19 @@ class ApiCorpus:
         return MatchLengths(chars, highest)
 
     def _boundary(self, text: str, i: int) -> bool:
-        """Where a token-level query can start or end: a word boundary, or either side of a
-        character of a script written without spaces; never just after a space, since a
-        tokenizer joins a space to the word after it, so a query ending in one (or starting
-        after one) is a token sequence the corpus does not hold.  Anywhere on a byte-level
-        index."""
+        """Where a token-level query can start or end: at a space (a query then starts with the
+        space, as the word's first token does in the corpus, and ends before it), or either
+        side of a character of a script written without spaces.  Not after a space, nor at
+        punctuation inside a run of text: a tokenizer cuts such a piece differently from the
+        same characters in context (a word after `(` gains the word-start marker), so its
+        absence would say nothing about the longer strings holding it.  Anywhere on a
+        byte-level index."""
         if self._byte_level or i == 0 or i == len(text):
             return True
         before, here = text[i - 1], text[i]
         if before.isspace():
             return False
-        return not before.isalnum() or not here.isalnum() or bool(UNSEGMENTED_SCRIPTS & {script_of(before), script_of(here)})
+        return here.isspace() or bool(UNSEGMENTED_SCRIPTS & {script_of(before), script_of(here)})
 
     def _reaches(self, text: str) -> list[int]:
         """For each start, the furthest end a single query may reach (the query limits)."""
