@@ -3,7 +3,7 @@ like the public infini-gram API), the full left-to-right scan against asking onl
 policy's rules need.
 
     pip install -e '.[bench,serve]'    # infini-gram and transformers (its indexer), fastapi/uvicorn
-    python bench/bench_decisions.py    # about 25 minutes on 2 cores; reads ../shared for Llama-2
+    python bench/bench_decisions.py    # about 12 minutes on 2 cores; reads ../shared for Llama-2
     python bench/bench_decisions.py --sections byte,cli     # the byte-level parts only
 
 Runs, side by side in one process:
@@ -20,8 +20,9 @@ Runs, side by side in one process:
    out in a temporary HF_HOME (nothing is copied into the repository).  Served with that
    tokenizer, the whole sample is checked with profile `decide` at the default budget, and
    every longest-match and coverage figure of the question and passage is compared with the
-   exact one, computed in this process from the same index's counts (`counting.scan` with no
-   budget, at word boundaries).
+   reference: the full profile from the same index's counts in this process (`counting.scan`
+   with no budget, at the same word boundaries); where they disagree, the longer match is
+   counted directly to tell which side is wrong.
 4. **Projection** for the full ECLeKTic benchmark (384 questions x 12 languages) against the
    public API: the tokenized run's HTTP requests per variant, at 4 requests in flight and an
    assumed round trip (the public API documents no rate limit).
@@ -121,6 +122,7 @@ def describe(records: list[Record], api: ApiCorpus, seconds: float, reference: d
         "cache_hits": api.client.stats["cache_hits"],
         "fields_bounded": api.details["fields_bounded"],
         "tokenization": api.details["tokenization"],
+        "variant_matches": dict(api.details["variant_matches"]),
         "seconds": round(seconds, 2),
     }
     if reference is not None:
@@ -139,7 +141,7 @@ def byte_level(index: Path, url: str, items: list[Item], scan_items: int) -> dic
     started = time.perf_counter()
     local = check_items(items, [ngram_runner(LocalIndex(index, name="demo"), None)], load_policy(None))
     reference = {key(r): r["exposure"] for r in local}
-    result: dict[str, Any] = {"local_seconds": round(time.perf_counter() - started, 2), "local_tags": dict(Counter(reference.values())), "runs": []}
+    result: dict[str, Any] = {"local_seconds": round(time.perf_counter() - started, 2), "local_tags": {str(tag): n for tag, n in Counter(reference.values()).items()}, "runs": []}
     for profile in ("full", "decide"):
         for budget in BUDGETS:
             records, api, seconds = count_run(url, "demo", items[:scan_items], profile, budget)
@@ -150,6 +152,7 @@ def byte_level(index: Path, url: str, items: list[Item], scan_items: int) -> dic
     row = {"profile": "decide", "budget": DEFAULT_BUDGET, "items": len(items), **describe(records, api, seconds, reference)}
     result["runs"].append(row)
     result["whole_sample_tags"] = {key(r): r["exposure"] for r in records}
+    result["local_reference"] = reference
     print(f"  byte-level decide @ {DEFAULT_BUDGET}, whole sample: {row['seconds']} s, {row['requests']:,} requests, {row['unknown']} unknown", flush=True)
     return result
 
@@ -161,7 +164,10 @@ def audit_lines(path: Path) -> tuple[dict[str, Any], list[Record]]:
 
 def cli_runs(url: str, in_process: dict[str, str] | None) -> dict[str, Any]:
     """`audit check` through `audit serve` with a fresh cache directory: cold, then warm."""
-    home = Path(tempfile.mkdtemp(prefix="decisions-cli-", dir=WORK))
+    home = WORK / "decisions-cli"
+    if home.exists():
+        shutil.rmtree(home)
+    home.mkdir()
     registry = home / "corpora.toml"
     registry.write_text(f'[corpora.team]\nbackend = "infini-gram-api"\nurl = "{url}"\nindex = "demo"\ncache = "team.sqlite"\nlongest_match = "count"\n', encoding="utf-8")
     env = {**os.environ, "AUDIT_CACHE_DIR": str(home / "audit-cache")}
@@ -233,8 +239,11 @@ def build_llama_index(save: Path) -> dict[str, Any]:
 
 
 def check_llama_index(save: Path) -> dict[str, Any]:
-    """Documents, tokens, and documents whose ids differ from `tokenizers` encoding them without
-    special tokens (what the server's tokenizer does, before it drops a lone word start)."""
+    """Documents, tokens, documents whose ids differ from `tokenizers` encoding them without
+    special tokens (what the server's tokenizer does, before it drops a lone word start), and
+    whether the suffix array is pydivsufsort's over the same bytes cut to token starts (the
+    engine compares raw bytes, so that is its order)."""
+    import pydivsufsort
     from tokenizers import Tokenizer
 
     data = np.frombuffer((save / "tokenized.0").read_bytes(), dtype="<u2")
@@ -250,13 +259,20 @@ def check_llama_index(save: Path) -> dict[str, Any]:
         stored = data[bounds[number] + 1 : bounds[number + 1]]
         differ += stored.tolist() != encoding.ids
     ratio = int(np.ceil(np.log2(len(data) * 2) / 8))
+    table = np.frombuffer((save / "table.0").read_bytes(), dtype=np.uint8).reshape(-1, ratio).astype(np.uint64)
+    suffixes = np.zeros(len(table), dtype=np.uint64)
+    for byte in range(ratio):
+        suffixes |= table[:, byte] << np.uint64(8 * byte)
+    expected = pydivsufsort.divsufsort(data.view(np.uint8).copy())
+    expected = expected[expected % 2 == 0].astype(np.uint64)
     return {
         "documents": len(offsets),
         "corpus_documents": len(texts),
         "tokens": int(len(data) - len(offsets)),
         "index_bytes": sum(p.stat().st_size for p in save.iterdir() if p.is_file()),
         "documents_differing_from_tokenizer": differ,
-        "suffix_array_entries": (save / "table.0").stat().st_size // ratio,
+        "suffix_array_entries": len(suffixes),
+        "suffix_array_equals_divsufsort": bool(np.array_equal(suffixes, expected)),
         "token_positions": len(data),
     }
 
@@ -337,7 +353,7 @@ def exact_reference(index: Path, items: list[Item], records: list[Record], api: 
     }
 
 
-def llama(items: list[Item]) -> dict[str, Any]:
+def llama(items: list[Item], byte_local: dict[str, str] | None) -> dict[str, Any]:
     save = WORK / "decisions-llama-demo"
     build = build_llama_index(save)
     print(f"  Llama-2 index built by infini-gram in {build['seconds']} s: {build['tokens']:,} tokens", flush=True)
@@ -347,7 +363,11 @@ def llama(items: list[Item]) -> dict[str, Any]:
         records, api, seconds = count_run(server.url, "llama-demo", items, "decide", DEFAULT_BUDGET)
     finally:
         server.stop()
+        shutil.rmtree(jobs, ignore_errors=True)
     run = describe(records, api, seconds)
+    if byte_local is not None:
+        # Not a contradiction: a byte-level match may start or end inside a word, a token-level one may not.
+        run["tags_unlike_byte_level_local"] = [f"{key(r)}: {r['exposure']} (byte-level {byte_local[key(r)]})" for r in records if r["exposure"] != byte_local[key(r)]]
     print(f"  Llama-2 decide @ {DEFAULT_BUDGET}: {run['seconds']} s, {run['requests']:,} requests, {run['unknown']} unknown", flush=True)
     exact = exact_reference(save, items, records, api)
     print(f"  exact reference: {exact['fields_checked']} fields in {exact['seconds']} s, {exact['contradictions']} contradictions", flush=True)
@@ -407,6 +427,12 @@ def print_tables(results: dict[str, Any]) -> None:
             f"| {build['seconds']:.1f} s | {build['documents']:,} | {build['tokens']:,} | {build['documents_differing_from_tokenizer']} | {run['variants']} | {run['decided_fraction']:.1%} | "
             f"{run['unknown']} | {run['median_queries']:g} | {run['max_queries']:,} | {run['requests']:,} | {run['seconds']:.1f} s | {exact['contradictions']} | {exact['fields_checked']} |"
         )
+        print(
+            f"\nindex: {build['index_bytes'] / 2**20:.1f} MiB, suffix array equal to pydivsufsort's: {build['suffix_array_equals_divsufsort']}; "
+            f"count requests won by each surface form: {run['variant_matches']}; reference: {exact['distinct_counts']:,} distinct counts in {exact['seconds']:.1f} s"
+        )
+        if run.get("tags_unlike_byte_level_local"):
+            print(f"\ntags unlike the byte-level local index's: {', '.join(run['tags_unlike_byte_level_local'])}")
         if run["unknown_variants"]:
             print(f"\nunknown: {', '.join(run['unknown_variants'])}")
         if exact["cases"]:
@@ -434,6 +460,16 @@ def print_tables(results: dict[str, Any]) -> None:
             print(f"| from cache (warm run scaled) | 0 | 0 | {seconds_text(p['cached_seconds'])} |" + " |" * (len(trips) - 1))
 
 
+def code_version() -> dict[str, Any]:
+    """The commit measured, and whether the library differed from it (read-only git)."""
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
+        changed = subprocess.run(["git", "status", "--porcelain", "--", "audit"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return {}
+    return {"commit": commit, "library_changed_since_commit": bool(changed)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sections", default=",".join(SECTIONS), help=f"comma-separated, of {', '.join(SECTIONS)}")
@@ -445,7 +481,7 @@ def main() -> None:
     from audit.paths import cache_dir
 
     items = load_benchmark(SAMPLE).items
-    results: dict[str, Any] = {"cores": os.cpu_count(), "python": sys.version.split()[0], "items": len(items), "variants": sum(len(i.variants) for i in items)}
+    results: dict[str, Any] = {"cores": os.cpu_count(), "python": sys.version.split()[0], "items": len(items), "variants": sum(len(i.variants) for i in items), **code_version()}
     started = time.perf_counter()
     if sections & {"byte", "cli"}:
         index = demo_index(cache_dir())
@@ -458,17 +494,19 @@ def main() -> None:
                 results["cli"] = cli_runs(server.url, results.get("byte", {}).get("whole_sample_tags"))
         finally:
             server.stop()
+            shutil.rmtree(jobs, ignore_errors=True)
     if "llama" in sections:
         if not (LLAMA / "tokenizer.json").exists():
             raise SystemExit(f"{LLAMA}: no tokenizer.json (this section needs ../shared beside the repository)")
-        results["llama"] = llama(items)
+        results["llama"] = llama(items, results.get("byte", {}).get("local_reference"))
     results["projection"] = projection(results)
     results["seconds"] = round(time.perf_counter() - started, 1)
     if "byte" in results:
         results["byte"].pop("whole_sample_tags", None)
+        results["byte"].pop("local_reference", None)
     (WORK / "decisions.json").write_text(json.dumps(results, indent=2), encoding="utf-8")
     print_tables(results)
-    print(f"\nwhole run: {seconds_text(results['seconds'])} on {results['cores']} cores")
+    print(f"\nwhole run: {seconds_text(results['seconds'])} on {results['cores']} cores; commit {results.get('commit')}, library changed since: {results.get('library_changed_since_commit')}")
 
 
 if __name__ == "__main__":
