@@ -295,7 +295,7 @@ def exact_reference(index: Path, items: list[Item], records: list[Record], api: 
 
     def occurs(piece: str) -> bool:
         if piece not in answers:
-            answers[piece] = any(served.answer(QueryRequest(index="llama-demo", query_type="count", query=form))["count"] for form in (piece, " " + piece))
+            answers[piece] = any(served.answer(QueryRequest(index="llama-demo", query_type="count", query=form))["count"] for _, form in api._variants(piece))
         return answers[piece]
 
     by_key = {(r["item_id"], r["lang"]): r for r in records}

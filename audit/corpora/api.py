@@ -55,7 +55,7 @@ from audit.corpora.protocol import MAX_CTX_LEN, MAX_DISP_LEN, MAX_QUERY_CHARS, M
 from audit.ranges import merged
 from audit.text import UNSEGMENTED_SCRIPTS, script_of
 
-AS_IS, LEADING_SPACE = "as-is", "leading space"
+AS_IS, LEADING_SPACE, WORD_START = "as-is", "leading space", "word start"
 LONGEST_MATCH_MODES = ("auto", "creativity", "count")
 SORTED_OCCURRENCES = 10
 
@@ -153,7 +153,7 @@ class ApiCorpus:
             "fields_capped": 0,
             "counts_over_limit": 0,
             "occurrences_by_prefix": 0,
-            "variant_matches": {AS_IS: 0, LEADING_SPACE: 0},
+            "variant_matches": {AS_IS: 0, LEADING_SPACE: 0, WORD_START: 0},
             "requests": client.stats,
         }
         self.info = CorpusInfo(
@@ -199,9 +199,13 @@ class ApiCorpus:
                 self.details["tokenization"] = "bytes" if byte_level else "tokens"
 
     def _variants(self, text: str) -> list[tuple[str, str]]:
+        """The surface forms a token-level index may hold the text as: as it is, and with its
+        word-start space the other way (added; or dropped, for tokenizers such as Llama-2's
+        that add their own word-start marker and, with digits split, keep a space before a
+        number as a token of its own, which a query starting with that space never matches)."""
         forms = [(AS_IS, text)]
-        if self.options.variants and self._byte_level is False and not text.startswith(" "):
-            forms.append((LEADING_SPACE, " " + text))
+        if self.options.variants and self._byte_level is False:
+            forms.append((WORD_START, text[1:]) if text.startswith(" ") and len(text) > 1 else (LEADING_SPACE, " " + text))
         return forms
 
     def _best(self, query_type: str, text: str, key: str) -> tuple[str, str, dict[str, Any]]:
