@@ -315,7 +315,8 @@ def _warn_failed_sources(records: list[dict]) -> None:
     for (signal, source), count in fields.items():
         unknown = variants.get((signal, source), 0)
         console.print(
-            f"[red]failed[/red] {signal} on {source}: {count} field(s) could not be checked, leaving {unknown} of {len(records)} variant(s) unknown; first error: {first[signal, source]}"
+            f"[red]failed[/red] {signal} on {source}: {count} field(s) could not be checked, leaving {unknown} of {len(records)} variant(s) unknown; first error: {first[signal, source]}",
+            soft_wrap=True,
         )
 
 
