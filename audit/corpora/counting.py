@@ -156,26 +156,33 @@ class Asker:
         return answers
 
 
-def _extend(found: Callable[[int, int], bool], start: int, end: int, stops: list[int]) -> int:
-    """The furthest stop e with text[start:e] found, given text[start:end] is and `stops` are
-    the admissible ends past `end` in increasing order: galloping, then binary search."""
-    if not stops or not found(start, stops[0]):
-        return end
-    low, high, step = 0, len(stops) - 1, 1
+def _last_found(found: Callable[[int], bool], count: int) -> int | None:
+    """The last index i < count with found(i), for a predicate true up to some index and false
+    after it: galloping, then binary search; None when found(0) is false."""
+    if not count or not found(0):
+        return None
+    low, high, step = 0, count - 1, 1
     while low < high:
         probe = min(high, low + step)
-        if found(start, stops[probe]):
+        if found(probe):
             low, step = probe, step * 2
         else:
             high = probe - 1
             break
     while low < high:
         middle = (low + high + 1) // 2
-        if found(start, stops[middle]):
+        if found(middle):
             low = middle
         else:
             high = middle - 1
-    return stops[low]
+    return low
+
+
+def _extend(found: Callable[[int, int], bool], start: int, end: int, stops: list[int]) -> int:
+    """The furthest stop e with text[start:e] found, given text[start:end] is and `stops` are
+    the admissible ends past `end` in increasing order."""
+    last = _last_found(lambda k: found(start, stops[k]), len(stops))
+    return end if last is None else stops[last]
 
 
 def scan(ask: Asker, start: int = 0, stop: int | None = None, end: int = 0) -> int:
@@ -252,28 +259,13 @@ def reach(ask: Asker, lengths: Sequence[int], chunk_cap: int) -> None:
 
 
 def _leftmost_start(ask: Asker, start: int, end: int, floor: int) -> int:
-    """The first cut s >= floor with text[s:end] found (text[start:end] is): galloping left,
-    then binary search, within one query's reach."""
+    """The first cut s >= floor with text[s:end] found (text[start:end] is), searching left
+    from `start` within one query's reach."""
     geometry = ask.known.geometry
     candidates = [c for c in geometry.cuts_between(floor - 1, start - 1) if geometry.reach[c] >= end]
     candidates.reverse()
-    if not candidates or not ask(candidates[0], end):
-        return start
-    low, high, step = 0, len(candidates) - 1, 1
-    while low < high:
-        probe = min(high, low + step)
-        if ask(candidates[probe], end):
-            low, step = probe, step * 2
-        else:
-            high = probe - 1
-            break
-    while low < high:
-        middle = (low + high + 1) // 2
-        if ask(candidates[middle], end):
-            low = middle
-        else:
-            high = middle - 1
-    return candidates[low]
+    last = _last_found(lambda k: ask(candidates[k], end), len(candidates))
+    return start if last is None else candidates[last]
 
 
 def sample_seed(base: int, text: str) -> int:
