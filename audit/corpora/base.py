@@ -45,18 +45,18 @@ class OutOfBudget(Exception):
 
 
 class Budget:
-    """The count queries one language variant may ask of one corpus.  Cache hits count too,
-    so an audit decides the same from a cold cache and a warm one."""
+    """The count queries one language variant has asked of one corpus; the corpus sets the
+    limit (its registry's `budget`).  Cache hits count too, so an audit decides the same from
+    a cold cache and a warm one."""
 
-    def __init__(self, limit: int | None = None) -> None:
-        self.limit = limit
+    def __init__(self) -> None:
         self.asked = 0
         self._lock = threading.Lock()
 
     def take(self, limit: int) -> None:
-        """One more query, or OutOfBudget; `limit` applies when the budget was made without."""
+        """One more query, or OutOfBudget once `limit` have been asked."""
         with self._lock:
-            if self.asked >= (self.limit if self.limit is not None else limit):
+            if self.asked >= limit:
                 raise OutOfBudget
             self.asked += 1
 

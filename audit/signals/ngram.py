@@ -221,9 +221,9 @@ def questions_for(rules: Sequence[Rule], text: str, size: int, budget: Budget) -
         if rule.figure == "longest_match_chars":
             longest.add(int(rule.value) + step)
         elif rule.figure == "longest_match_fraction":
-            reaching = [k for k in range(len(text) + 1) if _ratio(k, len(text)) >= float(rule.value)]
-            if reaching:
-                longest.add(reaching[0] + step)
+            reaching = next((k for k in range(len(text) + 1) if _ratio(k, len(text)) >= float(rule.value)), None)
+            if reaching is not None:
+                longest.add(reaching + step)
         elif rule.figure == "coverage":
             coverage.add(float(rule.value) + (1e-4 if step else 0.0))
     spans = tuple(windows(text, size)) if coverage else ()
