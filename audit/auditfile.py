@@ -7,10 +7,11 @@ as a smaller audit.  The schema is documented in the README; `SCHEMA_VERSION` ch
 """
 from __future__ import annotations
 
+import glob
 import hashlib
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,16 +26,27 @@ class AuditFileError(Exception):
     """Not an audit file, or a damaged one; the message names the file and line."""
 
 
-def benchmark_digest(path: Path) -> str:
-    """sha256 of a benchmark file, or of a directory's files (names and contents, sorted): what
-    the manifest records so a filter or report can tell it is looking at the audited input."""
-    digest = hashlib.sha256()
+def benchmark_files(path: Path) -> list[Path]:
+    """The files a benchmark path stands for: itself, a directory's files, or a glob's matches."""
+    if any(char in str(path) for char in "*?["):
+        return sorted(Path(p) for p in glob.glob(str(path), recursive=True) if Path(p).is_file())
     if Path(path).is_dir():
-        for child in sorted(p for p in Path(path).rglob("*") if p.is_file()):
-            digest.update(child.name.encode())
-            digest.update(child.read_bytes())
-    else:
+        return sorted(p for p in Path(path).rglob("*") if p.is_file())
+    return [Path(path)] if Path(path).exists() else []
+
+
+def benchmark_digest(path: Path) -> str:
+    """sha256 of a benchmark file, or of a directory's (or glob's) files, names and contents
+    sorted: what the manifest records so a filter or report can tell it is looking at the
+    audited input."""
+    digest = hashlib.sha256()
+    files = benchmark_files(path)
+    if files == [Path(path)]:
         digest.update(Path(path).read_bytes())
+        return digest.hexdigest()
+    for child in files:
+        digest.update(child.name.encode())
+        digest.update(child.read_bytes())
     return digest.hexdigest()
 
 
@@ -74,6 +86,8 @@ class AuditedBenchmark:
     absolute_path: str | None
     format: str
     sha256: str
+    mapping: dict[str, Any] = field(default_factory=dict)
+    source_lang: str | None = None
 
 
 def audited_benchmark(audit: AuditFile, audit_path: Path) -> AuditedBenchmark:
@@ -82,7 +96,10 @@ def audited_benchmark(audit: AuditFile, audit_path: Path) -> AuditedBenchmark:
     if not isinstance(recorded, dict) or not all(isinstance(recorded.get(name), str) for name in fields):
         raise AuditFileError(f"{audit_path}:1: field 'benchmark': expected path, format and sha256 of the audited benchmark")
     absolute = recorded.get("absolute_path")
-    return AuditedBenchmark(recorded["path"], absolute if isinstance(absolute, str) else None, recorded["format"], recorded["sha256"])
+    mapping, source_lang = recorded.get("mapping") or {}, recorded.get("source_lang")
+    if not isinstance(mapping, dict) or not (source_lang is None or isinstance(source_lang, str)):
+        raise AuditFileError(f"{audit_path}:1: field 'benchmark': mapping must be an object and source_lang a string")
+    return AuditedBenchmark(recorded["path"], absolute if isinstance(absolute, str) else None, recorded["format"], recorded["sha256"], mapping, source_lang)
 
 
 def locate_benchmark(audit: AuditFile, audit_path: Path, given: Path | None) -> tuple[Path, AuditedBenchmark]:
@@ -91,13 +108,13 @@ def locate_benchmark(audit: AuditFile, audit_path: Path, given: Path | None) -> 
     recorded = audited_benchmark(audit, audit_path)
     if given is None:
         candidates = [Path(recorded.path)] + ([Path(recorded.absolute_path)] if recorded.absolute_path else [])
-        found = next((path for path in candidates if path.exists()), None)
+        found = next((path for path in candidates if benchmark_files(path)), None)
         if found is None:
             raise AuditFileError(
                 f"{audit_path}: the audited benchmark {recorded.absolute_path or recorded.path} is not found from {Path.cwd()}; pass it with --bench"
             )
         given = found
-    if not Path(given).exists():
+    if not benchmark_files(Path(given)):
         raise AuditFileError(f"{given}: no such benchmark file or directory")
     actual = benchmark_digest(Path(given))
     if actual != recorded.sha256:

@@ -169,7 +169,9 @@ def audit_manifest(
     checked, against what, with which signals (and why any was skipped), under which policy,
     and a hash that says when two audits compare."""
     signals = list(dict.fromkeys(run.signal for run in runs if run.ran))
-    settings = {"policy": policy.settings, "corpus": [c.fingerprint for c in corpora], "langs": langs, "signals": signals}
+    settings: dict[str, Any] = {"policy": policy.settings, "corpus": [c.fingerprint for c in corpora], "langs": langs, "signals": signals}
+    if benchmark.mapping or benchmark.source_lang:
+        settings["read"] = {"mapping": benchmark.mapping, "source_lang": benchmark.source_lang}
     return AuditManifest(
         tool="corpus-audit",
         version=__version__,
@@ -183,6 +185,12 @@ def audit_manifest(
             items=len(benchmark.items),
             languages=benchmark.languages,
             skipped_rows=benchmark.skipped,
+            excluded_rows=benchmark.excluded,
+            kinds=dict(Counter(str(item.kind) for item in benchmark.items)),
+            language_codes=benchmark.language_codes,
+            unused_fields=benchmark.unused_fields,
+            mapping=benchmark.mapping,
+            source_lang=benchmark.source_lang,
         ),
         corpora=[asdict(info) for info in corpora],
         signals=signals,

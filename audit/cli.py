@@ -6,6 +6,7 @@ import os
 import re
 import sys
 import time
+from collections import Counter
 from contextlib import nullcontext
 from pathlib import Path
 
@@ -31,13 +32,14 @@ from audit.corpora.base import Profile
 from audit.corpora.local import EXTRA, IndexOpenError, LocalIndex, verify_index
 from audit.corpora.registry import CorpusError, check_corpora, open_corpus
 from audit.exposure import UNKNOWN, PolicyError, load_policy
-from audit.filter import FILTERED, RULES, FilterError, FilterPolicy, filter_benchmark
+from audit.filter import FILTERED, RULES, FilterError, FilterPolicy, filter_benchmark, writes_directory
 from audit.indexing import IndexBuildError, build_index, describe_size, read_manifest
 from audit.indexing import ProgressHook as IndexProgress
+from audit.items import LoadReport
 from audit.langcodes import normalise_lang
-from audit.loaders import BenchmarkError, load_benchmark
 from audit.neardup import NEARDUP_DIR, NearDupError, NearDupParams, add_neardup, load_redis
 from audit.outputs import OutputError, atomic_write_text, check_directory_target, check_file_target
+from audit.readers import FORMATS, BenchmarkError, MappingError, ReadOptions, load_benchmark, parse_mapping, recorded_options
 from audit.report.render import REPORT, write_report
 from audit.signals import SIGNALS, SignalError, configure, minhash, parse_signals, plan
 
@@ -125,19 +127,48 @@ def index() -> None:
     show_default=True,
     help="`text`: store NFC with whitespace collapsed, as queries are issued; `none`: raw bytes, as infini-gram's indexer does.",
 )
+@click.option(
+    "--text-field",
+    "text_field",
+    default="text",
+    show_default=True,
+    metavar="NAME",
+    help="The JSONL field or Parquet/datasets column holding each document's text (e.g. `content`); every other field is kept as provenance.",
+)
+@click.option(
+    "--text-docs",
+    "text_docs",
+    type=click.Choice(["file", "block"]),
+    default="file",
+    show_default=True,
+    help="What one document of a .txt/.txt.gz/.md file is: `file`, the whole file; `block`, each blank-line-separated block (its first line is recorded).",
+)
 @click.option("--force", is_flag=True, help="Replace an existing index at --out (only one audit wrote; never other files).")
 @click.option("--no-minhash", "no_minhash", is_flag=True, help="Skip the near-duplicate (MinHash) index built after the suffix array; add it later with `audit index minhash`.")
 @click.option("--policy", "policy_path", type=click.Path(path_type=Path), help="Build the near-duplicate index with this policy's [minhash.index] parameters (default: the built-in ones).")
-def index_build(sources: tuple[Path, ...], out: Path, memory: str, normalization: str, force: bool, no_minhash: bool, policy_path: Path | None) -> None:
-    """Index JSONL(.gz) documents (a `text` field each; other fields kept as provenance).
+def index_build(
+    sources: tuple[Path, ...], out: Path, memory: str, normalization: str, text_field: str, text_docs: str, force: bool, no_minhash: bool, policy_path: Path | None
+) -> None:
+    """Index corpus documents: JSONL(.gz), Parquet, `datasets` directories, plain text.
 
-    SOURCES are files or directories (every *.json* file below, in sorted order).  The suffix
-    array is followed by the near-duplicate index, unless --no-minhash.
+    SOURCES are files, read by suffix (.jsonl/.json[.gz] JSONL, .parquet, .arrow, .txt/.txt.gz/.md
+    text; any other name as JSONL), `save_to_disk` directories of Hugging Face `datasets`, or
+    other directories (every *.json* file below, in sorted order).  The suffix array is followed
+    by the near-duplicate index, unless --no-minhash.
     """
     params = None if no_minhash else _minhash_params(policy_path, None)
     progress, report = _build_progress()
     try:
-        manifest = build_index(list(sources), out, memory_bytes=_parse_size(memory), normalization=normalization, force=force, progress=report)
+        manifest = build_index(
+            list(sources),
+            out,
+            memory_bytes=_parse_size(memory),
+            normalization=normalization,
+            text_field=text_field,
+            text_docs=text_docs,
+            force=force,
+            progress=report,
+        )
     except IndexBuildError as error:
         raise InputError(str(error)) from None
     finally:
@@ -291,8 +322,25 @@ def _default_report_dir(audit_path: Path) -> Path:
     return audit_path.with_name(audit_path.name.removesuffix(".jsonl").removesuffix(".audit") + ".report")
 
 
+def _print_read(report: LoadReport) -> None:
+    """What was read, before any corpus is asked: the counts a user compares with the benchmark's
+    documentation, rows the benchmark excluded, codes recoded, and fields no signal reads."""
+    kinds = Counter(str(item.kind) for item in report.items)
+    variants = sum(len(item.variants) for item in report.items)
+    line = f"read {report.path} ({report.format}): {len(report.items)} items, {variants} variants, {len(report.languages)} languages ({', '.join(f'{n} {k}' for k, n in sorted(kinds.items()))})"
+    if report.excluded:
+        line += f"; {report.excluded} rows excluded by the benchmark"
+    console.print(line, soft_wrap=True, highlight=False)
+    if report.language_codes:
+        console.print("language codes: " + ", ".join(f"{given} → {code}" for given, code in report.language_codes.items()), soft_wrap=True, highlight=False)
+    if report.unused_fields:
+        console.print(f"not checked by any signal (kept in the audit's manifest): {', '.join(report.unused_fields)}", soft_wrap=True, highlight=False)
+
+
 def _default_out(bench: Path, corpora: tuple[str, ...]) -> Path:
-    stem = bench.name.split(".")[0] or "benchmark"
+    """Named after the benchmark (a glob's nearest named directory: `data/*/test.*.jsonl` → data)."""
+    named = next((part for part in reversed(bench.parts) if not any(c in part for c in "*?[")), "") if any(c in str(bench) for c in "*?[") else bench.name
+    stem = Path(named).name.split(".")[0] or "benchmark"
     return Path(f"{stem}.{'+'.join(Path(corpus).name for corpus in corpora)}.audit.jsonl")
 
 
@@ -344,7 +392,9 @@ def _print_summary(summary: dict, out: Path, elapsed: float) -> None:
 @click.option("--signals", "signal_names", help=f"Comma-separated signals to run ({', '.join(SIGNALS)}) [default: every one the corpora support].")
 @click.option("--out", type=click.Path(path_type=Path), help="Audit file to write [default: BENCH.CORPUS.audit.jsonl, corpora joined by +].")
 @click.option("--langs", help="Comma-separated languages to check [default: all in the benchmark].")
-@click.option("--format", "fmt", type=click.Choice(["eclektic-jsonl", "eclektic-csv", "bmlama", "jsonl"]), help="Benchmark format [default: detected].")
+@click.option("--format", "fmt", type=click.Choice(list(FORMATS)), help="Benchmark format [default: detected]; `audit formats` lists them.")
+@click.option("--map", "mapping", help="Which column holds what, for benchmarks without a reader: question=COL,answer=COL,context=COL,lang=COL,id=COL,options=A|B|C,answer_index=COL,exclude=COL,... or a TOML file of the same keys.")
+@click.option("--source-lang", help="The language items were written in, where the benchmark does not say (also the language of every row of a one-language table).")
 @click.option("--policy", "policy_path", type=click.Path(path_type=Path), help="Policy TOML merged over the built-in one.")
 @click.option("--registry", type=click.Path(path_type=Path), help="Corpus registry TOML [default: indexes/corpora.toml].")
 @click.option("--skip-bad-rows", is_flag=True, help="Skip (and count) malformed benchmark rows instead of stopping.")
@@ -361,6 +411,8 @@ def check(
     out: Path | None,
     langs: str | None,
     fmt: str | None,
+    mapping: str | None,
+    source_lang: str | None,
     policy_path: Path | None,
     registry: Path | None,
     skip_bad_rows: bool,
@@ -390,12 +442,14 @@ def check(
     try:
         wanted_signals = parse_signals(signal_names)
         policy = load_policy(policy_path)
-        report = load_benchmark(bench, fmt, skip_bad_rows=skip_bad_rows)
-    except (BenchmarkError, PolicyError, SignalError) as error:
+        options = ReadOptions(parse_mapping(mapping) if mapping else None, source_lang)
+        report = load_benchmark(bench, fmt, skip_bad_rows=skip_bad_rows, options=options)
+    except (BenchmarkError, MappingError, PolicyError, SignalError) as error:
         raise InputError(str(error)) from None
     wanted = _wanted_languages(langs, report.languages) if langs else None
     for skipped in report.skipped:
         console.print(f"[yellow]skipped[/yellow] {skipped}")
+    _print_read(report)
     progress, report_build = _build_progress()
     try:
         sources = [open_corpus(corpus, registry, progress=report_build, offline=offline, profile=profile) for corpus in corpora]
@@ -452,7 +506,7 @@ def filter_command(
         audit = read_audit(audit_path)
         bench, recorded = locate_benchmark(audit, audit_path, bench)
         inputs = [audit_path, bench]
-        if recorded.format == "bmlama":
+        if writes_directory(recorded.format, bench):
             if out.exists() and not force:
                 raise OutputError(f"{out}: already exists (use --force to replace it)")
             check_directory_target(out, FILTERED, inputs=inputs)
@@ -461,9 +515,9 @@ def filter_command(
         check_file_target(manifest_path, inputs=inputs, force=force)
         if _same_path(out, manifest_path):
             raise OutputError(f"--manifest {manifest_path}: is the same file as --out")
-        report = load_benchmark(bench, recorded.format)
+        report = load_benchmark(bench, recorded.format, options=recorded_options(recorded.mapping, recorded.source_lang))
         result = filter_benchmark(audit, report.items, bench, recorded, out, FilterPolicy(rule, drop_unknown), flag=flag, audit_path=str(audit_path))
-    except (AuditFileError, BenchmarkError, FilterError, OutputError) as error:
+    except (AuditFileError, BenchmarkError, MappingError, FilterError, OutputError) as error:
         raise InputError(str(error)) from None
     atomic_write_text(manifest_path, json.dumps(result.manifest, indent=2, ensure_ascii=False) + "\n")
     counts = result.manifest["counts"]
@@ -519,7 +573,7 @@ def report_command(
         bench, recorded = locate_benchmark(audit, audit_path, bench)
         inputs = [path for path in (audit_path, bench, predictions, item_pages) if path is not None]
         check_directory_target(out, REPORT, inputs=inputs)
-        items = load_benchmark(bench, recorded.format).items
+        items = load_benchmark(bench, recorded.format, options=recorded_options(recorded.mapping, recorded.source_lang)).items
         evaluation = None
         if predictions is not None:
             answers = load_predictions(predictions, items)
@@ -536,7 +590,7 @@ def report_command(
             for problem in evaluation["problems"]:
                 console.print(f"[yellow]problem[/yellow] {problem}")
         data = write_report(out, audit, str(audit_path), items, evaluation, item_pages, inputs=inputs)
-    except (AuditFileError, BenchmarkError, PredictionsError, EvaluationError, JudgeError, OutputError, FileNotFoundError) as error:
+    except (AuditFileError, BenchmarkError, MappingError, PredictionsError, EvaluationError, JudgeError, OutputError, FileNotFoundError) as error:
         raise InputError(str(error)) from None
     if evaluation:
         total = evaluation["total"]

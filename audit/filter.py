@@ -11,6 +11,7 @@ import csv
 import gzip
 import io
 import json
+import os
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -160,6 +161,109 @@ def _filter_bmlama(source: Path, out: Path, items: list[Item], verdicts: dict[st
         raise
 
 
+LINE_FORMATS = ("eclektic-jsonl", "jsonl", "mkqa", "tydiqa")
+DIRECTORY_FORMATS = ("bmlama", "per-language")
+
+
+def writes_directory(fmt: str, benchmark: Path) -> bool:
+    """Whether the clean benchmark is a directory: for benchmarks spread over several files."""
+    return fmt in DIRECTORY_FORMATS or (fmt == "squad" and len(_squad_files(benchmark)) > 1)
+
+
+def _filter_table(source: Path, out: Path, line_owner: dict[int, str], verdicts: dict[str, Verdict], flag: bool) -> None:
+    """One table in its own format; Parquet rows are numbered from 1 as the reader numbers them."""
+    name = source.name.lower().removesuffix(".gz")
+    if name.endswith((".csv", ".tsv")):
+        _filter_csv(source, out, line_owner, verdicts, flag, delimiter="\t" if name.endswith(".tsv") else ",")
+    elif name.endswith(".parquet"):
+        _filter_parquet(source, out, line_owner, verdicts, flag)
+    elif source.is_dir():
+        raise FilterError(f"{source}: writing a datasets directory is not supported; save it as Parquet (Dataset.to_parquet) and audit that")
+    else:
+        _filter_jsonl(source, out, line_owner, verdicts, flag)
+
+
+def _filter_parquet(source: Path, out: Path, line_owner: dict[int, str], verdicts: dict[str, Verdict], flag: bool) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(source)
+    owners = [line_owner.get(row) for row in range(1, table.num_rows + 1)]
+    if flag:
+        flags = [_flag(verdicts.get(owner)) if owner else {"leaky": None, "reason": "not read"} for owner in owners]
+        table = table.append_column("audit_leaky", pa.array([f["leaky"] for f in flags], pa.bool_())).append_column("audit_reason", pa.array([f["reason"] for f in flags]))
+    else:
+        keep = [row for row, owner in enumerate(owners) if owner is not None and not (owner in verdicts and verdicts[owner].leaky)]
+        table = table.take(pa.array(keep, pa.int64()))
+    buffer = pa.BufferOutputStream()
+    pq.write_table(table, buffer)
+    atomic_write_bytes(out, buffer.getvalue().to_pybytes())
+
+
+def _filter_per_language(source: Path, out: Path, items: list[Item], verdicts: dict[str, Verdict], flag: bool) -> None:
+    """Each language's file filtered alike, at the same path relative to the files' common folder."""
+    owners: dict[str, dict[int, str]] = {}
+    for item in items:
+        for file, line in item.origin.rows if item.origin else ():
+            owners.setdefault(file, {})[line] = item.item_id
+    root = Path(os.path.commonpath([str(Path(file).parent) for file in owners]))
+    staging = staging_directory(out)
+    try:
+        for file, line_owner in owners.items():
+            target = staging / Path(file).relative_to(root)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            _filter_table(Path(file), target, line_owner, verdicts, flag)
+        commit_directory(staging, out, FILTERED, inputs=[source])
+    except BaseException:
+        discard_staging(staging)
+        raise
+
+
+def _squad_files(source: Path) -> list[Path]:
+    from audit.readers.squad import squad_files
+
+    return squad_files(source)
+
+
+def _filter_squad_document(source: Path, target: Path, verdicts: dict[str, Verdict], flag: bool) -> None:
+    """Questions of leaky items removed (or flagged); paragraphs and articles left empty go too."""
+    document = json.loads(_read_text(source)[0])
+    articles = []
+    for article in document["data"]:
+        paragraphs = []
+        for paragraph in article["paragraphs"]:
+            qas = []
+            for qa in paragraph["qas"]:
+                verdict = verdicts.get(str(qa.get("id", "")).strip())
+                if flag:
+                    qas.append({**qa, "audit": _flag(verdict)})
+                elif verdict is None or not verdict.leaky:
+                    qas.append(qa)
+            if qas:
+                paragraphs.append({**paragraph, "qas": qas})
+        if paragraphs:
+            articles.append({**article, "paragraphs": paragraphs})
+    _write_text(target, json.dumps({**document, "data": articles}, ensure_ascii=False) + "\n")
+
+
+def _filter_squad(source: Path, out: Path, verdicts: dict[str, Verdict], flag: bool) -> None:
+    files = _squad_files(source)
+    if len(files) == 1:
+        _filter_squad_document(files[0], out, verdicts, flag)
+        return
+    root = Path(os.path.commonpath([str(file.parent) for file in files]))
+    staging = staging_directory(out)
+    try:
+        for file in files:
+            target = staging / file.relative_to(root)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            _filter_squad_document(file, target, verdicts, flag)
+        commit_directory(staging, out, FILTERED, inputs=[source])
+    except BaseException:
+        discard_staging(staging)
+        raise
+
+
 @dataclass
 class FilterResult:
     manifest: dict[str, Any]
@@ -188,8 +292,16 @@ def filter_benchmark(
         _filter_bmlama(benchmark, out, items, verdicts, flag)
     elif fmt == "eclektic-csv":
         _filter_csv(benchmark, out, line_owner, verdicts, flag)
-    else:
+    elif fmt in LINE_FORMATS:
         _filter_jsonl(benchmark, out, line_owner, verdicts, flag)
+    elif fmt == "table":
+        _filter_table(benchmark, out, line_owner, verdicts, flag)
+    elif fmt == "per-language":
+        _filter_per_language(benchmark, out, items, verdicts, flag)
+    elif fmt == "squad":
+        _filter_squad(benchmark, out, verdicts, flag)
+    else:
+        raise FilterError(f"{benchmark}: writing the {fmt} format is not supported; use --flag with an audit of a supported format")
     leaky = [v for v in verdicts.values() if v.leaky]
     unaudited = [item.item_id for item in items if item.item_id not in verdicts]
     removed = 0 if flag else len(leaky)

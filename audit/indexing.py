@@ -1,4 +1,5 @@
-"""Build byte-level infini-gram indexes from JSONL documents.
+"""Build byte-level infini-gram indexes from corpus files: JSONL, plain text, Parquet and
+Hugging Face `datasets` directories.
 
 The files are infini-gram's own v4 format (`tokenized.N`, `table.N`, `offset.N`, `metadata.N`,
 `metaoff.N`), so `infini_gram.engine.InfiniGramEngine` opens what this writes.  The suffix
@@ -27,12 +28,13 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pydivsufsort
 
 from audit import __version__
-from audit.documents import NORMALIZERS, IndexBuildError, ParsedChunk, parse_lines
+from audit.documents import NORMALIZERS, IndexBuildError, ParsedChunk, parse_batch, parse_lines, parse_text
 from audit.outputs import OutputError, check_directory_target, commit_directory, discard_staging, staging_directory
 from audit.timestamps import utc_timestamp
 
@@ -46,8 +48,12 @@ BUILD_CODE = ("indexing.py", "documents.py", "text.py")
 SA_CHUNK = 1 << 24
 WRITE_BUFFER = 1 << 22
 CHUNK_BYTES = 1 << 22
+TEXT_SUFFIXES = (".txt", ".txt.gz", ".md")
+DATASETS_MARKERS = ("state.json", "dataset_info.json", "dataset_dict.json")
+TEXT_DOCS = ("file", "block")
 
 ProgressHook = Callable[[str, int, int], None]
+Task = tuple[Callable[..., ParsedChunk], tuple]
 
 
 @dataclass
@@ -60,9 +66,35 @@ class ShardInfo:
 
 @dataclass
 class SourceInfo:
+    """One input file and how it was read: `format` (jsonl, text, parquet, arrow or datasets),
+    the field or column its text came from (`text_field`; none for plain text) and, for plain
+    text, whether a document was the whole file or a blank-line-separated block (`text_docs`).
+    The defaults describe manifests from before other formats were read: JSONL with `text`."""
+
     path: str
     documents: int
     skipped_blank_lines: int = 0
+    format: str = "jsonl"
+    text_field: str | None = "text"
+    text_docs: str | None = None
+
+
+@dataclass(frozen=True)
+class CorpusFile:
+    """A file of documents, the name its documents' metadata records, and its reader."""
+
+    path: Path
+    name: str
+    format: str
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """How every source of one build is read (see `build_index`)."""
+
+    normalization: str = "text"
+    text_field: str = "text"
+    text_docs: str = "file"
 
 
 @dataclass
@@ -149,21 +181,82 @@ def pointer_width(size: int) -> int:
     return max(1, int(np.ceil(np.log2(max(size, 2)) / 8)))
 
 
-def discover_sources(paths: list[Path]) -> list[tuple[Path, str]]:
-    """Each JSONL file with the name it is recorded under in document metadata.
+def file_format(path: Path) -> str:
+    """The reader a file gets, by its suffix.  A name with none of the known suffixes is read as
+    JSONL, as every file was before other formats were read."""
+    name = path.name.lower()
+    if name.endswith(".parquet"):
+        return "parquet"
+    if name.endswith(".arrow"):
+        return "arrow"
+    return "text" if name.endswith(TEXT_SUFFIXES) else "jsonl"
 
-    A directory contributes every `*.json*` file below it in sorted order, named relative to
-    the directory, which is how infini-gram's indexer orders and names them.
+
+def is_datasets_directory(path: Path) -> bool:
+    """A directory `datasets`' `save_to_disk` wrote (a `Dataset` or a `DatasetDict`)."""
+    return any((path / marker).is_file() for marker in DATASETS_MARKERS)
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        raise IndexBuildError(f"{path}: not readable JSON ({error})") from None
+
+
+def datasets_files(directory: Path) -> list[CorpusFile]:
+    """The Arrow files of a `save_to_disk` directory in row order (as `state.json` lists them),
+    each split of a `DatasetDict` in the order `dataset_dict.json` lists the splits, named
+    relative to `directory`."""
+    parts = [directory]
+    if (directory / "dataset_dict.json").is_file():
+        splits = _read_json(directory / "dataset_dict.json")
+        splits = splits.get("splits") if isinstance(splits, dict) else None
+        if not isinstance(splits, list) or not all(isinstance(split, str) for split in splits):
+            raise IndexBuildError(f"{directory / 'dataset_dict.json'}: no list of split names under 'splits'")
+        parts = [directory / split for split in splits]
+    found: list[CorpusFile] = []
+    for part in parts:
+        state = part / "state.json"
+        if state.is_file():
+            entries = _read_json(state)
+            entries = entries.get("_data_files") if isinstance(entries, dict) else None
+            if not isinstance(entries, list) or not all(isinstance(e, dict) and isinstance(e.get("filename"), str) for e in entries):
+                raise IndexBuildError(f"{state}: no list of {{'filename': ...}} under '_data_files'")
+            files = [part / entry["filename"] for entry in entries]
+        else:
+            files = sorted(part.glob("data-*.arrow"))
+        if not files:
+            raise IndexBuildError(f"{part}: a datasets directory without data-*.arrow files")
+        for file in files:
+            if not file.is_file():
+                raise IndexBuildError(f"{file}: no such file (the datasets directory lists it)")
+            found.append(CorpusFile(file, str(file.relative_to(directory)), "datasets"))
+    return found
+
+
+def discover_sources(paths: list[Path]) -> list[CorpusFile]:
+    """Each file of documents with the name its documents' metadata records.
+
+    A file is read by its suffix (`file_format`); a `datasets` directory contributes its Arrow
+    files.  Any other directory contributes every `*.json*` file below it in sorted order,
+    named relative to the directory, which is how infini-gram's indexer orders and names them;
+    other formats in it are left alone, so a README or a notes file never becomes a document.
     """
-    found: list[tuple[Path, str]] = []
+    found: list[CorpusFile] = []
     for path in paths:
-        if path.is_dir():
+        if path.is_dir() and is_datasets_directory(path):
+            found.extend(datasets_files(path))
+        elif path.is_dir():
             files = sorted(p for p in path.glob("**/*.json*") if p.is_file())
             if not files:
-                raise IndexBuildError(f"{path}: no *.json, *.jsonl or *.jsonl.gz files below it")
-            found.extend((f, str(f.relative_to(path))) for f in files)
+                raise IndexBuildError(f"{path}: no *.json, *.jsonl or *.jsonl.gz files below it (Parquet, Arrow and text files are read when named one by one)")
+            nested = next((p for p in sorted({f.parent for f in files}) if is_datasets_directory(p)), None)
+            if nested:
+                raise IndexBuildError(f"{nested}: a datasets directory inside {path}, whose JSON files are not documents; name it as a source of its own")
+            found.extend(CorpusFile(f, str(f.relative_to(path)), "jsonl") for f in files)
         elif path.is_file():
-            found.append((path, path.name))
+            found.append(CorpusFile(path, path.name, file_format(path)))
         else:
             raise IndexBuildError(f"{path}: no such file or directory")
     return found
@@ -185,6 +278,147 @@ def line_chunks(path: Path, on_bytes: Callable[[int], None]) -> Iterator[tuple[i
         on_bytes(raw.tell() - position)
         if lines:
             yield first, lines
+
+
+def whole_texts(path: Path, on_bytes: Callable[[int], None]) -> Iterator[list[tuple[int, bytes]]]:
+    """A text file as one document starting at line 1; a blank file holds none."""
+    data = b"".join(line for _, lines in line_chunks(path, on_bytes) for line in lines)
+    if data.strip():
+        yield [(1, data)]
+
+
+def text_blocks(path: Path, on_bytes: Callable[[int], None]) -> Iterator[list[tuple[int, bytes]]]:
+    """Blank-line-separated blocks as (first line number, bytes without the line break that
+    ends the block), in runs of about CHUNK_BYTES."""
+    run: list[tuple[int, bytes]] = []
+    block: list[bytes] = []
+    start = size = 0
+    for first, lines in line_chunks(path, on_bytes):
+        for number, line in enumerate(lines, start=first):
+            if line.strip():
+                start = start if block else number
+                block.append(line)
+                continue
+            if block:
+                run.append((start, b"".join(block).rstrip(b"\r\n")))
+                size += len(run[-1][1])
+                block = []
+            if size >= CHUNK_BYTES:
+                yield run
+                run, size = [], 0
+    if block:
+        run.append((start, b"".join(block).rstrip(b"\r\n")))
+    if run:
+        yield run
+
+
+def _check_text_column(path: Path, schema: Any, text_field: str) -> None:
+    """Refuse, before any row is read, a file whose text column is absent or not text."""
+    import pyarrow as pa
+
+    if text_field not in schema.names:
+        raise IndexBuildError(f"{path}: row 0: field {text_field!r} is missing (its columns: {', '.join(schema.names)})")
+    kind = schema.field(text_field).type
+    value = kind.value_type if pa.types.is_dictionary(kind) else kind
+    # string_view (pyarrow 16 on; Polars writes it) is named, not tested, so older pyarrow works.
+    if not (pa.types.is_string(value) or pa.types.is_large_string(value) or str(value) == "string_view"):
+        raise IndexBuildError(f"{path}: row 0: field {text_field!r} is {kind}, not a string")
+
+
+def record_batches(file: CorpusFile, text_field: str, on_bytes: Callable[[int], None]) -> Iterator[tuple[int, Any]]:
+    """(first row, record batch) of a Parquet file or an Arrow IPC file (stream or file format),
+    read a batch at a time; rows are numbered from 0, as pyarrow and pandas number them.
+
+    Parquet batches hold about CHUNK_BYTES (rows sized from the footer); Arrow files come in the
+    batches they were written in (`datasets` writes 1,000 rows each).  The batches are parsed in
+    the worker processes like JSONL chunks.  An unreadable file is an error naming it and the
+    row reading stopped at."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path, size = file.path, file.path.stat().st_size
+    row = reported = 0
+
+    def advance(position: int) -> None:
+        nonlocal reported
+        if position > reported:
+            on_bytes(position - reported)
+            reported = position
+
+    try:
+        if file.format == "parquet":
+            with pq.ParquetFile(path) as reader:
+                _check_text_column(path, reader.schema_arrow, text_field)
+                meta = reader.metadata
+                row_bytes = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups)) / max(meta.num_rows, 1)
+                for batch in reader.iter_batches(batch_size=max(1, min(1 << 16, int(CHUNK_BYTES / max(row_bytes, 1))))):
+                    yield row, batch
+                    row += batch.num_rows
+                    advance(size * row // max(meta.num_rows, 1))
+        else:
+            with pa.OSFile(str(path)) as source:
+                if source.read(6) == b"ARROW1":
+                    reader = pa.ipc.open_file(source)
+                    batches = (reader.get_batch(i) for i in range(reader.num_record_batches))
+                else:
+                    source.seek(0)
+                    reader = pa.ipc.open_stream(source)
+                    batches = iter(reader)
+                _check_text_column(path, reader.schema, text_field)
+                for batch in batches:
+                    yield row, batch
+                    row += batch.num_rows
+                    advance(source.tell())
+                if isinstance(reader, pa.ipc.RecordBatchStreamReader) and not _ends_stream(path, size):
+                    raise IndexBuildError(f"{path}: row {row}: the Arrow stream stops without its end marker; the file is truncated")
+    except (pa.ArrowException, OSError) as error:
+        kind = "a Parquet file" if file.format == "parquet" else "an Arrow IPC file"
+        raise IndexBuildError(f"{path}: row {row}: cannot be read, the file is damaged or not {kind} ({error})") from None
+    advance(size)
+
+
+def _ends_stream(path: Path, size: int) -> bool:
+    """Whether an Arrow IPC stream ends with its end-of-stream marker.  A stream cut between two
+    batches otherwise reads as a shorter, whole one; every writer that closes a stream (as
+    `datasets` does) writes the marker."""
+    with open(path, "rb") as handle:
+        handle.seek(max(0, size - 8))
+        return handle.read(8) == b"\xff\xff\xff\xff\x00\x00\x00\x00"
+
+
+def _slices(batch: Any) -> Iterator[tuple[int, Any]]:
+    """A record batch in pieces of about CHUNK_BYTES, so one large batch is not one huge task."""
+    step = max(1, batch.num_rows * CHUNK_BYTES // batch.nbytes if batch.nbytes > CHUNK_BYTES else batch.num_rows)
+    for start in range(0, batch.num_rows, step):
+        yield start, batch.slice(start, step)
+
+
+def _ipc_stream(batch: Any) -> Any:
+    """One record batch as an Arrow IPC stream, the form a worker process is sent it in."""
+    import pyarrow as pa
+
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, batch.schema) as writer:
+        writer.write_batch(batch)
+    return sink.getvalue()
+
+
+def read_tasks(file: CorpusFile, options: ReadOptions, on_bytes: Callable[[int], None]) -> Iterator[Task]:
+    """The parsing work for one file, as (function, arguments) for a worker process, read in
+    order and in pieces of about CHUNK_BYTES, so no file is ever held whole in memory (a text
+    file read as one document is, being one document)."""
+    path = str(file.path)
+    if file.format == "jsonl":
+        for first, lines in line_chunks(file.path, on_bytes):
+            yield parse_lines, (path, file.name, first, lines, options.normalization, options.text_field)
+    elif file.format == "text":
+        runs = text_blocks if options.text_docs == "block" else whole_texts
+        for blocks in runs(file.path, on_bytes):
+            yield parse_text, (path, file.name, blocks, options.normalization)
+    else:
+        for first, batch in record_batches(file, options.text_field, on_bytes):
+            for start, part in _slices(batch):
+                yield parse_batch, (path, file.name, first + start, _ipc_stream(part), options.text_field, options.normalization)
 
 
 class _HashedFile:
@@ -269,10 +503,11 @@ class _ShardWriter:
 
 
 def parsed_chunks(
-    files: list[tuple[Path, str]], normalization: str, on_bytes: Callable[[int], None], workers: int
+    files: list[CorpusFile], options: ReadOptions, on_bytes: Callable[[int], None], workers: int
 ) -> Iterator[tuple[int, ParsedChunk]]:
     """(source index, chunk) in input order, parsed on `workers` processes with a bounded
-    number of chunks in flight, so memory stays flat however large the corpus.
+    number of chunks in flight, so memory stays flat however large the corpus.  Every format
+    is parsed there: JSONL lines, text blocks and record batches alike.
 
     Workers are forked (a spawned one would re-import the caller's whole program) and forced
     to start before the first line is read, so they are forked before any progress callback
@@ -281,9 +516,9 @@ def parsed_chunks(
         for ready in [pool.submit(os.getpid) for _ in range(workers)]:
             ready.result()
         pending: deque[tuple[int, Future]] = deque()
-        for source, (path, name) in enumerate(files):
-            for first, lines in line_chunks(path, on_bytes):
-                pending.append((source, pool.submit(parse_lines, str(path), name, first, lines, normalization)))
+        for source, file in enumerate(files):
+            for function, arguments in read_tasks(file, options, on_bytes):
+                pending.append((source, pool.submit(function, *arguments)))
                 while len(pending) > 2 * workers:
                     done_source, future = pending.popleft()
                     yield done_source, future.result()
@@ -377,11 +612,17 @@ def build_index(
     *,
     memory_bytes: int = 8 << 30,
     normalization: str = "text",
+    text_field: str = "text",
+    text_docs: str = "file",
     force: bool = False,
     workers: int | None = None,
     progress: ProgressHook | None = None,
 ) -> IndexManifest:
-    """Build an index at `out` from JSONL(.gz) documents with a `text` field.
+    """Build an index at `out` from corpus files (see `discover_sources`).
+
+    `text_field` names the JSONL field or Parquet/Arrow column holding the text; every other
+    field is kept as the document's metadata.  `text_docs` says what a document of a plain-text
+    file is: the whole `"file"`, or each blank-line-separated `"block"`.
 
     `normalization="text"` stores every document as queries are issued (NFC, whitespace runs
     collapsed to one space), so a passage matches whatever its line breaks or Unicode form;
@@ -390,11 +631,16 @@ def build_index(
     """
     if normalization not in NORMALIZERS:
         raise IndexBuildError(f"normalization {normalization!r} is not one of {', '.join(NORMALIZERS)}")
+    if text_docs not in TEXT_DOCS:
+        raise IndexBuildError(f"text_docs {text_docs!r} is not one of {', '.join(TEXT_DOCS)}")
+    if not text_field:
+        raise IndexBuildError("the text field's name is empty")
     out = Path(out)
     inputs = [Path(p) for p in sources]
     _check_target(out, inputs, force)
     files = discover_sources(inputs)
-    total_input = sum(path.stat().st_size for path, _ in files)
+    total_input = sum(file.path.stat().st_size for file in files)
+    options = ReadOptions(normalization, text_field, text_docs)
     staging = staging_directory(out)
     started = time.perf_counter()
     try:
@@ -408,8 +654,17 @@ def build_index(
             if progress:
                 progress("read", done_input, total_input)
 
-        source_infos = [SourceInfo(path=name, documents=0) for _, name in files]
-        for source, chunk in parsed_chunks(files, normalization, advance, workers or os.cpu_count() or 1):
+        source_infos = [
+            SourceInfo(
+                path=file.name,
+                documents=0,
+                format=file.format,
+                text_field=None if file.format == "text" else text_field,
+                text_docs=text_docs if file.format == "text" else None,
+            )
+            for file in files
+        ]
+        for source, chunk in parsed_chunks(files, options, advance, workers or os.cpu_count() or 1):
             writer.add(chunk)
             source_infos[source].documents += len(chunk.text_sizes)
             source_infos[source].skipped_blank_lines += chunk.blank_lines

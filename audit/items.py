@@ -1,22 +1,34 @@
 """The benchmark item model every loader produces and every signal consumes.
 
-One `Item` is one question in all its languages; loaders for each benchmark format live in
-`audit.loaders` and only ever build these records, so signals never see a file format.
+One `Item` is one question in all its languages; readers for each benchmark format live in
+`audit.readers` and only ever build these records, so signals never see a file format.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 FIELDS = ("question", "answer", "context", "title", "url")
 
 
+class ItemKind(StrEnum):
+    """What a model is asked: an open question, a cloze prompt with a mask to fill, or a choice
+    among options.  The kind decides which texts of a variant are checked against a corpus."""
+
+    OPEN = "open"
+    CLOZE = "cloze"
+    MULTIPLE_CHOICE = "multiple-choice"
+
+
 @dataclass(frozen=True)
 class Origin:
-    """Where a record came from, so errors and filters can point back at the input."""
+    """Where a record came from, so errors and filters can point back at the input: `lines` of
+    `path`, and for benchmarks spread over several files, `rows` as (file, line) pairs."""
 
     path: str
     lines: tuple[int, ...] = ()
+    rows: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass
@@ -28,6 +40,8 @@ class Variant:
     context: str | None = None
     title: str | None = None
     url: str | None = None
+    aliases: tuple[str, ...] = ()
+    options: tuple[str, ...] = ()
     meta: dict[str, Any] = field(default_factory=dict)
 
     def text(self, name: str) -> str | None:
@@ -42,6 +56,8 @@ class Item:
     variants: dict[str, Variant]
     meta: dict[str, Any] = field(default_factory=dict)
     origin: Origin | None = None
+    kind: ItemKind = ItemKind.OPEN
+    mask: str | None = None
 
     @property
     def languages(self) -> list[str]:
@@ -56,6 +72,11 @@ class LoadReport:
     format: str
     path: str
     skipped: list[str] = field(default_factory=list)
+    excluded: int = 0
+    language_codes: dict[str, str] = field(default_factory=dict)
+    unused_fields: list[str] = field(default_factory=list)
+    mapping: dict[str, object] = field(default_factory=dict)
+    source_lang: str | None = None
 
     @property
     def languages(self) -> list[str]:

@@ -52,6 +52,12 @@ class BenchmarkRecord:
     items: int
     languages: list[str]
     skipped_rows: list[str]
+    excluded_rows: int = 0
+    kinds: dict[str, int] = field(default_factory=dict)
+    language_codes: dict[str, str] = field(default_factory=dict)
+    unused_fields: list[str] = field(default_factory=list)
+    mapping: dict[str, object] = field(default_factory=dict)
+    source_lang: str | None = None
 
 
 @dataclass

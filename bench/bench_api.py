@@ -116,7 +116,7 @@ def budget_runs(url: str, index: Path) -> list[dict]:
     from audit.corpora.client import ClientSettings, InfiniGramClient
     from audit.corpora.local import LocalIndex
     from audit.exposure import build_config, load_policy
-    from audit.loaders import load_benchmark
+    from audit.readers import load_benchmark
     from audit.signals import ngram
 
     items = load_benchmark(SAMPLE).items[:BUDGET_ITEMS]

@@ -117,7 +117,7 @@ def build_both(name: str, source: Path, work: Path, repeat: int) -> dict:
 
 def query_texts() -> list[bytes]:
     """The ECLeKTic sample's questions, answers and passages in all 12 languages."""
-    from audit.loaders import load_benchmark
+    from audit.readers import load_benchmark
     from audit.text import normalize
 
     texts = []

@@ -257,7 +257,7 @@ def lsh_child(work: Path, index: Path, chunks: Path | None) -> dict:
 
 def query_fields() -> list[dict]:
     """The ECLeKTic sample's questions and contexts in all 12 languages, as the signal queries them."""
-    from audit.loaders import load_benchmark
+    from audit.readers import load_benchmark
     from audit.signals.minhash import source_texts
     from audit.text import normalize
 
@@ -407,8 +407,8 @@ def planted_index(name: str, cap: int | None, work: Path, extra: list[Path]) -> 
     in every ECLeKTic language, and the `extra` document files; both indexes built."""
     from audit import plants
     from audit.indexing import build_index
-    from audit.loaders import load_benchmark
     from audit.neardup import add_neardup
+    from audit.readers import load_benchmark
 
     items = load_benchmark(SAMPLE).items
     langs = list(items[0].variants)
@@ -437,8 +437,8 @@ def planted_recall(name: str, cap: int | None, work: Path, extra: list[Path]) ->
     from audit.corpora.local import LocalIndex
     from audit.evidence import OK
     from audit.exposure import SEEN, Policy, decide, load_policy
-    from audit.loaders import load_benchmark
     from audit.neardup import NearDuplicateIndex
+    from audit.readers import load_benchmark
     from audit.signals import minhash, ngram
 
     index_dir, plan, facts = planted_index(name, cap, work, extra)

@@ -27,7 +27,7 @@ QUESTIONS = 384
 
 def synthetic_benchmark(path: Path) -> list[tuple[str, str, str]]:
     """384 items in the generic JSONL format; returns (item_id, source, lang) per variant."""
-    from audit.loaders import load_benchmark
+    from audit.readers import load_benchmark
 
     items = load_benchmark(SAMPLE).items
     languages = list(items[0].variants)

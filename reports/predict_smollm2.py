@@ -23,7 +23,7 @@ import torch
 from tqdm import tqdm
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from audit.loaders import load_benchmark
+from audit.readers import load_benchmark
 
 INSTRUCTION = "Answer the question with a short answer only (a few words), in the language of the question."
 

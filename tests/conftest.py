@@ -70,7 +70,7 @@ def planted_audit(tmp_path_factory, wiki_docs) -> dict[str, Path]:
 
     from audit.cli import main
     from audit.indexing import build_index
-    from audit.loaders import load_benchmark
+    from audit.readers import load_benchmark
 
     root = tmp_path_factory.mktemp("planted-audit")
     bench = root / "eclektic_sample.csv.gz"

@@ -33,7 +33,7 @@ from audit.corpora.local import LocalIndex
 from audit.corpora.registry import cache_dir
 from audit.exposure import build_config, decide, load_policy
 from audit.items import Item, Variant
-from audit.loaders import load_benchmark
+from audit.readers import load_benchmark
 from audit.signals import ngram
 
 

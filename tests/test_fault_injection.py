@@ -89,7 +89,7 @@ def work(tmp_path: Path) -> Path:
         lines += handle.readlines()
     (tmp_path / "docs" / "docs.jsonl").write_text("".join(lines), encoding="utf-8")
     from audit.indexing import build_index
-    from audit.loaders import load_benchmark
+    from audit.readers import load_benchmark
 
     build_index([tmp_path / "docs"], tmp_path / "index")
     items = load_benchmark(SAMPLE).items[:3]

@@ -12,8 +12,8 @@ from conftest import BMLAMA, write_jsonl
 
 from audit.cli import main
 from audit.indexing import build_index
-from audit.loaders import load_benchmark
 from audit.outputs import MARKER
+from audit.readers import load_benchmark
 
 
 def run(*args: str):

@@ -13,7 +13,7 @@ from conftest import BMLAMA, ECLEKTIC_CSV, FIXTURES
 
 from audit.items import Origin
 from audit.langcodes import normalise_lang
-from audit.loaders import BenchmarkError, detect_format, load_benchmark
+from audit.readers import BenchmarkError, detect_format, load_benchmark
 
 ECLEKTIC_EXAMPLE = FIXTURES / "eclektic" / "eclektic_main_qid502_qa_only.json"
 ECLEKTIC_LANGS = ["he", "en", "de", "es", "fr", "hi", "id", "it", "ja", "ko", "pt", "zh"]
@@ -145,7 +145,9 @@ def test_bmlama17_loads_every_fact_in_17_languages(bmlama17):
     assert all(len(item.variants) == 17 and item.source_lang == "en" for item in bmlama17.items)
     first = bmlama17.items[0]
     assert first.item_id == "bmlama-00001"
-    assert first.origin == Origin(str(BMLAMA), (2,))
+    assert first.origin.path == str(BMLAMA) and first.origin.lines == (2,)
+    assert first.origin.rows[0] == (str(BMLAMA / "en.tsv"), 2) and len(first.origin.rows) == 17
+    assert (first.kind, first.mask) == ("cloze", "<mask>")
     en = first.variants["en"]
     assert (en.question, en.answer) == ("Charles II of Spain was born in <mask>.", "Madrid")
     assert en.meta["subject"] == "Charles II of Spain"
@@ -190,7 +192,7 @@ def test_bmlama_misaligned_files_name_both(tmp_path):
 
 def test_bmlama_directory_without_tsv(tmp_path):
     (tmp_path / "notes.txt").write_text("nothing here")
-    assert_error(raises(load_benchmark, path=tmp_path), tmp_path, None, None, "no *.tsv")
+    assert_error(raises(load_benchmark, path=tmp_path), tmp_path, None, None, "no benchmark files")
 
 
 def test_bmlama_wrong_header(tmp_path):
@@ -330,8 +332,8 @@ def test_unknown_language_codes(tmp_path):
     assert_error(raises(load_benchmark, path=nested), nested, 1, "variants.xx", "'xx'")
     source = write_jsonl(tmp_path / "s.jsonl", [item("1", source="english")])
     assert_error(raises(load_benchmark, path=source), source, 1, "source_lang", "did you mean 'en'")
-    wide = write_jsonl(tmp_path / "w.jsonl", [{**example_record(), "eng_q": "Q?"}])
-    assert_error(raises(load_benchmark, path=wide), wide, 1, "eng_q", "did you mean 'en'")
+    wide = write_jsonl(tmp_path / "w.jsonl", [{**example_record(), "usa_q": "Q?"}])
+    assert_error(raises(load_benchmark, path=wide), wide, 1, "usa_q", "did you mean 'en'")
     table = write_csv(tmp_path / "e.csv", [csv_row("1", "en"), csv_row("1", "jp")])
     assert_error(raises(load_benchmark, path=table), table, 3, "language", "did you mean 'ja'")
 
@@ -431,7 +433,8 @@ def test_normalise_lang():
     assert [normalise_lang(code) for code in ("EN", "zh_TW", "zh-hans", "pt-br", "iw", "es-419")] == [
         "en", "zh-TW", "zh-Hans", "pt-BR", "he", "es-419",
     ]
+    assert normalise_lang("fra") == "fr"
     with pytest.raises(ValueError, match="did you mean 'fr'"):
-        normalise_lang("fra")
+        normalise_lang("frn")
     with pytest.raises(ValueError, match=r"not an ISO 639-1 code$"):
         normalise_lang("qq")

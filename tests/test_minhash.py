@@ -28,9 +28,9 @@ from audit.evidence import ABSENT, FAILED, OK
 from audit.exposure import SEEN, Policy, decide, load_policy
 from audit.indexing import MANIFEST, build_index, read_manifest
 from audit.items import Item, Variant
-from audit.loaders import load_benchmark
 from audit.neardup import NEARDUP_DIR, NearDupError, NearDuplicateIndex, NearDupParams, add_neardup, load_redis, shingle_text, sketch_documents
 from audit.outputs import MARKER
+from audit.readers import load_benchmark
 from audit.signals import minhash, ngram
 
 # The default thresholds this file checks (and the README reports): containment of the field's

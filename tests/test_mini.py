@@ -19,7 +19,7 @@ from audit.corpora.local import LocalIndex
 from audit.corpora.mini import MiniCorpus
 from audit.corpora.registry import BUILTIN, MINI, CorpusError, cache_dir, open_corpus, read_registry
 from audit.exposure import build_config, load_policy
-from audit.loaders import load_benchmark
+from audit.readers import load_benchmark
 from audit.signals import ngram
 
 

@@ -2,14 +2,14 @@
 from __future__ import annotations
 
 import pytest
-from conftest import ECLEKTIC_CSV, write_jsonl
+from conftest import ECLEKTIC_CSV, FIXTURES, write_jsonl
 
 from audit.corpora.local import LocalIndex
 from audit.evidence import Evidence
 from audit.exposure import SEEN, UNSEEN, decide, load_policy
 from audit.indexing import build_index
 from audit.items import Item, Variant
-from audit.loaders import load_benchmark
+from audit.readers import load_benchmark
 from audit.signals.ngram import NgramConfig, run
 
 CONFIG = NgramConfig()
@@ -136,3 +136,33 @@ def test_a_bounded_figure_fires_on_its_lowest_and_passes_on_its_highest(bounds, 
     if expected == "unknown":
         undecided = [d for d in decision.decided_by if d.get("status") == "bounded"]
         assert undecided and all(d["bounds"][0] < d["threshold"] <= d["bounds"][1] for d in undecided)
+
+
+@pytest.fixture(scope="module")
+def xquad_museum(tmp_path_factory, wiki_docs):
+    """XQuAD's Victoria and Albert Museum paragraph (real rows): its Romanian and Vietnamese
+    translations keep a 363-character list of painters' names in English.  The corpus holds the
+    English paragraph only."""
+    items = {item.item_id: item for item in load_benchmark(FIXTURES / "xquad").items}
+    item = next(i for i in items.values() if i.variants["en"].title == "Victoria and Albert Museum")
+    docs = [*wiki_docs["en"][:200], {"id": "xquad-en", "text": item.variants["en"].context}]
+    root = tmp_path_factory.mktemp("xquad-museum")
+    write_jsonl(root / "docs.jsonl", docs)
+    build_index([root / "docs.jsonl"], root / "index")
+    return LocalIndex(root / "index"), item
+
+
+@pytest.mark.parametrize("lang", ["ro", "vi"])
+def test_text_shared_with_the_source_is_set_aside_for_every_rule(xquad_museum, lang):
+    corpus, item = xquad_museum
+    target = item.variants[lang]
+    names = "Jan Brueghel the Elder"
+    assert names in target.context and names in item.variants["en"].context
+    context = by_field(run(corpus, item, lang, CONFIG), "context")
+    shared = [target.context[start:end] for start, end in context.figures["shared_with_source"]]
+    assert any(names in span and len(span) >= 300 for span in shared)
+    assert context.figures["longest_match_chars"] < 150
+    assert tags_for(corpus, item)[lang] == UNSEEN
+    alone_context = by_field(run(corpus, alone(target), "xx", CONFIG), "context")
+    assert alone_context.figures["longest_match_chars"] >= 300, "without its source the name list alone would make it seen"
+    assert decide(load_policy(), run(corpus, alone(target), "xx", CONFIG)).exposure == SEEN

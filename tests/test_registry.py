@@ -26,7 +26,7 @@ from audit.corpora.registry import (
     read_registry,
     registry_entries,
 )
-from audit.loaders import load_benchmark
+from audit.readers import load_benchmark
 
 ROOT = Path(__file__).resolve().parents[1]
 

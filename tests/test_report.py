@@ -84,7 +84,7 @@ def test_report_text_is_escaped(tmp_path: Path, planted_audit, browser):
 
 
 def test_transfer_report_with_predictions_renders(planted_audit, browser, tmp_path: Path):
-    from audit.loaders import load_benchmark
+    from audit.readers import load_benchmark
 
     predictions = tmp_path / "predictions.jsonl"
     with open(predictions, "w", encoding="utf-8") as out:
@@ -170,7 +170,7 @@ def two_signal_audit(planted: dict[str, Path], path: Path) -> Path:
     item 46 in Japanese), and near-duplicate evidence on the context from `mirror` alone (the
     signal could not run on `index`); item 39's French passage and item 33's German one are
     near-duplicates."""
-    from audit.loaders import load_benchmark
+    from audit.readers import load_benchmark
 
     audit = read_audit(planted["audit"])
     items = {item.item_id: item for item in load_benchmark(planted["bench"]).items}
@@ -213,7 +213,7 @@ def two_signal_audit(planted: dict[str, Path], path: Path) -> Path:
 
 def given_predictions(planted: dict[str, Path], path: Path) -> Path:
     """Every target answered right, every source answer right except item 33's."""
-    from audit.loaders import load_benchmark
+    from audit.readers import load_benchmark
 
     with open(path, "w", encoding="utf-8") as out:
         for item in load_benchmark(planted["bench"]).items:

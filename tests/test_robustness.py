@@ -24,7 +24,7 @@ from click.testing import CliRunner
 
 from audit.cli import main
 from audit.indexing import build_index
-from audit.loaders import load_benchmark
+from audit.readers import load_benchmark
 
 CORPUS = Path(str(resources.files("audit").joinpath("data/demo/corpus")))
 SAMPLE = Path(str(resources.files("audit").joinpath("data/demo/eclektic_sample.csv.gz")))

@@ -363,7 +363,7 @@ def test_audit_job_runs_off_the_request_path(served: Served, wiki_index: Path, t
 
     from audit.check import check_items
     from audit.exposure import build_config, load_policy
-    from audit.loaders import load_benchmark
+    from audit.readers import load_benchmark
     from audit.signals import ngram
 
     submitted = requests.post(served.url + "jobs", params={"index": "wiki", "langs": "en,ja", "filename": SAMPLE.name}, data=SAMPLE.read_bytes(), timeout=30)
@@ -404,7 +404,7 @@ def test_a_job_runs_under_an_uploaded_policy(served: Served, wiki_index: Path, t
 
     from audit.check import check_items
     from audit.exposure import build_config, load_policy
-    from audit.loaders import load_benchmark
+    from audit.readers import load_benchmark
     from audit.signals import ngram
 
     text = 'name = "lenient"\n[rules.ngram.context]\ncoverage = 0.05\nlongest_match_chars = false\n'
@@ -443,7 +443,7 @@ def test_a_job_on_a_tokenized_index_runs_through_the_protocol(served: Served, tm
     from audit.corpora.api import ApiCorpus, ApiOptions
     from audit.corpora.client import ClientSettings, InfiniGramClient
     from audit.exposure import build_config, load_policy
-    from audit.loaders import load_benchmark
+    from audit.readers import load_benchmark
     from audit.signals import ngram
 
     rows = [

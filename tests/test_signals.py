@@ -18,7 +18,7 @@ from audit.cli import main
 from audit.evidence import Evidence
 from audit.exposure import SEEN, UNKNOWN, UNSEEN, Policy, decide, load_policy
 from audit.indexing import build_index
-from audit.loaders import load_benchmark
+from audit.readers import load_benchmark
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 CORPUS = Path(str(resources.files("audit").joinpath("data/demo/corpus")))

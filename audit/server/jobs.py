@@ -30,8 +30,8 @@ from audit.check import audit_manifest, check_items
 from audit.corpora.base import Corpus
 from audit.exposure import Policy, PolicyError, load_policy
 from audit.langcodes import normalise_lang
-from audit.loaders import BenchmarkError, load_benchmark
 from audit.outputs import atomic_write_bytes, atomic_write_text
+from audit.readers import BenchmarkError, load_benchmark
 from audit.signals import configure, plan
 from audit.timestamps import utc_timestamp
 

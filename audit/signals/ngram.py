@@ -143,18 +143,68 @@ class FieldMatch:
         return sorted(spans, key=lambda s: (s[0] - s[1], s[0]))
 
 
-def window_figures(match: FieldMatch, size: int) -> tuple[dict[str, Any], int, tuple[float, float]]:
+@dataclass(frozen=True)
+class SharedText:
+    """Where a target-language field repeats its source-language text (untranslated names,
+    titles, lists): windows of the field that occur verbatim in a source field.  A corpus match
+    of such text says nothing about the target language, so every figure sets it aside."""
+
+    windows: frozenset[tuple[int, int]]
+    chars: tuple[bool, ...]
+
+    @classmethod
+    def find(cls, text: str, size: int, sources: Sequence[str]) -> SharedText | None:
+        if not sources:
+            return None
+        spans = frozenset(span for span in windows(text, size) if any(text[span[0] : span[1]] in source for source in sources))
+        if not spans:
+            return None
+        chars = [False] * len(text)
+        for start, end in spans:
+            chars[start:end] = [True] * (end - start)
+        return cls(spans, tuple(chars))
+
+    def unshared(self, start: int, length: int) -> int:
+        """Characters of text[start:start+length] that are not shared with the source."""
+        return length - sum(self.chars[start : start + length])
+
+    def intervals(self) -> list[list[int]]:
+        merged: list[list[int]] = []
+        for start, end in sorted(self.windows):
+            if merged and start <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], end)
+            else:
+                merged.append([start, end])
+        return merged
+
+
+def without_shared(match: FieldMatch, shared: SharedText) -> FieldMatch:
+    """The match with every length counting only characters not shared with the source, so the
+    longest match is the longest run of target-language evidence."""
+    lengths = [shared.unshared(i, n) for i, n in enumerate(match.lengths)]
+    highest = [shared.unshared(i, n) for i, n in enumerate(match.highest)] if match.highest is not None else None
+    return FieldMatch(match.text, lengths, highest, match.coverage)
+
+
+def window_figures(match: FieldMatch, size: int, shared: SharedText | None = None) -> tuple[dict[str, Any], int, tuple[float, float]]:
     """Coverage figures, how many windows are undecided (a bounded start that falls short),
     and the range the coverage lies in: the windows settled either way, narrowed by a sampled
-    estimate where the backend drew one.  The coverage figure is that range's lowest."""
-    spans = windows(match.text, size)
+    estimate where the backend drew one.  The coverage figure is that range's lowest.  Windows
+    shared with the source are left out of both sides; a sample drawn over all windows still
+    narrows the range once the shared windows' possible share is taken off it."""
+    every = windows(match.text, size)
+    spans = [span for span in every if shared is None or span not in shared.windows]
     found = sum(1 for start, end in spans if match.lengths[start] >= end - start)
     undecided = sum(1 for start, end in spans if match.lengths[start] < end - start <= match.most(start))
     low, high = _ratio(found, len(spans)), _ratio(found + undecided, len(spans))
     figures: dict[str, Any] = {"windows": len(spans), "windows_found": found}
-    if match.coverage is not None:
+    if match.coverage is not None and spans:
         sample = match.coverage
-        low, high = max(low, sample.interval[0]), min(high, sample.interval[1])
+        set_aside = [span for span in every if span not in spans]
+        shared_least = sum(1 for start, end in set_aside if match.lengths[start] >= end - start)
+        shared_most = sum(1 for start, end in set_aside if match.most(start) >= end - start)
+        low = max(low, round((sample.interval[0] * len(every) - shared_most) / len(spans), 4))
+        high = min(high, round((sample.interval[1] * len(every) - shared_least) / len(spans), 4))
         figures["coverage_sample"] = {
             "seed": sample.seed,
             "settled_found": sample.settled_found,
@@ -230,19 +280,26 @@ def questions_for(rules: Sequence[Rule], text: str, size: int, budget: Budget) -
     return MatchQuestions(tuple(sorted(longest)), spans, tuple(sorted(coverage)), budget)
 
 
-def field_evidence(corpus: Corpus, name: str, raw: str, config: NgramConfig, rules: Sequence[Rule] = (), budget: Budget | None = None) -> tuple[Evidence, FieldMatch]:
+def field_evidence(
+    corpus: Corpus, name: str, raw: str, config: NgramConfig, rules: Sequence[Rule] = (), budget: Budget | None = None, sources: Sequence[str] = ()
+) -> tuple[Evidence, FieldMatch]:
     """One field's figures.  `rules` (this field's, for this corpus) and the variant's `budget`
-    reach a backend that derives matches from counts, so it asks only what decides them."""
+    reach a backend that derives matches from counts, so it asks only what decides them.
+    `sources` are the source-language texts of a target variant: what the field shares with
+    them is set aside from every figure and listed as `shared_with_source`."""
     text = normalize(raw)
     script = dominant_script(text)
     unit = "char" if script in UNSEGMENTED_SCRIPTS else "word"
     size = config.window_for(script)
     budget = budget or Budget()
     asked_before = budget.asked
-    match = FieldMatch.of(text, corpus.match_lengths(text, questions_for(rules, text, size, budget)))
+    found = FieldMatch.of(text, corpus.match_lengths(text, questions_for(rules, text, size, budget)))
+    shared = SharedText.find(text, size, sources)
+    match = found if shared is None else without_shared(found, shared)
     start, length = match.longest
-    counts = corpus.count_range(text)
-    coverage, undecided_windows, coverage_range = window_figures(match, size)
+    whole_shared = any(text in source for source in sources)
+    counts = (0, 0) if whole_shared else corpus.count_range(text)
+    coverage, undecided_windows, coverage_range = window_figures(found, size, shared)
     figures: dict[str, Any] = {
         "chars": len(text),
         "units": len(units(text)),
@@ -254,8 +311,13 @@ def field_evidence(corpus: Corpus, name: str, raw: str, config: NgramConfig, rul
         "window_unit": unit,
         "window_size": size,
         **coverage,
-        "spans": [list(s) for s in match.maximal_spans(config.span_min_chars)[: config.max_spans]],
+        "spans": [list(s) for s in found.maximal_spans(config.span_min_chars) if shared is None or shared.unshared(s[0], s[1] - s[0])][: config.max_spans],
     }
+    if shared is not None:
+        figures["shared_with_source"] = shared.intervals()
+        figures["shared_chars"] = sum(shared.chars)
+    if whole_shared:
+        figures["exact_count_set_aside"] = True
     if budget.asked > asked_before:
         figures["count_queries"] = budget.asked - asked_before
     bounds = figure_bounds(match, figures, counts, undecided_windows, coverage_range)
@@ -263,9 +325,9 @@ def field_evidence(corpus: Corpus, name: str, raw: str, config: NgramConfig, rul
         figures["bounds"] = bounds
     evidence = Evidence(signal=NAME, source=corpus.info.name, field=name, figures=figures)
     if length >= config.span_min_chars or (length and length == len(text)):
-        span = (start, start + length)
+        span = (start, start + found.lengths[start])
         figures["longest_match_count"], evidence.provenance = provenance(corpus, text[span[0] : span[1]], span, config)
-    return evidence, match
+    return evidence, found
 
 
 def _near(corpus: Corpus, rare: str, rare_hits: list[Occurrence], other: str, window: int) -> list[Occurrence]:
@@ -353,20 +415,20 @@ def run(corpus: Corpus, item: Item, lang: str, config: NgramConfig, rules: Mappi
     results: list[Evidence] = []
     matches: dict[str, FieldMatch] = {}
     budget = Budget()
+    shared = source_texts(item, lang)
     for name in TEXT_FIELDS:
         raw = variant.text(name)
         if raw is None or not normalize(raw):
             results.append(Evidence(signal=NAME, source=corpus.info.name, field=name, status=ABSENT))
             continue
         try:
-            evidence, matches[name] = field_evidence(corpus, name, raw, config, (rules or {}).get(name, ()), budget)
+            evidence, matches[name] = field_evidence(corpus, name, raw, config, (rules or {}).get(name, ()), budget, shared)
         except (OSError, RuntimeError, ValueError) as error:
             evidence = Evidence(signal=NAME, source=corpus.info.name, field=name, status=FAILED, error=str(error))
         results.append(evidence)
     answer = variant.text("answer")
     if "question" in matches and answer and normalize(answer):
         try:
-            shared = source_texts(item, lang)
             results.append(cooccurrence_evidence(corpus, matches["question"], variant.text("title"), answer, shared, config))
         except (OSError, RuntimeError, ValueError) as error:
             results.append(Evidence(signal=NAME, source=corpus.info.name, field="question+answer", status=FAILED, error=str(error)))

@@ -1,0 +1,271 @@
+"""Benchmark readers: every supported format becomes a `LoadReport` of `Item`s.
+
+One module per format; `common` holds what they share.  `load_benchmark` picks the reader
+(named, or detected from the path's shape, a JSON line's keys or a table's columns), runs it
+and records what the user must be able to check afterwards: rows skipped or excluded, language
+codes as the benchmark spelled them, fields no signal reads, and the column mapping.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from audit.items import Item, LoadReport
+from audit.langcodes import normalise_lang
+from audit.readers.bmlama import read_bmlama
+from audit.readers.columns import ColumnMap, MappingError, mapping_from_dict, parse_mapping
+from audit.readers.common import GIVEN_CODES, BenchmarkError, ReadOptions, Sink, read_lines
+from audit.readers.eclektic import read_eclektic_csv, read_eclektic_jsonl
+from audit.readers.generic import read_jsonl
+from audit.readers.mkqa import MKQA_KEYS, read_mkqa
+from audit.readers.squad import is_squad, read_squad
+from audit.readers.tables import (
+    TableSpec,
+    is_datasets_dir,
+    is_glob,
+    language_files,
+    preset_for,
+    read_tables,
+    table_columns,
+    table_suffix,
+)
+from audit.readers.tydi import TYDI_KEYS, read_tydi
+from audit.readers.xfactr import read_xfactr
+
+__all__ = ["FORMATS", "BenchmarkError", "ColumnMap", "MappingError", "ReadOptions", "detect_format", "load_benchmark", "mapping_from_dict", "parse_mapping", "recorded_options"]
+
+Reader = Callable[[Path, ReadOptions, Sink], list[Item]]
+
+
+@dataclass(frozen=True)
+class Format:
+    name: str
+    read: Reader
+    shape: str
+    description: str
+
+
+def _read_table(path: Path, options: ReadOptions, sink: Sink) -> list[Item]:
+    spec = _spec(path, options, [(path, None)], sink)
+    return read_tables([(path, None)], spec, sink, path)
+
+
+def _read_per_language(path: Path, options: ReadOptions, sink: Sink) -> list[Item]:
+    files: list[tuple[Path, str | None]] = list(language_files(path))
+    spec = _spec(path, options, files, sink)
+    present = {lang for _, lang in files}
+    return read_tables(files, replace(spec, source_required=spec.source_lang in present or spec.mapping.source_lang is not None), sink, path)
+
+
+def _spec(path: Path, options: ReadOptions, files: list[tuple[Path, str | None]], sink: Sink) -> TableSpec:
+    """The user's mapping, else the preset the first file's columns match."""
+    if options.mapping is not None:
+        return TableSpec(options.mapping, options.source_lang, lang=options.source_lang)
+    columns = table_columns(files[0][0], sink)
+    preset = preset_for(columns)
+    if preset is None:
+        raise BenchmarkError(files[0][0], message=f"no reader knows the columns {', '.join(columns)}; say which is which with --map question=COLUMN,answer=COLUMN,...")
+    return TableSpec(preset.mapping, options.source_lang or preset.source_lang, lang=options.source_lang)
+
+
+def _plain(read: Callable[[Path, Sink], list[Item]]) -> Reader:
+    return lambda path, _options, sink: read(path, sink)
+
+
+FORMATS: dict[str, Format] = {
+    format.name: format
+    for format in (
+        Format("eclektic-jsonl", _plain(read_eclektic_jsonl), "file", "ECLeKTic main JSONL: one item per line, {L}_q/{L}_a/{L}_c per language"),
+        Format("eclektic-csv", _plain(read_eclektic_csv), "file", "ECLeKTic long CSV: one row per (q_id, language)"),
+        Format("bmlama", _plain(read_bmlama), "directory", "BMLAMA: {lang}.tsv cloze files aligned by line"),
+        Format("jsonl", _plain(read_jsonl), "file", "this tool's JSONL: item_id, source_lang, variants (or one language per line)"),
+        Format("squad", read_squad, "any", "SQuAD-style JSON per language (XQuAD, MLQA, TyDi QA GoldP), joined by question id"),
+        Format("mkqa", read_mkqa, "file", "MKQA JSONL: queries and answers (with aliases) per language"),
+        Format("tydiqa", read_tydi, "file", "TyDi QA primary task JSONL: native questions, gold passages by byte offsets"),
+        Format("xfactr", read_xfactr, "directory", "X-FACTR: cloze templates per relation and language, facts and per-language entity names"),
+        Format("table", _read_table, "file", "one CSV/TSV/JSONL/Parquet file or datasets directory read through --map"),
+        Format("per-language", _read_per_language, "many", "one table per language ({lang}.jsonl, test.{lang}.jsonl; a directory or glob), joined by id or row"),
+    )
+}
+
+
+def load_benchmark(
+    path: str | os.PathLike[str],
+    fmt: str | None = None,
+    *,
+    skip_bad_rows: bool = False,
+    langs: list[str] | None = None,
+    options: ReadOptions | None = None,
+) -> LoadReport:
+    """Read a benchmark (a file, a directory, or a glob of per-language files) into items,
+    detecting the format if unnamed.
+
+    Bad rows raise `BenchmarkError`, or with `skip_bad_rows` are left out and listed in
+    `LoadReport.skipped`; problems with the input as a whole always raise. `langs` keeps only
+    those variants (and items that still have one) and must all occur in the benchmark.
+    """
+    source = Path(path)
+    options = _checked(source, options or ReadOptions())
+    if not is_glob(source) and not source.exists():
+        raise BenchmarkError(source, message="no such file or directory")
+    wanted = _requested_langs(source, langs) if langs else None
+    fmt = fmt or detect_format(source, options)
+    spec = FORMATS.get(fmt)
+    if spec is None:
+        raise BenchmarkError(source, message=f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    _check_shape(source, spec)
+    sink = Sink(skip_bad_rows)
+    given: dict[str, str] = {}
+    token = GIVEN_CODES.set(given)
+    try:
+        items = spec.read(source, options, sink)
+    finally:
+        GIVEN_CODES.reset(token)
+    if not items:
+        skipped = f" ({len(sink.skipped)} bad rows skipped)" if sink.skipped else ""
+        excluded = f" ({sink.excluded} rows excluded by the benchmark)" if sink.excluded else ""
+        raise BenchmarkError(source, message=f"no items found{skipped}{excluded}")
+    if wanted is not None:
+        items = _restrict(source, items, wanted)
+    return LoadReport(
+        items=items,
+        format=fmt,
+        path=str(source),
+        skipped=sink.skipped,
+        excluded=sink.excluded,
+        language_codes={code: canonical for code, canonical in given.items() if code != canonical},
+        unused_fields=_unused_fields(items),
+        mapping=options.mapping.to_dict() if options.mapping else {},
+        source_lang=options.source_lang,
+    )
+
+
+def recorded_options(mapping: dict[str, object], source_lang: str | None) -> ReadOptions:
+    """The options an audit manifest recorded, so `filter` and `report` read what `check` read."""
+    return ReadOptions(mapping_from_dict(mapping) if mapping else None, source_lang)
+
+
+def _checked(source: Path, options: ReadOptions) -> ReadOptions:
+    if options.source_lang is None:
+        return options
+    try:
+        return replace(options, source_lang=normalise_lang(options.source_lang))
+    except ValueError as exc:
+        raise BenchmarkError(source, None, "source_lang", str(exc)) from None
+
+
+def _check_shape(source: Path, spec: Format) -> None:
+    many = is_glob(source) or source.is_dir()
+    if spec.shape == "directory" and not source.is_dir():
+        raise BenchmarkError(source, message=f"format {spec.name!r} reads a directory")
+    if spec.shape == "file" and many and not (spec.name == "table" and is_datasets_dir(source)):
+        raise BenchmarkError(source, message=f"format {spec.name!r} reads a file")
+    if spec.shape == "many" and not many:
+        raise BenchmarkError(source, message=f"format {spec.name!r} reads a directory or a glob of per-language files")
+
+
+def detect_format(path: str | os.PathLike[str], options: ReadOptions | None = None) -> str:
+    """Name the format from the path's shape, the first JSON object's keys or a table's header."""
+    source = Path(path)
+    mapped = options is not None and options.mapping is not None
+    if is_glob(source) or source.is_dir():
+        return _detect_many(source, mapped)
+    suffix = table_suffix(source)
+    if suffix == ".parquet":
+        return "table"
+    line, first = next(((n, text) for n, text in enumerate(read_lines(source), 1) if text.strip()), (0, ""))
+    if not first:
+        raise BenchmarkError(source, message="empty file: no items")
+    if mapped:
+        return "table"
+    if first.lstrip().startswith("{"):
+        return _detect_json(source, line, first)
+    if suffix in (".jsonl", ".ndjson") or source.name.lower().removesuffix(".gz").endswith(".json"):
+        raise BenchmarkError(source, line, message="expected a JSON object on each line")
+    header = [cell.strip() for cell in next(csv.reader([first], delimiter="\t" if suffix == ".tsv" else ","))]
+    if {"q_id", "language"} <= set(header):
+        return "eclektic-csv"
+    if suffix == ".tsv" and [w.lower() for cell in header for w in cell.split()][:1] == ["prompt"]:
+        raise BenchmarkError(source, message="BMLAMA is read from a directory of {lang}.tsv files; pass the directory")
+    raise BenchmarkError(source, line, message=f"cannot detect the format from the columns {', '.join(header)}; map them with --map question=...,answer=...")
+
+
+def _detect_many(source: Path, mapped: bool) -> str:
+    if is_datasets_dir(source):
+        return "table"
+    if source.is_dir() and (source / "TREx_prompts.csv").is_file():
+        return "xfactr"
+    if source.is_dir() and any(p.name.endswith((".tsv", ".tsv.gz")) for p in source.iterdir()) and not mapped:
+        return "bmlama"
+    if mapped:
+        return "per-language"
+    files = [p for p, _ in language_files(source)] if not _has_json_documents(source) else []
+    return "squad" if not files else "per-language"
+
+
+def _has_json_documents(source: Path) -> bool:
+    from audit.readers.squad import squad_files
+
+    files = [f for f in squad_files(source) if f.name.lower().removesuffix(".gz").endswith(".json")]
+    return bool(files) and is_squad(files[0])
+
+
+def _detect_json(path: Path, line: int, text: str) -> str:
+    try:
+        record = json.loads(text)
+    except json.JSONDecodeError:
+        if is_squad(path):
+            return "squad"
+        raise BenchmarkError(path, line, message="not one JSON object per line; pretty-printed JSON is read only as SQuAD-style data") from None
+    if not isinstance(record, dict):
+        raise BenchmarkError(path, line, message="expected a JSON object")
+    keys = set(record)
+    if "data" in keys and isinstance(record["data"], list):
+        return "squad"
+    for name, required in (("jsonl", {"item_id"}), ("eclektic-jsonl", {"q_id"}), ("mkqa", MKQA_KEYS), ("tydiqa", TYDI_KEYS)):
+        if required <= keys:
+            return name
+    if preset_for(list(keys)) is not None:
+        return "table"
+    raise BenchmarkError(path, line, message=(
+        "cannot detect the format: expected 'item_id' (jsonl), 'q_id' (eclektic-jsonl), MKQA's or TyDi QA's keys; "
+        "map other columns with --map question=...,answer=..."
+    ))
+
+
+def _unused_fields(items: list[Item]) -> list[str]:
+    """Keys the readers kept in `meta` (no signal reads them), so the manifest can list them."""
+    names: set[str] = set()
+    for item in items:
+        names.update(item.meta)
+        for variant in item.variants.values():
+            names.update(variant.meta)
+    return sorted(names - {"title", "url"})
+
+
+def _requested_langs(path: Path, langs: list[str]) -> list[str]:
+    try:
+        return [normalise_lang(lang) for lang in langs]
+    except ValueError as exc:
+        raise BenchmarkError(path, None, "langs", str(exc)) from None
+
+
+def _restrict(path: Path, items: list[Item], wanted: list[str]) -> list[Item]:
+    present = {lang for item in items for lang in item.variants}
+    missing = [lang for lang in wanted if lang not in present]
+    if missing:
+        have = ", ".join(sorted(present))
+        raise BenchmarkError(path, None, "langs", f"not in this benchmark: {', '.join(missing)} (it has {have})")
+    kept = []
+    for item in items:
+        variants = {lang: variant for lang, variant in item.variants.items() if lang in wanted}
+        if variants:
+            kept.append(replace(item, variants=variants))
+    return kept
+
+
+# Reading --------------------------------------------------------------------------------

@@ -1,0 +1,107 @@
+"""Column mapping: how a benchmark the tool has no reader for says which column holds what.
+
+Given on the command line as `--map question=Question,answer=Answer,options=A|B|C|D` or as a
+small TOML file of the same keys, and recorded in the audit manifest so that `filter` and
+`report` read the benchmark exactly as `check` did.
+"""
+from __future__ import annotations
+
+import tomllib
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+from audit.errors import UnreadableFile, read_text_file
+
+
+class MappingError(ValueError):
+    """A column mapping that cannot be used; the message names the key."""
+
+
+@dataclass(frozen=True)
+class ColumnMap:
+    """Which column holds each part of an item; `None` where the benchmark has no such column.
+
+    `options` lists one column per option, or one column holding a list; `answer_index` holds
+    the correct option (0-based number, 1-based number or letter, as `answer_base` says);
+    `exclude` marks rows the benchmark itself excludes (true/1/yes/x); `mask` is the literal
+    token that marks the blank of a cloze prompt.
+    """
+
+    id: str | None = None
+    lang: str | None = None
+    source_lang: str | None = None
+    question: str | None = None
+    answer: str | None = None
+    context: str | None = None
+    title: str | None = None
+    url: str | None = None
+    aliases: str | None = None
+    options: tuple[str, ...] = ()
+    answer_index: str | None = None
+    answer_base: str = "0"
+    exclude: str | None = None
+    mask: str | None = None
+
+    def columns(self) -> list[str]:
+        """Every column the mapping reads, so the rest are known to be unused."""
+        named = [getattr(self, f.name) for f in fields(self) if f.name not in ("options", "answer_base", "mask")]
+        return [c for c in (*named, *self.options) if c]
+
+    def to_dict(self) -> dict[str, object]:
+        return {key: list(value) if isinstance(value, tuple) else value for key, value in asdict(self).items() if value not in (None, ())}
+
+
+_KEYS = {f.name for f in fields(ColumnMap)}
+_BASES = ("0", "1", "letter")
+
+
+def parse_mapping(spec: str) -> ColumnMap:
+    """`key=column,...` (options as `A|B|C`), or the path of a TOML file with the same keys."""
+    if spec.endswith(".toml") or Path(spec).is_file():
+        return _from_toml(Path(spec))
+    values: dict[str, object] = {}
+    for part in filter(None, (p.strip() for p in spec.split(","))):
+        key, sep, column = part.partition("=")
+        key, column = key.strip(), column.strip()
+        if not sep or not column:
+            raise MappingError(f"--map: {part!r} is not key=column")
+        values[key] = tuple(c.strip() for c in column.split("|") if c.strip()) if key == "options" else column
+    return _build(values, "--map")
+
+
+def _from_toml(path: Path) -> ColumnMap:
+    try:
+        data = tomllib.loads(read_text_file(path, "column mapping"))
+    except UnreadableFile as error:
+        raise MappingError(str(error)) from None
+    except tomllib.TOMLDecodeError as error:
+        raise MappingError(f"{path}: not valid TOML ({error})") from None
+    values: dict[str, object] = {}
+    for key, value in data.items():
+        if key == "options" and isinstance(value, list) and all(isinstance(v, str) for v in value):
+            values[key] = tuple(value)
+        elif isinstance(value, str):
+            values[key] = value
+        else:
+            raise MappingError(f"{path}: key '{key}': expected a column name{' or a list of them' if key == 'options' else ''}")
+    return _build(values, str(path))
+
+
+def _build(values: dict[str, object], where: str) -> ColumnMap:
+    unknown = sorted(set(values) - _KEYS)
+    if unknown:
+        raise MappingError(f"{where}: unknown key(s) {', '.join(unknown)}; expected some of {', '.join(sorted(_KEYS))}")
+    if values.get("answer_base", "0") not in _BASES:
+        raise MappingError(f"{where}: answer_base must be one of {', '.join(_BASES)}")
+    mapping = ColumnMap(**values)  # type: ignore[arg-type]
+    if mapping.answer_index and not mapping.options:
+        raise MappingError(f"{where}: answer_index needs options (the columns it indexes)")
+    if not (mapping.question or mapping.context):
+        raise MappingError(f"{where}: map at least question (or context) to a column")
+    return mapping
+
+
+def mapping_from_dict(data: dict[str, object]) -> ColumnMap:
+    """The mapping an audit manifest recorded."""
+    values = {key: tuple(value) if key == "options" and isinstance(value, list) else value for key, value in data.items()}
+    return _build(values, "the audit manifest's benchmark mapping")

@@ -1,0 +1,283 @@
+"""What every benchmark reader shares: the located error, the sink that raises or records a bad
+row, line / CSV / JSON row readers, strict value helpers, and the steps that join rows into items.
+
+Readers build `Draft`s (an item under construction) or `Piece`s (one language of one item) and
+end with `finish_items`, so every format fails the same way and points at the same line.
+"""
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Callable, Iterable, Iterator
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from audit.errors import LocatedError, text_lines
+from audit.items import Item, ItemKind, Origin, Variant
+from audit.langcodes import normalise_lang
+from audit.readers.columns import ColumnMap
+
+Row = TypeVar("Row")
+Out = TypeVar("Out")
+
+
+class BenchmarkError(LocatedError):
+    """A bad benchmark input, located precisely enough to fix by hand."""
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """What the user said about a benchmark beyond its path: a column mapping, and the source
+    language where the files do not say it."""
+
+    mapping: ColumnMap | None = None
+    source_lang: str | None = None
+
+
+@dataclass
+class Sink:
+    """Where row-level errors go: raised at once, or recorded when the caller chose to skip."""
+
+    skip: bool
+    skipped: list[str] = field(default_factory=list)
+    excluded: int = 0
+
+    def reject(self, error: BenchmarkError) -> None:
+        if not self.skip:
+            raise error
+        self.skipped.append(str(error))
+
+
+@dataclass
+class Draft:
+    """An item under construction; `path` is where it came from, for origin and errors."""
+
+    path: str
+    item_id: str
+    source_lang: str
+    lines: list[int]
+    variants: dict[str, Variant] = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
+    kind: ItemKind = ItemKind.OPEN
+    mask: str | None = None
+    rows: list[tuple[str, int]] = field(default_factory=list)
+    source_required: bool = True
+
+
+@dataclass
+class Piece:
+    """One row of a row-per-language format; `item_meta` must agree across an item's rows."""
+
+    line: int
+    item_id: str
+    source_lang: str
+    lang: str
+    variant: Variant
+    item_meta: dict[str, Any] = field(default_factory=dict)
+
+
+# Reading --------------------------------------------------------------------------------
+
+
+def read_lines(path: Path) -> Iterator[str]:
+    return text_lines(path, BenchmarkError)
+
+
+def csv_rows(path: Path, delimiter: str) -> Iterator[tuple[int, list[str]]]:
+    """Records with the line each starts on, since a quoted cell may span several lines."""
+    reader = csv.reader(read_lines(path), delimiter=delimiter)
+    start = 1
+    try:
+        for row in reader:
+            yield start, row
+            start = reader.line_num + 1
+    except csv.Error as exc:
+        raise BenchmarkError(path, reader.line_num, None, f"malformed CSV: {exc}") from exc
+
+
+def json_rows(path: Path, sink: Sink) -> Iterator[tuple[int, dict[str, Any]]]:
+    for number, text in enumerate(read_lines(path), 1):
+        if not text.strip():
+            continue
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            sink.reject(BenchmarkError(path, number, None, f"invalid JSON: {exc.msg} (column {exc.colno})"))
+            continue
+        if isinstance(value, dict):
+            yield number, value
+        else:
+            sink.reject(BenchmarkError(path, number, None, f"expected a JSON object, got {type_name(value)}"))
+
+
+def parsed_rows(
+    rows: Iterable[tuple[int, Row]], parse: Callable[[int, Row], Out], sink: Sink
+) -> Iterator[Out]:
+    """Apply a row parser, handing each bad row to the sink instead of stopping there."""
+    for line, row in rows:
+        try:
+            result = parse(line, row)
+        except BenchmarkError as error:
+            sink.reject(error)
+            continue
+        yield result
+
+
+# Values ---------------------------------------------------------------------------------
+
+
+def type_name(value: Any) -> str:
+    names = {dict: "object", list: "array", str: "string", bool: "boolean", int: "number", float: "number"}
+    return "null" if value is None else names.get(type(value), type(value).__name__)
+
+
+def clean(value: str) -> str | None:
+    value = value.strip()
+    return value or None
+
+
+def text_field(path: str, line: int | None, name: str, value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise BenchmarkError(path, line, name, f"expected a string or null, got {type_name(value)}")
+    return clean(value)
+
+
+def required(path: str, line: int, record: dict[str, Any], key: str) -> Any:
+    value = record.get(key)
+    if value is None or (isinstance(value, str) and not value.strip()):
+        raise BenchmarkError(path, line, key, "required but empty" if key in record else "required but missing")
+    return value
+
+
+def item_id_at(path: str, line: int, record: dict[str, Any], key: str) -> str:
+    value = required(path, line, record, key)
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise BenchmarkError(path, line, key, f"expected a string or integer, got {type_name(value)}")
+    return str(value).strip()
+
+
+# Codes are normalised deep inside row parsers; the spellings a benchmark used are collected
+# here for the load report (and the audit manifest) without threading a record through them all.
+GIVEN_CODES: ContextVar[dict[str, str] | None] = ContextVar("given_codes", default=None)
+
+
+def language_code(path: str, line: int | None, name: str | None, value: Any) -> str:
+    if not isinstance(value, str):
+        raise BenchmarkError(path, line, name, f"expected a language code string, got {type_name(value)}")
+    try:
+        code = normalise_lang(value)
+    except ValueError as exc:
+        raise BenchmarkError(path, line, name, str(exc)) from None
+    given = GIVEN_CODES.get()
+    if given is not None:
+        given.setdefault(value, code)
+    return code
+
+
+def lang_at(path: str, line: int, record: dict[str, Any], key: str) -> str:
+    return language_code(path, line, key, required(path, line, record, key))
+
+
+def extras(record: dict[str, Any], known: Iterable[str]) -> dict[str, Any]:
+    """Keys a format does not interpret are kept, not lost; a nested `meta` object is merged."""
+    known = set(known)
+    extras = {key: value for key, value in record.items() if key not in known and key != "meta"}
+    nested = record.get("meta")
+    if isinstance(nested, dict):
+        return {**nested, **extras}
+    if nested is not None:
+        extras["meta"] = nested
+    return extras
+
+
+# Assembling -----------------------------------------------------------------------------
+
+
+def unique_items(drafts: Iterable[Draft], id_field: str, sink: Sink) -> Iterator[Draft]:
+    first_line: dict[str, int] = {}
+    for draft in drafts:
+        seen = first_line.setdefault(draft.item_id, draft.lines[0])
+        if seen != draft.lines[0]:
+            sink.reject(BenchmarkError(
+                draft.path, draft.lines[0], id_field, f"duplicate item id '{draft.item_id}' (first on line {seen})"
+            ))
+            continue
+        yield draft
+
+
+def group_pieces(
+    path: str, pieces: Iterable[Piece], sink: Sink, lang_field: str, source_field: str
+) -> list[Draft]:
+    """Join per-language rows into items, in order of each item's first row."""
+    drafts: dict[str, Draft] = {}
+    lines: dict[tuple[str, str], int] = {}
+    for piece in pieces:
+        draft = drafts.get(piece.item_id)
+        if draft is None:
+            draft = drafts[piece.item_id] = Draft(
+                path, piece.item_id, piece.source_lang, [], meta=dict(piece.item_meta)
+            )
+        if piece.source_lang != draft.source_lang:
+            sink.reject(BenchmarkError(path, piece.line, source_field, (
+                f"item '{piece.item_id}' has source language '{draft.source_lang}' on line {draft.lines[0]}"
+                f" but '{piece.source_lang}' here"
+            )))
+            continue
+        key = (piece.item_id, piece.lang)
+        if key in lines:
+            sink.reject(BenchmarkError(path, piece.line, lang_field, (
+                f"duplicate language '{piece.lang}' for item '{piece.item_id}' (first on line {lines[key]})"
+            )))
+            continue
+        for name, value in piece.item_meta.items():
+            if draft.meta.get(name) != value:
+                piece.variant.meta[name] = value
+        lines[key] = piece.line
+        draft.lines.append(piece.line)
+        draft.variants[piece.lang] = piece.variant
+    return list(drafts.values())
+
+
+def apply_source(
+    draft: Draft, text: dict[str, tuple[str, str | None]], title: str | None, url: str | None
+) -> None:
+    """Merge ECLeKTic's item-level source text and article link into the source variant.
+
+    `text` maps a variant field to (the key it came from, value): it fills a missing field,
+    and a value that disagrees with the variant's own text is kept in item meta, not lost.
+    """
+    variant = draft.variants.get(draft.source_lang)
+    for name, (key, value) in text.items():
+        if value is None:
+            continue
+        if variant is None:
+            variant = draft.variants[draft.source_lang] = Variant()
+        current = getattr(variant, name)
+        if current is None:
+            setattr(variant, name, value)
+        elif current != value:
+            draft.meta[key] = value
+    for name, value in (("title", title), ("url", url)):
+        if value is not None:
+            draft.meta[name] = value
+            if variant is not None:
+                setattr(variant, name, value)
+
+
+def finish_items(drafts: Iterable[Draft], source_field: str | None, sink: Sink) -> list[Item]:
+    items = []
+    for draft in drafts:
+        if draft.source_required and draft.source_lang not in draft.variants:
+            sink.reject(BenchmarkError(draft.path, draft.lines[0], source_field, (
+                f"item '{draft.item_id}' has no variant in its source language '{draft.source_lang}'"
+            )))
+            continue
+        origin = Origin(draft.path, tuple(dict.fromkeys(draft.lines)), tuple(draft.rows))
+        items.append(Item(draft.item_id, draft.source_lang, draft.variants, draft.meta, origin, draft.kind, draft.mask))
+    return items
+
+

@@ -1,0 +1,145 @@
+"""SQuAD-style JSON (`data → paragraphs → qas`): XQuAD, MLQA, TyDi QA GoldP and the like.
+
+One file per language (`xquad.de.json`, MLQA's `dev-context-de-question-de.json`), a directory
+or glob of them, or one file whose question ids name their language (TyDi QA GoldP's
+`english-…`).  Questions are joined across languages by id; an item's source is `--source-lang`,
+else English where the item has it, else its only language.  Places are JSON paths
+(`data[3].paragraphs[0].qas[2]`), since a JSON document has no row per question.
+"""
+from __future__ import annotations
+
+import glob
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from audit.errors import text_lines
+from audit.items import Item, Variant
+from audit.readers.common import BenchmarkError, Draft, ReadOptions, Sink, finish_items, text_field, type_name
+from audit.readers.tables import is_glob, language_of
+
+# TyDi QA GoldP names each question's language in its id (`finnish-123-0`).
+TYDI_LANGUAGES = {
+    "arabic": "ar", "bengali": "bn", "english": "en", "finnish": "fi", "indonesian": "id", "japanese": "ja",
+    "korean": "ko", "russian": "ru", "swahili": "sw", "telugu": "te", "thai": "th",
+}
+
+
+@dataclass
+class _Question:
+    lang: str
+    ordinal: int
+    variant: Variant
+
+
+def is_squad(path: Path) -> bool:
+    """A JSON document whose top level is an object with a `data` list of articles."""
+    head = ""
+    for line in text_lines(path, BenchmarkError):
+        head += line
+        if len(head) > 2000:
+            break
+    return head.lstrip().startswith("{") and re.search(r'"data"\s*:\s*\[', head) is not None
+
+
+def squad_files(source: Path) -> list[Path]:
+    if is_glob(source):
+        return sorted(Path(p) for p in glob.glob(str(source), recursive=True) if Path(p).is_file())
+    if source.is_dir():
+        return sorted(p for p in source.rglob("*") if p.is_file() and not p.name.startswith(".") and p.name.lower().removesuffix(".gz").endswith(".json"))
+    return [source]
+
+
+def read_squad(source: Path, options: ReadOptions, sink: Sink) -> list[Item]:
+    files = squad_files(source)
+    if not files:
+        raise BenchmarkError(source, message="no *.json files")
+    questions: dict[str, dict[str, tuple[Path, _Question]]] = {}
+    for file in files:
+        file_lang = language_of(file) if len(files) > 1 or options.source_lang is None else options.source_lang
+        for item_id, question in _questions(file, file_lang, sink):
+            by_lang = questions.setdefault(item_id, {})
+            if question.lang in by_lang:
+                sink.reject(BenchmarkError(file, None, f"qas[id={item_id}]", f"a second '{question.lang}' question with this id (first in {by_lang[question.lang][0]})"))
+                continue
+            by_lang[question.lang] = (file, question)
+    drafts = []
+    for item_id, by_lang in questions.items():
+        langs = list(by_lang)
+        source_lang = options.source_lang or ("en" if "en" in by_lang else langs[0] if len(langs) == 1 else "")
+        if not source_lang:
+            raise BenchmarkError(source, None, f"qas[id={item_id}]", f"which language is the source of {', '.join(langs)}? give --source-lang")
+        first = by_lang[langs[0]][1]
+        draft = Draft(str(source), item_id, source_lang, [first.ordinal])
+        for lang, (file, question) in by_lang.items():
+            draft.variants[lang] = question.variant
+            draft.rows.append((str(file), question.ordinal))
+        drafts.append(draft)
+    return finish_items(drafts, None, sink)
+
+
+def _document(path: Path) -> dict[str, Any]:
+    text = "".join(text_lines(path, BenchmarkError))
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise BenchmarkError(path, error.lineno, None, f"invalid JSON: {error.msg} (column {error.colno})") from None
+    if not isinstance(value, dict) or not isinstance(value.get("data"), list):
+        raise BenchmarkError(path, None, "data", "expected a SQuAD-style object with a 'data' list of articles")
+    return value
+
+
+def _questions(path: Path, file_lang: str | None, sink: Sink) -> list[tuple[str, _Question]]:
+    found = []
+    ordinal = 0
+    for a, article in enumerate(_document(path)["data"]):
+        where = f"data[{a}]"
+        if not isinstance(article, dict) or not isinstance(article.get("paragraphs"), list):
+            raise BenchmarkError(path, None, f"{where}.paragraphs", "expected a list of paragraphs")
+        title = article.get("title")
+        title = title.replace("_", " ").strip() if isinstance(title, str) else None
+        for p, paragraph in enumerate(article["paragraphs"]):
+            here = f"{where}.paragraphs[{p}]"
+            if not isinstance(paragraph, dict) or not isinstance(paragraph.get("qas"), list):
+                raise BenchmarkError(path, None, f"{here}.qas", "expected a list of questions")
+            context = text_field(str(path), None, f"{here}.context", paragraph.get("context"))
+            for q, qa in enumerate(paragraph["qas"]):
+                ordinal += 1
+                try:
+                    found.append(_question(path, f"{here}.qas[{q}]", qa, file_lang, context, title, ordinal))
+                except BenchmarkError as error:
+                    sink.reject(error)
+    return found
+
+
+def _question(path: Path, where: str, qa: Any, file_lang: str | None, context: str | None, title: str | None, ordinal: int) -> tuple[str, _Question]:
+    if not isinstance(qa, dict):
+        raise BenchmarkError(path, None, where, f"expected an object, got {type_name(qa)}")
+    item_id = qa.get("id")
+    if not isinstance(item_id, str) or not item_id.strip():
+        raise BenchmarkError(path, None, f"{where}.id", "required: a non-empty string")
+    lang = file_lang or TYDI_LANGUAGES.get(item_id.split("-", 1)[0])
+    if lang is None:
+        raise BenchmarkError(path, None, f"{where}.id", "cannot tell the question's language: name the file by it (xquad.de.json) or give --source-lang for a one-language file")
+    answers = qa.get("answers") or []
+    if not isinstance(answers, list):
+        raise BenchmarkError(path, None, f"{where}.answers", f"expected a list, got {type_name(answers)}")
+    texts: dict[str, None] = {}
+    for i, answer in enumerate(answers):
+        if not isinstance(answer, dict):
+            raise BenchmarkError(path, None, f"{where}.answers[{i}]", f"expected an object, got {type_name(answer)}")
+        text = text_field(str(path), None, f"{where}.answers[{i}].text", answer.get("text"))
+        if text:
+            texts.setdefault(text)
+    answer_texts = list(texts)
+    variant = Variant(
+        question=text_field(str(path), None, f"{where}.question", qa.get("question")),
+        answer=answer_texts[0] if answer_texts else None,
+        aliases=tuple(answer_texts[1:]),
+        context=context,
+        title=title,
+        meta={"is_impossible": True} if qa.get("is_impossible") else {},
+    )
+    return item_id.strip(), _Question(lang, ordinal, variant)

@@ -1,0 +1,360 @@
+"""Tables: CSV, TSV, JSONL, Parquet and Hugging Face `datasets` directories, read through a column
+mapping, from one file (a language column, or one language for every row) or from one file per
+language (`{lang}.jsonl`, `test.{lang}.jsonl`, a directory or a glob of them).
+
+Rows of different files are joined into items by the mapped id column, or by row number when
+there is none.  Known layouts (XCOPA) come with their mapping, so they need no `--map`.
+"""
+from __future__ import annotations
+
+import glob
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from audit.items import Item, ItemKind, Variant
+from audit.langcodes import ISO_639_1, LEGACY_CODES, normalise_lang
+from audit.readers.columns import ColumnMap
+from audit.readers.common import (
+    BenchmarkError,
+    Piece,
+    Sink,
+    clean,
+    csv_rows,
+    finish_items,
+    group_pieces,
+    json_rows,
+    language_code,
+    type_name,
+)
+
+TABLE_SUFFIXES = (".jsonl", ".ndjson", ".csv", ".tsv", ".parquet")
+DATASETS_MARKERS = ("state.json", "dataset_dict.json")
+_TRUE = {"true", "1", "yes", "y", "x", "excluded", "exclude"}
+_GLOB_CHARS = frozenset("*?[")
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A published layout the tool recognises by its columns, with the mapping it implies."""
+
+    name: str
+    columns: frozenset[str]
+    mapping: ColumnMap
+    source_lang: str
+    note: str
+
+
+PRESETS = (
+    Preset(
+        name="xcopa",
+        columns=frozenset({"premise", "choice1", "choice2", "question", "label", "idx"}),
+        mapping=ColumnMap(id="idx", question="premise", options=("choice1", "choice2"), answer_index="label"),
+        source_lang="en",
+        note="XCOPA: COPA's English premises translated; `question` says whether the cause or the effect is asked",
+    ),
+)
+
+
+def is_glob(path: str | Path) -> bool:
+    return any(char in _GLOB_CHARS for char in str(path))
+
+
+def table_suffix(path: Path) -> str | None:
+    name = path.name.lower().removesuffix(".gz")
+    return next((suffix for suffix in TABLE_SUFFIXES if name.endswith(suffix)), None)
+
+
+def is_datasets_dir(path: Path) -> bool:
+    return path.is_dir() and any((path / marker).is_file() for marker in DATASETS_MARKERS)
+
+
+# Rows --------------------------------------------------------------------------------------
+
+
+def table_rows(path: Path, sink: Sink) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Records with their line (CSV/JSONL) or 1-based row number (Parquet, Arrow)."""
+    if is_datasets_dir(path):
+        yield from _datasets_rows(path)
+        return
+    suffix = table_suffix(path)
+    if suffix in (".csv", ".tsv"):
+        yield from _delimited_rows(path, "\t" if suffix == ".tsv" else ",")
+    elif suffix == ".parquet":
+        yield from _parquet_rows(path)
+    elif suffix in (".jsonl", ".ndjson"):
+        yield from json_rows(path, sink)
+    else:
+        raise BenchmarkError(path, message=f"not a table: expected one of {', '.join(TABLE_SUFFIXES)} (optionally .gz) or a datasets directory")
+
+
+def table_columns(path: Path, sink: Sink) -> list[str]:
+    """The columns of a table's first row (for detection and for naming unused fields)."""
+    first = next(table_rows(path, sink), None)
+    return list(first[1]) if first else []
+
+
+def _delimited_rows(path: Path, delimiter: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    rows = csv_rows(path, delimiter)
+    header_line, header = next(rows, (1, []))
+    header = [name.strip() for name in header]
+    twice = next((name for name in header if header.count(name) > 1), None)
+    if twice is not None:
+        raise BenchmarkError(path, header_line, twice, "appears twice in the header")
+    for line, row in rows:
+        if not row:
+            continue
+        if len(row) != len(header):
+            raise BenchmarkError(path, line, None, f"expected {len(header)} columns, found {len(row)}")
+        yield line, dict(zip(header, row, strict=True))
+
+
+def _arrow_error(path: Path, error: Exception) -> BenchmarkError:
+    return BenchmarkError(path, message=f"cannot read: {error}")
+
+
+def _parquet_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    number = 0
+    try:
+        for batch in pq.ParquetFile(path).iter_batches(batch_size=4096):
+            for record in batch.to_pylist():
+                number += 1
+                yield number, record
+    except (pa.ArrowException, OSError) as error:
+        raise _arrow_error(path, error) from None
+
+
+def _datasets_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """A `save_to_disk` directory: its Arrow stream files in `state.json` order."""
+    import pyarrow as pa
+
+    if (path / "dataset_dict.json").is_file():
+        splits = _json_file(path / "dataset_dict.json").get("splits", [])
+        raise BenchmarkError(path, message=f"a DatasetDict with splits {', '.join(map(str, splits))}: pass the split's directory, e.g. {path / str(splits[0] if splits else 'test')}")
+    state = _json_file(path / "state.json")
+    files = [entry.get("filename") for entry in state.get("_data_files", []) if isinstance(entry, dict)]
+    if not files or not all(isinstance(name, str) for name in files):
+        raise BenchmarkError(path / "state.json", None, "_data_files", "expected a list of {filename: ...} entries")
+    number = 0
+    for name in files:
+        file = path / name
+        try:
+            with pa.memory_map(str(file)) as source:
+                for batch in pa.ipc.open_stream(source):
+                    for record in batch.to_pylist():
+                        number += 1
+                        yield number, record
+        except (pa.ArrowException, OSError) as error:
+            raise _arrow_error(file, error) from None
+
+
+def _json_file(path: Path) -> dict[str, Any]:
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise BenchmarkError(path, message=f"cannot read: {error}") from None
+    if not isinstance(value, dict):
+        raise BenchmarkError(path, message=f"expected a JSON object, got {type_name(value)}")
+    return value
+
+
+# Files per language ------------------------------------------------------------------------
+
+
+def language_of(path: Path) -> str | None:
+    """The language a file's name names (`de.jsonl`, `test.de.jsonl`, `xquad.de.json`), else its
+    folder's (`de/test-00000-of-00001.parquet`), preferring two-letter codes so that split names
+    (`dev`, `val`) are never read as languages."""
+    stem = path.name.lower().removesuffix(".gz")
+    stem = stem.rsplit(".", 1)[0] if "." in stem else stem
+    return _named_language(stem) or _named_language(path.parent.name.lower())
+
+
+def _named_language(name: str) -> str | None:
+    tokens = [token for token in name.replace("-", ".").replace("_", ".").split(".") if token]
+    short = [token for token in tokens if token in ISO_639_1 or token in LEGACY_CODES]
+    if len(set(short)) == 1:
+        return normalise_lang(short[0])
+    try:
+        return normalise_lang(name.split(".")[-1])
+    except ValueError:
+        return None
+
+
+def language_files(source: Path) -> list[tuple[Path, str]]:
+    """One (file, language) per language of a directory or glob, named by the file names."""
+    if is_glob(source):
+        files = sorted(Path(p) for p in glob.glob(str(source), recursive=True) if Path(p).is_file())
+        where = f"the glob {source}"
+    else:
+        files = sorted(p for p in source.rglob("*") if p.is_file() and not p.name.startswith(".") and table_suffix(p))
+        where = str(source)
+    if not files:
+        raise BenchmarkError(source, message=(
+            f"no benchmark files in {where}: a directory holds BMLAMA's {{lang}}.tsv, SQuAD-style *.json,"
+            f" or one table ({', '.join(TABLE_SUFFIXES)}) per language"
+        ))
+    by_lang: dict[str, Path] = {}
+    for file in files:
+        lang = language_of(file)
+        if lang is None:
+            raise BenchmarkError(file, message="cannot tell the language from the file name; name files {lang}.jsonl (or .csv, .tsv, .parquet)")
+        other = by_lang.setdefault(lang, file)
+        if other != file:
+            raise BenchmarkError(file, message=f"language '{lang}' is also in {other}; pass a glob that picks one file per language (e.g. one split)")
+    return [(file, lang) for lang, file in by_lang.items()]
+
+
+def preset_for(columns: list[str]) -> Preset | None:
+    return next((preset for preset in PRESETS if preset.columns <= set(columns)), None)
+
+
+# Mapped rows ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """How to read the rows: the mapping, the source language when no column gives it, and the
+    language of every row when neither a column nor the file name does."""
+
+    mapping: ColumnMap
+    source_lang: str | None = None
+    lang: str | None = None
+    source_required: bool = True
+
+
+def read_tables(files: list[tuple[Path, str | None]], spec: TableSpec, sink: Sink, origin: Path) -> list[Item]:
+    """Join the mapped rows of every file into items, in order of each item's first row."""
+    pieces: list[tuple[Path, Piece]] = []
+    for file, file_lang in files:
+        for line, record in table_rows(file, sink):
+            try:
+                piece = _piece(file, line, record, spec, file_lang)
+            except BenchmarkError as error:
+                sink.reject(error)
+                continue
+            if piece is None:
+                sink.excluded += 1
+                continue
+            pieces.append((file, piece))
+    languages = {piece.lang for _, piece in pieces}
+    default_source = spec.source_lang or ("en" if "en" in languages else None)
+    resolved = []
+    for file, piece in pieces:
+        if not piece.source_lang:
+            if default_source is None:
+                raise BenchmarkError(origin, message=f"which language is the source? none of {', '.join(sorted(languages))} is 'en'; give --source-lang or map source_lang")
+            piece = replace(piece, source_lang=default_source)
+        resolved.append((file, piece))
+    rows = {(piece.item_id, piece.lang): (str(file), piece.line) for file, piece in resolved}
+    drafts = group_pieces(str(origin), (piece for _, piece in resolved), sink, spec.mapping.lang or "lang", spec.mapping.source_lang or "source_lang")
+    kind, mask = _kind(spec.mapping)
+    for draft in drafts:
+        draft.rows = [rows[(draft.item_id, lang)] for lang in draft.variants]
+        draft.kind, draft.mask = kind, mask
+        draft.source_required = spec.source_required
+    return finish_items(drafts, spec.mapping.source_lang, sink)
+
+
+def _kind(mapping: ColumnMap) -> tuple[ItemKind, str | None]:
+    if mapping.options:
+        return ItemKind.MULTIPLE_CHOICE, None
+    if mapping.mask:
+        return ItemKind.CLOZE, mapping.mask
+    return ItemKind.OPEN, None
+
+
+def _piece(file: Path, line: int, record: dict[str, Any], spec: TableSpec, file_lang: str | None) -> Piece | None:
+    mapping = spec.mapping
+    path = str(file)
+    for column in mapping.columns():
+        if column not in record:
+            raise BenchmarkError(path, line, column, f"mapped column missing (the row has {', '.join(map(str, record))})")
+    if mapping.exclude and _truthy(record[mapping.exclude]):
+        return None
+    if mapping.lang:
+        lang = language_code(path, line, mapping.lang, record[mapping.lang])
+    elif file_lang or spec.lang:
+        lang = file_lang or spec.lang or ""
+    else:
+        raise BenchmarkError(path, line, None, "no language: map lang to a column, name the file by its language, or give --source-lang for a one-language benchmark")
+    source_lang = language_code(path, line, mapping.source_lang, record[mapping.source_lang]) if mapping.source_lang else ""
+    item_id = _cell_text(path, line, mapping.id, record[mapping.id]) if mapping.id else str(line)
+    if not item_id:
+        raise BenchmarkError(path, line, mapping.id, "required but empty")
+    texts = {name: _cell_text(path, line, column, record[column]) if column else None for name, column in (
+        ("question", mapping.question), ("answer", mapping.answer), ("context", mapping.context), ("title", mapping.title), ("url", mapping.url)
+    )}
+    options = _options(path, line, mapping, record)
+    if mapping.answer_index:
+        texts["answer"] = options[_answer_index(path, line, mapping, record[mapping.answer_index], len(options))]
+    if mapping.mask and texts["question"] and mapping.mask not in texts["question"]:
+        raise BenchmarkError(path, line, mapping.question, f"a cloze prompt without the mask {mapping.mask!r}")
+    used = set(mapping.columns())
+    variant = Variant(
+        **texts,
+        aliases=_aliases(path, line, mapping.aliases, record[mapping.aliases]) if mapping.aliases else (),
+        options=options,
+        meta={name: value for name, value in record.items() if name not in used},
+    )
+    return Piece(line=line, item_id=item_id, source_lang=source_lang, lang=lang, variant=variant)
+
+
+def _truthy(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)):
+        return value != 0
+    return isinstance(value, str) and value.strip().lower() in _TRUE
+
+
+def _cell_text(path: str, line: int, column: str, value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise BenchmarkError(path, line, column, f"expected text, got {type_name(value)}")
+    return clean(str(value))
+
+
+def _options(path: str, line: int, mapping: ColumnMap, record: dict[str, Any]) -> tuple[str, ...]:
+    if not mapping.options:
+        return ()
+    if len(mapping.options) == 1:
+        values = record[mapping.options[0]]
+        if not isinstance(values, list):
+            raise BenchmarkError(path, line, mapping.options[0], f"one options column must hold a list, got {type_name(values)}")
+        cells = [(mapping.options[0], value) for value in values]
+    else:
+        cells = [(column, record[column]) for column in mapping.options]
+    options = []
+    for column, value in cells:
+        text = _cell_text(path, line, column, value)
+        if text is None:
+            raise BenchmarkError(path, line, column, "an empty option")
+        options.append(text)
+    return tuple(options)
+
+
+def _answer_index(path: str, line: int, mapping: ColumnMap, value: Any, count: int) -> int:
+    column = mapping.answer_index or ""
+    text = str(value).strip() if isinstance(value, (str, int)) and not isinstance(value, bool) else ""
+    if mapping.answer_base == "letter":
+        index = ord(text.upper()) - ord("A") if len(text) == 1 and text.isalpha() else -1
+    else:
+        index = int(text) - int(mapping.answer_base) if text.lstrip("-").isdigit() else -1
+    if not 0 <= index < count:
+        raise BenchmarkError(path, line, column, f"{value!r} names none of the {count} options (answer_base {mapping.answer_base})")
+    return index
+
+
+def _aliases(path: str, line: int, column: str, value: Any) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    values = value if isinstance(value, list) else [value]
+    texts = [_cell_text(path, line, column, v) for v in values]
+    return tuple(dict.fromkeys(t for t in texts if t))
