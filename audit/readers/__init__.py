@@ -238,12 +238,14 @@ def _detect_json(path: Path, line: int, text: str) -> str:
 
 
 def _unused_fields(items: list[Item]) -> list[str]:
-    """Keys the readers kept in `meta` (no signal reads them), so the manifest can list them."""
+    """Keys the readers kept in `meta`, and the answer aliases and options no signal checks yet,
+    so the manifest lists everything on an item that the audit did not look at."""
     names: set[str] = set()
     for item in items:
         names.update(item.meta)
         for variant in item.variants.values():
             names.update(variant.meta)
+            names.update(name for name in ("aliases", "options") if getattr(variant, name))
     return sorted(names - {"title", "url"})
 
 
