@@ -23,6 +23,7 @@ from audit.auditfile import AuditedBenchmark, AuditFile
 from audit.exposure import SEEN, UNKNOWN
 from audit.items import Item
 from audit.outputs import atomic_write_bytes, commit_directory, discard_staging, staging_directory
+from audit.readers.squad import squad_files
 from audit.timestamps import utc_timestamp
 
 RULES = ("target-seen", "any-seen")
@@ -167,7 +168,7 @@ DIRECTORY_FORMATS = ("bmlama", "per-language")
 
 def writes_directory(fmt: str, benchmark: Path) -> bool:
     """Whether the clean benchmark is a directory: for benchmarks spread over several files."""
-    return fmt in DIRECTORY_FORMATS or (fmt == "squad" and len(_squad_files(benchmark)) > 1)
+    return fmt in DIRECTORY_FORMATS or (fmt == "squad" and len(squad_files(benchmark)) > 1)
 
 
 def _filter_table(source: Path, out: Path, line_owner: dict[int, str], verdicts: dict[str, Verdict], flag: bool) -> None:
@@ -219,12 +220,6 @@ def _filter_per_language(source: Path, out: Path, items: list[Item], verdicts: d
         raise
 
 
-def _squad_files(source: Path) -> list[Path]:
-    from audit.readers.squad import squad_files
-
-    return squad_files(source)
-
-
 def _filter_squad_document(source: Path, target: Path, verdicts: dict[str, Verdict], flag: bool) -> None:
     """Questions of leaky items removed (or flagged); paragraphs and articles left empty go too."""
     document = json.loads(_read_text(source)[0])
@@ -247,7 +242,7 @@ def _filter_squad_document(source: Path, target: Path, verdicts: dict[str, Verdi
 
 
 def _filter_squad(source: Path, out: Path, verdicts: dict[str, Verdict], flag: bool) -> None:
-    files = _squad_files(source)
+    files = squad_files(source)
     if len(files) == 1:
         _filter_squad_document(files[0], out, verdicts, flag)
         return

@@ -22,7 +22,7 @@ from audit.readers.common import GIVEN_CODES, BenchmarkError, ReadOptions, Sink,
 from audit.readers.eclektic import read_eclektic_csv, read_eclektic_jsonl
 from audit.readers.generic import read_jsonl
 from audit.readers.mkqa import MKQA_KEYS, read_mkqa
-from audit.readers.squad import is_squad, read_squad
+from audit.readers.squad import is_squad, read_squad, squad_files
 from audit.readers.tables import (
     TableSpec,
     is_datasets_dir,
@@ -208,8 +208,6 @@ def _detect_many(source: Path, mapped: bool) -> str:
 
 
 def _has_json_documents(source: Path) -> bool:
-    from audit.readers.squad import squad_files
-
     files = [f for f in squad_files(source) if f.name.lower().removesuffix(".gz").endswith(".json")]
     return bool(files) and is_squad(files[0])
 
