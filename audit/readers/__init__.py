@@ -58,7 +58,8 @@ def _read_per_language(path: Path, options: ReadOptions, sink: Sink) -> list[Ite
     files: list[tuple[Path, str | None]] = list(language_files(path))
     spec = _spec(path, options, files, sink)
     present = {lang for _, lang in files}
-    return read_tables(files, replace(spec, source_required=spec.source_lang in present or spec.mapping.source_lang is not None), sink, path)
+    source = spec.source_lang or ("en" if "en" in present else None)
+    return read_tables(files, replace(spec, source_required=source in present or spec.mapping.source_lang is not None), sink, path)
 
 
 def _spec(path: Path, options: ReadOptions, files: list[tuple[Path, str | None]], sink: Sink) -> TableSpec:
