@@ -285,8 +285,8 @@ class Decision:
 def decide(policy: Policy, evidence: list[Evidence]) -> Decision:
     """Apply every rule to each piece of evidence of one language variant, on its own.
 
-    `decided_by` names, for each check, the signal, source, field, figure, operator, value and
-    threshold: for `seen` the rules that fired, for `unseen` every check made, for `unknown` the
+    `decided_by` names, for each check, the signal, source, field (and its form, for a field
+    checked in several), figure, operator, value and threshold: for `seen` the rules that fired, for `unseen` every check made, for `unknown` the
     failed sources and the rules a bounded figure left undecided (`"status": "bounded"`)."""
     rules = policy.rules
     fired, passed, undecided = [], [], []
@@ -296,6 +296,8 @@ def decide(policy: Policy, evidence: list[Evidence]) -> Decision:
         if not applicable or found.status == ABSENT:
             continue
         where = {"signal": found.signal, "source": found.source, "field": found.field}
+        if "form" in found.figures:
+            where["form"] = found.figures["form"]
         if found.status == FAILED:
             undecided.append({**where, "status": FAILED, "error": found.error})
             continue

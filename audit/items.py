@@ -33,7 +33,9 @@ class Origin:
 
 @dataclass
 class Variant:
-    """One language's text of an item; any field may be absent (None)."""
+    """One language's text of an item; any field may be absent (None).  `aliases` are other
+    names of the answer, `options` a multiple-choice item's choices (the answer among them),
+    `subject` what a fact item is about (with its other names), for co-occurrence checks."""
 
     question: str | None = None
     answer: str | None = None
@@ -42,6 +44,8 @@ class Variant:
     url: str | None = None
     aliases: tuple[str, ...] = ()
     options: tuple[str, ...] = ()
+    subject: str | None = None
+    subject_aliases: tuple[str, ...] = ()
     meta: dict[str, Any] = field(default_factory=dict)
 
     def text(self, name: str) -> str | None:

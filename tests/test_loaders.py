@@ -150,14 +150,14 @@ def test_bmlama17_loads_every_fact_in_17_languages(bmlama17):
     assert (first.kind, first.mask) == ("cloze", "<mask>")
     en = first.variants["en"]
     assert (en.question, en.answer) == ("Charles II of Spain was born in <mask>.", "Madrid")
-    assert en.meta["subject"] == "Charles II of Spain"
+    assert en.subject == "Charles II of Spain"
     assert en.meta["candidates"][0] == "Toronto" and len(en.meta["candidates"]) == 10
     assert bmlama17.items[-1].item_id == "bmlama-00125"
 
 
 def test_bmlama17_zh_split_header_and_quoted_hebrew(bmlama17):
     zh = bmlama17.items[0].variants["zh"]
-    assert (zh.question, zh.answer, zh.meta["subject"]) == ("卡洛斯二世出生于<mask>。", "马德里", "卡洛斯二世")
+    assert (zh.question, zh.answer, zh.subject) == ("卡洛斯二世出生于<mask>。", "马德里", "卡洛斯二世")
     # he.tsv quotes cells holding `"` (CSV style): line 122 has the Hebrew abbreviation for LGBT.
     he = bmlama17.items[120].variants["he"]
     assert 'להט"ב' in he.meta["candidates"]

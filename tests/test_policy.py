@@ -33,8 +33,8 @@ SCRIPTS = "expected one of arabic, cyrillic, default, devanagari, greek, han, ha
 
 BAD = [
     ("misspelt figure", "[rules.ngram.question]\ncoverge = 0.8\n", "key 'rules.ngram.question.coverge': unknown; " + FIGURES),
-    ("misspelt field", "[rules.ngram.questoin]\ncoverage = 0.8\n", "key 'rules.ngram.questoin': unknown; expected one of answer, context, question, question+answer"),
-    ("unknown co-occurrence figure", '[rules.ngram."question+answer"]\nanswer_count = 1\n', "key 'rules.ngram.\"question+answer\".answer_count': unknown; expected one of documents"),
+    ("misspelt field", "[rules.ngram.questoin]\ncoverage = 0.8\n", "key 'rules.ngram.questoin': unknown; expected one of answer, context, options, prompt, question, question+answer, question+correct, question+distractor, statement, subject+answer"),
+    ("unknown co-occurrence figure", '[rules.ngram."question+answer"]\nanswer_count = 1\n', "key 'rules.ngram.\"question+answer\".answer_count': unknown; expected one of documents, documents_in_language"),
     ("misspelt ngram key", "[ngram]\nmax_span = 3\n", "key 'ngram.max_span': unknown; expected one of anchor_min_chars, cooccurrence_window_bytes, max_anchors"),
     ("misspelt window script", "[ngram.window]\nlatn = 3\n", "key 'ngram.window.latn': unknown; " + SCRIPTS),
     ("unknown top-level key", "nmae = 'mine'\n", "key 'nmae': unknown; expected one of minhash, name, ngram, rules"),

@@ -101,7 +101,7 @@ def test_items_are_cloze_prompts_with_the_mask_and_no_markup_left(report):
         for lang, variant in item.variants.items():
             assert "[Y]" in variant.question, (lang, variant.question)
             assert re.sub(r"\[Y\]", "", variant.question).count("[") == 0, (lang, variant.question)
-            assert variant.meta["subject"] in variant.question
+            assert variant.subject in variant.question
             assert variant.meta["template"] == fixture_templates()[fact["predicate_id"]][lang]
 
 
@@ -128,7 +128,7 @@ def test_english_prompt_and_answer_use_the_fact_labels(by_id):
     # en.txt: Q334  Garden City  Lion City  Republic of Singapore  SG  SGP  Singapore  Singapore City  sg  🇸🇬
     assert en.aliases == ("Garden City", "Lion City", "Republic of Singapore", "SG", "SGP", "Singapore City", "sg", "🇸🇬")
     # en.txt: Q131248  Harry Lee  LKY  Lee Kuan Yew  MM Lee
-    assert en.meta["subject_aliases"] == ["Harry Lee", "LKY", "MM Lee"]
+    assert en.subject_aliases == ("Harry Lee", "LKY", "MM Lee")
 
 
 def test_french_prompt_takes_the_first_gender_form(by_id):
@@ -144,7 +144,7 @@ def test_russian_prompt_drops_case_markup(by_id):
     # ru.txt: Q131248  Ли Кван Ю  Ли Куан Ю
     ru = by_id[fact_id("Q131248", "P19")].variants["ru"]
     assert ru.question == "Ли Кван Ю родился в [Y] ."
-    assert ru.meta["subject"] == "Ли Кван Ю" and ru.meta["subject_aliases"] == ["Ли Куан Ю"]
+    assert ru.subject == "Ли Кван Ю" and ru.subject_aliases == ("Ли Куан Ю",)
     # ru template of P37: "Официальный язык [X.Gen] — [Y.Nom] ."; ru.txt lists Iran (Q794) as
     # "Iran  ИРИ  Иран  ...": the Latin name and the abbreviation are passed over.
     ru = by_id[fact_id("Q794", "P37")].variants["ru"]

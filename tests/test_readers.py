@@ -102,7 +102,7 @@ def test_mkqa_reads_26_languages_with_answers_and_aliases():
     variant = item.variants["ja"]
     assert variant.question == first["queries"]["ja"]
     assert [variant.answer, *variant.aliases] == expected
-    assert {"answer_types", "aliases"} <= set(report.unused_fields)
+    assert "answer_types" in report.unused_fields and "aliases" not in report.unused_fields
 
 
 # TyDi QA primary task -------------------------------------------------------------------------
@@ -146,7 +146,7 @@ def test_xcopa_glob_is_multiple_choice_joined_by_idx():
     assert variant.options == (row["choice1"], row["choice2"])
     assert variant.answer == variant.options[row["label"]]
     assert variant.meta["question"] == row["question"]
-    assert {"changed", "question", "options"} <= set(report.unused_fields)
+    assert {"changed", "question"} <= set(report.unused_fields) and "options" not in report.unused_fields
 
 
 def test_xcopa_directory_with_two_splits_asks_for_one():

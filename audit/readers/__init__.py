@@ -28,6 +28,7 @@ from audit.readers.tables import (
     is_datasets_dir,
     is_glob,
     language_files,
+    language_of,
     preset_for,
     read_tables,
     table_columns,
@@ -50,12 +51,20 @@ class Format:
 
 
 def _read_table(path: Path, options: ReadOptions, sink: Sink) -> list[Item]:
-    spec = _spec(path, options, [(path, None)], sink)
-    return read_tables([(path, None)], spec, sink, path)
+    """One file; a name that names a language (`test.it.jsonl`) gives its rows' language when
+    no column does, as in a directory of per-language files (its folder's name does not: a
+    lone file's folder is rarely named for its language)."""
+    lang = language_of(path, folder=False)
+    if lang is None:
+        return read_tables([(path, None)], _spec(path, options, [(path, None)], sink), sink, path)
+    return _read_languages(path, options, sink, [(path, lang)])
 
 
 def _read_per_language(path: Path, options: ReadOptions, sink: Sink) -> list[Item]:
-    files: list[tuple[Path, str | None]] = list(language_files(path))
+    return _read_languages(path, options, sink, list(language_files(path)))
+
+
+def _read_languages(path: Path, options: ReadOptions, sink: Sink, files: list[tuple[Path, str | None]]) -> list[Item]:
     spec = _spec(path, options, files, sink)
     present = {lang for _, lang in files}
     source = spec.source_lang or ("en" if "en" in present else None)
@@ -237,14 +246,13 @@ def _detect_json(path: Path, line: int, text: str) -> str:
 
 
 def _unused_fields(items: list[Item]) -> list[str]:
-    """Keys the readers kept in `meta`, and the answer aliases and options no signal checks yet,
-    so the manifest lists everything on an item that the audit did not look at."""
+    """Keys the readers kept in `meta`, so the manifest lists everything on an item that the
+    audit did not look at."""
     names: set[str] = set()
     for item in items:
         names.update(item.meta)
         for variant in item.variants.values():
             names.update(variant.meta)
-            names.update(name for name in ("aliases", "options") if getattr(variant, name))
     return sorted(names - {"title", "url"})
 
 

@@ -88,8 +88,6 @@ def _bmlama_variant(path: Path, line: int, cells: list[str]) -> Variant:
     meta: dict[str, Any] = {}
     if candidates is not None:
         meta["candidates"] = list(filter(None, map(str.strip, candidates.split(", "))))
-    if subject is not None:
-        meta["subject"] = subject
-    return Variant(question=prompt, answer=answer, meta=meta)
+    return Variant(question=prompt, answer=answer, subject=subject, meta=meta)
 
 

@@ -24,7 +24,8 @@ class ColumnMap:
     `options` lists one column per option, or one column holding a list; `answer_index` holds
     the correct option (0-based number, 1-based number or letter, as `answer_base` says);
     `exclude` marks rows the benchmark itself excludes (true/1/yes/x); `mask` is the literal
-    token that marks the blank of a cloze prompt.
+    token that marks the blank of a cloze prompt; `subject` names what a fact is about, for the
+    subject-answer co-occurrence check.
     """
 
     id: str | None = None
@@ -36,6 +37,8 @@ class ColumnMap:
     title: str | None = None
     url: str | None = None
     aliases: str | None = None
+    subject: str | None = None
+    subject_aliases: str | None = None
     options: tuple[str, ...] = ()
     answer_index: str | None = None
     answer_base: str = "0"

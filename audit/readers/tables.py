@@ -166,13 +166,13 @@ def _json_file(path: Path) -> dict[str, Any]:
 # Files per language ------------------------------------------------------------------------
 
 
-def language_of(path: Path) -> str | None:
+def language_of(path: Path, folder: bool = True) -> str | None:
     """The language a file's name names (`de.jsonl`, `test.de.jsonl`, `xquad.de.json`), else its
-    folder's (`de/test-00000-of-00001.parquet`), preferring two-letter codes so that split names
-    (`dev`, `val`) are never read as languages."""
+    folder's (`de/test-00000-of-00001.parquet`) when `folder`, preferring two-letter codes so
+    that split names (`dev`, `val`) are never read as languages."""
     stem = path.name.lower().removesuffix(".gz")
     stem = stem.rsplit(".", 1)[0] if "." in stem else stem
-    return _named_language(stem) or _named_language(path.parent.name.lower())
+    return _named_language(stem) or (_named_language(path.parent.name.lower()) if folder else None)
 
 
 def _named_language(name: str) -> str | None:
@@ -288,7 +288,8 @@ def _piece(file: Path, line: int, record: dict[str, Any], spec: TableSpec, file_
     if not item_id:
         raise BenchmarkError(path, line, mapping.id, "required but empty")
     texts = {name: _cell_text(path, line, column, record[column]) if column else None for name, column in (
-        ("question", mapping.question), ("answer", mapping.answer), ("context", mapping.context), ("title", mapping.title), ("url", mapping.url)
+        ("question", mapping.question), ("answer", mapping.answer), ("context", mapping.context), ("title", mapping.title), ("url", mapping.url),
+        ("subject", mapping.subject),
     )}
     options = _options(path, line, mapping, record)
     if mapping.answer_index:
@@ -299,6 +300,7 @@ def _piece(file: Path, line: int, record: dict[str, Any], spec: TableSpec, file_
     variant = Variant(
         **texts,
         aliases=_aliases(path, line, mapping.aliases, record[mapping.aliases]) if mapping.aliases else (),
+        subject_aliases=_aliases(path, line, mapping.subject_aliases, record[mapping.subject_aliases]) if mapping.subject_aliases else (),
         options=options,
         meta={name: value for name, value in record.items() if name not in used},
     )

@@ -41,8 +41,8 @@ other bracket (the article and preposition placeholders `[DEF;X]`, `[PREPLOC;Y]`
 ...) dropped, and whitespace collapsed.  That approximates the published prompts: X-FACTR's code
 inflects the names by case, picks the gendered form and the article from the entity, and adds
 suffixes such as Turkish `[Y;be]`'s copula.  `Variant.meta["template"]` keeps the raw template.
-`answer` is the object's name and `aliases` its other names; `meta["subject"]` and
-`meta["subject_aliases"]` the same for the subject.
+`answer` is the object's name and `aliases` its other names; `subject` and `subject_aliases`
+the same for the subject.
 
 **Languages left out.** A language whose alias file lists no name for the subject or the object
 is left out of that item and listed in the item's meta `unnamed_langs`.  A language without a
@@ -333,7 +333,9 @@ def _draft(path: str, fact_set: str, source_lang: str, fact: _Fact, relation: _R
             question=fill_template(template, subject[0]),
             answer=obj[0],
             aliases=tuple(obj[1]),
-            meta={"template": template, "subject": subject[0], "subject_aliases": list(subject[1])},
+            subject=subject[0],
+            subject_aliases=tuple(subject[1]),
+            meta={"template": template},
         )
     meta = {
         "relation": fact.pid,

@@ -116,12 +116,13 @@ def highlighted(text: str, spans: list[tuple[int, int]]) -> list[tuple[str, bool
 
 
 def _prepare_ngram(evidence: dict[str, Any], variant: Variant | None) -> dict[str, Any]:
-    """n-gram spans are character offsets into the normalised field text: cut that text into
-    highlighted segments (a match of the whole text counts as one span)."""
+    """n-gram spans are character offsets into the normalised field text (or the form's text,
+    which the evidence carries): cut that text into highlighted segments (a match of the whole
+    text counts as one span)."""
     figures = evidence.get("figures") or {}
     prepared = dict(evidence, figures={k: v for k, v in figures.items() if k != "spans"})
-    if evidence["field"] in TEXT_FIELDS:
-        raw = variant.text(evidence["field"]) if variant else None
+    if "text" in figures or evidence["field"] in TEXT_FIELDS:
+        raw = figures.get("text") or (variant.text(evidence["field"]) if variant else None)
         text = normalize(raw) if raw else ""
         spans = [(int(s[0]), int(s[1])) for s in figures.get("spans", [])]
         if figures.get("longest_match_fraction") == 1.0:

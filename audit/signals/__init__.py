@@ -9,6 +9,7 @@ A signal is registered with:
   or an index beside it), or why not;
 - `run`, which returns the evidence for one (item, language) from what `attach` gave, its
   parameters and the policy's rules on its fields for that source;
+- the fields it reports for an item (they depend on the item's kind);
 - its granularity: per variant (the n-gram signal), once per item, or in batches.
 """
 from __future__ import annotations
@@ -46,7 +47,7 @@ class Signal:
     description: str
     config: type[Table]
     rules: type[Table]
-    fields: tuple[str, ...]
+    fields: Callable[[Item], tuple[str, ...]]
     granularity: Granularity
     attach: Callable[[Any], Any]
     run: Callable[..., list[Evidence]]
@@ -55,10 +56,10 @@ class Signal:
 SIGNALS: dict[str, Signal] = {
     ngram.NAME: Signal(
         name=ngram.NAME,
-        description="exact counts, longest matches, window coverage and question-answer co-occurrence",
+        description="exact counts, longest matches and window coverage of each checked text and form; question-answer, subject-answer and options co-occurrence",
         config=ngram.NgramConfig,
         rules=ngram.Rules,
-        fields=(*ngram.TEXT_FIELDS, "question+answer"),
+        fields=ngram.fields_for,
         granularity=Granularity.VARIANT,
         attach=lambda corpus: corpus,
         run=ngram.run,
@@ -68,7 +69,7 @@ SIGNALS: dict[str, Signal] = {
         description="near-duplicates: containment and Jaccard of a field's shingles in one span of a document, after MinHash LSH",
         config=minhash.MinhashConfig,
         rules=minhash.Rules,
-        fields=minhash.TEXT_FIELDS,
+        fields=minhash.fields_for,
         granularity=Granularity.VARIANT,
         attach=lambda corpus: _skip_unsupported(minhash.index_for, minhash.Unsupported, corpus),
         run=minhash.run,
@@ -112,7 +113,7 @@ class Runner:
 
     signal: str
     source: str
-    fields: tuple[str, ...]
+    fields: Callable[[Item], tuple[str, ...]]
     ask: Callable[[Item, str], list[Evidence]]
 
     def __call__(self, item: Item, lang: str) -> list[Evidence]:
@@ -120,7 +121,7 @@ class Runner:
             return self.ask(item, lang)
         except Exception as error:  # any failure of one source must leave the others' evidence standing
             message = f"{type(error).__name__}: {error}"
-            return [Evidence(self.signal, self.source, name, status=FAILED, error=message) for name in self.fields]
+            return [Evidence(self.signal, self.source, name, status=FAILED, error=message) for name in self.fields(item)]
 
 
 def _raise(error: Exception, item: Item, lang: str) -> list[Evidence]:

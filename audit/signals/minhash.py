@@ -21,15 +21,25 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field
 
+from audit import forms
 from audit.corpora.local import LocalIndex
 from audit.evidence import ABSENT, FAILED, Evidence
-from audit.items import Item
+from audit.forms import Checked
+from audit.items import Item, ItemKind
 from audit.neardup import NEARDUP_DIR, NearDupError, NearDuplicateIndex, NearDupParams, QueryResult, ShingleSizes, check_expected
 from audit.rules import Count, Fraction, Rule, Table, threshold
 from audit.text import dominant_script, normalize
 
 NAME = "minhash"
-TEXT_FIELDS = ("question", "context")
+# The fields worth shingling, by kind.  A cloze's filled statement is not among them: a
+# sentence is a handful of shingles, most of them the prompt's, so a copied prompt without its
+# answer would look like a near-duplicate of the fact; the n-gram signal checks it exactly.
+# A question with an option is left to the n-gram signal for the same reason.
+TEXT_FIELDS: dict[ItemKind, tuple[str, ...]] = {
+    ItemKind.OPEN: (forms.QUESTION, forms.CONTEXT),
+    ItemKind.CLOZE: (forms.CONTEXT,),
+    ItemKind.MULTIPLE_CHOICE: (forms.QUESTION, forms.CONTEXT),
+}
 
 
 class ExpectedIndex(Table):
@@ -94,14 +104,6 @@ def index_for(corpus: Any) -> NearDuplicateIndex:
     return NearDuplicateIndex.open(corpus.path, corpus=corpus, redis=corpus.neardup_redis)
 
 
-def source_texts(item: Item, lang: str) -> list[str]:
-    """The source-language text a target variant is compared against ([] for the source itself)."""
-    source = item.variants.get(item.source_lang)
-    if lang == item.source_lang or source is None:
-        return []
-    return [normalize(t) for t in (source.question, source.answer, source.context, source.title) if t]
-
-
 def _figures(text: str, result: QueryResult) -> dict[str, Any]:
     best = result.best
     return {
@@ -142,30 +144,39 @@ def field_evidence(index: NearDuplicateIndex, source: str, name: str, raw: str, 
     return evidence
 
 
+def fields_for(item: Item) -> tuple[str, ...]:
+    return TEXT_FIELDS[item.kind]
+
+
+def _checked(index: NearDuplicateIndex, source: str, checked: Checked, shared: np.ndarray, config: MinhashConfig, mismatch: str | None) -> list[Evidence]:
+    if not checked.forms:
+        return [Evidence(signal=NAME, source=source, field=checked.field, status=ABSENT)]
+    if mismatch is not None:
+        return [Evidence(signal=NAME, source=source, field=checked.field, status=FAILED, error=mismatch)]
+    results = []
+    for form in checked.forms:
+        try:
+            evidence = field_evidence(index, source, checked.field, form.text, shared, config)
+        except (NearDupError, OSError, ValueError) as error:
+            evidence = Evidence(signal=NAME, source=source, field=checked.field, status=FAILED, error=str(error))
+        results.append(evidence)
+    return results
+
+
 def run(index: NearDuplicateIndex, item: Item, lang: str, config: MinhashConfig, rules: Mapping[str, Sequence[Rule]] | None = None) -> list[Evidence]:
-    """Near-duplicate evidence for each text field of one language variant; a field the
-    variant lacks is absent, and an index or query failure (damage, a mismatching build, Redis
-    down) is failed, never "no match".  The index answers every figure at once, so the
-    policy's `rules` change nothing it asks."""
-    variant = item.variants[lang]
+    """Near-duplicate evidence for each text field the item's kind shingles; a field the variant lacks is absent, and an index or query failure (damage, a
+    mismatching build, Redis down) is failed, never "no match".  The index answers every
+    figure at once, so the policy's `rules` change nothing it asks."""
     source = index.corpus.info.name
     try:
         check_expected(index.directory, index.params, config.index.model_dump(exclude_none=True))
         mismatch = None
     except NearDupError as error:
         mismatch = str(error)
-    shared = index.distinct_shingles(source_texts(item, lang))
+    shared = index.distinct_shingles(forms.source_texts(item, lang))
+    wanted = set(fields_for(item))
     results = []
-    for name in TEXT_FIELDS:
-        raw = variant.text(name)
-        if raw is None or not normalize(raw):
-            results.append(Evidence(signal=NAME, source=source, field=name, status=ABSENT))
-            continue
-        if mismatch is not None:
-            results.append(Evidence(signal=NAME, source=source, field=name, status=FAILED, error=mismatch))
-            continue
-        try:
-            results.append(field_evidence(index, source, name, raw, shared, config))
-        except (NearDupError, OSError, ValueError) as error:
-            results.append(Evidence(signal=NAME, source=source, field=name, status=FAILED, error=str(error)))
+    for checked in forms.text_fields(item, lang):
+        if checked.field in wanted:
+            results += _checked(index, source, checked, shared, config, mismatch)
     return results

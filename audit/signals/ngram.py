@@ -22,14 +22,15 @@ from typing import Any
 
 from pydantic import Field
 
-from audit.corpora.base import Budget, Corpus, CoverageSample, MatchLengths, MatchQuestions, Occurrence
+from audit import forms
+from audit.corpora.base import Budget, Corpus, CoverageSample, DocumentHit, MatchLengths, MatchQuestions, Occurrence
 from audit.evidence import ABSENT, FAILED, Evidence
-from audit.items import Item
+from audit.forms import Checked, Form
+from audit.items import Item, ItemKind
 from audit.rules import Count, Fraction, Op, Rule, Table, threshold
 from audit.text import UNSEGMENTED_SCRIPTS, dominant_script, normalize, units, windows
 
 NAME = "ngram"
-TEXT_FIELDS = ("question", "answer", "context")
 
 
 class WindowSizes(Table):
@@ -70,6 +71,7 @@ class NgramConfig(Table):
     anchor_min_chars: int = Field(12, ge=1)
     max_anchors: int = Field(3, ge=1)
     max_occurrences: int = Field(500, ge=1)
+    max_forms: int = Field(8, ge=1)
 
     def window_for(self, script: str) -> int:
         return self.window.size(script)
@@ -87,10 +89,12 @@ class TextRules(Table):
 
 
 class CooccurrenceRules(Table):
-    """Thresholds on the figures `cooccurrence_evidence` reports: the documents holding the
-    answer near the question.  The answer's own count is the `answer` field's `exact_count`."""
+    """Thresholds on the figures the pair checks report: the documents holding the two (or
+    all the) strings near each other, and those of them not recorded as another language's.
+    A string's own count is not a rule's business."""
 
     documents: threshold(Count, "Documents") = None
+    documents_in_language: threshold(Count, "DocumentsInLanguage") = None
 
 
 class Rules(Table):
@@ -100,7 +104,13 @@ class Rules(Table):
     question: TextRules = Field(default_factory=TextRules)
     answer: TextRules = Field(default_factory=TextRules)
     context: TextRules = Field(default_factory=TextRules)
+    statement: TextRules = Field(default_factory=TextRules)
+    prompt: TextRules = Field(default_factory=TextRules)
+    question_correct: TextRules = Field(default_factory=TextRules, alias="question+correct")
+    question_distractor: TextRules = Field(default_factory=TextRules, alias="question+distractor")
     question_answer: CooccurrenceRules = Field(default_factory=CooccurrenceRules, alias="question+answer")
+    subject_answer: CooccurrenceRules = Field(default_factory=CooccurrenceRules, alias="subject+answer")
+    options: CooccurrenceRules = Field(default_factory=CooccurrenceRules)
 
 
 @dataclass
@@ -330,15 +340,57 @@ def field_evidence(
     return evidence, found
 
 
-def _near(corpus: Corpus, rare: str, rare_hits: list[Occurrence], other: str, window: int) -> list[Occurrence]:
-    """Occurrences of `rare` that have `other` within `window` bytes in the same document."""
-    needle = other.encode("utf-8")
+class Occurrences:
+    """Each string's count and first occurrences, asked once per variant: the pair checks of
+    several answer forms share their anchors."""
+
+    def __init__(self, corpus: Corpus, limit: int) -> None:
+        self.corpus, self.limit = corpus, limit
+        self.found: dict[str, tuple[int, list[Occurrence]]] = {}
+
+    def __call__(self, text: str) -> tuple[int, list[Occurrence]]:
+        if text not in self.found:
+            self.found[text] = self.corpus.occurrences(text, self.limit)
+        return self.found[text]
+
+
+def _near(corpus: Corpus, rare: str, rare_hits: list[Occurrence], others: Sequence[str], window: int) -> list[Occurrence]:
+    """Occurrences of `rare` that have every one of `others` within `window` bytes in the same
+    document."""
+    needles = [other.encode("utf-8") for other in others]
     width = len(rare.encode("utf-8"))
-    reach = window + len(needle)
-    return [o for o in rare_hits if needle in corpus.surrounding(o, reach, width + reach)]
+    reach = window + max(map(len, needles))
+    return [o for o in rare_hits if all(needle in corpus.surrounding(o, reach, width + reach) for needle in needles)]
 
 
-def anchors_for(question: FieldMatch, title: str | None, answer: str, shared: list[str], config: NgramConfig) -> tuple[list[str], list[str]]:
+@dataclass(frozen=True)
+class Nearby:
+    """Documents where a group of strings stand near each other: found from the occurrences
+    of the rarest, which is `exhaustive` when all of them were examined."""
+
+    counts: tuple[int, ...]
+    documents: dict[int, tuple[Occurrence, str]]
+    exhaustive: bool
+
+
+def nearby(corpus: Corpus, occurrences: Occurrences, strings: Sequence[str], window: int) -> Nearby:
+    counts = tuple(occurrences(text)[0] for text in strings)
+    if not all(counts):
+        return Nearby(counts, {}, True)
+    rarest = min(range(len(strings)), key=counts.__getitem__)
+    rare, hits = strings[rarest], occurrences(strings[rarest])[1]
+    near = _near(corpus, rare, hits, [text for i, text in enumerate(strings) if i != rarest], window)
+    documents: dict[int, tuple[Occurrence, str]] = {}
+    for occurrence in near:
+        documents.setdefault(occurrence.document, (occurrence, rare))
+    return Nearby(counts, documents, counts[rarest] <= occurrences.limit)
+
+
+def _shared(text: str, shared: Sequence[str]) -> bool:
+    return any(text in source for source in shared)
+
+
+def question_anchors(question: FieldMatch, title: str | None, answer: str, shared: Sequence[str], config: NgramConfig) -> tuple[list[str], list[str]]:
     """Distinctive pieces of the question to look for near the answer: matched spans covering a
     whole window of units, plus the title.  Pieces that also stand in the source-language text
     (names, quoted titles, numbers) say nothing about *this* language, so they are set aside."""
@@ -348,90 +400,163 @@ def anchors_for(question: FieldMatch, title: str | None, answer: str, shared: li
     if title:
         candidates.append(normalize(title))
     candidates = [a for a in dict.fromkeys(candidates) if answer not in a]
-    kept = [a for a in candidates if not any(a in text for text in shared)]
+    kept = [a for a in candidates if not _shared(a, shared)]
     limit = config.max_anchors + (1 if title else 0)
     return kept[:limit], [a for a in candidates if a not in kept]
 
 
+def subject_anchors(subjects: Sequence[Form], answer: str, shared: Sequence[str], config: NgramConfig) -> tuple[list[str], list[str]]:
+    """The subject's names to look for near the answer.  A name written as in the source
+    language still counts when the answer is this language's own word (`David Coulthard` near
+    `Écosse`); only a pair the source language shares whole says nothing about this language."""
+    candidates = [form.text for form in subjects[: config.max_forms] if answer not in form.text]
+    answer_shared = _shared(answer, shared)
+    kept = [a for a in candidates if not (answer_shared and _shared(a, shared))]
+    return kept, [a for a in candidates if a not in kept]
+
+
+def _record(hit: DocumentHit) -> dict[str, Any]:
+    return {
+        "document": hit.document, "metadata": hit.metadata, "language": hit.language, "offset": hit.offset, "length": hit.length,
+        "snippet": hit.snippet, "snippet_match": [hit.snippet_match_start, hit.snippet_match_end],
+    }
+
+
+def _same_language(document: str | None, lang: str) -> bool:
+    return document is None or document.split("-")[0] == lang.split("-")[0]
+
+
+def in_language(corpus: Corpus, documents: dict[int, tuple[Occurrence, str]], lang: str, config: NgramConfig) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Figures that put each document in its language: the same pair in a document of another
+    language (a name spelt alike in French and English) is no evidence for this one.  A
+    document whose metadata records no language counts for every language.  Provenance shows
+    this language's documents first."""
+    hits = [corpus.document_hit(occurrence, len(rare.encode("utf-8")), config.snippet_chars) for occurrence, rare in documents.values()]
+    mine = [hit for hit in hits if _same_language(hit.language, lang)]
+    others = [hit for hit in hits if not _same_language(hit.language, lang)]
+    figures = {"documents": len(hits), "documents_in_language": len(mine), "documents_other_language": len(others)}
+    return figures, [_record(hit) for hit in (mine + others)[: config.provenance_docs]]
+
+
 def cooccurrence_evidence(
-    corpus: Corpus, question: FieldMatch, title: str | None, answer: str, shared: list[str], config: NgramConfig
+    corpus: Corpus, occurrences: Occurrences, field: str, lang: str, answer: Form, anchors: Sequence[str], set_aside: Sequence[str], config: NgramConfig
 ) -> Evidence:
-    """Does the answer occur near a distinctive piece of the question (or the item's title) in one
-    document?  Co-occurrence within a window is WIMBD's "paired" contamination; the question's
-    longest matched spans stand in for it since generated questions rarely occur verbatim."""
-    answer_text = normalize(answer)
-    anchors, set_aside = anchors_for(question, title, answer_text, shared, config)
-    evidence = Evidence(signal=NAME, source=corpus.info.name, field="question+answer")
-    if anchors:
-        answer_count, answer_hits = corpus.occurrences(answer_text, config.max_occurrences)
-    else:
-        answer_count, answer_hits = corpus.count(answer_text), []
+    """Does the answer occur near an anchor (a distinctive piece of the question, the title, the
+    subject's name) in one document, and in one of this language?  Co-occurrence within a
+    window is WIMBD's "paired" contamination: the relation seen without either text verbatim."""
+    answer_count = occurrences(answer.text)[0] if anchors else corpus.count(answer.text)
     figures: dict[str, Any] = {
+        "form": answer.label,
+        "answer": answer.text,
         "answer_count": answer_count,
         "window_bytes": config.cooccurrence_window_bytes,
         "anchors": [],
-        "anchors_shared_with_source": set_aside,
+        "anchors_shared_with_source": list(set_aside),
     }
     documents: dict[int, tuple[Occurrence, str]] = {}
     for anchor in anchors:
-        anchor_count, anchor_hits = corpus.occurrences(anchor, config.max_occurrences)
-        record = {"text": anchor, "count": anchor_count, "documents": 0, "exhaustive": True}
-        if anchor_count and answer_count:
-            if anchor_count <= answer_count:
-                rare, hits, other, exhaustive = anchor, anchor_hits, answer_text, anchor_count <= config.max_occurrences
-            else:
-                rare, hits, other, exhaustive = answer_text, answer_hits, anchor, answer_count <= config.max_occurrences
-            near = _near(corpus, rare, hits, other, config.cooccurrence_window_bytes)
-            record["documents"] = len({o.document for o in near})
-            record["exhaustive"] = exhaustive
-            for occurrence in near:
-                documents.setdefault(occurrence.document, (occurrence, rare))
-        figures["anchors"].append(record)
-    figures["documents"] = len(documents)
-    figures["exhaustive"] = all(a["exhaustive"] for a in figures["anchors"])
-    for occurrence, rare in list(documents.values())[: config.provenance_docs]:
-        hit = corpus.document_hit(occurrence, len(rare.encode("utf-8")), config.snippet_chars)
-        evidence.provenance.append(
-            {"document": hit.document, "metadata": hit.metadata, "offset": hit.offset, "length": hit.length, "snippet": hit.snippet, "snippet_match": [hit.snippet_match_start, hit.snippet_match_end]}
-        )
-    evidence.figures = figures
-    return evidence
+        found = nearby(corpus, occurrences, (anchor, answer.text), config.cooccurrence_window_bytes)
+        figures["anchors"].append({"text": anchor, "count": found.counts[0], "documents": len(found.documents), "exhaustive": found.exhaustive})
+        for document, hit in found.documents.items():
+            documents.setdefault(document, hit)
+    counted, provenance = in_language(corpus, documents, lang, config)
+    figures.update(counted, exhaustive=all(a["exhaustive"] for a in figures["anchors"]))
+    return Evidence(signal=NAME, source=corpus.info.name, field=field, figures=figures, provenance=provenance)
 
 
-def source_texts(item: Item, lang: str) -> list[str]:
-    """The source-language text a target variant is compared against ([] for the source itself)."""
-    source = item.variants.get(item.source_lang)
-    if lang == item.source_lang or source is None:
-        return []
-    return [normalize(t) for t in (source.question, source.answer, source.context, source.title) if t]
+def options_evidence(corpus: Corpus, occurrences: Occurrences, lang: str, options: Sequence[Form], shared: Sequence[str], config: NgramConfig) -> Evidence:
+    """Do all the options of a multiple-choice item stand near each other in one document (a
+    copy of the item's choices, whatever their order)?  Options the source language shares
+    whole say nothing about this language, so they are not looked up."""
+    texts = list(dict.fromkeys(form.text for form in options))
+    figures: dict[str, Any] = {"options": len(texts), "window_bytes": config.cooccurrence_window_bytes}
+    if all(_shared(text, shared) for text in texts):
+        figures.update(documents=0, documents_in_language=0, documents_other_language=0, shared_with_source=True, exhaustive=True)
+        return Evidence(signal=NAME, source=corpus.info.name, field=forms.OPTIONS, figures=figures)
+    found = nearby(corpus, occurrences, texts, config.cooccurrence_window_bytes)
+    counted, provenance = in_language(corpus, found.documents, lang, config)
+    figures.update(option_counts=list(found.counts), **counted, exhaustive=found.exhaustive)
+    return Evidence(signal=NAME, source=corpus.info.name, field=forms.OPTIONS, figures=figures, provenance=provenance)
+
+
+_CORPUS_ERRORS = (OSError, RuntimeError, ValueError)
+
+
+def _failed(corpus: Corpus, field: str, error: Exception, form: Form | None = None) -> Evidence:
+    figures = {"form": form.label} if form is not None else {}
+    return Evidence(signal=NAME, source=corpus.info.name, field=field, status=FAILED, figures=figures, error=str(error))
+
+
+def text_evidence(
+    corpus: Corpus, checked: Checked, config: NgramConfig, rules: Sequence[Rule], budget: Budget, shared: Sequence[str]
+) -> tuple[list[Evidence], FieldMatch | None]:
+    """Evidence for each form of one field (up to `max_forms`), and the first form's match.  A
+    field checked in several forms names each form and carries its text."""
+    if not checked.forms:
+        return [Evidence(signal=NAME, source=corpus.info.name, field=checked.field, status=ABSENT)], None
+    results, first = [], None
+    labelled = checked.field in forms.FORM_FIELDS
+    for form in checked.forms[: config.max_forms]:
+        try:
+            evidence, match = field_evidence(corpus, checked.field, form.text, config, rules, budget, shared)
+        except _CORPUS_ERRORS as error:
+            results.append(_failed(corpus, checked.field, error, form if labelled else None))
+            continue
+        if labelled:
+            evidence.figures.update(form=form.label, text=form.text, forms=len(checked.forms))
+            if len(checked.forms) > config.max_forms:
+                evidence.figures["forms_unchecked"] = len(checked.forms) - config.max_forms
+        first = first or match
+        results.append(evidence)
+    return results, first
+
+
+def pair_evidence(corpus: Corpus, item: Item, lang: str, question: FieldMatch | None, shared: Sequence[str], config: NgramConfig) -> list[Evidence]:
+    """The pair check of the item's kind: question and answer, subject and answer, or all the
+    options; one evidence per answer form (up to `max_forms`)."""
+    variant = item.variants[lang]
+    field = forms.PAIR_FIELD[item.kind]
+    occurrences = Occurrences(corpus, config.max_occurrences)
+    answers = forms.answers(variant)[: config.max_forms]
+    subjects = forms.subjects(variant)
+    if item.kind is ItemKind.MULTIPLE_CHOICE:
+        options = forms.option_forms(variant)
+        if len(options) < 2:
+            return [Evidence(signal=NAME, source=corpus.info.name, field=field, status=ABSENT)]
+        try:
+            return [options_evidence(corpus, occurrences, lang, options, shared, config)]
+        except _CORPUS_ERRORS as error:
+            return [_failed(corpus, field, error)]
+    if not answers or (question is None if item.kind is ItemKind.OPEN else not subjects):
+        return [Evidence(signal=NAME, source=corpus.info.name, field=field, status=ABSENT)]
+    results = []
+    for answer in answers:
+        if item.kind is ItemKind.OPEN:
+            anchors, set_aside = question_anchors(question, variant.text("title"), answer.text, shared, config)
+        else:
+            anchors, set_aside = subject_anchors(subjects, answer.text, shared, config)
+        try:
+            results.append(cooccurrence_evidence(corpus, occurrences, field, lang, answer, anchors, set_aside, config))
+        except _CORPUS_ERRORS as error:
+            results.append(_failed(corpus, field, error, answer))
+    return results
+
+
+def fields_for(item: Item) -> tuple[str, ...]:
+    return (*forms.TEXT_FIELDS[item.kind], forms.PAIR_FIELD[item.kind])
 
 
 def run(corpus: Corpus, item: Item, lang: str, config: NgramConfig, rules: Mapping[str, Sequence[Rule]] | None = None) -> list[Evidence]:
-    """All n-gram evidence for one language variant of an item; a field the variant lacks is
-    recorded as absent, and a corpus failure as failed, never as "not found".  `rules` are the
-    policy's rules on this signal's fields for this corpus; the variant's fields share one
-    budget of count queries where the corpus must derive matches from counts."""
-    variant = item.variants[lang]
+    """All n-gram evidence for one language variant of an item, over the fields its kind checks;
+    a field the variant lacks is recorded as absent, and a corpus failure as failed, never as
+    "not found".  `rules` are the policy's rules on this signal's fields for this corpus; the
+    variant's fields share one budget of count queries where the corpus must derive matches
+    from counts."""
     results: list[Evidence] = []
-    matches: dict[str, FieldMatch] = {}
+    matches: dict[str, FieldMatch | None] = {}
     budget = Budget()
-    shared = source_texts(item, lang)
-    for name in TEXT_FIELDS:
-        raw = variant.text(name)
-        if raw is None or not normalize(raw):
-            results.append(Evidence(signal=NAME, source=corpus.info.name, field=name, status=ABSENT))
-            continue
-        try:
-            evidence, matches[name] = field_evidence(corpus, name, raw, config, (rules or {}).get(name, ()), budget, shared)
-        except (OSError, RuntimeError, ValueError) as error:
-            evidence = Evidence(signal=NAME, source=corpus.info.name, field=name, status=FAILED, error=str(error))
-        results.append(evidence)
-    answer = variant.text("answer")
-    if "question" in matches and answer and normalize(answer):
-        try:
-            results.append(cooccurrence_evidence(corpus, matches["question"], variant.text("title"), answer, shared, config))
-        except (OSError, RuntimeError, ValueError) as error:
-            results.append(Evidence(signal=NAME, source=corpus.info.name, field="question+answer", status=FAILED, error=str(error)))
-    else:
-        results.append(Evidence(signal=NAME, source=corpus.info.name, field="question+answer", status=ABSENT))
-    return results
+    shared = forms.source_texts(item, lang)
+    for checked in forms.text_fields(item, lang):
+        found, matches[checked.field] = text_evidence(corpus, checked, config, (rules or {}).get(checked.field, ()), budget, shared)
+        results += found
+    return results + pair_evidence(corpus, item, lang, matches.get(forms.QUESTION), shared, config)
