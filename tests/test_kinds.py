@@ -168,3 +168,23 @@ def test_fields_beyond_max_forms_are_counted_not_checked(corpus, facts):
     total = 1 + len(lee.variants["en"].aliases)
     assert len(statements) == 2
     assert all(e.figures["forms"] == total and e.figures["forms_unchecked"] == total - 2 for e in statements)
+
+
+def test_check_records_forms_and_the_report_shows_which_form_matched(corpus, tmp_path):
+    from click.testing import CliRunner
+
+    from audit.auditfile import read_audit
+    from audit.cli import main
+    from audit.report.build import page_name
+
+    out = tmp_path / "xfactr.audit.jsonl"
+    result = CliRunner().invoke(main, ["check", str(FIXTURES / "xfactr"), "--corpus", str(corpus.path), "--out", str(out)], env={"AUDIT_CACHE_DIR": str(tmp_path / "cache")})
+    assert result.exit_code == 0, result.output
+    assert "(30 cloze)" in result.output
+    audit = read_audit(out)
+    assert "template" in audit.manifest["benchmark"]["unused_fields"] and "aliases" not in audit.manifest["benchmark"]["unused_fields"]
+    record = next(r for r in audit.records if r["item_id"] == LEE and r["lang"] == "en")
+    assert record["exposure"] == "seen" and any(d.get("form") == "alias 2" and d["field"] == "statement" for d in record["decided_by"])
+    page = (tmp_path / "xfactr.report" / page_name(LEE)).read_text(encoding="utf-8")
+    assert "alias 2: exact 1" in page and "<mark>Lee Kuan Yew was born in Lion City.</mark>" in page
+    assert "answer “Республика Сингапур” occurs" in page

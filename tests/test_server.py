@@ -399,6 +399,30 @@ def test_bad_jobs_are_refused_or_fail_readably(served: Served):
     assert requests.get(served.url + "jobs/0000", timeout=10).status_code == 404
 
 
+def test_a_job_reads_a_benchmark_through_a_column_mapping(served: Served, tmp_path: Path):
+    from conftest import FIXTURES
+
+    rows = [json.loads(line) for line in (FIXTURES / "xcopa" / "data" / "it" / "test.it.jsonl").read_text(encoding="utf-8").splitlines()]
+    renamed = [{"n": row["idx"], "frase": row["premise"], "scelta1": row["choice1"], "scelta2": row["choice2"], "giusta": row["label"]} for row in rows]
+    body = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in renamed).encode()
+    mapping = "id=n,question=frase,options=scelta1|scelta2,answer_index=giusta"
+    params = {"index": "wiki", "filename": "copa.jsonl", "map": mapping, "source_lang": "ita"}
+    job = wait_for(served.url, requests.post(served.url + "jobs", params=params, data=body, timeout=30).json())
+    assert job["status"] == "done" and job["total"] == len(rows) and job["source_lang"] == "it", job
+    audit_path = tmp_path / "copa.audit.jsonl"
+    audit_path.write_bytes(requests.get(served.url + f"jobs/{job['id']}/result", timeout=30).content)
+    benchmark = read_audit(audit_path).manifest["benchmark"]
+    assert benchmark["kinds"] == {"multiple-choice": len(rows)} and benchmark["source_lang"] == "it"
+    assert benchmark["mapping"]["options"] == ["scelta1", "scelta2"]
+
+    bad = requests.post(served.url + "jobs", params={**params, "map": "question"}, data=body, timeout=10)
+    assert bad.status_code == 400 and bad.json()["error"] == "map: 'question' is not key=column"
+    path = requests.post(served.url + "jobs", params={**params, "map": str(tmp_path / "m.toml")}, data=body, timeout=10)
+    assert path.status_code == 400 and "is not key=column" in path.json()["error"]
+    lang = requests.post(served.url + "jobs", params={**params, "source_lang": "jp"}, data=body, timeout=10)
+    assert lang.status_code == 400 and "did you mean 'ja'" in lang.json()["error"]
+
+
 def test_a_job_runs_under_an_uploaded_policy(served: Served, wiki_index: Path, tmp_path: Path):
     from functools import partial
 

@@ -62,14 +62,19 @@ def parse_mapping(spec: str) -> ColumnMap:
     """`key=column,...` (options as `A|B|C`), or the path of a TOML file with the same keys."""
     if spec.endswith(".toml") or Path(spec).is_file():
         return _from_toml(Path(spec))
+    return parse_inline(spec, "--map")
+
+
+def parse_inline(spec: str, where: str) -> ColumnMap:
+    """`key=column,...` only, never a path: what a server accepts from a client."""
     values: dict[str, object] = {}
     for part in filter(None, (p.strip() for p in spec.split(","))):
         key, sep, column = part.partition("=")
         key, column = key.strip(), column.strip()
         if not sep or not column:
-            raise MappingError(f"--map: {part!r} is not key=column")
+            raise MappingError(f"{where}: {part!r} is not key=column")
         values[key] = tuple(c.strip() for c in column.split("|") if c.strip()) if key == "options" else column
-    return _build(values, "--map")
+    return _build(values, where)
 
 
 def _from_toml(path: Path) -> ColumnMap:

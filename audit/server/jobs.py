@@ -32,6 +32,8 @@ from audit.exposure import Policy, PolicyError, load_policy
 from audit.langcodes import normalise_lang
 from audit.outputs import atomic_write_bytes, atomic_write_text
 from audit.readers import BenchmarkError, load_benchmark
+from audit.readers.columns import MappingError, parse_inline
+from audit.readers.common import ReadOptions
 from audit.signals import configure, plan
 from audit.timestamps import utc_timestamp
 
@@ -47,6 +49,18 @@ class JobError(Exception):
         self.status = status
 
 
+def read_options(mapping: str | None, source_lang: str | None) -> ReadOptions | None:
+    """A job's `map` (inline `key=column,...` only: a client never names a server's file) and
+    `source_lang`, as `audit check --map/--source-lang` would read them."""
+    if not mapping and not source_lang:
+        return None
+    try:
+        lang = normalise_lang(source_lang) if source_lang else None
+    except ValueError as error:
+        raise ValueError(f"source_lang: {error}") from None
+    return ReadOptions(parse_inline(mapping, "map") if mapping else None, lang)
+
+
 @dataclass
 class Job:
     id: str
@@ -55,6 +69,8 @@ class Job:
     langs: list[str] | None
     benchmark: str = "benchmark"
     policy: str | None = None
+    mapping: str | None = None
+    source_lang: str | None = None
     status: str = QUEUED
     submitted: str = field(default_factory=utc_timestamp)
     finished: str | None = None
@@ -151,7 +167,10 @@ class JobManager:
             raise JobError(f"no policy {digest!r}; upload one with POST /policies", 404)
         return load_policy(path)
 
-    def submit(self, index: str, benchmark: bytes, filename: str, fmt: str | None, langs: str | None, policy: str | None = None) -> Job:
+    def submit(
+        self, index: str, benchmark: bytes, filename: str, fmt: str | None, langs: str | None, policy: str | None = None,
+        mapping: str | None = None, source_lang: str | None = None,
+    ) -> Job:
         if index not in self.corpora:
             raise JobError(f"unknown index {index!r}; audit jobs run on {', '.join(sorted(self.corpora)) or 'no index'}", 404)
         if fmt is not None and fmt not in FORMATS:
@@ -162,13 +181,20 @@ class JobManager:
             wanted = [normalise_lang(code.strip()) for code in langs.split(",") if code.strip()] if langs else None
         except ValueError as error:
             raise JobError(f"langs: {error}") from None
+        try:
+            read_options(mapping, source_lang)
+        except (MappingError, ValueError) as error:
+            raise JobError(str(error)) from None
         digest = self.policy_for(policy).digest
         name = upload_name(filename)
         with self._lock:
             pending = sum(1 for j in self._jobs.values() if j.status in (QUEUED, RUNNING))
             if pending >= self.max_pending:
                 raise JobError(f"{pending} jobs are already waiting or running; try again later", 429)
-            job = Job(id=uuid.uuid4().hex[:16], index=index, format=fmt, langs=wanted, benchmark=name, policy=digest)
+            job = Job(
+                id=uuid.uuid4().hex[:16], index=index, format=fmt, langs=wanted, benchmark=name, policy=digest,
+                mapping=mapping or None, source_lang=normalise_lang(source_lang) if source_lang else None,
+            )
             self._jobs[job.id] = job
         directory = self.root / job.id
         try:
@@ -227,7 +253,7 @@ class JobManager:
         corpus = self.corpora[job.index]
         policy = self.policy_for(job.policy)
         runners, runs = plan([corpus], None, configure(policy.settings), policy.rules)
-        report = load_benchmark(benchmark, job.format)
+        report = load_benchmark(benchmark, job.format, options=read_options(job.mapping, job.source_lang))
         if job.langs:
             missing = [lang for lang in job.langs if lang not in report.languages]
             if missing:
