@@ -23,6 +23,7 @@ import re
 import shutil
 import sys
 import time
+import zlib
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -48,7 +49,7 @@ BUILD_CODE = ("indexing.py", "documents.py", "text.py")
 SA_CHUNK = 1 << 24
 WRITE_BUFFER = 1 << 22
 CHUNK_BYTES = 1 << 22
-TEXT_SUFFIXES = (".txt", ".txt.gz", ".md")
+TEXT_SUFFIXES = (".txt", ".txt.gz", ".txt.zst", ".md")
 DATASETS_MARKERS = ("state.json", "dataset_info.json", "dataset_dict.json")
 TEXT_DOCS = ("file", "block")
 
@@ -262,19 +263,58 @@ def discover_sources(paths: list[Path]) -> list[CorpusFile]:
     return found
 
 
+def _decompressed(raw: io.BufferedReader, path: Path) -> Iterable[bytes]:
+    """The lines of a `.gz` or `.zst` file (Dolma and DCLM ship both), or of the file itself."""
+    name = path.name.lower()
+    if name.endswith(".gz"):
+        return gzip.open(raw)
+    if name.endswith(".zst"):
+        return _zstd_lines(raw)
+    return raw
+
+
+def _zstd_lines(raw: io.BufferedReader) -> Iterator[bytes]:
+    """Lines of a Zstandard stream of one or more frames; a stream that ends inside a frame is
+    cut short, which zstandard's own reader passes over in silence."""
+    import zstandard
+
+    decompressor = zstandard.ZstdDecompressor()
+    frame = decompressor.decompressobj()
+    pending = b""
+    while chunk := raw.read(1 << 20):
+        try:
+            data = frame.decompress(chunk)
+            while frame.eof and frame.unused_data:
+                rest, frame = frame.unused_data, decompressor.decompressobj()
+                data += frame.decompress(rest)
+        except zstandard.ZstdError as error:
+            raise OSError(str(error)) from None
+        lines = (pending + data).split(b"\n")
+        pending = lines.pop()
+        yield from (line + b"\n" for line in lines)
+    if not frame.eof:
+        raise EOFError("the Zstandard stream ends inside a frame")
+    if pending:
+        yield pending
+
+
 def line_chunks(path: Path, on_bytes: Callable[[int], None]) -> Iterator[tuple[int, list[bytes]]]:
-    """(first line number, lines) in runs of about CHUNK_BYTES, reporting input bytes consumed."""
+    """(first line number, lines) in runs of about CHUNK_BYTES, reporting input bytes consumed.
+    A compressed file cut short or damaged is an error naming the line it stopped at."""
     with open(path, "rb") as raw:
-        stream = gzip.open(raw) if path.name.endswith(".gz") else raw  # noqa: SIM115 (closed with raw)
+        stream = _decompressed(raw, path)
         first, lines, size, position = 1, [], 0, 0
-        for line in stream:
-            lines.append(line)
-            size += len(line)
-            if size >= CHUNK_BYTES:
-                on_bytes(raw.tell() - position)
-                position = raw.tell()
-                yield first, lines
-                first, lines, size = first + len(lines), [], 0
+        try:
+            for line in stream:
+                lines.append(line)
+                size += len(line)
+                if size >= CHUNK_BYTES:
+                    on_bytes(raw.tell() - position)
+                    position = raw.tell()
+                    yield first, lines
+                    first, lines, size = first + len(lines), [], 0
+        except (EOFError, OSError, zlib.error) as error:
+            raise IndexBuildError(f"{path}: line {first + len(lines)}: cannot be read, the compressed file is cut short or damaged ({error})") from None
         on_bytes(raw.tell() - position)
         if lines:
             yield first, lines

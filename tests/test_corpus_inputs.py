@@ -378,3 +378,38 @@ def test_jsonl_text_field(tmp_path: Path, korean):
         handle.write('{"id": "broken", "content": ["not", "text"]}\n')
     with pytest.raises(IndexBuildError, match=r"docs.jsonl:11: field 'content' is a list, not a string"):
         build_index([source], tmp_path / "again", text_field="content")
+
+
+# Compressed JSONL: gzip and Zstandard (Dolma v1.7 and DCLM ship `.json.zst`).
+
+
+def zstd_frames(data: bytes, frames: int) -> bytes:
+    import zstandard
+
+    cuts = [0, *(data.index(b"\n", len(data) * k // frames) + 1 for k in range(1, frames)), len(data)]
+    return b"".join(zstandard.ZstdCompressor().compress(data[a:b]) for a, b in zip(cuts, cuts[1:], strict=False))
+
+
+@pytest.mark.parametrize("frames", [1, 3])
+def test_zstandard_jsonl_matches_the_same_documents_as_jsonl(tmp_path: Path, korean, frames):
+    write_jsonl(tmp_path / "ko.jsonl", korean)
+    (tmp_path / "ko.jsonl.zst").write_bytes(zstd_frames((tmp_path / "ko.jsonl").read_bytes(), frames))
+    zst = build_index([tmp_path / "ko.jsonl.zst"], tmp_path / "from-zst")
+    jsonl = build_index([tmp_path / "ko.jsonl"], tmp_path / "from-jsonl")
+    assert zst.documents == jsonl.documents == len(korean)
+    assert (tmp_path / "from-zst" / "tokenized.0").read_bytes() == (tmp_path / "from-jsonl" / "tokenized.0").read_bytes()
+    row = korean[41]
+    assert only_hit(LocalIndex(tmp_path / "from-zst"), phrase_of(row["text"])) == {"path": "ko.jsonl.zst", "linenum": 41, "metadata": {k: v for k, v in row.items() if k != "text"}}
+
+
+@pytest.mark.parametrize("suffix", [".jsonl.gz", ".jsonl.zst"])
+def test_a_compressed_file_cut_short_is_an_error_naming_it(tmp_path: Path, korean, suffix):
+    write_jsonl(tmp_path / "ko.jsonl", korean)
+    data = (tmp_path / "ko.jsonl").read_bytes()
+    whole = gzip.compress(data) if suffix == ".jsonl.gz" else zstd_frames(data, 1)
+    cut = tmp_path / f"cut{suffix}"
+    cut.write_bytes(whole[: len(whole) * 2 // 3])
+    result = CliRunner().invoke(main, ["index", "build", str(cut), "--out", str(tmp_path / "index"), "--no-minhash"])
+    assert result.exit_code == 2, result.output
+    assert f"cut{suffix}: line " in result.output and "cannot be read, the compressed file is cut short or damaged" in result.output
+    assert not (tmp_path / "index").exists()
