@@ -9,6 +9,7 @@ import json
 import math
 import re
 import shutil
+from itertools import pairwise
 from pathlib import Path
 
 import pyarrow as pa
@@ -387,7 +388,7 @@ def zstd_frames(data: bytes, frames: int) -> bytes:
     import zstandard
 
     cuts = [0, *(data.index(b"\n", len(data) * k // frames) + 1 for k in range(1, frames)), len(data)]
-    return b"".join(zstandard.ZstdCompressor().compress(data[a:b]) for a, b in zip(cuts, cuts[1:], strict=False))
+    return b"".join(zstandard.ZstdCompressor().compress(data[a:b]) for a, b in pairwise(cuts))
 
 
 @pytest.mark.parametrize("frames", [1, 3])
