@@ -2,7 +2,7 @@
 
 Part 1, reading: each real benchmark read by `load_benchmark` into aligned items, beside the
 pandas or json code a user would otherwise write (which yields rows, not items aligned across
-languages), with time, peak traced memory and their ratio.
+languages), each in a fresh process: time, how far the process's peak RSS rose, and the time ratio.
   - BMLAMA-17 (`--bmlama`, ../shared by default): 17 TSV files, `pandas.read_csv` each;
   - XQuAD (`--xquad`, a checkout of google-deepmind/xquad): 12 SQuAD JSON files, `json.load`
     and `pandas.json_normalize` of the questions;
@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import resource
+import subprocess
+import sys
 import time
-import tracemalloc
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import replace
@@ -42,15 +44,37 @@ ROOT = Path(__file__).resolve().parent.parent
 SHARED_BMLAMA = ROOT.parent / "shared" / "data" / "bench" / "bmlama" / "BMLAMA17"
 
 
-def measured(work: Callable[[], Any]) -> tuple[Any, float, float]:
-    """(result, seconds, peak traced MiB)."""
-    tracemalloc.start()
+def measured(work: Callable[[], Any]) -> tuple[Any, float]:
     started = time.perf_counter()
     result = work()
-    seconds = time.perf_counter() - started
-    peak = tracemalloc.get_traced_memory()[1] / 2**20
-    tracemalloc.stop()
-    return result, seconds, peak
+    return result, time.perf_counter() - started
+
+
+def _in_child(reader: str, path: str, fmt: str | None) -> tuple[int, float, float]:
+    """Run one reader in a fresh process: (rows or variants, seconds, how far that process's
+    peak RSS rose above what it held before reading, in MiB), so neither reader's memory
+    colours the other's and the imports count for neither."""
+    resident = int(Path("/proc/self/statm").read_text().split()[1]) * resource.getpagesize() / 2**20
+    if reader == "ours":
+        report, seconds = measured(lambda: load_benchmark(path, fmt, skip_bad_rows=True))
+        count = sum(len(item.variants) for item in report.items)
+    else:
+        count, seconds = measured(lambda: READERS[reader](Path(path)))
+    return count, seconds, high_water_mib() - resident
+
+
+def high_water_mib() -> float:
+    """The process's peak RSS (VmHWM): unlike `ru_maxrss`, it is not inherited from the parent
+    that started this process."""
+    line = next(line for line in Path("/proc/self/status").read_text().splitlines() if line.startswith("VmHWM:"))
+    return int(line.split()[1]) / 1024
+
+
+def in_child(reader: str, path: Path, fmt: str | None) -> tuple[int, float, float]:
+    command = [sys.executable, __file__, "--child", reader, str(path), fmt or ""]
+    done = subprocess.run(command, check=True, capture_output=True, text=True)
+    count, seconds, rss = json.loads(done.stdout.splitlines()[-1])
+    return count, seconds, rss
 
 
 def pandas_bmlama(directory: Path) -> int:
@@ -65,21 +89,25 @@ def pandas_xquad(directory: Path) -> int:
     return rows
 
 
+READERS: dict[str, Callable[[Path], int]] = {"pandas_bmlama": pandas_bmlama, "pandas_xquad": pandas_xquad}
+
+
 def reading(args: argparse.Namespace) -> list[dict[str, Any]]:
     rows = []
-    cases = [("BMLAMA-17", args.bmlama, "bmlama", pandas_bmlama), ("XQuAD", args.xquad, None, pandas_xquad), ("X-FACTR", args.xfactr, "xfactr", None)]
+    cases = [("BMLAMA-17", args.bmlama, "bmlama", "pandas_bmlama"), ("XQuAD", args.xquad, None, "pandas_xquad"), ("X-FACTR", args.xfactr, "xfactr", None)]
     for name, path, fmt, alternative in cases:
         if path is None or not Path(path).exists():
             print(f"{name}: skipped (no path)")
             continue
-        report, ours, our_peak = measured(lambda p=path, f=fmt: load_benchmark(p, f, skip_bad_rows=True))
+        report = load_benchmark(path, fmt, skip_bad_rows=True)
+        variants, ours, our_rss = in_child("ours", path, fmt)
         row = {
-            "benchmark": name, "items": len(report.items), "variants": sum(len(i.variants) for i in report.items),
-            "languages": len(report.languages), "skipped": len(report.skipped), "seconds": round(ours, 2), "peak_mib": round(our_peak, 1),
+            "benchmark": name, "items": len(report.items), "variants": variants, "languages": len(report.languages),
+            "skipped": len(report.skipped), "seconds": round(ours, 2), "peak_rss_added_mib": round(our_rss),
         }
         if alternative is not None:
-            count, theirs, their_peak = measured(lambda p=path, a=alternative: a(Path(p)))
-            row.update(pandas_rows=count, pandas_seconds=round(theirs, 2), pandas_peak_mib=round(their_peak, 1), time_ratio=round(ours / theirs, 2))
+            count, theirs, their_rss = in_child(alternative, path, None)
+            row.update(pandas_rows=count, pandas_seconds=round(theirs, 2), pandas_peak_rss_added_mib=round(their_rss), time_ratio=round(ours / theirs, 2))
         rows.append(row)
         print(json.dumps(row))
     return rows
@@ -92,7 +120,7 @@ def checking(args: argparse.Namespace) -> dict[str, Any]:
     runners, _ = plan([corpus], ["ngram"], configure(policy.settings), policy.rules)
     results: dict[str, Any] = {}
     for label, batch in (("cloze", items), ("as written", [replace(item, kind=ItemKind.OPEN, mask=None) for item in items])):
-        records, seconds, _ = measured(lambda b=batch: check_items(b, runners, policy, workers=args.workers))
+        records, seconds = measured(lambda b=batch: check_items(b, runners, policy, workers=args.workers))
         seen = Counter(r["lang"] for r in records if r["exposure"] == "seen")
         fields = Counter(d["field"] for r in records if r["exposure"] == "seen" for d in r["decided_by"])
         results[label] = {
@@ -116,15 +144,19 @@ def checking(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main() -> None:
+    if sys.argv[1:2] == ["--child"]:
+        reader, path, fmt = sys.argv[2:5]
+        print(json.dumps(_in_child(reader, path, fmt or None)))
+        return
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--bmlama", type=Path, default=SHARED_BMLAMA)
     parser.add_argument("--xquad", type=Path)
     parser.add_argument("--xfactr", type=Path)
-    parser.add_argument("--facts", type=int, default=500, help="BMLAMA facts checked in part 2")
+    parser.add_argument("--facts", type=int, default=500, help="BMLAMA facts checked in part 2 (0: skip it)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "work" / "kinds.json")
     args = parser.parse_args()
-    results = {"reading": reading(args), "checking": checking(args)}
+    results = {"reading": reading(args), "checking": checking(args) if args.facts else None}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2), encoding="utf-8")
     print(f"written {args.out}")
