@@ -631,6 +631,63 @@ def corpora_command(registry: Path | None, timeout: float) -> None:
     Console().print(table)
 
 
+@main.group("langlinks")
+def langlinks() -> None:
+    """Which Wikipedias hold an item's article: lookups built from langlinks dumps."""
+
+
+@langlinks.command("build")
+@click.argument("dumps", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--out", "out", required=True, type=click.Path(path_type=Path), help="Lookup directory to create (replaced only if audit wrote it).")
+@click.option("--wiki", help="The wiki the dumps are of (e.g. en), when their names do not say (enwiki-20230701-langlinks.sql.gz does).")
+@click.option("--dump-date", "dump_date", type=click.DateTime(formats=["%Y-%m-%d"]), help="The snapshot's date, when neither the names nor the dumps' footers give it.")
+def langlinks_build(dumps: tuple[Path, ...], out: Path, wiki: str | None, dump_date: object) -> None:
+    """Build a langlinks lookup from `{wiki}-langlinks.sql(.gz)` dumps, with the `page` dumps that
+    map titles to page ids and, optionally, the `redirect` dumps."""
+    from audit.links.dump import LinksError, build
+
+    progress = _progress(TextColumn("{task.completed:,} rows"))
+    task = progress.add_task("reading dump rows", total=None)
+    started = time.perf_counter()
+    try:
+        with progress:
+            manifest = build(list(dumps), out, wiki=wiki, dump_date=dump_date.date() if dump_date else None, on_rows=lambda n: progress.advance(task, n))
+    except (LinksError, OutputError) as error:
+        raise InputError(str(error)) from None
+    for name, entry in manifest["wikis"].items():
+        click.echo(f"{out}: {name}wiki as of {entry['dump_date']}: {entry['links']:,} langlinks, {entry['pages']:,} pages, {entry['redirects']:,} redirects ({time.perf_counter() - started:.1f} s)")
+
+
+@langlinks.command("lookup")
+@click.argument("article")
+@click.option("--lang", help="The article's wiki (a language code), when ARTICLE is a title rather than a URL.")
+@click.option("--dump", "dump", required=True, type=click.Path(path_type=Path), help="A lookup built by `audit langlinks build`.")
+@click.option("--json", "as_json", is_flag=True, help="Print the answer as JSON.")
+def langlinks_lookup(article: str, lang: str | None, dump: Path, as_json: bool) -> None:
+    """Which Wikipedias hold ARTICLE (a URL, or a title with --lang), as of the lookup's dump."""
+    from dataclasses import asdict
+
+    from audit.links.dump import LanglinksLookup, LinksError, parse_article
+    from audit.links.wikis import WikiError, wiki_for
+
+    try:
+        wiki, title = parse_article(article, wiki_for(lang) if lang else None)
+        resolution = LanglinksLookup.open(dump).resolve(wiki, title)
+    except (LinksError, ValueError, WikiError) as error:
+        raise InputError(str(error)) from None
+    if as_json:
+        click.echo(json.dumps(asdict(resolution), ensure_ascii=False, indent=2))
+    elif not resolution.found:
+        click.echo(f"{wiki}: {title}: unknown: {resolution.reason}")
+    else:
+        moved = f" (redirected from {resolution.redirected_from!r})" if resolution.redirected_from else ""
+        click.echo(f"{wiki}: {resolution.title}{moved}, as of {resolution.as_of}: {len(resolution.links)} other wikis")
+        for link in resolution.links:
+            click.echo(f"  {link.wiki:<12} {link.lang or '(no language)':<10} {link.title}  {link.url}")
+    if not resolution.found:
+        sys.exit(1)
+
+
 @main.command("serve", context_settings={"ignore_unknown_options": True, "help_option_names": []})
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def serve_command(args: tuple[str, ...]) -> None:
