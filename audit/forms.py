@@ -61,21 +61,21 @@ def _form(label: str, raw: str | None) -> tuple[Form, ...]:
     return (Form(label, text),) if text else ()
 
 
-def answers(variant: Variant) -> tuple[Form, ...]:
-    """The answer and each alias, once each, in the order the benchmark gives them."""
+def _named(label: str, name: str | None, aliases: tuple[str, ...], alias_label: str) -> tuple[Form, ...]:
+    """A name and each alias, once each, in the order the benchmark gives them."""
     seen: dict[str, Form] = {}
-    for label, raw in (("answer", variant.answer), *((f"alias {n}", a) for n, a in enumerate(variant.aliases, 1))):
-        for form in _form(label, raw):
+    for form_label, raw in ((label, name), *((f"{alias_label} {n}", a) for n, a in enumerate(aliases, 1))):
+        for form in _form(form_label, raw):
             seen.setdefault(form.text, form)
     return tuple(seen.values())
+
+
+def answers(variant: Variant) -> tuple[Form, ...]:
+    return _named("answer", variant.answer, variant.aliases, "alias")
 
 
 def subjects(variant: Variant) -> tuple[Form, ...]:
-    seen: dict[str, Form] = {}
-    for label, raw in (("subject", variant.subject), *((f"subject alias {n}", a) for n, a in enumerate(variant.subject_aliases, 1))):
-        for form in _form(label, raw):
-            seen.setdefault(form.text, form)
-    return tuple(seen.values())
+    return _named("subject", variant.subject, variant.subject_aliases, "subject alias")
 
 
 def as_written(text: str) -> str:
