@@ -4,13 +4,12 @@ dump's date, answered offline.
 `build` streams each wiki's `langlinks` dump (and its `page` dump, which maps titles to page
 ids, and optionally its `redirect` dump) into one SQLite file in a staging directory, which is
 renamed into place with a manifest: the wikis, their dump dates, the files (with sizes and
-SHA-256), the row counts, and the SQLite file's own size and hash.  `LanglinksLookup.open`
-checks the manifest and the file's size before answering, so a cut or swapped file is an error,
-never an empty answer.
+hashes), the row counts, and the SQLite file's own size and hash (blake2b-128, as index
+manifests record).  `LanglinksLookup.open` checks the manifest and the file's size before
+answering, so a cut or swapped file is an error, never an empty answer.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator
@@ -20,6 +19,7 @@ from pathlib import Path
 from urllib.parse import quote, unquote, urlparse
 
 from audit import __version__
+from audit.indexing import hash_file
 from audit.links.sqldump import DumpError, DumpInfo, file_date, read_rows
 from audit.links.wikis import WikiError, dbname_language, language_of
 from audit.outputs import check_directory_target, commit_directory, discard_staging, staging_directory
@@ -69,12 +69,15 @@ class DumpFile:
 
 @dataclass
 class WikiDumps:
+    """One wiki's snapshot: its date, its files, and the rows each lookup table holds."""
+
     wiki: str
-    dump_date: date | None
+    dump_date: date | None = None
     files: list[dict[str, object]] = field(default_factory=list)
-    pages: int = 0
-    links: int = 0
-    redirects: int = 0
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, object]:
+        return {"dump_date": self.dump_date.isoformat() if self.dump_date else None, **self.counts, "files": self.files}
 
 
 def page_title(title: str) -> str:
@@ -103,14 +106,6 @@ def parse_article(value: str, wiki: str | None = None) -> tuple[str, str]:
     if not wiki:
         raise ValueError(f"{value!r}: a title needs its wiki (--lang)")
     return wiki, value
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while chunk := handle.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def _batched(rows: Iterable[tuple], size: int = _BATCH) -> Iterator[list[tuple]]:
@@ -168,18 +163,17 @@ def _build_into(staging: Path, dumps: list[DumpFile], dump_date: date | None, on
         database.executescript("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;" + _SCHEMA)
         for dump in dumps:
             loaded, completed = _load(database, dump, on_rows)
-            entry = wikis.setdefault(dump.wiki, WikiDumps(dump.wiki, None))
+            entry = wikis.setdefault(dump.wiki, WikiDumps(dump.wiki))
             when = dump_date or file_date(dump.path) or completed
             if when is None:
                 raise LinksError(f"{dump.path}: no date in its name or its footer; give --dump-date")
             if entry.dump_date not in (None, when):
                 raise LinksError(f"{dump.path}: dated {when}, but the {dump.wiki} files before it are dated {entry.dump_date}; build one snapshot at a time")
             entry.dump_date = when
-            entry.files.append({"path": str(dump.path.resolve()), "table": dump.table, "bytes": dump.path.stat().st_size, "sha256": _sha256(dump.path), "rows": loaded})
+            entry.files.append({"path": str(dump.path.resolve()), "table": dump.table, "bytes": dump.path.stat().st_size, "blake2b": hash_file(dump.path), "rows": loaded})
         database.commit()
         for name, entry in wikis.items():
-            for table in _TABLES.values():
-                setattr(entry, table, database.execute(f"SELECT count(*) FROM {table} WHERE wiki = ?", (name,)).fetchone()[0])
+            entry.counts = {table: database.execute(f"SELECT count(*) FROM {table} WHERE wiki = ?", (name,)).fetchone()[0] for table in _TABLES.values()}
     except DumpError as error:
         raise LinksError(str(error)) from None
     finally:
@@ -188,8 +182,8 @@ def _build_into(staging: Path, dumps: list[DumpFile], dump_date: date | None, on
         "tool": "corpus-audit",
         "version": __version__,
         "created": utc_timestamp(),
-        "wikis": {name: {"dump_date": entry.dump_date.isoformat() if entry.dump_date else None, "pages": entry.pages, "links": entry.links, "redirects": entry.redirects, "files": entry.files} for name, entry in wikis.items()},
-        "database": {"bytes": (staging / DATABASE).stat().st_size, "sha256": _sha256(staging / DATABASE)},
+        "wikis": {name: entry.to_dict() for name, entry in wikis.items()},
+        "database": {"bytes": (staging / DATABASE).stat().st_size, "blake2b": hash_file(staging / DATABASE)},
     }
     (staging / MANIFEST).write_text(json.dumps(manifest, indent=2), encoding="utf-8")
     return manifest
@@ -248,8 +242,8 @@ class LanglinksLookup:
 
     def verify(self) -> None:
         """Re-hash the database against the manifest (a slow, whole-file check)."""
-        if _sha256(self.directory / DATABASE) != self.manifest["database"]["sha256"]:
-            raise LinksError(f"{self.directory / DATABASE}: its SHA-256 differs from the manifest's: the lookup is damaged")
+        if hash_file(self.directory / DATABASE) != self.manifest["database"]["blake2b"]:
+            raise LinksError(f"{self.directory / DATABASE}: its hash differs from the manifest's: the lookup is damaged")
 
     @property
     def wikis(self) -> list[str]:
