@@ -15,7 +15,7 @@ from conftest import FIXTURES
 from audit.cli import main
 from audit.links.dump import MANIFEST, LanglinksLookup, LinksError, build, parse_article
 from audit.links.sqldump import DumpError, DumpInfo, parse_tuple, read_rows
-from audit.links.wikis import dbname_language, language_of, wiki_for
+from audit.links.wikis import dbname_language, wiki_for, wiki_language
 
 EXCERPT = FIXTURES / "langlinks" / "langlinks_excerpts.sql"
 LANGLINKS = ("ll_from", "ll_lang", "ll_title")
@@ -33,13 +33,13 @@ def real_rows() -> list[tuple[int, str, str]]:
      ("fiu-vro", "vro"), ("roa-rup", "rup"), ("cbk-zam", "cbk"), ("nds-nl", "nds-NL"), ("be-tarask", "be-tarask"), ("fr", "fr"), ("zh", "zh")],
 )
 def test_wiki_prefixes_and_benchmark_codes_map_both_ways(wiki, lang):
-    assert language_of(wiki) == lang
+    assert wiki_language(wiki) == lang
     assert wiki_for(lang) == wiki
 
 
 def test_wikis_that_name_no_benchmark_language():
-    assert language_of("simple") is None  # Simple English is not English
-    assert language_of("be-x-old") == "be-tarask"  # the old prefix of the same wiki
+    assert wiki_language("simple") is None  # Simple English is not English
+    assert wiki_language("be-x-old") == "be-tarask"  # the old prefix of the same wiki
     assert (wiki_for("zh-Hans"), wiki_for("pt-BR"), wiki_for("ita_Latn")) == ("zh", "pt", "it")
     assert (dbname_language("enwiki"), dbname_language("zh_yuewiki")) == ("en", "zh-yue")
 

@@ -21,7 +21,7 @@ from urllib.parse import quote, unquote, urlparse
 from audit import __version__
 from audit.indexing import hash_file
 from audit.links.sqldump import DumpError, DumpInfo, file_date, read_rows
-from audit.links.wikis import WikiError, dbname_language, language_of
+from audit.links.wikis import WikiError, dbname_language, wiki_language
 from audit.outputs import check_directory_target, commit_directory, discard_staging, staging_directory
 from audit.timestamps import utc_timestamp
 
@@ -276,6 +276,6 @@ class LanglinksLookup:
 
 def _language(prefix: str) -> str | None:
     try:
-        return language_of(prefix)
+        return wiki_language(prefix)
     except WikiError:
         return None

@@ -34,17 +34,6 @@ class DumpError(Exception):
     """A dump that cannot be read; the message names the file and the byte offset."""
 
 
-@dataclass(frozen=True)
-class Columns:
-    """Where the wanted columns stand in a table's rows."""
-
-    names: tuple[str, ...]
-    wanted: tuple[str, ...]
-
-    def positions(self) -> tuple[int, ...]:
-        return tuple(self.names.index(name) for name in self.wanted)
-
-
 def _unescape(text: str) -> str:
     return _ESCAPE.sub(lambda m: _ESCAPES.get(m.group(1), m.group(1)), text)
 
@@ -125,7 +114,7 @@ def read_rows(path: Path, table: str, default_columns: Sequence[str], wanted: Se
                 missing = [name for name in wanted if name not in names]
                 if missing:
                     raise DumpError(f"{path}: byte {offset}: table `{table}` has no column {', '.join(missing)} (it has {', '.join(names)})")
-                positions = Columns(names, tuple(wanted)).positions()
+                positions = tuple(names.index(name) for name in wanted)
                 arity = len(names)
             yield from _statement_rows(path, offset, _decoded(path, offset, line), len(insert), arity, positions, info)
         elif line.startswith(b"-- Dump completed on"):

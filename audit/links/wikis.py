@@ -48,7 +48,7 @@ def wiki_for(lang: str) -> str:
     return code.split("-")[0].lower()
 
 
-def language_of(wiki: str) -> str | None:
+def wiki_language(wiki: str) -> str | None:
     """The benchmark language a wiki prefix (a langlinks `lang`) holds, normalised; None for a
     wiki that is no language a benchmark names (`simple`).  WikiError for a prefix no table
     knows."""
