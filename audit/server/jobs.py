@@ -49,18 +49,6 @@ class JobError(Exception):
         self.status = status
 
 
-def read_options(mapping: str | None, source_lang: str | None) -> ReadOptions | None:
-    """A job's `map` (inline `key=column,...` only: a client never names a server's file) and
-    `source_lang`, as `audit check --map/--source-lang` would read them."""
-    if not mapping and not source_lang:
-        return None
-    try:
-        lang = normalise_lang(source_lang) if source_lang else None
-    except ValueError as error:
-        raise ValueError(f"source_lang: {error}") from None
-    return ReadOptions(parse_inline(mapping, "map") if mapping else None, lang)
-
-
 @dataclass
 class Job:
     id: str
@@ -182,9 +170,14 @@ class JobManager:
         except ValueError as error:
             raise JobError(f"langs: {error}") from None
         try:
-            read_options(mapping, source_lang)
-        except (MappingError, ValueError) as error:
+            if mapping:
+                parse_inline(mapping, "map")  # inline only: a client never names a file on the server
+        except MappingError as error:
             raise JobError(str(error)) from None
+        try:
+            lang = normalise_lang(source_lang) if source_lang else None
+        except ValueError as error:
+            raise JobError(f"source_lang: {error}") from None
         digest = self.policy_for(policy).digest
         name = upload_name(filename)
         with self._lock:
@@ -193,7 +186,7 @@ class JobManager:
                 raise JobError(f"{pending} jobs are already waiting or running; try again later", 429)
             job = Job(
                 id=uuid.uuid4().hex[:16], index=index, format=fmt, langs=wanted, benchmark=name, policy=digest,
-                mapping=mapping or None, source_lang=normalise_lang(source_lang) if source_lang else None,
+                mapping=mapping or None, source_lang=lang,
             )
             self._jobs[job.id] = job
         directory = self.root / job.id
@@ -253,7 +246,8 @@ class JobManager:
         corpus = self.corpora[job.index]
         policy = self.policy_for(job.policy)
         runners, runs = plan([corpus], None, configure(policy.settings), policy.rules)
-        report = load_benchmark(benchmark, job.format, options=read_options(job.mapping, job.source_lang))
+        options = ReadOptions(parse_inline(job.mapping, "map") if job.mapping else None, job.source_lang)
+        report = load_benchmark(benchmark, job.format, options=options)
         if job.langs:
             missing = [lang for lang in job.langs if lang not in report.languages]
             if missing:
