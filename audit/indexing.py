@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 import pydivsufsort
+import zstandard
 
 from audit import __version__
 from audit.documents import NORMALIZERS, IndexBuildError, ParsedChunk, parse_batch, parse_lines, parse_text
@@ -276,8 +277,6 @@ def _decompressed(raw: io.BufferedReader, path: Path) -> Iterable[bytes]:
 def _zstd_lines(raw: io.BufferedReader) -> Iterator[bytes]:
     """Lines of a Zstandard stream of one or more frames; a stream that ends inside a frame is
     cut short, which zstandard's own reader passes over in silence."""
-    import zstandard
-
     decompressor = zstandard.ZstdDecompressor()
     frame = decompressor.decompressobj()
     pending = b""
