@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
-import subprocess
 import sys
 import time
 from collections import Counter
@@ -32,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from fresh import in_fresh_process, measure
 
 from audit.check import check_items
 from audit.corpora.registry import open_corpus
@@ -50,31 +49,11 @@ def measured(work: Callable[[], Any]) -> tuple[Any, float]:
     return result, time.perf_counter() - started
 
 
-def _in_child(reader: str, path: str, fmt: str | None) -> tuple[int, float, float]:
-    """Run one reader in a fresh process: (rows or variants, seconds, how far that process's
-    peak RSS rose above what it held before reading, in MiB), so neither reader's memory
-    colours the other's and the imports count for neither."""
-    resident = int(Path("/proc/self/statm").read_text().split()[1]) * resource.getpagesize() / 2**20
+def read_with(reader: str, path: str, fmt: str | None) -> dict[str, Any]:
+    """One reader's count: variants for ours, rows for pandas'."""
     if reader == "ours":
-        report, seconds = measured(lambda: load_benchmark(path, fmt, skip_bad_rows=True))
-        count = sum(len(item.variants) for item in report.items)
-    else:
-        count, seconds = measured(lambda: READERS[reader](Path(path)))
-    return count, seconds, high_water_mib() - resident
-
-
-def high_water_mib() -> float:
-    """The process's peak RSS (VmHWM): unlike `ru_maxrss`, it is not inherited from the parent
-    that started this process."""
-    line = next(line for line in Path("/proc/self/status").read_text().splitlines() if line.startswith("VmHWM:"))
-    return int(line.split()[1]) / 1024
-
-
-def in_child(reader: str, path: Path, fmt: str | None) -> tuple[int, float, float]:
-    command = [sys.executable, __file__, "--child", reader, str(path), fmt or ""]
-    done = subprocess.run(command, check=True, capture_output=True, text=True)
-    count, seconds, rss = json.loads(done.stdout.splitlines()[-1])
-    return count, seconds, rss
+        return {"count": sum(len(item.variants) for item in load_benchmark(path, fmt, skip_bad_rows=True).items)}
+    return {"count": READERS[reader](Path(path))}
 
 
 def pandas_bmlama(directory: Path) -> int:
@@ -100,14 +79,17 @@ def reading(args: argparse.Namespace) -> list[dict[str, Any]]:
             print(f"{name}: skipped (no path)")
             continue
         report = load_benchmark(path, fmt, skip_bad_rows=True)
-        variants, ours, our_rss = in_child("ours", path, fmt)
+        ours = in_fresh_process(__file__, "ours", str(path), fmt or "")
         row = {
-            "benchmark": name, "items": len(report.items), "variants": variants, "languages": len(report.languages),
-            "skipped": len(report.skipped), "seconds": round(ours, 2), "peak_rss_added_mib": round(our_rss),
+            "benchmark": name, "items": len(report.items), "variants": ours["count"], "languages": len(report.languages),
+            "skipped": len(report.skipped), "seconds": ours["seconds"], "peak_rss_added_mib": ours["peak_rss_added_mib"],
         }
         if alternative is not None:
-            count, theirs, their_rss = in_child(alternative, path, None)
-            row.update(pandas_rows=count, pandas_seconds=round(theirs, 2), pandas_peak_rss_added_mib=round(their_rss), time_ratio=round(ours / theirs, 2))
+            theirs = in_fresh_process(__file__, alternative, str(path), "")
+            row.update(
+                pandas_rows=theirs["count"], pandas_seconds=theirs["seconds"], pandas_peak_rss_added_mib=theirs["peak_rss_added_mib"],
+                time_ratio=round(ours["seconds"] / theirs["seconds"], 2),
+            )
         rows.append(row)
         print(json.dumps(row))
     return rows
@@ -146,7 +128,7 @@ def checking(args: argparse.Namespace) -> dict[str, Any]:
 def main() -> None:
     if sys.argv[1:2] == ["--child"]:
         reader, path, fmt = sys.argv[2:5]
-        print(json.dumps(_in_child(reader, path, fmt or None)))
+        print(json.dumps(measure(lambda: read_with(reader, path, fmt or None))))
         return
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--bmlama", type=Path, default=SHARED_BMLAMA)

@@ -20,11 +20,13 @@ import hashlib
 import json
 import random
 import statistics
-import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
+
+from fresh import in_fresh_process, measure
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "tests" / "fixtures" / "langlinks" / "langlinks_excerpts.sql"
@@ -75,70 +77,55 @@ def write_dumps(directory: Path, rows: int, seed: int) -> tuple[Path, Path, list
     return langlinks, page_dump, page_titles
 
 
-def high_water_mib() -> float:
-    line = next(line for line in Path("/proc/self/status").read_text().splitlines() if line.startswith("VmHWM:"))
-    return int(line.split()[1]) / 1024
+def fingerprint(rows: Iterable[Sequence[Any]]) -> dict[str, Any]:
+    """How many rows, and a hash of the first 100,000, to check two parsers agree."""
+    digest, count = hashlib.sha256(), 0
+    for row in rows:
+        count += 1
+        if count <= 100_000:
+            digest.update(repr(tuple(row)).encode())
+    return {"rows": count, "first_100k": digest.hexdigest()}
 
 
-def resident_mib() -> float:
-    line = next(line for line in Path("/proc/self/status").read_text().splitlines() if line.startswith("VmRSS:"))
-    return int(line.split()[1]) / 1024
+def parse_ours(dump: str) -> dict[str, Any]:
+    from audit.links.sqldump import read_rows
+
+    names = ("ll_from", "ll_lang", "ll_title")
+    return fingerprint(read_rows(Path(dump), "langlinks", names, names))
 
 
-def child(step: str, arguments: list[str]) -> dict[str, Any]:
-    """One step in this process (run as `--child STEP ...`): its figures as JSON."""
-    before = resident_mib()
-    started = time.perf_counter()
-    result: dict[str, Any] = {}
-    if step == "ours":
-        from audit.links.sqldump import read_rows
+def parse_mwsql(dump: str) -> dict[str, Any]:
+    from mwsql import Dump
 
-        names = ("ll_from", "ll_lang", "ll_title")
-        digest, count = hashlib.sha256(), 0
-        for row in read_rows(Path(arguments[0]), "langlinks", names, names):
-            count += 1
-            if count <= 100_000:
-                digest.update(repr(row).encode())
-        result = {"rows": count, "first_100k": digest.hexdigest()}
-    elif step == "mwsql":
-        from mwsql import Dump
-
-        digest, count = hashlib.sha256(), 0
-        for row in Dump.from_file(arguments[0]).rows(convert_dtypes=True):
-            count += 1
-            if count <= 100_000:
-                digest.update(repr(tuple(row)).encode())
-        result = {"rows": count, "first_100k": digest.hexdigest()}
-    elif step == "build":
-        from audit.links.dump import build
-
-        manifest = build([Path(arguments[0]), Path(arguments[1])], Path(arguments[2]))
-        result = {"links": manifest["wikis"]["en"]["links"], "database_mib": round(manifest["database"]["bytes"] / 2**20, 1)}
-    elif step == "lookup":
-        from audit.links.dump import LanglinksLookup
-
-        lookup = LanglinksLookup.open(Path(arguments[0]))
-        wanted = json.loads(Path(arguments[1]).read_text(encoding="utf-8"))
-        times = []
-        for title in wanted:
-            began = time.perf_counter()
-            found = lookup.resolve("en", title)
-            times.append(time.perf_counter() - began)
-            assert found.found, title
-        result = {"lookups": len(times), "median_us": round(statistics.median(times) * 1e6, 1), "p99_us": round(sorted(times)[int(len(times) * 0.99)] * 1e6, 1)}
-    result["seconds"] = round(time.perf_counter() - started, 2)
-    result["peak_rss_added_mib"] = round(high_water_mib() - before)
-    return result
+    return fingerprint(Dump.from_file(dump).rows(convert_dtypes=True))
 
 
-def run_child(step: str, *arguments: str) -> dict[str, Any]:
-    done = subprocess.run([sys.executable, __file__, "--child", step, *arguments], check=True, capture_output=True, text=True)
-    return json.loads(done.stdout.splitlines()[-1])
+def build_lookup(langlinks: str, page: str, out: str) -> dict[str, Any]:
+    from audit.links.dump import build
+
+    manifest = build([Path(langlinks), Path(page)], Path(out))
+    return {"links": manifest["wikis"]["en"]["links"], "database_mib": round(manifest["database"]["bytes"] / 2**20, 1)}
+
+
+def look_up(lookup_dir: str, titles_file: str) -> dict[str, Any]:
+    from audit.links.dump import LanglinksLookup
+
+    lookup = LanglinksLookup.open(Path(lookup_dir))
+    times = []
+    for title in json.loads(Path(titles_file).read_text(encoding="utf-8")):
+        began = time.perf_counter()
+        found = lookup.resolve("en", title)
+        times.append(time.perf_counter() - began)
+        assert found.found, title
+    return {"lookups": len(times), "median_us": round(statistics.median(times) * 1e6, 1), "p99_us": round(sorted(times)[int(len(times) * 0.99)] * 1e6, 1)}
+
+
+STEPS: dict[str, Callable[..., dict[str, Any]]] = {"ours": parse_ours, "mwsql": parse_mwsql, "build": build_lookup, "lookup": look_up}
 
 
 def main() -> None:
     if sys.argv[1:2] == ["--child"]:
-        print(json.dumps(child(sys.argv[2], sys.argv[3:])))
+        print(json.dumps(measure(lambda: STEPS[sys.argv[2]](*sys.argv[3:]))))
         return
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=2_000_000)
@@ -149,17 +136,17 @@ def main() -> None:
     args.work.mkdir(parents=True, exist_ok=True)
     langlinks, page_dump, page_titles = write_dumps(args.work, args.rows, args.seed)
     print(f"dump: about {args.rows:,} rows, {langlinks.stat().st_size / 2**20:.1f} MiB gzipped; page dump {page_dump.stat().st_size / 2**20:.1f} MiB")
-    ours, theirs = run_child("ours", str(langlinks)), run_child("mwsql", str(langlinks))
+    ours, theirs = in_fresh_process(__file__, "ours", str(langlinks)), in_fresh_process(__file__, "mwsql", str(langlinks))
     assert ours["rows"] == theirs["rows"] and ours["first_100k"] == theirs["first_100k"], (ours, theirs)
     out = args.work / "lookup"
     if out.exists():
         import shutil
 
         shutil.rmtree(out)
-    built = run_child("build", str(langlinks), str(page_dump), str(out))
+    built = in_fresh_process(__file__, "build", str(langlinks), str(page_dump), str(out))
     wanted = args.work / "titles.json"
     wanted.write_text(json.dumps(random.Random(args.seed).sample(page_titles, min(args.lookups, len(page_titles)))), encoding="utf-8")
-    looked = run_child("lookup", str(out), str(wanted))
+    looked = in_fresh_process(__file__, "lookup", str(out), str(wanted))
     results = {
         "rows": ours["rows"],
         "parse_ours": {**ours, "rows_per_second": round(ours["rows"] / ours["seconds"])},
