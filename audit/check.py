@@ -164,14 +164,18 @@ def audit_manifest(
     policy: Policy,
     langs: list[str] | None,
     records: list[dict[str, Any]],
+    links: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The audit file's first line, wherever the audit ran (the CLI or a server job): what was
     checked, against what, with which signals (and why any was skipped), under which policy,
-    and a hash that says when two audits compare."""
+    and a hash that says when two audits compare.  `links`: the link sources the langlinks
+    signal asked and the cutoff it judged at, when it ran."""
     signals = list(dict.fromkeys(run.signal for run in runs if run.ran))
     settings: dict[str, Any] = {"policy": policy.settings, "corpus": [c.fingerprint for c in corpora], "langs": langs, "signals": signals}
     if benchmark.mapping or benchmark.source_lang:
         settings["read"] = {"mapping": benchmark.mapping, "source_lang": benchmark.source_lang}
+    if links is not None:
+        settings["links"] = {"sources": [{k: v for k, v in source.items() if k in ("name", "backend", "endpoint", "path")} for source in links["sources"]], "as_of": links["as_of"]}
     return AuditManifest(
         tool="corpus-audit",
         version=__version__,
@@ -198,4 +202,5 @@ def audit_manifest(
         policy={"name": policy.name, "source": policy.source, "hash": policy.digest, "settings": policy.settings},
         config_hash=hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16],
         summary=summarise(records),
+        links=links,
     ).to_dict()

@@ -7,6 +7,7 @@ import re
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from contextlib import nullcontext
 from pathlib import Path
 
@@ -37,6 +38,8 @@ from audit.indexing import IndexBuildError, build_index, describe_size, read_man
 from audit.indexing import ProgressHook as IndexProgress
 from audit.items import LoadReport
 from audit.langcodes import normalise_lang
+from audit.links.model import LinksError
+from audit.links.sources import open_links
 from audit.neardup import NEARDUP_DIR, NearDupError, NearDupParams, add_neardup, load_redis
 from audit.outputs import OutputError, atomic_write_text, check_directory_target, check_file_target
 from audit.readers import FORMATS, BenchmarkError, MappingError, ReadOptions, load_benchmark, parse_mapping, recorded_options
@@ -345,25 +348,23 @@ def _default_out(bench: Path, corpora: tuple[str, ...]) -> Path:
 
 
 def _warn_failed_sources(records: list[dict]) -> None:
-    """Say which sources failed, how many variants that left `unknown` and the first error, so
-    `unknown` tags never go unexplained."""
-    fields: dict[tuple[str, str], int] = {}
-    variants: dict[tuple[str, str], int] = {}
-    first: dict[tuple[str, str], str] = {}
+    """Say which sources failed or could not tell, how many variants that left `unknown` and the
+    first reason, so `unknown` tags never go unexplained."""
+    fields: dict[tuple[str, str, str], int] = {}
+    variants: dict[tuple[str, str, str], int] = {}
+    first: dict[tuple[str, str, str], str] = {}
     for record in records:
-        failed = {(e["signal"], e["source"]) for e in record["evidence"] if e["status"] == "failed"}
-        for evidence in record["evidence"]:
-            if evidence["status"] == "failed":
-                key = (evidence["signal"], evidence["source"])
-                fields[key] = fields.get(key, 0) + 1
-                first.setdefault(key, evidence.get("error") or "")
-        if record["exposure"] == UNKNOWN:
-            for key in failed:
+        undecided = {(e["status"], e["signal"], e["source"]) for e in record["evidence"] if e["status"] in ("failed", "unknown")}
+        for key in undecided:
+            fields[key] = fields.get(key, 0) + sum(1 for e in record["evidence"] if (e["status"], e["signal"], e["source"]) == key)
+            first.setdefault(key, next(e.get("error") or "" for e in record["evidence"] if (e["status"], e["signal"], e["source"]) == key))
+            if record["exposure"] == UNKNOWN:
                 variants[key] = variants.get(key, 0) + 1
-    for (signal, source), count in fields.items():
-        unknown = variants.get((signal, source), 0)
+    for (status, signal, source), count in fields.items():
+        unknown = variants.get((status, signal, source), 0)
+        what = "could not be checked" if status == "failed" else "could not be told"
         console.print(
-            f"[red]failed[/red] {signal} on {source}: {count} field(s) could not be checked, leaving {unknown} of {len(records)} variant(s) unknown; first error: {first[signal, source]}",
+            f"[red]{status}[/red] {signal} on {source}: {count} field(s) {what}, leaving {unknown} of {len(records)} variant(s) unknown; first error: {first[status, signal, source]}",
             soft_wrap=True,
         )
 
@@ -399,7 +400,9 @@ def _print_summary(summary: dict, out: Path, elapsed: float) -> None:
 @click.option("--registry", type=click.Path(path_type=Path), help="Corpus registry TOML [default: indexes/corpora.toml].")
 @click.option("--skip-bad-rows", is_flag=True, help="Skip (and count) malformed benchmark rows instead of stopping.")
 @click.option("--workers", type=click.IntRange(min=1), help="Processes (threads when a corpus is remote) for the search [default: all cores].")
-@click.option("--offline", is_flag=True, help="Answer API corpora from their response cache only; uncached questions are tagged unknown.")
+@click.option("--links", "link_names", multiple=True, help="Run the langlinks signal with this source: `wikipedia-api` (the MediaWiki API, and Wikidata's for entity ids), a lookup directory built by `audit langlinks build`, or a [links.NAME] entry of the registry; repeat for several.")
+@click.option("--as-of", "as_of", type=click.DateTime(formats=["%Y-%m-%d"]), help="The model's training cutoff: the langlinks signal counts only articles that existed on this date (asking their creation dates from the API).")
+@click.option("--offline", is_flag=True, help="Answer API corpora and link sources from their caches only; uncached questions are tagged unknown.")
 @click.option("--profile", type=click.Choice([str(p) for p in Profile]), help="For corpora that derive longest matches from counts: `decide` asks what the policy's rules need, `full` the longest match at every position [default: the registry's, else decide].")
 @click.option("--report/--no-report", "with_report", default=True, show_default=True, help="Also write an exposure report (HTML, Markdown, JSON).")
 @click.option("--report-dir", type=click.Path(path_type=Path), help="Where the report goes [default: OUT without .jsonl, plus .report].")
@@ -417,6 +420,8 @@ def check(
     registry: Path | None,
     skip_bad_rows: bool,
     workers: int | None,
+    link_names: tuple[str, ...],
+    as_of: object,
     offline: bool,
     profile: str | None,
     with_report: bool,
@@ -430,7 +435,7 @@ def check(
         raise InputError(f"--corpus: {', '.join(sorted({c for c in corpora if corpora.count(c) > 1}))} given twice")
     out = out or _default_out(bench, corpora)
     report_dir = (report_dir or _default_report_dir(out)) if with_report else None
-    inputs = [path for path in (bench, policy_path, registry, *map(Path, corpora)) if path is not None and path.exists()]
+    inputs = [path for path in (bench, policy_path, registry, *map(Path, corpora), *map(Path, link_names)) if path is not None and path.exists()]
     try:
         check_file_target(out, inputs=inputs, force=True)
         if out.exists() and not is_audit_file(out):
@@ -451,23 +456,29 @@ def check(
         console.print(f"[yellow]skipped[/yellow] {skipped}")
     _print_read(report)
     progress, report_build = _build_progress()
+    cutoff = as_of.date() if as_of else None  # type: ignore[attr-defined]
     try:
         sources = [open_corpus(corpus, registry, progress=report_build, offline=offline, profile=profile) for corpus in corpora]
-        runners, runs = plan(sources, wanted_signals, configure(policy.settings), policy.rules)
-    except (CorpusError, IndexOpenError, IndexBuildError, SignalError) as error:
+        link_sources = [open_links(name, registry, offline=offline) for name in link_names]
+        runners, runs = plan(sources, wanted_signals, configure(policy.settings), policy.rules, link_sources, cutoff)
+    except (CorpusError, IndexOpenError, IndexBuildError, SignalError, LinksError) as error:
         raise InputError(str(error)) from None
     finally:
         progress.stop()
+    if cutoff and not link_sources:
+        console.print("[yellow]note[/yellow] --as-of applies to the langlinks signal, which runs only with --links")
     for run in runs:
-        if not run.ran:
+        if not run.ran and run.source:
             console.print(f"[yellow]skipped[/yellow] signal {run.signal} on {run.source}: {run.reason}")
+    _prepare(runners, report.items, wanted)
     variants = sum(1 for item in report.items for lang in item.variants if wanted is None or lang in wanted)
     processes = workers or os.cpu_count() or 1
     local = all(isinstance(source, LocalIndex) for source in sources)
     with variant_processes(runners, policy, processes) if local and processes > 1 else nullcontext() as pool, _progress() as progress:
         task = progress.add_task(f"checking against {', '.join(s.info.name for s in sources)}", total=variants)
         records = check_items(report.items, runners, policy, langs=wanted, workers=workers, on_done=lambda: progress.advance(task), processes=pool)
-    manifest = audit_manifest(["audit", *sys.argv[1:]], report, bench, [s.info for s in sources], runs, policy, wanted, records)
+    links = {"sources": [source.describe() for source in link_sources], "as_of": cutoff.isoformat() if cutoff else None} if link_sources else None
+    manifest = audit_manifest(["audit", *sys.argv[1:]], report, bench, [s.info for s in sources], runs, policy, wanted, records, links)
     summary = manifest["summary"]
     _warn_failed_sources(records)
     written = write_audit(out, manifest, records)
@@ -484,6 +495,25 @@ def check(
         console.print(f"[red]--strict:[/red] {unknown} variant(s) are unknown (see decided_by in {out})")
         sys.exit(STRICT_EXIT)
 
+
+
+def _prepare(runners: list, items: list, langs: list[str] | None) -> None:
+    """Run the batched work of signals that have some (the langlinks signal's requests) before
+    any variant is checked, each step with its own progress bar."""
+    preparing = [runner for runner in runners if runner.prepare is not None]
+    if not preparing:
+        return
+    with _progress() as progress:
+
+        def step(description: str, total: int | None) -> Callable[[int], None]:
+            task = progress.add_task(description, total=total)
+            return lambda done: progress.advance(task, done)
+
+        for runner in preparing:
+            try:
+                runner.prepare(items, langs, step)
+            except LinksError as error:
+                raise InputError(str(error)) from None
 
 
 @main.command("filter")
@@ -643,8 +673,9 @@ def langlinks() -> None:
 @click.option("--dump-date", "dump_date", type=click.DateTime(formats=["%Y-%m-%d"]), help="The snapshot's date, when neither the names nor the dumps' footers give it.")
 def langlinks_build(dumps: tuple[Path, ...], out: Path, wiki: str | None, dump_date: object) -> None:
     """Build a langlinks lookup from `{wiki}-langlinks.sql(.gz)` dumps, with the `page` dumps that
-    map titles to page ids and, optionally, the `redirect` dumps."""
-    from audit.links.dump import LinksError, build
+    map titles to page ids and, optionally, the `redirect` dumps; and from Wikidata's JSON entity
+    dumps (`wikidata-YYYYMMDD-all.json.gz`), whose sitelinks answer by entity id or by title."""
+    from audit.links.dump import build, summary
 
     progress = _progress(TextColumn("{task.completed:,} rows"))
     task = progress.add_task("reading dump rows", total=None)
@@ -654,34 +685,46 @@ def langlinks_build(dumps: tuple[Path, ...], out: Path, wiki: str | None, dump_d
             manifest = build(list(dumps), out, wiki=wiki, dump_date=dump_date.date() if dump_date else None, on_rows=lambda n: progress.advance(task, n))
     except (LinksError, OutputError) as error:
         raise InputError(str(error)) from None
-    for name, entry in manifest["wikis"].items():
-        click.echo(f"{out}: {name}wiki as of {entry['dump_date']}: {entry['links']:,} langlinks, {entry['pages']:,} pages, {entry['redirects']:,} redirects ({time.perf_counter() - started:.1f} s)")
+    for line in summary(manifest):
+        click.echo(f"{out}: {line} ({time.perf_counter() - started:.1f} s)")
 
 
 @langlinks.command("lookup")
 @click.argument("article")
-@click.option("--lang", help="The article's wiki (a language code), when ARTICLE is a title rather than a URL.")
-@click.option("--dump", "dump", required=True, type=click.Path(path_type=Path), help="A lookup built by `audit langlinks build`.")
+@click.option("--lang", help="The article's wiki (a language code), when ARTICLE is a title rather than a URL or a Wikidata id.")
+@click.option("--links", "--dump", "links", required=True, help="Where to look: a lookup built by `audit langlinks build`, `wikipedia-api`, or a [links.NAME] entry of the registry.")
+@click.option("--registry", type=click.Path(path_type=Path), help="Registry TOML with [links.NAME] entries [default: indexes/corpora.toml].")
+@click.option("--offline", is_flag=True, help="Answer from the langlinks cache only.")
 @click.option("--json", "as_json", is_flag=True, help="Print the answer as JSON.")
-def langlinks_lookup(article: str, lang: str | None, dump: Path, as_json: bool) -> None:
-    """Which Wikipedias hold ARTICLE (a URL, or a title with --lang), as of the lookup's dump."""
-    from dataclasses import asdict
-
-    from audit.links.dump import LanglinksLookup, LinksError, parse_article
+def langlinks_lookup(article: str, lang: str | None, links: str, registry: Path | None, offline: bool, as_json: bool) -> None:
+    """Which Wikipedias hold ARTICLE (a URL, a title with --lang, or a Wikidata id such as
+    Q42), as of the source's snapshot."""
+    from audit.links.dump import parse_article
+    from audit.links.entities import is_qid
+    from audit.links.model import Article
     from audit.links.wikis import WikiError, wiki_for
 
     try:
-        wiki, title = parse_article(article, wiki_for(lang) if lang else None)
-        resolution = LanglinksLookup.open(dump).resolve(wiki, title)
+        if is_qid(article):
+            asked = Article(qid=article.strip())
+        else:
+            wiki, title = parse_article(article, wiki_for(lang) if lang else None)
+            asked = Article(wiki=wiki, title=title)
+        answers = open_links(links, registry, offline=offline).resolve([asked])
     except (LinksError, ValueError, WikiError) as error:
         raise InputError(str(error)) from None
+    resolution = answers.found.get(asked)
+    if resolution is None:
+        reason = answers.errors.get(asked, "no answer")
+        click.echo(json.dumps({"article": str(asked), "found": False, "reason": reason}) if as_json else f"{asked}: unknown: {reason}")
+        sys.exit(1)
     if as_json:
-        click.echo(json.dumps(asdict(resolution), ensure_ascii=False, indent=2))
+        click.echo(json.dumps(resolution.to_dict(), ensure_ascii=False, indent=2))
     elif not resolution.found:
-        click.echo(f"{wiki}: {title}: unknown: {resolution.reason}")
+        click.echo(f"{asked}: unknown: {resolution.reason}")
     else:
         moved = f" (redirected from {resolution.redirected_from!r})" if resolution.redirected_from else ""
-        click.echo(f"{wiki}: {resolution.title}{moved}, as of {resolution.as_of}: {len(resolution.links)} other wikis")
+        click.echo(f"{resolution.wiki}: {resolution.title}{moved}, as of {resolution.as_of}: {len(resolution.links)} other wikis")
         for link in resolution.links:
             click.echo(f"  {link.wiki:<12} {link.lang or '(no language)':<10} {link.title}  {link.url}")
     if not resolution.found:

@@ -13,15 +13,18 @@ from typing import Any
 
 
 class Status(StrEnum):
-    """`absent`: the variant has no such text; `failed`: the source could not be asked, which
-    the policy reads as `unknown`, never as "not found"."""
+    """`absent`: the variant has no such text; `failed`: the source could not be asked;
+    `unknown`: it was asked but cannot tell (offline with nothing cached, a title no snapshot
+    has, a snapshot that cannot speak for the cutoff).  The policy reads both of the last as
+    `unknown`, never as "not found"."""
 
     OK = "ok"
     ABSENT = "absent"
     FAILED = "failed"
+    UNKNOWN = "unknown"
 
 
-OK, ABSENT, FAILED = Status.OK, Status.ABSENT, Status.FAILED
+OK, ABSENT, FAILED, UNKNOWN = Status.OK, Status.ABSENT, Status.FAILED, Status.UNKNOWN
 
 
 @dataclass

@@ -28,7 +28,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails
 
 from audit.errors import UnreadableFile, read_text_file
-from audit.evidence import ABSENT, FAILED, Evidence
+from audit.evidence import ABSENT, FAILED, Evidence, Status
 from audit.rules import SOURCE_SCOPE, FieldRules, Outcome, judge
 from audit.signals import PolicyFile
 
@@ -298,8 +298,8 @@ def decide(policy: Policy, evidence: list[Evidence]) -> Decision:
         where = {"signal": found.signal, "source": found.source, "field": found.field}
         if "form" in found.figures:
             where["form"] = found.figures["form"]
-        if found.status == FAILED:
-            undecided.append({**where, "status": FAILED, "error": found.error})
+        if found.status in (FAILED, Status.UNKNOWN):
+            undecided.append({**where, "status": found.status, "error": found.error})
             continue
         bounds = found.figures.get("bounds", {})
         for rule in applicable:

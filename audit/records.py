@@ -76,6 +76,10 @@ class AuditManifest:
     policy: dict[str, Any]
     config_hash: str
     summary: dict[str, Any] = field(default_factory=dict)
+    links: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        if self.links is None:
+            del data["links"]
+        return data

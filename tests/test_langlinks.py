@@ -1,11 +1,15 @@
 """The langlinks lookup from SQL dumps: real `langlinks` rows (tests/fixtures/langlinks), with
 `page` and `redirect` rows for the same page ids made here, in the shapes MediaWiki's dumps
-have (an excerpt, and a whole `mysqldump` file with its header, schema and footer)."""
+have (an excerpt, and a whole `mysqldump` file with its header, schema and footer).  And from
+the Wikidata JSON entity dump: real entities (tests/fixtures/langlinks/wikidata) written here
+one a line, as the dump lays them out, plain, gzipped and bzip2ed."""
 from __future__ import annotations
 
+import bz2
 import gzip
 import json
 import re
+from datetime import date
 from pathlib import Path
 
 import pytest
@@ -13,7 +17,8 @@ from click.testing import CliRunner
 from conftest import FIXTURES
 
 from audit.cli import main
-from audit.links.dump import MANIFEST, LanglinksLookup, LinksError, build, parse_article
+from audit.links.dump import MANIFEST, DumpFile, LanglinksLookup, LinksError, build, entity_dump_date, parse_article
+from audit.links.entities import sitelink_links
 from audit.links.sqldump import DumpError, DumpInfo, parse_tuple, read_rows
 from audit.links.wikis import dbname_language, wiki_for, wiki_language
 
@@ -181,3 +186,145 @@ def test_build_never_replaces_a_directory_it_did_not_write(dumps, tmp_path):
     (mine / "keep.txt").write_text("mine", encoding="utf-8")
     result = CliRunner().invoke(main, ["langlinks", "build", *map(str, dumps), "--out", str(mine)])
     assert result.exit_code == 2 and (mine / "keep.txt").read_text(encoding="utf-8") == "mine"
+
+
+WIKIDATA = FIXTURES / "langlinks" / "wikidata"
+ITEMS = ("Q217447", "Q4132785", "Q571")
+
+
+def entity(qid: str) -> dict:
+    return json.loads((WIKIDATA / f"{qid}.json").read_text(encoding="utf-8"))
+
+
+def entity_text(qids: tuple[str, ...] = ITEMS) -> str:
+    """A JSON entity dump's text as Wikidata publishes it: `[`, one entity a line, each but the
+    last followed by `,`, then `]`."""
+    lines = [json.dumps(entity(qid), ensure_ascii=False, separators=(",", ":")) for qid in qids]
+    return "[\n" + ",\n".join(lines) + "\n]\n"
+
+
+def write_dump(path: Path, text: str) -> Path:
+    data = text.encode("utf-8")
+    path.write_bytes(gzip.compress(data) if path.suffix == ".gz" else bz2.compress(data) if path.suffix == ".bz2" else data)
+    return path
+
+
+def test_entity_dumps_are_known_by_their_names():
+    for name in ("wikidata-20230703-all.json.gz", "wikidata-20230703-all.json.bz2", "wikidata-20230703-all.json", "latest-all.json.gz"):
+        dump = DumpFile.of(Path(name), wiki="en")
+        assert (dump.wiki, dump.table) == ("wikidata", "entities"), name
+    assert entity_dump_date(Path("wikidata-20230703-all.json.bz2")) == date(2023, 7, 3)
+    assert entity_dump_date(Path("latest-all.json.gz")) is None and entity_dump_date(Path("wikidata-20231399-all.json")) is None
+    with pytest.raises(LinksError, match="nor a Wikidata entity dump"):
+        DumpFile.of(Path("wikidata-20230703-lexemes.json.gz"))
+
+
+@pytest.mark.parametrize("suffix", [".json.gz", ".json.bz2", ".json"])
+def test_an_entity_dump_gives_each_item_its_wikipedia_sitelinks(tmp_path, suffix):
+    dump = write_dump(tmp_path / f"wikidata-20230703-all{suffix}", entity_text())
+    progress: list[int] = []
+    manifest = build([dump], tmp_path / "lookup", on_rows=progress.append)
+    assert manifest["wikis"] == {} and sum(progress) == 3
+    wikidata = manifest["wikidata"]
+    assert (wikidata["dump_date"], wikidata["entities"], wikidata["sitelinks"]) == ("2023-07-03", 3, 31 + 3 + 158)
+    assert [(f["bytes"], f["rows"], f["entities"], len(f["blake2b"])) for f in wikidata["files"]] == [(dump.stat().st_size, 192, 3, 32)]
+    lookup = LanglinksLookup.open(tmp_path / "lookup")
+    lookup.verify()
+    for qid in ITEMS:
+        found = lookup.resolve_qid(qid)
+        assert found.found and (found.wiki, found.title, found.qid, found.as_of) == ("wikidata", qid, qid, "2023-07-03")
+        assert found.links == sitelink_links(entity(qid)["sitelinks"])
+    book = {link.wiki: link for link in lookup.resolve_qid("Q571").links}
+    sites = entity("Q571")["sitelinks"]
+    assert len(book) == len([site for site in sites if site.endswith("wiki")]) - 1 == 158  # every Wikipedia, not Commons
+    assert "commonswiki" in sites and "enwikiquote" in sites and "commons" not in book and all("wikiquote" not in link.url for link in book.values())
+    assert (book["als"].lang, book["als"].title, book["als"].url) == ("gsw", "Buch", "https://als.wikipedia.org/wiki/Buch")
+    assert (book["zh-yue"].lang, book["simple"].lang, book["ka"].title) == ("yue", None, "წიგნი")
+    absent = lookup.resolve_qid("Q1")
+    assert not absent.found and absent.as_of == "2023-07-03" and "no Wikipedia sitelink of Q1" in absent.reason
+
+
+def test_an_entity_dump_alone_answers_titles_by_sitelink(tmp_path):
+    build([write_dump(tmp_path / "wikidata-20230703-all.json.gz", entity_text())], tmp_path / "lookup")
+    lookup = LanglinksLookup.open(tmp_path / "lookup")
+    novel = lookup.resolve(*parse_article("https://en.wikipedia.org/wiki/Bring_the_Jubilee"))
+    assert novel.found and novel.qid == "Q4132785" and novel.as_of == "2023-07-03" and "sitelinks of Q4132785" in novel.source
+    assert [(link.wiki, link.title) for link in novel.links] == [("es", "Lo que el tiempo se llevó"), ("zh", "把銀禧帶來")]
+    assert lookup.resolve("en", "book").title == "Book" and lookup.resolve("als", "Buch").in_language("gsw") is None
+    assert lookup.resolve("ka", "ვერლა").qid == "Q217447"  # a Georgian title keeps its first letter
+    absent = lookup.resolve("en", "Nothing")
+    assert not absent.found and "no en dump in this lookup (it has none)" in absent.reason and "no item of the Wikidata dump of 2023-07-03 has a sitelink to en:'Nothing'" in absent.reason
+
+
+def test_sql_and_entity_dumps_in_one_lookup(dumps, tmp_path):
+    build(dumps, tmp_path / "sql")
+    assert not LanglinksLookup.open(tmp_path / "sql").resolve_qid("Q571").found
+    assert "no Wikidata entity dump" in LanglinksLookup.open(tmp_path / "sql").resolve_qid("Q571").reason
+    entities = write_dump(tmp_path / "wikidata-20230703-all.json.bz2", entity_text())
+    manifest = build([*dumps, entities], tmp_path / "both")
+    assert manifest["wikis"]["en"]["links"] == 26 and manifest["wikidata"]["sitelinks"] == 192
+    lookup = LanglinksLookup.open(tmp_path / "both")
+    year = lookup.resolve("en", "1640")
+    assert (year.page_id, year.qid, year.as_of, year.source) == (34893, None, "2023-07-01", f"langlinks dump {tmp_path / 'both'}")
+    verla = lookup.resolve("en", "Verla")  # in no page dump: its item answers
+    assert verla.found and verla.qid == "Q217447" and verla.as_of == "2023-07-03" and verla.in_language("fi").title == "Verla"
+    assert not lookup.resolve("en", "Nothing").found and lookup.resolve_qid("Q571").found
+
+
+def test_an_entity_dump_is_dated_by_its_name_or_by_dump_date(tmp_path):
+    latest = write_dump(tmp_path / "latest-all.json.gz", entity_text(("Q4132785",)))
+    with pytest.raises(LinksError, match=r"latest-all\.json\.gz: no date in its name .*give --dump-date"):
+        build([latest], tmp_path / "lookup")
+    assert not (tmp_path / "lookup").exists()
+    manifest = build([latest], tmp_path / "lookup", dump_date=date(2023, 7, 10))
+    assert manifest["wikidata"]["dump_date"] == "2023-07-10" and LanglinksLookup.open(tmp_path / "lookup").resolve_qid("Q4132785").as_of == "2023-07-10"
+
+
+def _bad_line(text: str) -> str:
+    lines = text.splitlines(keepends=True)
+    lines[2] = lines[2].replace('{"sitelinks":', '{"sitelinks"', 1)  # Q4132785, its keys in another order
+    return "".join(lines)
+
+
+@pytest.mark.parametrize(
+    ("suffix", "damage", "message"),
+    [
+        (".json", _bad_line, r"line 3, byte \d+: not JSON"),
+        (".json.gz", lambda text: text.replace('"type":"item","id":"Q571"', '"type":"item","qid":"Q571"', 1), r"line 4, byte \d+: not a Wikidata entity \(not an entity object"),
+        (".json.gz", None, r"line \d+, byte \d+: the dump is cut short or damaged \(Compressed file ended"),
+        (".json.bz2", None, r"line \d+, byte \d+: the dump is cut short or damaged \(Compressed file ended"),
+        (".json.bz2", lambda text: text.removesuffix("]\n"), "the dump is cut short: no closing ] after line 4"),
+    ],
+    ids=["not JSON", "not an entity", "gzip cut short", "bzip2 cut short", "no closing bracket"],
+)
+def test_a_damaged_entity_dump_names_the_file_and_leaves_the_lookup_alone(tmp_path, suffix, damage, message):
+    dump = write_dump(tmp_path / f"wikidata-20230703-all{suffix}", entity_text())
+    runner, out = CliRunner(), tmp_path / "lookup"
+    assert runner.invoke(main, ["langlinks", "build", str(dump), "--out", str(out)]).exit_code == 0
+    before = {path.name: path.read_bytes() for path in out.iterdir()}
+    if damage is None:
+        dump.write_bytes(dump.read_bytes()[: dump.stat().st_size * 2 // 3])
+    else:
+        write_dump(dump, damage(entity_text()))
+    for target in (out, tmp_path / "new"):
+        result = runner.invoke(main, ["langlinks", "build", str(dump), "--out", str(target)])
+        assert result.exit_code == 2, result.output
+        assert str(dump) in result.output and re.search(message, result.output), result.output
+    assert {path.name: path.read_bytes() for path in out.iterdir()} == before
+    assert sorted(path.name for path in tmp_path.iterdir()) == sorted([dump.name, "lookup"])
+
+
+def test_a_bad_line_is_found_at_its_byte_offset(tmp_path):
+    text = _bad_line(entity_text())
+    dump = write_dump(tmp_path / "wikidata-20230703-all.json.gz", text)
+    with pytest.raises(LinksError) as error:
+        build([dump], tmp_path / "lookup")
+    offset = int(re.search(r"line 3, byte (\d+)", str(error.value)).group(1))
+    assert text.encode()[offset:].startswith(b'{"sitelinks"{')
+
+
+def test_cli_build_reports_the_entity_dump(tmp_path):
+    dump = write_dump(tmp_path / "wikidata-20230703-all.json.gz", entity_text())
+    built = CliRunner().invoke(main, ["langlinks", "build", str(dump), "--out", str(tmp_path / "lookup")])
+    assert built.exit_code == 0, built.output
+    assert "wikidata as of 2023-07-03: 3 entities, 192 Wikipedia sitelinks" in built.output

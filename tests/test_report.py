@@ -160,7 +160,7 @@ def near_duplicate(record: dict, context: str) -> Evidence:
 
 
 # Evidence of a signal with no template of its own, shown by the default one.
-LANGLINK = Evidence("langlinks", "mirror", "title", figures={"article_exists": True, "languages": 3},
+PAGEVIEWS = Evidence("pageviews", "mirror", "title", figures={"article_exists": True, "languages": 3},
                     provenance=[{"url": "https://fr.wikipedia.org/wiki/Bremerhaven", "snippet": "Bremerhaven est une ville", "snippet_match": [0, 12]}])  # fmt: skip
 
 
@@ -183,7 +183,7 @@ def two_signal_audit(planted: dict[str, Path], path: Path) -> Path:
             mirror = [Evidence(**{**e.to_dict(), "source": "mirror"}) for e in ngram]
         evidence = [*ngram, *mirror, near_duplicate(record, items[record["item_id"]].variants[record["lang"]].context)]
         if (record["item_id"], record["lang"]) == ("39", "fr"):
-            evidence.append(LANGLINK)
+            evidence.append(PAGEVIEWS)
         decision = decide(TWO, evidence)
         records.append({**record, "exposure": decision.exposure, "decided_by": decision.decided_by, "evidence": [e.to_dict() for e in evidence]})
     by_item: dict[str, dict[str, str]] = {}
@@ -264,7 +264,7 @@ def test_strata_by_signal_combination_and_by_source(two_signal_report):
 def test_report_shows_each_signal_and_source(two_signal_report, browser, tmp_path: Path):
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     page.goto((two_signal_report / "report.html").as_uri())
-    assert page.locator("#exposure-alone tbody tr").count() == 5, "ngram, minhash and langlinks; index and mirror"
+    assert page.locator("#exposure-alone tbody tr").count() == 5, "ngram, minhash and pageviews; index and mirror"
     assert page.locator("#exposure-alone tr[data-kind=source][data-name=mirror]").inner_text().split("\t")[1:4] == ["2", "465", "1"]
     assert page.locator("#signal-runs tbody tr").count() == 4 and "no MinHash index beside it" in page.locator("#signal-runs").inner_text()
     assert page.locator("#combination-table tbody tr").count() == 5
@@ -298,7 +298,7 @@ def test_provenance_page_has_a_section_per_signal_and_source(two_signal_report, 
     assert "near-duplicate in document 775" in minhash.inner_text() and "planted-fr" in minhash.inner_text()
     assert minhash.locator(".snippet mark").count() == 1
     # A signal without a template of its own: the default one lists every figure and document field.
-    links = french.locator(".signal[data-signal=langlinks]")
+    links = french.locator(".signal[data-signal=pageviews]")
     assert "article_exists" in links.locator(".figures-table").inner_text() and "languages" in links.locator(".figures-table").inner_text()
     assert links.locator(".documents a[href='https://fr.wikipedia.org/wiki/Bremerhaven']").count() == 1
     assert links.locator(".documents mark").inner_text() == "Bremerhaven "

@@ -1,27 +1,41 @@
-"""The langlinks lookup built from SQL dumps: which other Wikipedias hold an article, as of the
+"""The langlinks lookup built from dumps: which other Wikipedias hold an article, as of the
 dump's date, answered offline.
 
-`build` streams each wiki's `langlinks` dump (and its `page` dump, which maps titles to page
-ids, and optionally its `redirect` dump) into one SQLite file in a staging directory, which is
-renamed into place with a manifest: the wikis, their dump dates, the files (with sizes and
-hashes), the row counts, and the SQLite file's own size and hash (blake2b-128, as index
-manifests record).  `LanglinksLookup.open` checks the manifest and the file's size before
-answering, so a cut or swapped file is an error, never an empty answer.
+`build` streams each wiki's `langlinks` SQL dump (and its `page` dump, which maps titles to page
+ids, and optionally its `redirect` dump), and the Wikidata JSON entity dump's Wikipedia
+sitelinks, into one SQLite file in a staging directory, which is renamed into place with a
+manifest: the wikis, their dump dates, the files (with sizes and hashes), the row counts, and
+the SQLite file's own size and hash (blake2b-128, as index manifests record).
+`LanglinksLookup.open` checks the manifest and the file's size before answering, so a cut or
+swapped file is an error, never an empty answer.
+
+The entity dump answers by Wikidata item (`resolve_qid`), and answers a title question that the
+SQL dumps cannot (no page of that title, or no dump of that wiki) from the item whose sitelink
+names the title, so an entity dump alone is a whole lookup.
 """
 from __future__ import annotations
 
+import bz2
+import gzip
 import json
+import re
 import sqlite3
+import zlib
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import closing
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import date, datetime
+from functools import cache
 from pathlib import Path
-from urllib.parse import quote, unquote, urlparse
+from typing import Any
+from urllib.parse import unquote, urlparse
 
 from audit import __version__
 from audit.indexing import hash_file
+from audit.links.entities import WIKIDATA, dump_entity, is_qid, sitelink_links
+from audit.links.model import Link, LinksError, Resolution, display_title, link_to, page_title
 from audit.links.sqldump import DumpError, DumpInfo, file_date, read_rows
-from audit.links.wikis import WikiError, dbname_language, wiki_language
+from audit.links.wikis import WikiError, dbname_language
 from audit.outputs import check_directory_target, commit_directory, discard_staging, staging_directory
 from audit.timestamps import utc_timestamp
 
@@ -29,6 +43,11 @@ DATABASE = "langlinks.sqlite"
 MANIFEST = "audit-langlinks.json"
 KIND = "langlinks lookup"
 _BATCH = 50_000
+# Entities between progress reports: most items carry no Wikipedia sitelink to fill a batch.
+_ENTITY_STEP = 5_000
+ENTITIES = "entities"
+_ENTITY_DUMP = re.compile(r"-all\.json(?:\.gz|\.bz2)?$")
+_ENTITY_DATE = re.compile(r"^(?:wikidata-)?(\d{8})-all\.json")
 # Each dump's table in the lookup, also the name of its count in the manifest.
 _TABLES = {"langlinks": "links", "page": "pages", "redirect": "redirects"}
 # Column orders of dumps that carry no CREATE TABLE (excerpts), as MediaWiki documents them.
@@ -39,11 +58,10 @@ _SCHEMA = """
 CREATE TABLE pages (wiki TEXT NOT NULL, title TEXT NOT NULL, page_id INTEGER NOT NULL, redirect INTEGER NOT NULL, PRIMARY KEY (wiki, title)) WITHOUT ROWID;
 CREATE TABLE redirects (wiki TEXT NOT NULL, page_id INTEGER NOT NULL, target TEXT NOT NULL, PRIMARY KEY (wiki, page_id)) WITHOUT ROWID;
 CREATE TABLE links (wiki TEXT NOT NULL, page_id INTEGER NOT NULL, lang TEXT NOT NULL, title TEXT NOT NULL, PRIMARY KEY (wiki, page_id, lang)) WITHOUT ROWID;
+CREATE TABLE sitelinks (qid TEXT NOT NULL, wiki TEXT NOT NULL, title TEXT NOT NULL, PRIMARY KEY (qid, wiki)) WITHOUT ROWID;
 """
-
-
-class LinksError(Exception):
-    """A lookup that cannot be built or opened; the message names the file."""
+# Made once the sitelinks are in: one sort instead of an index kept up row by row.
+_SITELINK_INDEX = "CREATE INDEX sitelinks_by_title ON sitelinks (wiki, title)"
 
 
 @dataclass(frozen=True)
@@ -57,9 +75,11 @@ class DumpFile:
     @classmethod
     def of(cls, path: Path, wiki: str | None = None) -> DumpFile:
         name = path.name
+        if _ENTITY_DUMP.search(name):
+            return cls(path, WIKIDATA, ENTITIES)
         table = next((t for t in ("langlinks", "page", "redirect") if f"-{t}.sql" in name), None)
         if table is None:
-            raise LinksError(f"{path}: not a langlinks, page or redirect dump (expected a name like enwiki-20230701-langlinks.sql.gz)")
+            raise LinksError(f"{path}: not a langlinks, page or redirect dump, nor a Wikidata entity dump (expected a name like enwiki-20230701-langlinks.sql.gz or wikidata-20230703-all.json.gz)")
         try:
             found = wiki or dbname_language(name.split("-", 1)[0])
         except WikiError as error:
@@ -80,18 +100,23 @@ class WikiDumps:
         return {"dump_date": self.dump_date.isoformat() if self.dump_date else None, **self.counts, "files": self.files}
 
 
-def page_title(title: str) -> str:
-    """A title as page dumps and the API key it: spaces as underscores, first letter capital."""
-    text = "_".join(title.strip().replace("_", " ").split())
-    return text[:1].upper() + text[1:]
+def entity_dump_date(path: Path) -> date | None:
+    """The date in an entity dump's standard name (`wikidata-20230703-all.json.gz`); the
+    `latest-all.json.gz` link has none."""
+    found = _ENTITY_DATE.match(path.name)
+    if not found:
+        return None
+    try:
+        return datetime.strptime(found.group(1), "%Y%m%d").date()
+    except ValueError:
+        return None
 
 
-def display_title(title: str) -> str:
-    return title.replace("_", " ")
-
-
-def article_url(wiki: str, title: str) -> str:
-    return f"https://{wiki}.wikipedia.org/wiki/{quote(page_title(title), safe='()_,:;!$*+/@-')}"
+def sitelink_title(title: str) -> str:
+    """A sitelink's title as the page dumps key it, underscores for spaces, but its first letter
+    kept: a sitelink already holds the canonical title, and `page_title`'s capital is wrong for
+    the few scripts MediaWiki leaves alone (Georgian `ვერლა`)."""
+    return "_".join(title.strip().replace("_", " ").split())
 
 
 def parse_article(value: str, wiki: str | None = None) -> tuple[str, str]:
@@ -140,11 +165,104 @@ def _load(database: sqlite3.Connection, dump: DumpFile, on_rows: Callable[[int],
     return loaded, info.completed
 
 
+def _entity_lines(path: Path) -> Iterator[tuple[int, int, bytes]]:
+    """(line number, byte offset in the JSON text, line) of a plain, gzipped or bzip2ed entity
+    dump, streamed."""
+    opener = {".gz": gzip.open, ".bz2": bz2.open}.get(path.suffix)
+    number = offset = 0
+    with open(path, "rb") as raw, (opener(raw) if opener else raw) as stream:
+        try:
+            for number, line in enumerate(stream, 1):
+                yield number, offset, line
+                offset += len(line)
+        except (EOFError, OSError, zlib.error) as error:
+            raise LinksError(f"{path}: line {number + 1}, byte {offset}: the dump is cut short or damaged ({error})") from None
+
+
+@cache
+def _sitelink_wiki(site: str) -> str | None:
+    """The wiki `sitelink_links` files a site's link under (None: no Wikipedia), worked out once
+    a site: a few hundred sites recur in a hundred million entities, and naming one is slow."""
+    links = sitelink_links({site: {"title": site}})
+    return links[0].wiki if links else None
+
+
+def _entity(where: str, line: bytes) -> tuple[str, dict]:
+    """The id and sitelinks of one entity line, or an error saying where it is."""
+    try:
+        entity = dump_entity(line.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise LinksError(f"{where}: not valid UTF-8") from None
+    except json.JSONDecodeError as error:
+        raise LinksError(f"{where}: not JSON ({error.msg} at column {error.colno})") from None
+    except ValueError as error:
+        raise LinksError(f"{where}: not a Wikidata entity ({error})") from None
+    if entity is None:
+        raise LinksError(f"{where}: not a Wikidata entity (a bracket inside the dump)")
+    qid, sitelinks = entity["id"], entity.get("sitelinks") or {}
+    if not isinstance(qid, str) or not isinstance(sitelinks, dict):
+        raise LinksError(f"{where}: not a Wikidata entity (id {qid!r}, sitelinks a {type(sitelinks).__name__})")
+    return qid, sitelinks
+
+
+def _sitelink_rows(qid: str, sitelinks: dict) -> Iterator[tuple[str, str, str]]:
+    for site, sitelink in sitelinks.items():
+        wiki, title = _sitelink_wiki(site), sitelink.get("title") if isinstance(sitelink, dict) else None
+        if wiki is not None and isinstance(title, str) and title:
+            yield qid, wiki, sitelink_title(title)
+
+
+def _load_entities(database: sqlite3.Connection, dump: DumpFile, on_rows: Callable[[int], None]) -> tuple[int, int]:
+    """(entities, sitelink rows) of one entity dump: `[`, one entity a line, `]`; a dump
+    without its closing `]` was cut short, even at a line's end."""
+    entities = loaded = pending = number = 0
+    batch: list[tuple[str, str, str]] = []
+    opened = closed = False
+
+    def flush() -> None:
+        nonlocal loaded, pending
+        database.executemany("INSERT OR REPLACE INTO sitelinks VALUES (?, ?, ?)", batch)
+        loaded += len(batch)
+        on_rows(pending)
+        batch.clear()
+        pending = 0
+
+    with closing(_entity_lines(dump.path)) as lines:
+        for number, offset, line in lines:
+            where = f"{dump.path}: line {number}, byte {offset}"
+            bare = line.strip()
+            if not bare:
+                continue
+            if closed:
+                raise LinksError(f"{where}: text after the closing ]")
+            if not opened:
+                if bare != b"[":
+                    raise LinksError(f"{where}: not a Wikidata JSON dump (its first line is not [)")
+                opened = True
+                continue
+            if bare == b"]":
+                closed = True
+                continue
+            qid, sitelinks = _entity(where, line)
+            batch.extend(_sitelink_rows(qid, sitelinks))
+            entities += 1
+            pending += 1
+            if len(batch) >= _BATCH or pending >= _ENTITY_STEP:
+                flush()
+    flush()
+    if not closed:
+        raise LinksError(f"{dump.path}: the dump is cut short: no closing ] " + (f"after line {number}" if number else "(the file is empty)"))
+    return entities, loaded
+
+
 def build(paths: list[Path], out: Path, *, wiki: str | None = None, dump_date: date | None = None, on_rows: Callable[[int], None] = lambda n: None) -> dict[str, object]:
     """Build the lookup from dump files into `out`, replaced only if this tool wrote it."""
     dumps = [DumpFile.of(path, wiki) for path in paths]
-    if not any(d.table == "langlinks" for d in dumps):
+    if any(d.table != ENTITIES for d in dumps) and not any(d.table == "langlinks" for d in dumps):
         raise LinksError("no langlinks dump among the files (a name like enwiki-20230701-langlinks.sql.gz)")
+    for dump in dumps:
+        if dump.table == ENTITIES and not (dump_date or entity_dump_date(dump.path)):
+            raise LinksError(f"{dump.path}: no date in its name (wikidata-YYYYMMDD-all.json.gz); give --dump-date")
     check_directory_target(out, KIND, inputs=paths)
     staging = staging_directory(out)
     try:
@@ -159,21 +277,30 @@ def build(paths: list[Path], out: Path, *, wiki: str | None = None, dump_date: d
 def _build_into(staging: Path, dumps: list[DumpFile], dump_date: date | None, on_rows: Callable[[int], None]) -> dict[str, object]:
     database = sqlite3.connect(staging / DATABASE)
     wikis: dict[str, WikiDumps] = {}
+    wikidata = WikiDumps(WIKIDATA, counts={ENTITIES: 0})
     try:
         database.executescript("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;" + _SCHEMA)
         for dump in dumps:
-            loaded, completed = _load(database, dump, on_rows)
-            entry = wikis.setdefault(dump.wiki, WikiDumps(dump.wiki))
-            when = dump_date or file_date(dump.path) or completed
+            if dump.table == ENTITIES:
+                entities, loaded = _load_entities(database, dump, on_rows)
+                entry, described = wikidata, {"entities": entities}
+                wikidata.counts[ENTITIES] += entities
+                when, dated_by = dump_date or entity_dump_date(dump.path), "its name (wikidata-YYYYMMDD-all.json.gz)"
+            else:
+                loaded, completed = _load(database, dump, on_rows)
+                entry, described = wikis.setdefault(dump.wiki, WikiDumps(dump.wiki)), {}
+                when, dated_by = dump_date or file_date(dump.path) or completed, "its name or its footer"
             if when is None:
-                raise LinksError(f"{dump.path}: no date in its name or its footer; give --dump-date")
+                raise LinksError(f"{dump.path}: no date in {dated_by}; give --dump-date")
             if entry.dump_date not in (None, when):
                 raise LinksError(f"{dump.path}: dated {when}, but the {dump.wiki} files before it are dated {entry.dump_date}; build one snapshot at a time")
             entry.dump_date = when
-            entry.files.append({"path": str(dump.path.resolve()), "table": dump.table, "bytes": dump.path.stat().st_size, "blake2b": hash_file(dump.path), "rows": loaded})
+            entry.files.append({"path": str(dump.path.resolve()), "table": dump.table, "bytes": dump.path.stat().st_size, "blake2b": hash_file(dump.path), "rows": loaded, **described})
+        database.execute(_SITELINK_INDEX)
         database.commit()
         for name, entry in wikis.items():
             entry.counts = {table: database.execute(f"SELECT count(*) FROM {table} WHERE wiki = ?", (name,)).fetchone()[0] for table in _TABLES.values()}
+        wikidata.counts["sitelinks"] = database.execute("SELECT count(*) FROM sitelinks").fetchone()[0]
     except DumpError as error:
         raise LinksError(str(error)) from None
     finally:
@@ -183,36 +310,19 @@ def _build_into(staging: Path, dumps: list[DumpFile], dump_date: date | None, on
         "version": __version__,
         "created": utc_timestamp(),
         "wikis": {name: entry.to_dict() for name, entry in wikis.items()},
+        "wikidata": wikidata.to_dict() if wikidata.files else None,
         "database": {"bytes": (staging / DATABASE).stat().st_size, "blake2b": hash_file(staging / DATABASE)},
     }
     (staging / MANIFEST).write_text(json.dumps(manifest, indent=2), encoding="utf-8")
     return manifest
 
 
-@dataclass(frozen=True)
-class Link:
-    wiki: str
-    lang: str | None
-    title: str
-    url: str
-
-
-@dataclass(frozen=True)
-class Resolution:
-    """Where one article stands in a snapshot: its page (or why none), and its langlinks."""
-
-    wiki: str
-    title: str
-    found: bool
-    as_of: str | None
-    source: str
-    page_id: int | None = None
-    redirected_from: str | None = None
-    links: tuple[Link, ...] = ()
-    reason: str | None = None
-
-    def in_language(self, lang: str) -> Link | None:
-        return next((link for link in self.links if link.lang == lang), None)
+def summary(manifest: dict[str, Any]) -> list[str]:
+    """One line a snapshot of a build's manifest, what `audit langlinks build` reports."""
+    lines = [f"{name}wiki as of {entry['dump_date']}: {entry['links']:,} langlinks, {entry['pages']:,} pages, {entry['redirects']:,} redirects" for name, entry in manifest["wikis"].items()]
+    if wikidata := manifest.get("wikidata"):
+        lines.append(f"wikidata as of {wikidata['dump_date']}: {wikidata['entities']:,} entities, {wikidata['sitelinks']:,} Wikipedia sitelinks")
+    return lines
 
 
 class LanglinksLookup:
@@ -230,6 +340,8 @@ class LanglinksLookup:
             wikis = manifest["wikis"]
             if not isinstance(wikis, dict):
                 raise TypeError("wikis is not a table")
+            if not isinstance(manifest.get("wikidata") or {}, dict):
+                raise TypeError("wikidata is not a table")
         except FileNotFoundError:
             raise LinksError(f"{directory}: no langlinks lookup here ({MANIFEST} missing); build one with `audit langlinks build`") from None
         except (OSError, ValueError, KeyError, TypeError) as error:
@@ -252,10 +364,55 @@ class LanglinksLookup:
     def as_of(self, wiki: str) -> str | None:
         return self.manifest["wikis"].get(wiki, {}).get("dump_date")
 
+    @property
+    def wikidata_as_of(self) -> str | None:
+        """The entity dump's date, None when the lookup was built without one."""
+        return (self.manifest.get("wikidata") or {}).get("dump_date")
+
+    def resolve_qid(self, qid: str) -> Resolution:
+        """A Wikidata item's Wikipedia articles, from the entity dump's sitelinks."""
+        qid = qid.strip().upper()
+        source, as_of = f"wikidata entity dump {self.directory}", self.wikidata_as_of
+        if not is_qid(qid):
+            return Resolution(WIKIDATA, qid, False, as_of, source, qid=qid, reason=f"{qid!r} is not a Wikidata item id (Q and a number, like Q571)")
+        if as_of is None:
+            return Resolution(WIKIDATA, qid, False, None, source, qid=qid, reason="no Wikidata entity dump in this lookup (build it with a wikidata-YYYYMMDD-all.json.gz)")
+        links = self._sitelinks(qid)
+        if not links:
+            return Resolution(WIKIDATA, qid, False, as_of, source, qid=qid, reason=f"no Wikipedia sitelink of {qid} in the Wikidata dump of {as_of} (no such item, or no Wikipedia has its article)")
+        return Resolution(WIKIDATA, qid, True, as_of, source, qid=qid, links=links)
+
+    def _sitelinks(self, qid: str) -> tuple[Link, ...]:
+        rows = self.database.execute("SELECT wiki, title FROM sitelinks WHERE qid = ? ORDER BY wiki", (qid,)).fetchall()
+        return tuple(link_to(wiki, title) for wiki, title in rows)
+
+    def _by_sitelink(self, wiki: str, title: str, redirected_from: str | None = None) -> Resolution | None:
+        """The answer of the item whose sitelink names (wiki, title), when the SQL dumps had none."""
+        if self.wikidata_as_of is None:
+            return None
+        keys = (page_title(title), sitelink_title(title))
+        row = self.database.execute("SELECT qid, title FROM sitelinks WHERE wiki = ? AND title IN (?, ?) ORDER BY length(qid), qid LIMIT 1", (wiki, *keys)).fetchone()
+        if row is None:
+            return None
+        qid, key = row
+        links = tuple(link for link in self._sitelinks(qid) if link.wiki != wiki)
+        source = f"wikidata entity dump {self.directory} (sitelinks of {qid})"
+        return Resolution(wiki, display_title(key), True, self.wikidata_as_of, source, redirected_from=redirected_from, links=links, qid=qid)
+
+    def _no_sitelink(self, wiki: str, title: str) -> str:
+        if self.wikidata_as_of is None:
+            return ""
+        return f"; no item of the Wikidata dump of {self.wikidata_as_of} has a sitelink to {wiki}:{display_title(title)!r}"
+
     def resolve(self, wiki: str, title: str) -> Resolution:
+        """An article's langlinks from the SQL dumps, or else from the Wikidata item whose
+        sitelink names it."""
         source = f"langlinks dump {self.directory}"
         if wiki not in self.manifest["wikis"]:
-            return Resolution(wiki, title, False, None, source, reason=f"no {wiki} dump in this lookup (it has {', '.join(self.wikis)})")
+            if found := self._by_sitelink(wiki, title):
+                return found
+            held = ", ".join(self.wikis) or "none"
+            return Resolution(wiki, title, False, self.wikidata_as_of, source, reason=f"no {wiki} dump in this lookup (it has {held}){self._no_sitelink(wiki, title)}")
         key, as_of = page_title(title), self.as_of(wiki)
         page = self.database.execute("SELECT page_id, redirect FROM pages WHERE wiki = ? AND title = ?", (wiki, key)).fetchone()
         redirected_from = None
@@ -266,16 +423,12 @@ class LanglinksLookup:
             redirected_from, key = display_title(key), target[0]
             page = self.database.execute("SELECT page_id, redirect FROM pages WHERE wiki = ? AND title = ?", (wiki, key)).fetchone()
         if page is None:
+            if found := self._by_sitelink(wiki, key if redirected_from else title, redirected_from):
+                return found
             has_pages = self.manifest["wikis"][wiki].get("pages", 0) > 0
             reason = f"no article {display_title(key)!r} in the {wiki} page dump" if has_pages else f"the lookup has no {wiki} page dump to find {display_title(key)!r} by title"
-            return Resolution(wiki, title, False, as_of, source, reason=reason)
+            return Resolution(wiki, title, False, as_of, source, reason=reason + self._no_sitelink(wiki, key))
         rows = self.database.execute("SELECT lang, title FROM links WHERE wiki = ? AND page_id = ? ORDER BY lang", (wiki, page[0])).fetchall()
-        links = tuple(Link(prefix, _language(prefix), linked, article_url(prefix, linked)) for prefix, linked in rows)
+        links = tuple(link_to(code, linked) for code, linked in rows)
         return Resolution(wiki, display_title(key), True, as_of, source, page_id=page[0], redirected_from=redirected_from, links=links)
 
-
-def _language(prefix: str) -> str | None:
-    try:
-        return wiki_language(prefix)
-    except WikiError:
-        return None

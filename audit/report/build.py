@@ -11,6 +11,7 @@ from typing import Any
 from audit.auditfile import AuditFile, AuditFileError
 from audit.evaluate.stratify import STRATA, Exposure, ExposureError, read_exposure
 from audit.items import Item, Variant
+from audit.report.premise import premise_section
 from audit.text import normalize
 
 TEXT_FIELDS = ("question", "answer", "context")
@@ -90,8 +91,10 @@ def report_data(audit: AuditFile, audit_path: str, evaluation: dict[str, Any] | 
             "signal_runs": manifest.get("signal_runs") or [],
             "policy": {k: manifest["policy"][k] for k in ("name", "source", "hash")},
             "config_hash": manifest["config_hash"],
+            "links": manifest.get("links"),
         },
         "exposure": exposure_section(audit, labels),
+        "premise": premise_section(audit),
         "evaluation": evaluation,
     }
 

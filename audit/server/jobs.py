@@ -22,6 +22,7 @@ import tomllib
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, fields
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +60,8 @@ class Job:
     policy: str | None = None
     mapping: str | None = None
     source_lang: str | None = None
+    links: list[str] | None = None
+    as_of: str | None = None
     status: str = QUEUED
     submitted: str = field(default_factory=utc_timestamp)
     finished: str | None = None
@@ -102,8 +105,10 @@ class JobManager:
         workers: int = 1,
         max_pending: int = 16,
         check_workers: int | None = None,
+        links: dict[str, Any] | None = None,
     ) -> None:
         self.root = Path(root)
+        self.links = links or {}
         (self.root / "policies").mkdir(parents=True, exist_ok=True)
         self.corpora = corpora
         self.policy = policy or load_policy(None)
@@ -126,6 +131,10 @@ class JobManager:
                 continue
             if job.index not in self.corpora:
                 self._update(job, status=FAILED, error=f"the server restarted without index {job.index!r}", finished=utc_timestamp())
+                continue
+            lost = [name for name in job.links or [] if name not in self.links]
+            if lost:
+                self._update(job, status=FAILED, error=f"the server restarted without link source(s) {', '.join(lost)}", finished=utc_timestamp())
                 continue
             self._update(job, status=QUEUED, done=0, restarts=job.restarts + 1)
             self._pool.submit(self._run, job)
@@ -157,7 +166,7 @@ class JobManager:
 
     def submit(
         self, index: str, benchmark: bytes, filename: str, fmt: str | None, langs: str | None, policy: str | None = None,
-        mapping: str | None = None, source_lang: str | None = None,
+        mapping: str | None = None, source_lang: str | None = None, links: str | None = None, as_of: str | None = None,
     ) -> Job:
         if index not in self.corpora:
             raise JobError(f"unknown index {index!r}; audit jobs run on {', '.join(sorted(self.corpora)) or 'no index'}", 404)
@@ -178,6 +187,17 @@ class JobManager:
             lang = normalise_lang(source_lang) if source_lang else None
         except ValueError as error:
             raise JobError(f"source_lang: {error}") from None
+        sources = [name.strip() for name in links.split(",") if name.strip()] if links else None
+        unknown = [name for name in sources or [] if name not in self.links]
+        if unknown:
+            raise JobError(f"links: {', '.join(unknown)} is not a link source of this server (it has {', '.join(sorted(self.links)) or 'none'}; `audit serve --links`)")
+        if as_of is not None:
+            try:
+                as_of = date.fromisoformat(as_of).isoformat()
+            except ValueError:
+                raise JobError(f"as_of: {as_of!r} is not a date (YYYY-MM-DD)") from None
+            if not sources:
+                raise JobError("as_of: applies to the langlinks signal, which runs only with links=")
         digest = self.policy_for(policy).digest
         name = upload_name(filename)
         with self._lock:
@@ -186,7 +206,7 @@ class JobManager:
                 raise JobError(f"{pending} jobs are already waiting or running; try again later", 429)
             job = Job(
                 id=uuid.uuid4().hex[:16], index=index, format=fmt, langs=wanted, benchmark=name, policy=digest,
-                mapping=mapping or None, source_lang=lang,
+                mapping=mapping or None, source_lang=lang, links=sources, as_of=as_of,
             )
             self._jobs[job.id] = job
         directory = self.root / job.id
@@ -245,7 +265,9 @@ class JobManager:
     def _audit(self, job: Job, benchmark: Path) -> dict[str, Any]:
         corpus = self.corpora[job.index]
         policy = self.policy_for(job.policy)
-        runners, runs = plan([corpus], None, configure(policy.settings), policy.rules)
+        sources = [self.links[name] for name in job.links or []]
+        cutoff = date.fromisoformat(job.as_of) if job.as_of else None
+        runners, runs = plan([corpus], None, configure(policy.settings), policy.rules, sources, cutoff)
         options = ReadOptions(parse_inline(job.mapping, "map") if job.mapping else None, job.source_lang)
         report = load_benchmark(benchmark, job.format, options=options)
         if job.langs:
@@ -253,6 +275,9 @@ class JobManager:
             if missing:
                 raise ValueError(f"langs: the benchmark has no {', '.join(missing)} variants (it has {', '.join(report.languages)})")
         self._update(job, total=sum(1 for item in report.items for lang in item.variants if not job.langs or lang in job.langs))
+        for runner in runners:
+            if runner.prepare is not None:
+                runner.prepare(report.items, job.langs, lambda description, total: lambda done: None)
         records = check_items(
             report.items,
             runners,
@@ -261,7 +286,8 @@ class JobManager:
             workers=self.check_workers,
             on_done=lambda: self._advance(job),
         )
-        manifest = audit_manifest(["audit", "serve", "job", job.id], report, benchmark, [corpus.info], runs, policy, job.langs, records)
+        links = {"sources": [source.describe() for source in sources], "as_of": job.as_of} if sources else None
+        manifest = audit_manifest(["audit", "serve", "job", job.id], report, benchmark, [corpus.info], runs, policy, job.langs, records, links)
         write_audit(self.root / job.id / "audit.jsonl", manifest, records)
         return manifest["summary"]
 

@@ -5,6 +5,7 @@ import argparse
 import socket
 import sys
 from pathlib import Path
+from typing import Any
 
 from audit.corpora.api import ApiCorpus, ApiOptions
 from audit.corpora.client import ClientSettings, InfiniGramClient
@@ -14,6 +15,8 @@ from audit.corpora.protocol import MAX_QUERY_CHARS, MAX_QUERY_TOKENS
 from audit.corpora.registry import DEFAULT_REGISTRY, CorpusError, read_registry
 from audit.exposure import Policy, PolicyError, load_policy
 from audit.indexing import IndexBuildError
+from audit.links.model import LinksError
+from audit.links.sources import open_links
 from audit.paths import cache_dir
 from audit.server.app import ServerLimits, create_app
 from audit.server.engine import Limits, ServedIndex, Tokenizer
@@ -79,6 +82,7 @@ def serve(
     jobs_dir: Path | None = None,
     job_workers: int = 1,
     policy: Policy | None = None,
+    links: dict[str, Any] | None = None,
     announce=print,
 ) -> None:
     """Serve until interrupted.  Port 0 binds a free port; the bound address is announced
@@ -97,7 +101,7 @@ def serve(
     own_url = f"http://{_loopback(host)}:{bound}/"
     corpora = {name: s.local if s.local is not None else _through_protocol(own_url, name) for name, s in indexes.items()}
     try:
-        jobs = JobManager(jobs_dir or cache_dir() / "jobs", corpora, policy=policy, workers=job_workers)
+        jobs = JobManager(jobs_dir or cache_dir() / "jobs", corpora, policy=policy, workers=job_workers, links=links)
     except JobError as error:
         raise ServeError(str(error)) from None
     app = create_app(indexes, jobs, limits)
@@ -150,7 +154,20 @@ def parser() -> argparse.ArgumentParser:
     parse.add_argument("--jobs-dir", type=Path, help="where audit jobs keep their files [default: CACHE/jobs]")
     parse.add_argument("--job-workers", type=int, default=1, help="audit jobs run at once")
     parse.add_argument("--policy", type=Path, help="policy TOML for audit jobs that name none, merged over the built-in one")
+    parse.add_argument("--links", action="append", default=[], help="a link source audit jobs may name (links=NAME): wikipedia-api, a registry [links.NAME] entry, or a lookup directory (repeatable)")
+    parse.add_argument("--offline", action="store_true", help="link sources answer from their caches only")
     return parse
+
+
+def load_links(values: list[str], registry: Path | None, offline: bool) -> dict[str, Any]:
+    """Link sources by the name jobs give them (their own name: a directory's, an entry's)."""
+    sources: dict[str, Any] = {}
+    for value in values:
+        source = open_links(value, registry, offline=offline)
+        if source.name in sources:
+            raise ServeError(f"--links {value}: a source named {source.name!r} is given already")
+        sources[source.name] = source
+    return sources
 
 
 def check_limits(args: argparse.Namespace) -> None:
@@ -180,9 +197,10 @@ def main(argv: list[str] | None = None) -> int:
             jobs_dir=args.jobs_dir,
             job_workers=args.job_workers,
             policy=load_policy(args.policy) if args.policy else None,
+            links=load_links(args.links, args.registry, args.offline),
             announce=lambda line: print(line, flush=True),
         )
-    except (ServeError, CorpusError, PolicyError) as error:
+    except (ServeError, CorpusError, PolicyError, LinksError) as error:
         print(f"audit serve: {error}", file=sys.stderr)
         return 2
     except OSError as error:

@@ -10,12 +10,15 @@ A signal is registered with:
 - `run`, which returns the evidence for one (item, language) from what `attach` gave, its
   parameters and the policy's rules on its fields for that source;
 - the fields it reports for an item (they depend on the item's kind);
-- its granularity: per variant (the n-gram signal), once per item, or in batches.
+- its granularity: per variant (the n-gram signal), once per item, or in batches (the langlinks
+  signal resolves every item's article in batches before any variant is checked: `prepare`);
+- what it asks: a corpus (`--corpus`), or a wiki snapshot (`--links`).
 """
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import date
 from enum import StrEnum
 from functools import partial
 from typing import Any
@@ -25,13 +28,20 @@ from pydantic import Field, create_model
 from audit.evidence import FAILED, Evidence, SignalRun
 from audit.items import Item
 from audit.rules import FieldRules, Table
-from audit.signals import minhash, ngram
+from audit.signals import langlinks, minhash, ngram
 
 
 class Granularity(StrEnum):
     VARIANT = "variant"
     ITEM = "item"
     BATCH = "batch"
+
+
+class Asks(StrEnum):
+    """What a signal's sources are: corpora (`--corpus`) or link sources (`--links`)."""
+
+    CORPUS = "corpus"
+    LINKS = "links"
 
 
 @dataclass(frozen=True)
@@ -51,6 +61,7 @@ class Signal:
     granularity: Granularity
     attach: Callable[[Any], Any]
     run: Callable[..., list[Evidence]]
+    asks: Asks = Asks.CORPUS
 
 
 SIGNALS: dict[str, Signal] = {
@@ -73,6 +84,17 @@ SIGNALS: dict[str, Signal] = {
         granularity=Granularity.VARIANT,
         attach=lambda corpus: _skip_unsupported(minhash.index_for, minhash.Unsupported, corpus),
         run=minhash.run,
+    ),
+    langlinks.NAME: Signal(
+        name=langlinks.NAME,
+        description="whether an article on the item's subject existed in each language's Wikipedia (at the cutoff, with --as-of): langlinks dumps, the MediaWiki API, Wikidata sitelinks",
+        config=langlinks.LanglinksConfig,
+        rules=langlinks.Rules,
+        fields=langlinks.fields_for,
+        granularity=Granularity.BATCH,
+        attach=lambda source: source,
+        run=langlinks.run,
+        asks=Asks.LINKS,
     ),
 }
 
@@ -115,6 +137,7 @@ class Runner:
     source: str
     fields: Callable[[Item], tuple[str, ...]]
     ask: Callable[[Item, str], list[Evidence]]
+    prepare: Callable[..., None] | None = None
 
     def __call__(self, item: Item, lang: str) -> list[Evidence]:
         try:
@@ -139,32 +162,54 @@ def parse_signals(option: str | None) -> list[str] | None:
     return names
 
 
-def plan(corpora: list[Any], wanted: list[str] | None, configs: dict[str, Any], rules: Mapping[str, Mapping[str, FieldRules]] | None = None) -> tuple[list[Runner], list[SignalRun]]:
-    """A runner for every (signal, corpus) pair that can run, and a record of every pair. A
-    signal asked for by name that no corpus supports is an error; by default it is skipped, and
+def plan(
+    corpora: list[Any],
+    wanted: list[str] | None,
+    configs: dict[str, Any],
+    rules: Mapping[str, Mapping[str, FieldRules]] | None = None,
+    links: list[Any] | None = None,
+    cutoff: date | None = None,
+) -> tuple[list[Runner], list[SignalRun]]:
+    """A runner for every (signal, source) pair that can run, and a record of every pair. A
+    signal asked for by name that no source supports is an error; by default it is skipped, and
     the manifest says why.  Each runner is given the policy's `rules` on its signal's fields
-    for its corpus, so a signal whose source answers slowly can ask only what decides them."""
+    for its source, so a signal whose source answers slowly can ask only what decides them.
+    Corpus signals ask every corpus, link signals every link source (`links`, judged at
+    `cutoff`)."""
     runners, runs = [], []
     for name in wanted or list(SIGNALS):
         signal = SIGNALS[name]
-        for corpus in corpora:
-            try:
-                attached = signal.attach(corpus)
-            except Exception as error:  # a damaged index beside a corpus fails that signal's evidence, not the run
-                runners.append(Runner(name, corpus.info.name, signal.fields, partial(_raise, error)))
-                runs.append(SignalRun(name, corpus.info.name, ran=True, reason=f"failed: {error}"))
-                continue
-            if isinstance(attached, Skip):
-                runs.append(SignalRun(name, corpus.info.name, ran=False, reason=attached.reason))
-                continue
-            mine = {field: table.for_source(corpus.info.name) for field, table in (rules or {}).get(name, {}).items()}
-            ask = partial(signal.run, attached, config=configs[name], rules=mine)
-            runners.append(Runner(name, corpus.info.name, signal.fields, ask))
-            runs.append(SignalRun(name, corpus.info.name, ran=True))
+        if signal.asks is Asks.LINKS:
+            for source in links or []:
+                checker = langlinks.LinkChecker(source, cutoff, configs[name].ask_created)
+                runners.append(Runner(name, source.name, signal.fields, partial(signal.run, checker, config=configs[name]), checker.prepare))
+                runs.append(SignalRun(name, source.name, ran=True))
+            if not links:
+                runs.append(SignalRun(name, "", ran=False, reason="no link source (--links)"))
+        else:
+            for corpus in corpora:
+                runner, run = _corpus_runner(signal, corpus, configs[name], rules)
+                runs.append(run)
+                if runner is not None:
+                    runners.append(runner)
         if wanted and not any(run.ran for run in runs if run.signal == name):
+            if signal.asks is Asks.LINKS:
+                raise SignalError(f"--signals {name}: it asks a link source, and none is given (--links)")
             reasons = "; ".join(f"{run.source}: {run.reason}" for run in runs if run.signal == name)
             raise SignalError(f"--signals {name}: no corpus supports it ({reasons})")
     return runners, runs
+
+
+def _corpus_runner(signal: Signal, corpus: Any, config: Any, rules: Mapping[str, Mapping[str, FieldRules]] | None) -> tuple[Runner | None, SignalRun]:
+    name = signal.name
+    try:
+        attached = signal.attach(corpus)
+    except Exception as error:  # a damaged index beside a corpus fails that signal's evidence, not the run
+        return Runner(name, corpus.info.name, signal.fields, partial(_raise, error)), SignalRun(name, corpus.info.name, ran=True, reason=f"failed: {error}")
+    if isinstance(attached, Skip):
+        return None, SignalRun(name, corpus.info.name, ran=False, reason=attached.reason)
+    mine = {field: table.for_source(corpus.info.name) for field, table in (rules or {}).get(name, {}).items()}
+    return Runner(name, corpus.info.name, signal.fields, partial(signal.run, attached, config=config, rules=mine)), SignalRun(name, corpus.info.name, ran=True)
 
 
 def configure(settings: dict[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,231 @@
+"""Where `audit check --links` gets its answers: a lookup built from dumps, or the Wikimedia APIs
+behind a persistent cache.  Both answer the same two questions, so the signal never knows which
+it asked: which Wikipedias hold these articles (`resolve`), and when each linked article was
+created (`created`, for `--as-of`).
+
+`--links` names a lookup directory, the built-in `wikipedia-api`, or an entry of the registry
+file's `[links.NAME]` tables (another endpoint, cache or request rate):
+
+    [links.mirror]
+    backend = "api"
+    endpoint = "http://127.0.0.1:8080/{wiki}/w/api.php"
+    wikidata_endpoint = "http://127.0.0.1:8080/wikidata/w/api.php"
+    cache = "cache/links.sqlite"
+    min_interval = 0.5
+
+    [links.july-2023]
+    backend = "dump"
+    path = "langlinks-20230701"       # built by `audit langlinks build`
+"""
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, Protocol
+
+from audit.errors import UnreadableFile, read_text_file
+from audit.links.cache import LinksCache
+from audit.links.dump import LanglinksLookup
+from audit.links.model import Answers, Article, LinksError, Resolution
+from audit.paths import cache_dir
+
+API = "wikipedia-api"
+DEFAULT_ENDPOINT = "https://{wiki}.wikipedia.org/w/api.php"
+DEFAULT_WIKIDATA = "https://www.wikidata.org/w/api.php"
+MAX_AGE_DAYS = 30
+Progress = Callable[[int], None]
+
+
+class LinkSource(Protocol):
+    name: str
+
+    def describe(self) -> dict[str, Any]: ...
+
+    def resolve(self, articles: Sequence[Article], on_done: Progress = ...) -> Answers: ...
+
+    def created(self, pages: Sequence[tuple[str, str]], on_done: Progress = ...) -> tuple[dict[tuple[str, str], str | None], dict[tuple[str, str], str]]: ...
+
+
+def _nothing(done: int) -> None:
+    """A progress callback that shows nothing."""
+
+
+class DumpSource:
+    """A lookup built from langlinks (and Wikidata entity) dumps: answers as of each dump's
+    date, offline.  Dumps carry no creation dates."""
+
+    def __init__(self, lookup: LanglinksLookup, name: str) -> None:
+        self.lookup, self.name = lookup, name
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "backend": "dump", "path": str(self.lookup.directory.resolve()), "wikis": {wiki: self.lookup.as_of(wiki) for wiki in self.lookup.wikis}}
+
+    def resolve(self, articles: Sequence[Article], on_done: Progress = _nothing) -> Answers:
+        answers = Answers()
+        for article in articles:
+            if article.qid:
+                answers.found[article] = self.lookup.resolve_qid(article.qid)
+            else:
+                answers.found[article] = self.lookup.resolve(article.wiki or "", article.title or "")
+            on_done(1)
+        return answers
+
+    def created(self, pages: Sequence[tuple[str, str]], on_done: Progress = _nothing) -> tuple[dict[tuple[str, str], str | None], dict[tuple[str, str], str]]:
+        on_done(len(pages))
+        return {}, {page: "a dump records no creation dates (use --links wikipedia-api with --as-of)" for page in pages}
+
+
+@dataclass(frozen=True)
+class ApiSettings:
+    """An API entry's keys; the HTTP ones pass to the clients as they are."""
+
+    endpoint: str = DEFAULT_ENDPOINT
+    wikidata_endpoint: str = DEFAULT_WIKIDATA
+    cache: Path | None = None
+    max_age_days: int = MAX_AGE_DAYS
+    http: dict[str, Any] = field(default_factory=dict)
+
+
+class ApiSource:
+    """The MediaWiki API for titles and the Wikidata API for entity ids, each answer cached.
+    Offline, only the cache answers; what it lacks is an error (unknown), never absent."""
+
+    def __init__(self, name: str, settings: ApiSettings, *, offline: bool = False) -> None:
+        from audit.links.api import HttpSettings, MediaWikiApi, WikidataApi
+
+        http = HttpSettings(**settings.http)
+        self.name, self.settings, self.offline = name, settings, offline
+        self.cache = LinksCache(settings.cache or cache_dir() / "langlinks-cache.sqlite")
+        self.wikipedia = MediaWikiApi(settings.endpoint, http)
+        self.wikidata = WikidataApi(settings.wikidata_endpoint, http)
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "name": self.name, "backend": "api", "endpoint": self.settings.endpoint, "wikidata_endpoint": self.settings.wikidata_endpoint,
+            "cache": str(self.cache.path), "offline": self.offline, "max_age_days": self.settings.max_age_days,
+        }
+
+    def resolve(self, articles: Sequence[Article], on_done: Progress = _nothing) -> Answers:
+        answers, missing = Answers(), []
+        for article in dict.fromkeys(articles):
+            cached = self.cache.get(self.name, article, None if self.offline else self.settings.max_age_days)
+            if cached is not None:
+                answers.found[article] = cached
+                on_done(1)
+            elif self.offline:
+                answers.errors[article] = "offline, and the langlinks cache has no answer for it"
+                on_done(1)
+            else:
+                missing.append(article)
+        by_wiki: dict[str, list[Article]] = {}
+        for article in missing:
+            by_wiki.setdefault("wikidata" if article.qid else article.wiki or "", []).append(article)
+        for wiki, asked in by_wiki.items():
+            fetched = self.wikidata.sitelinks([a.qid or "" for a in asked]) if wiki == "wikidata" else self.wikipedia.langlinks(wiki, [a.title or "" for a in asked])
+            for article, resolution in fetched.found.items():
+                self.cache.put(self.name, article, resolution)
+            answers.found.update(fetched.found)
+            answers.errors.update(fetched.errors)
+            on_done(len(asked))
+        return answers
+
+    def created(self, pages: Sequence[tuple[str, str]], on_done: Progress = _nothing) -> tuple[dict[tuple[str, str], str | None], dict[tuple[str, str], str]]:
+        dates: dict[tuple[str, str], str | None] = {}
+        errors: dict[tuple[str, str], str] = {}
+        for wiki, title in dict.fromkeys(pages):
+            cached, when = self.cache.get_created(wiki, title)
+            if cached:
+                dates[wiki, title] = when
+            elif self.offline:
+                errors[wiki, title] = "offline, and the langlinks cache has no creation date for it"
+            else:
+                try:
+                    when = self.wikipedia.created(wiki, [title]).get(title)
+                except LinksError as error:
+                    errors[wiki, title] = str(error)
+                else:
+                    dates[wiki, title] = when
+                    if when is not None:
+                        self.cache.put_created(wiki, title, when)
+            on_done(1)
+        return dates, errors
+
+
+_API_KEYS = {f.name for f in fields(ApiSettings)} - {"http"}
+_HTTP_KEYS = {"timeout", "attempts", "backoff", "max_backoff", "min_interval", "maxlag", "user_agent", "max_response_bytes"}
+
+
+def _entry(registry: Path, name: str, table: Any, offline: bool) -> LinkSource:
+    where = f"{registry}: links.{name}"
+    if not isinstance(table, dict):
+        raise LinksError(f"{where}: must be a table")
+    backend = table.get("backend")
+    if backend == "dump":
+        unknown = set(table) - {"backend", "path", "description"}
+        if unknown or not isinstance(table.get("path"), str):
+            raise LinksError(f"{where}: a dump entry has backend, path (a lookup directory) and description" + (f"; unknown key(s) {', '.join(sorted(unknown))}" if unknown else ""))
+        return DumpSource(LanglinksLookup.open(registry.parent / table["path"]), name)
+    if backend != "api":
+        raise LinksError(f"{where}.backend: {backend!r} is not one of api, dump")
+    unknown = set(table) - _API_KEYS - _HTTP_KEYS - {"backend", "description"}
+    if unknown:
+        raise LinksError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
+    for key in ("endpoint", "wikidata_endpoint"):
+        if key in table and (not isinstance(table[key], str) or not table[key].startswith(("http://", "https://"))):
+            raise LinksError(f"{where}.{key}: {table[key]!r} is not an http(s) URL")
+    if "{wiki}" not in table.get("endpoint", DEFAULT_ENDPOINT):
+        raise LinksError(f"{where}.endpoint: must contain {{wiki}}, where the wiki's prefix goes")
+    cache = table.get("cache")
+    if cache is not None and not isinstance(cache, str):
+        raise LinksError(f"{where}.cache must be a file path")
+    settings = ApiSettings(
+        endpoint=table.get("endpoint", DEFAULT_ENDPOINT),
+        wikidata_endpoint=table.get("wikidata_endpoint", DEFAULT_WIKIDATA),
+        cache=registry.parent / cache if cache else None,
+        max_age_days=table.get("max_age_days", MAX_AGE_DAYS),
+        http={key: table[key] for key in _HTTP_KEYS if key in table},
+    )
+    try:
+        return ApiSource(name, settings, offline=offline)
+    except (TypeError, ValueError) as error:
+        raise LinksError(f"{where}: {error}") from None
+
+
+def _registry_links(registry: Path | None) -> tuple[Path | None, dict[str, Any]]:
+    path = registry or (Path("indexes/corpora.toml") if Path("indexes/corpora.toml").exists() else None)
+    if path is None:
+        return None, {}
+    try:
+        data = tomllib.loads(read_text_file(path, "registry file"))
+    except UnreadableFile as error:
+        raise LinksError(str(error)) from None
+    except tomllib.TOMLDecodeError as error:
+        raise LinksError(f"{path}: not valid TOML ({error})") from None
+    links = data.get("links", {})
+    if not isinstance(links, dict):
+        raise LinksError(f"{path}: links must be a table of entries")
+    return path, links
+
+
+def open_links(value: str, registry: Path | None = None, *, offline: bool = False) -> LinkSource:
+    """The source a `--links` value names: a registry entry, `wikipedia-api`, or a lookup
+    directory (a damaged one is an error here, before any item is checked)."""
+    path, entries = _registry_links(registry)
+    if path is not None and value in entries:
+        return _entry(path, value, entries[value], offline)
+    if value == API:
+        return ApiSource(API, ApiSettings(), offline=offline)
+    directory = Path(value)
+    if directory.is_dir():
+        return DumpSource(LanglinksLookup.open(directory), directory.resolve().name)
+    known = ", ".join([API, *entries])
+    raise LinksError(f"--links {value}: not {known}, nor a lookup directory built by `audit langlinks build`")
+
+
+def resolution_error(article: Article, answers: Answers) -> tuple[Resolution | None, str | None]:
+    """An article's answer, or why there is none."""
+    if article in answers.found:
+        return answers.found[article], None
+    return None, answers.errors.get(article, "the source gave no answer for it")
