@@ -22,6 +22,7 @@ from typing import Any
 import requests
 
 from audit.corpora.cache import ResponseCache
+from audit.responses import OversizeResponse, read_limited
 
 PUBLIC_ENDPOINT = "https://api.infini-gram.io/"
 COOLDOWN_SECONDS = 30.0
@@ -153,19 +154,10 @@ class InfiniGramClient:
         raise ApiUnavailable(f"{where}: no answer after {settings.attempts} attempts; last: {failure}")
 
     def _read(self, response: requests.Response, where: str) -> bytes:
-        limit = self.settings.max_response_bytes
-        declared = response.headers.get("Content-Length")
-        if declared and declared.isdigit() and int(declared) > limit:
-            response.close()
-            raise ApiResponseError(f"{where}: response of {int(declared)} bytes is over the limit of {limit} bytes")
-        chunks, size = [], 0
-        for chunk in response.iter_content(chunk_size=1 << 16):
-            size += len(chunk)
-            if size > limit:
-                response.close()
-                raise ApiResponseError(f"{where}: response is over the limit of {limit} bytes")
-            chunks.append(chunk)
-        return b"".join(chunks)
+        try:
+            return read_limited(response, self.settings.max_response_bytes)
+        except OversizeResponse as error:
+            raise ApiResponseError(f"{where}: {error}") from None
 
     @staticmethod
     def _parse(body: bytes, status: int, where: str) -> dict[str, Any]:

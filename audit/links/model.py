@@ -9,6 +9,7 @@ and the signal reads it as unknown.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from functools import cache
 from typing import Any
 from urllib.parse import quote
 
@@ -103,9 +104,16 @@ def link_to(code: str, title: str, url: str | None = None, created: str | None =
     """A link from what a backend calls the other wiki: an interwiki prefix (`no`, `zh-yue`, as
     older dumps have it) or a language code (`nb`, `yue`, as the API and newer dumps have it);
     both name the same wiki."""
+    wiki, lang = _wiki_and_language(code)
+    return Link(wiki, lang, display_title(title), url or article_url(wiki, title), created)
+
+
+@cache
+def _wiki_and_language(code: str) -> tuple[str, str | None]:
+    """Cached: a wiki's answer lists a few hundred codes, and a code no table knows (`sh`,
+    `jbo`) costs a did-you-mean search each time it is looked up."""
     try:
         lang = wiki_language(code)
     except WikiError:
         lang = None
-    wiki = wiki_for(lang) if lang else code.strip().lower()
-    return Link(wiki, lang, display_title(title), url or article_url(wiki, title), created)
+    return (wiki_for(lang) if lang else code.strip().lower()), lang
