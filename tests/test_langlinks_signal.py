@@ -216,3 +216,21 @@ def test_a_server_job_runs_the_langlinks_signal_on_a_named_source(lookup, wiki_i
             assert evidence["figures"]["existed"] is True and german[item.item_id]["exposure"] == "seen"
         else:  # absent in July 2023 says nothing of June 2024
             assert evidence["status"] == "unknown" and german[item.item_id]["exposure"] != "unseen"
+
+
+def test_registry_link_entries_are_checked_key_by_key(tmp_path):
+    from audit.links.model import LinksError
+    from audit.links.sources import open_links
+
+    registry = tmp_path / "corpora.toml"
+    for table, message in (
+        ('backend = "api"\nmax_age_days = -1\n', "links.x.max_age_days must be a whole number of days"),
+        ('backend = "api"\nendpoint = "ftp://x/{wiki}"\n', "links.x.endpoint: 'ftp://x/{wiki}' is not an http(s) URL"),
+        ('backend = "api"\nmin_interval = -1.0\n', "links.x:"),
+        ('backend = "dump"\n', "a dump entry has backend, path"),
+        ('backend = "wiki"\n', "links.x.backend: 'wiki' is not one of api, dump"),
+    ):
+        registry.write_text("[links.x]\n" + table, encoding="utf-8")
+        with pytest.raises(LinksError) as raised:
+            open_links("x", registry)
+        assert message in str(raised.value) and str(registry) in str(raised.value)

@@ -28,7 +28,7 @@ from typing import Any, Protocol
 from audit.errors import UnreadableFile, read_text_file
 from audit.links.cache import LinksCache
 from audit.links.dump import LanglinksLookup
-from audit.links.model import Answers, Article, LinksError, Resolution
+from audit.links.model import Answers, Article, LinksError
 from audit.paths import cache_dir
 
 API = "wikipedia-api"
@@ -180,11 +180,14 @@ def _entry(registry: Path, name: str, table: Any, offline: bool) -> LinkSource:
     cache = table.get("cache")
     if cache is not None and not isinstance(cache, str):
         raise LinksError(f"{where}.cache must be a file path")
+    max_age = table.get("max_age_days", MAX_AGE_DAYS)
+    if not isinstance(max_age, int) or isinstance(max_age, bool) or max_age < 0:
+        raise LinksError(f"{where}.max_age_days must be a whole number of days, 0 or more")
     settings = ApiSettings(
         endpoint=table.get("endpoint", DEFAULT_ENDPOINT),
         wikidata_endpoint=table.get("wikidata_endpoint", DEFAULT_WIKIDATA),
         cache=registry.parent / cache if cache else None,
-        max_age_days=table.get("max_age_days", MAX_AGE_DAYS),
+        max_age_days=max_age,
         http={key: table[key] for key in _HTTP_KEYS if key in table},
     )
     try:
@@ -223,9 +226,3 @@ def open_links(value: str, registry: Path | None = None, *, offline: bool = Fals
     known = ", ".join([API, *entries])
     raise LinksError(f"--links {value}: not {known}, nor a lookup directory built by `audit langlinks build`")
 
-
-def resolution_error(article: Article, answers: Answers) -> tuple[Resolution | None, str | None]:
-    """An article's answer, or why there is none."""
-    if article in answers.found:
-        return answers.found[article], None
-    return None, answers.errors.get(article, "the source gave no answer for it")
