@@ -22,7 +22,8 @@ from typing import Any
 import requests
 
 from audit.corpora.cache import ResponseCache
-from audit.responses import OversizeResponse, read_limited
+from audit.responses import OversizeResponse, backoff_delay, read_limited, snippet
+from audit.responses import retry_after as parse_retry_after
 
 PUBLIC_ENDPOINT = "https://api.infini-gram.io/"
 COOLDOWN_SECONDS = 30.0
@@ -144,13 +145,13 @@ class InfiniGramClient:
                 failure = f"{type(error).__name__}: {error}"
             else:
                 if response.status_code >= 500 or response.status_code == 429:
-                    failure = f"HTTP {response.status_code}: {_snippet(body)}"
-                    retry_after = _seconds(response.headers.get("Retry-After"))
+                    failure = f"HTTP {response.status_code}: {snippet(body)}"
+                    retry_after = parse_retry_after(response.headers.get("Retry-After"))
                 else:
                     return self._parse(body, response.status_code, where)
             if attempt < settings.attempts:
                 self._count("retries")
-                self._sleep(self._delay(attempt, retry_after))
+                self._sleep(backoff_delay(attempt, settings.backoff, settings.max_backoff, self._rng, retry_after))
         raise ApiUnavailable(f"{where}: no answer after {settings.attempts} attempts; last: {failure}")
 
     def _read(self, response: requests.Response, where: str) -> bytes:
@@ -164,33 +165,14 @@ class InfiniGramClient:
         try:
             data = json.loads(body)
         except (json.JSONDecodeError, UnicodeDecodeError):
-            raise ApiResponseError(f"{where}: HTTP {status} response is not JSON: {_snippet(body)}") from None
+            raise ApiResponseError(f"{where}: HTTP {status} response is not JSON: {snippet(body)}") from None
         if not isinstance(data, dict):
             raise ApiResponseError(f"{where}: HTTP {status} response is a JSON {type(data).__name__}, not an object")
         if "error" in data:
             raise ApiQueryError(f"{where}: {data['error']}")
         if status >= 400:
-            raise ApiQueryError(f"{where}: HTTP {status}: {_snippet(body)}")
+            raise ApiQueryError(f"{where}: HTTP {status}: {snippet(body)}")
         return data
-
-    def _delay(self, attempt: int, retry_after: float | None) -> float:
-        """Exponential backoff with jitter (half fixed, half random), at most `max_backoff`;
-        a server's Retry-After is honoured within the same cap."""
-        base = min(self.settings.max_backoff, self.settings.backoff * 2 ** (attempt - 1))
-        delay = base / 2 + self._rng.uniform(0, base / 2)
-        return min(self.settings.max_backoff, max(delay, retry_after or 0.0))
-
-
-def _snippet(body: bytes, limit: int = 200) -> str:
-    text = body[:limit].decode("utf-8", errors="replace")
-    return text + ("..." if len(body) > limit else "")
-
-
-def _seconds(value: str | None) -> float | None:
-    try:
-        return float(value) if value is not None else None
-    except ValueError:
-        return None
 
 
 def probe(client: InfiniGramClient) -> tuple[bool, str]:

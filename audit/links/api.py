@@ -21,8 +21,6 @@ import time
 import unicodedata
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
@@ -31,7 +29,7 @@ import requests
 from audit import __version__
 from audit.links.entities import entity_resolution, is_qid
 from audit.links.model import Answers, Article, LinksError, Resolution, link_to
-from audit.responses import OversizeResponse, read_limited
+from audit.responses import OversizeResponse, backoff_delay, read_limited, retry_after, seconds, snippet
 from audit.timestamps import utc_timestamp
 
 DEFAULT_USER_AGENT = f"corpus-audit/{__version__} (langlinks signal; https://github.com/corpus-audit/corpus-audit)"
@@ -131,14 +129,14 @@ class _Client:
             else:
                 status = response.status_code
                 if status == 429 or status >= 500:
-                    failure, hint = f"HTTP {status}: {_snippet(body)}", _retry_after(response.headers.get("Retry-After"))
+                    failure, hint = f"HTTP {status}: {snippet(body)}", retry_after(response.headers.get("Retry-After"))
                 elif status >= 400:
-                    raise LinksApiError(f"{where}: HTTP {status}: {_snippet(body)}")
+                    raise LinksApiError(f"{where}: HTTP {status}: {snippet(body)}")
                 else:
                     try:
                         data = json.loads(body)
                     except ValueError:
-                        failure = f"HTTP {status} response is not JSON: {_snippet(body)}"
+                        failure = f"HTTP {status} response is not JSON: {snippet(body)}"
                     else:
                         if not isinstance(data, dict):
                             raise LinksApiError(f"{where}: the response is a JSON {type(data).__name__}, not an object")
@@ -148,11 +146,11 @@ class _Client:
                         if not (isinstance(error, dict) and error.get("code") == "maxlag"):
                             raise LinksApiError(f"{where}: refused: {_error_text(error)}")
                         failure = f"maxlag: {error.get('info', '')}"
-                        hint = _retry_after(response.headers.get("Retry-After")) or _seconds(error.get("lag"))
+                        hint = retry_after(response.headers.get("Retry-After")) or seconds(error.get("lag"))
             if attempt < settings.attempts:
                 with self._lock:
                     self.stats["retries"] += 1
-                self._sleep(self._delay(attempt, hint))
+                self._sleep(backoff_delay(attempt, settings.backoff, settings.max_backoff, self._rng, hint))
         raise LinksApiError(f"{where}: no answer after {settings.attempts} attempts; last: {failure}")
 
     def _read(self, response: requests.Response, where: str) -> bytes:
@@ -160,13 +158,6 @@ class _Client:
             return read_limited(response, self.settings.max_response_bytes)
         except OversizeResponse as error:
             raise LinksApiError(f"{where}: {error}") from None
-
-    def _delay(self, attempt: int, hint: float | None) -> float:
-        """Exponential backoff with jitter (half fixed, half random), or the server's hint when
-        longer; at most `max_backoff` either way."""
-        base = min(self.settings.max_backoff, self.settings.backoff * 2 ** (attempt - 1))
-        delay = base / 2 + self._rng.uniform(0, base / 2)
-        return min(self.settings.max_backoff, max(delay, hint or 0.0))
 
 
 @dataclass
@@ -298,7 +289,7 @@ class MediaWikiApi(_Client):
             data = self._ask(url, {**params, **extra}, where)
             query = data.get("query")
             if not isinstance(query, dict):
-                raise LinksApiError(f"{where}: the response has no query object: {_snippet(json.dumps(data).encode())}")
+                raise LinksApiError(f"{where}: the response has no query object: {snippet(json.dumps(data).encode())}")
             try:
                 answer.add(query)
             except (KeyError, TypeError, AttributeError) as error:
@@ -360,7 +351,7 @@ class WikidataApi(_Client):
                 data = self._ask(self.endpoint, {"action": "wbgetentities", "ids": "|".join(ids), "props": "sitelinks/urls"}, where)
                 entities = data.get("entities")
                 if not isinstance(entities, dict):
-                    raise LinksApiError(f"{where}: the response has no entities object: {_snippet(json.dumps(data).encode())}")
+                    raise LinksApiError(f"{where}: the response has no entities object: {snippet(json.dumps(data).encode())}")
             except LinksApiError as error:
                 answers.errors.update((Article(qid=qid), str(error)) for qid in batch)
                 continue
@@ -409,32 +400,3 @@ def _error_text(error: Any) -> str:
     if isinstance(error, dict):
         return f"{error.get('code', 'error')}: {error.get('info', '')}".rstrip(": ")
     return str(error)
-
-
-def _snippet(body: bytes, limit: int = 200) -> str:
-    text = body[:limit].decode("utf-8", errors="replace")
-    return text + ("..." if len(body) > limit else "")
-
-
-def _seconds(value: Any) -> float | None:
-    try:
-        seconds = float(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, seconds) if math.isfinite(seconds) else None
-
-
-def _retry_after(value: str | None) -> float | None:
-    """A Retry-After header in seconds: it is either a number of seconds or an HTTP date."""
-    if not value:
-        return None
-    seconds = _seconds(value)
-    if seconds is not None:
-        return seconds
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - datetime.now(UTC)).total_seconds())
