@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import gzip
 import os
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 
 class LocatedError(Exception):
@@ -42,6 +44,14 @@ def text_lines(path: Path, error: type[LocatedError]) -> Iterator[str]:
 
 class UnreadableFile(Exception):
     """A user's file that cannot be read as text; the message names the file and says why."""
+
+
+def read_toml_file(path: Path, what: str) -> dict[str, Any]:
+    """A user's TOML file (a policy, a registry, a column mapping), or one line saying why not."""
+    try:
+        return tomllib.loads(read_text_file(path, what))
+    except tomllib.TOMLDecodeError as error:
+        raise UnreadableFile(f"{path}: not valid TOML ({error})") from None
 
 
 def read_text_file(path: Path, what: str) -> str:

@@ -27,7 +27,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails
 
-from audit.errors import UnreadableFile, read_text_file
+from audit.errors import UnreadableFile, read_toml_file
 from audit.evidence import ABSENT, FAILED, Evidence, Status
 from audit.rules import SOURCE_SCOPE, FieldRules, Outcome, judge
 from audit.signals import PolicyFile
@@ -199,11 +199,9 @@ def schema_keys(schema: type[BaseModel], prefix: tuple[str, ...] = ()) -> list[t
 
 def _read(path: Path) -> dict[str, Any]:
     try:
-        return tomllib.loads(read_text_file(path, "policy file"))
+        return read_toml_file(path, "policy file")
     except UnreadableFile as error:
         raise PolicyError(str(error)) from None
-    except tomllib.TOMLDecodeError as error:
-        raise PolicyError(f"{path}: not valid TOML ({error})") from None
 
 
 def load_policy(path: Path | None = None, schema: type[BaseModel] = PolicyFile) -> Policy:

@@ -11,3 +11,12 @@ def cache_dir() -> Path:
     if configured:
         return Path(configured)
     return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "corpus-audit"
+
+
+# The registry read when no --registry is given, relative to where the tool runs.
+DEFAULT_REGISTRY = Path("indexes/corpora.toml")
+
+
+def registry_file(given: Path | None) -> Path | None:
+    """The registry file to read: the one given, else ./indexes/corpora.toml if there is one."""
+    return given or (DEFAULT_REGISTRY if DEFAULT_REGISTRY.exists() else None)

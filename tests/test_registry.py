@@ -19,13 +19,13 @@ from audit.corpora.local import LocalIndex
 from audit.corpora.registry import (
     API,
     BUILTIN,
-    DEFAULT_REGISTRY,
     CorpusError,
     check_corpora,
     open_corpus,
     read_registry,
     registry_entries,
 )
+from audit.paths import DEFAULT_REGISTRY
 from audit.readers import load_benchmark
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -34,9 +34,8 @@ from audit.corpora.local import IndexOpenError, LocalIndex
 from audit.corpora.mini import MINI_ENDPOINT, MiniCorpus
 from audit.errors import UnreadableFile, read_text_file
 from audit.indexing import MANIFEST, ProgressHook
-from audit.paths import cache_dir
+from audit.paths import cache_dir, registry_file
 
-DEFAULT_REGISTRY = Path("indexes/corpora.toml")
 API = ApiCorpus.BACKEND
 MINI = MiniCorpus.BACKEND
 REMOTE = (API, MINI)
@@ -156,7 +155,7 @@ def registry_entries(registry: Path | None = None) -> dict[str, Entry]:
     laid over them."""
     if registry is not None and not registry.exists():
         raise CorpusError(f"{registry}: no such registry file")
-    path = registry or (DEFAULT_REGISTRY if DEFAULT_REGISTRY.exists() else None)
+    path = registry_file(registry)
     return {**BUILTIN, **(read_registry(path) if path else {})}
 
 

@@ -19,17 +19,16 @@ file's `[links.NAME]` tables (another endpoint, cache or request rate):
 """
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Protocol
 
-from audit.errors import UnreadableFile, read_text_file
+from audit.errors import UnreadableFile, read_toml_file
 from audit.links.cache import LinksCache
 from audit.links.dump import LanglinksLookup
 from audit.links.model import Answers, Article, LinksError
-from audit.paths import cache_dir
+from audit.paths import cache_dir, registry_file
 
 API = "wikipedia-api"
 DEFAULT_ENDPOINT = "https://{wiki}.wikipedia.org/w/api.php"
@@ -197,15 +196,13 @@ def _entry(registry: Path, name: str, table: Any, offline: bool) -> LinkSource:
 
 
 def _registry_links(registry: Path | None) -> tuple[Path | None, dict[str, Any]]:
-    path = registry or (Path("indexes/corpora.toml") if Path("indexes/corpora.toml").exists() else None)
+    path = registry_file(registry)
     if path is None:
         return None, {}
     try:
-        data = tomllib.loads(read_text_file(path, "registry file"))
+        data = read_toml_file(path, "registry file")
     except UnreadableFile as error:
         raise LinksError(str(error)) from None
-    except tomllib.TOMLDecodeError as error:
-        raise LinksError(f"{path}: not valid TOML ({error})") from None
     links = data.get("links", {})
     if not isinstance(links, dict):
         raise LinksError(f"{path}: links must be a table of entries")

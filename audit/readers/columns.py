@@ -6,11 +6,10 @@ small TOML file of the same keys, and recorded in the audit manifest so that `fi
 """
 from __future__ import annotations
 
-import tomllib
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
-from audit.errors import UnreadableFile, read_text_file
+from audit.errors import UnreadableFile, read_toml_file
 
 
 class MappingError(ValueError):
@@ -79,11 +78,9 @@ def parse_inline(spec: str, where: str) -> ColumnMap:
 
 def _from_toml(path: Path) -> ColumnMap:
     try:
-        data = tomllib.loads(read_text_file(path, "column mapping"))
+        data = read_toml_file(path, "column mapping")
     except UnreadableFile as error:
         raise MappingError(str(error)) from None
-    except tomllib.TOMLDecodeError as error:
-        raise MappingError(f"{path}: not valid TOML ({error})") from None
     values: dict[str, object] = {}
     for key, value in data.items():
         if key == "options" and isinstance(value, list) and all(isinstance(v, str) for v in value):

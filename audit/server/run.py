@@ -12,12 +12,12 @@ from audit.corpora.client import ClientSettings, InfiniGramClient
 from audit.corpora.demo import DEMO, demo_index
 from audit.corpora.local import IndexOpenError
 from audit.corpora.protocol import MAX_QUERY_CHARS, MAX_QUERY_TOKENS
-from audit.corpora.registry import DEFAULT_REGISTRY, CorpusError, read_registry
+from audit.corpora.registry import CorpusError, read_registry
 from audit.exposure import Policy, PolicyError, load_policy
 from audit.indexing import IndexBuildError
 from audit.links.model import LinksError
 from audit.links.sources import open_links
-from audit.paths import cache_dir
+from audit.paths import cache_dir, registry_file
 from audit.server.app import ServerLimits, create_app
 from audit.server.engine import Limits, ServedIndex, Tokenizer
 from audit.server.jobs import JobError, JobManager
@@ -36,7 +36,7 @@ def resolve_index(spec: str, registry: Path | None) -> tuple[str, Path, str]:
         return name, Path(where), ""
     if spec == DEMO:
         return DEMO, _demo(), "the bundled demo corpus"
-    path = registry or (DEFAULT_REGISTRY if DEFAULT_REGISTRY.exists() else None)
+    path = registry_file(registry)
     entry = read_registry(path).get(spec) if path else None
     if entry is not None:
         if entry.backend == "demo":
