@@ -354,11 +354,15 @@ def _warn_failed_sources(records: list[dict]) -> None:
     variants: dict[tuple[str, str, str], int] = {}
     first: dict[tuple[str, str, str], str] = {}
     for record in records:
-        undecided = {(e["status"], e["signal"], e["source"]) for e in record["evidence"] if e["status"] in ("failed", "unknown")}
-        for key in undecided:
-            fields[key] = fields.get(key, 0) + sum(1 for e in record["evidence"] if (e["status"], e["signal"], e["source"]) == key)
-            first.setdefault(key, next(e.get("error") or "" for e in record["evidence"] if (e["status"], e["signal"], e["source"]) == key))
-            if record["exposure"] == UNKNOWN:
+        undecided = set()
+        for evidence in record["evidence"]:
+            if evidence["status"] in ("failed", "unknown"):
+                key = (evidence["status"], evidence["signal"], evidence["source"])
+                fields[key] = fields.get(key, 0) + 1
+                first.setdefault(key, evidence.get("error") or "")
+                undecided.add(key)
+        if record["exposure"] == UNKNOWN:
+            for key in undecided:
                 variants[key] = variants.get(key, 0) + 1
     for (status, signal, source), count in fields.items():
         unknown = variants.get((status, signal, source), 0)

@@ -96,13 +96,14 @@ class LinkChecker:
     def prepare(self, items: Sequence[Item], langs: Sequence[str] | None, progress: Callable[[str, int | None], Callable[[int], None]]) -> None:
         """Resolve every item's article, then (with a cutoff) the creation date of every linked
         article in a checked language: the slow, batched work, done once before any variant."""
-        articles = list(dict.fromkeys(a for item in items if (a := item_article(item)) is not None))
+        named = [(item, article) for item in items if (article := item_article(item)) is not None]
+        articles = list(dict.fromkeys(article for _, article in named))
         self.answers = self.source.resolve(articles, progress(f"langlinks: resolving {len(articles)} articles via {self.source.name}", len(articles)))
         if self.cutoff is None or not self.ask_created:
             return
         pages = []
-        for item in items:
-            resolution = self.answers.found.get(item_article(item))  # type: ignore[arg-type]
+        for item, article in named:
+            resolution = self.answers.found.get(article)
             if resolution is None or not resolution.found:
                 continue
             for lang in item.variants:
