@@ -271,6 +271,16 @@ def test_sql_and_entity_dumps_in_one_lookup(dumps, tmp_path):
     assert not lookup.resolve("en", "Nothing").found and lookup.resolve_qid("Q571").found
 
 
+def test_an_audit_names_each_snapshot_it_asked(dumps, tmp_path):
+    from audit.links.sources import DumpSource
+
+    build(dumps, tmp_path / "sql")
+    assert "wikidata" not in DumpSource(LanglinksLookup.open(tmp_path / "sql"), "sql").describe()
+    build([*dumps, write_dump(tmp_path / "wikidata-20230703-all.json.bz2", entity_text())], tmp_path / "both")
+    described = DumpSource(LanglinksLookup.open(tmp_path / "both"), "both").describe()
+    assert (described["wikis"], described["wikidata"]) == ({"en": "2023-07-01"}, "2023-07-03")
+
+
 def test_an_entity_dump_is_dated_by_its_name_or_by_dump_date(tmp_path):
     latest = write_dump(tmp_path / "latest-all.json.gz", entity_text(("Q4132785",)))
     with pytest.raises(LinksError, match=r"latest-all\.json\.gz: no date in its name .*give --dump-date"):

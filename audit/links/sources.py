@@ -59,7 +59,10 @@ class DumpSource:
         self.lookup, self.name = lookup, name
 
     def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "backend": "dump", "path": str(self.lookup.directory.resolve()), "wikis": {wiki: self.lookup.as_of(wiki) for wiki in self.lookup.wikis}}
+        described = {"name": self.name, "backend": "dump", "path": str(self.lookup.directory.resolve()), "wikis": {wiki: self.lookup.as_of(wiki) for wiki in self.lookup.wikis}}
+        if self.lookup.wikidata_as_of:
+            described["wikidata"] = self.lookup.wikidata_as_of
+        return described
 
     def resolve(self, articles: Sequence[Article], on_done: Progress = _nothing) -> Answers:
         answers = Answers()

@@ -96,7 +96,7 @@ def _sources(audit: AuditFile) -> list[dict[str, Any]]:
     described = {source["name"]: source for source in (audit.manifest.get("links") or {}).get("sources", [])}
     return [
         {"name": name}
-        | {key: value for key, value in described.get(name, {}).items() if key in ("backend", "path", "endpoint", "wikis")}
+        | {key: value for key, value in described.get(name, {}).items() if key in ("backend", "path", "endpoint", "wikis", "wikidata")}
         | {"answers_as_of": [min(dates), max(dates)] if dates else None}
         for name, dates in answered.items()
     ]

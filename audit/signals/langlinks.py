@@ -122,12 +122,8 @@ def _link(resolution: Resolution, lang: str) -> Link | None:
     except (WikiError, ValueError):
         return None
     if resolution.wiki == wiki:
-        return Link(wiki, lang, resolution.title, _url(resolution))
+        return Link(wiki, lang, resolution.title, article_url(resolution.wiki, resolution.title))
     return resolution.in_language(lang)
-
-
-def _url(resolution: Resolution) -> str:
-    return article_url(resolution.wiki, resolution.title)
 
 
 def run(checker: LinkChecker, item: Item, lang: str, config: LanglinksConfig, rules: Mapping[str, Sequence[Rule]] | None = None) -> list[Evidence]:
