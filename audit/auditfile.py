@@ -17,9 +17,11 @@ from typing import Any
 
 from audit.outputs import atomic_write_bytes
 
-SCHEMA_VERSION = 2
-READABLE_VERSIONS = (1, 2)
+SCHEMA_VERSION = 3
+READABLE_VERSIONS = (1, 2, 3)
 MANIFEST, EXPOSURE = "manifest", "exposure"
+# What `knowledge` may hold (audit.exposure.Knowledge; this module reads files, it judges nothing).
+KNOWLEDGE = ("known", "not_known", "undetermined")
 
 
 class AuditFileError(Exception):
@@ -130,9 +132,11 @@ def _check_record(path: Path, number: int, record: dict[str, Any]) -> None:
     for name in ("item_id", "lang"):
         if not isinstance(record.get(name), str):
             raise AuditFileError(f"{path}:{number}: field '{name}': expected a string, got {record.get(name)!r}")
-    for name, kind in (("exposure", str), ("role", str), ("decided_by", list), ("evidence", list)):
+    for name, kind in (("exposure", str), ("role", str), ("decided_by", list), ("evidence", list), ("knowledge_decided_by", list)):
         if name in record and not isinstance(record[name], kind):
             raise AuditFileError(f"{path}:{number}: field '{name}': expected a {kind.__name__}, got {type(record[name]).__name__}")
+    if record.get("knowledge") not in (None, *KNOWLEDGE):
+        raise AuditFileError(f"{path}:{number}: field 'knowledge': expected one of {', '.join(KNOWLEDGE)} or null, got {record['knowledge']!r}")
 
 
 def _check_integrity(path: Path, manifest: dict[str, Any], count: int, digest: str) -> None:

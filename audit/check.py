@@ -25,7 +25,7 @@ from audit import __version__
 from audit.auditfile import benchmark_digest
 from audit.corpora.base import CorpusInfo
 from audit.evidence import Evidence, SignalRun
-from audit.exposure import SEEN, UNKNOWN, UNSEEN, Policy, decide, item_exposure
+from audit.exposure import SEEN, UNKNOWN, UNSEEN, Knowledge, Policy, decide, decide_knowledge, item_exposure
 from audit.items import Item, LoadReport
 from audit.records import AuditManifest, BenchmarkRecord, ExposureRecord
 from audit.timestamps import utc_timestamp
@@ -35,7 +35,7 @@ SignalRunner = Callable[[Item, str], list[Evidence]]
 
 def check_variant(item: Item, lang: str, runners: list[SignalRunner], policy: Policy) -> ExposureRecord:
     evidence = [e for run in runners for e in run(item, lang)]
-    return ExposureRecord.decided(item.item_id, lang, item.source_lang, decide(policy, evidence), evidence)
+    return ExposureRecord.decided(item.item_id, lang, item.source_lang, decide(policy, evidence), evidence, decide_knowledge(policy, evidence))
 
 
 # What forked workers check with: set before the fork, so each child inherits the runners
@@ -104,13 +104,17 @@ def check_items(
 
 def summarise(records: list[dict[str, Any]]) -> dict[str, Any]:
     """Counts per language and per item, for the manifest and the printed table; the checks
-    behind the tags per signal and source; and, for sources that derive matches from counts,
-    the count queries each variant cost."""
+    behind the tags per signal and source; what the model knows per language, when it was
+    probed; and, for sources that derive matches from counts, the count queries each variant
+    cost."""
     per_lang: dict[str, Counter] = {}
+    knowledge: dict[str, Counter] = {}
     items: dict[str, str] = {}
     for record in records:
         per_lang.setdefault(record["lang"], Counter())[record["exposure"]] += 1
         items[record["item_id"]] = record["item_exposure"]
+        if record.get("knowledge") is not None:
+            knowledge.setdefault(record["lang"], Counter())[record["knowledge"]] += 1
     summary: dict[str, Any] = {
         "languages": {
             lang: {tag: counts.get(tag, 0) for tag in (SEEN, UNSEEN, UNKNOWN)} | {"total": sum(counts.values())}
@@ -119,22 +123,25 @@ def summarise(records: list[dict[str, Any]]) -> dict[str, Any]:
         "items": dict(Counter(items.values())),
         "checks": check_counts(records),
     }
+    if knowledge:
+        summary["knowledge"] = {lang: {tag.value: counts.get(tag, 0) for tag in Knowledge} | {"total": sum(counts.values())} for lang, counts in knowledge.items()}
+        summary["knowledge_checks"] = check_counts(records, "knowledge", "knowledge_decided_by", {Knowledge.KNOWN: "fired", Knowledge.NOT_KNOWN: "passed"})
     queries = count_queries(records)
     if queries:
         summary["count_queries"] = queries
     return summary
 
 
-def check_counts(records: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+def check_counts(records: list[dict[str, Any]], tag: str = "exposure", checks: str = "decided_by", outcome: dict[str, str] | None = None) -> dict[str, dict[str, int]]:
     """Per `signal/source`, the checks the tags rest on (`decided_by`): rules that fired on
     `seen` variants, rules that passed on `unseen` ones, and rules left undecided by a bound
-    or a failed source on `unknown` ones."""
+    or a failed source on `unknown` ones (the same for `knowledge`, from its own checks)."""
     counts: dict[str, Counter] = {}
-    outcome = {SEEN: "fired", UNSEEN: "passed"}
+    outcome = outcome or {SEEN: "fired", UNSEEN: "passed"}
     for record in records:
-        for check in record["decided_by"]:
+        for check in record.get(checks) or []:
             if "source" in check:
-                counts.setdefault(f"{check['signal']}/{check['source']}", Counter())[check.get("status") or outcome.get(record["exposure"], "undecided")] += 1
+                counts.setdefault(f"{check['signal']}/{check['source']}", Counter())[check.get("status") or outcome.get(record[tag], "undecided")] += 1
     return {key: dict(sorted(found.items())) for key, found in sorted(counts.items())}
 
 
@@ -165,6 +172,7 @@ def audit_manifest(
     langs: list[str] | None,
     records: list[dict[str, Any]],
     links: dict[str, Any] | None = None,
+    models: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The audit file's first line, wherever the audit ran (the CLI or a server job): what was
     checked, against what, with which signals (and why any was skipped), under which policy,
@@ -176,6 +184,8 @@ def audit_manifest(
         settings["read"] = {"mapping": benchmark.mapping, "source_lang": benchmark.source_lang}
     if links is not None:
         settings["links"] = {"sources": [{k: v for k, v in source.items() if k in ("name", "backend", "endpoint", "path")} for source in links["sources"]], "as_of": links["as_of"]}
+    if models is not None:
+        settings["models"] = {"probe": models["probe"]["model_id"], "judge": models["judge"]["model_id"], "prompts": models["prompts"]["digest"]}
     return AuditManifest(
         tool="corpus-audit",
         version=__version__,
@@ -203,4 +213,5 @@ def audit_manifest(
         config_hash=hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16],
         summary=summarise(records),
         links=links,
+        models=models,
     ).to_dict()

@@ -32,7 +32,7 @@ from audit.check import audit_manifest, check_items, variant_processes
 from audit.corpora.base import Profile
 from audit.corpora.local import EXTRA, IndexOpenError, LocalIndex, verify_index
 from audit.corpora.registry import CorpusError, check_corpora, open_corpus
-from audit.exposure import UNKNOWN, PolicyError, load_policy
+from audit.exposure import UNKNOWN, Knowledge, PolicyError, load_policy
 from audit.filter import FILTERED, RULES, FilterError, FilterPolicy, filter_benchmark, writes_directory
 from audit.indexing import IndexBuildError, build_index, describe_size, read_manifest
 from audit.indexing import ProgressHook as IndexProgress
@@ -42,9 +42,13 @@ from audit.links.model import LinksError
 from audit.links.sources import open_links
 from audit.neardup import NEARDUP_DIR, NearDupError, NearDupParams, add_neardup, load_redis
 from audit.outputs import OutputError, atomic_write_text, check_directory_target, check_file_target
+from audit.probes.generation import ProbeError
+from audit.probes.models import open_model
+from audit.probes.prompts import PromptError
 from audit.readers import FORMATS, BenchmarkError, MappingError, ReadOptions, load_benchmark, parse_mapping, recorded_options
 from audit.report.render import REPORT, write_report
-from audit.signals import SIGNALS, SignalError, configure, minhash, parse_signals, plan
+from audit.signals import KNOWLEDGE_SIGNALS, SIGNALS, SignalError, configure, minhash, parse_signals, plan
+from audit.signals.probe import open_prober
 
 console = Console(stderr=True)
 STRICT_EXIT = 3
@@ -348,8 +352,8 @@ def _default_out(bench: Path, corpora: tuple[str, ...]) -> Path:
 
 
 def _warn_failed_sources(records: list[dict]) -> None:
-    """Say which sources failed or could not tell, how many variants that left `unknown` and the
-    first reason, so `unknown` tags never go unexplained."""
+    """Say which sources failed or could not tell, how many variants that left `unknown` (or,
+    for a probed model, `undetermined`) and the first reason, so no such tag goes unexplained."""
     fields: dict[tuple[str, str, str], int] = {}
     variants: dict[tuple[str, str, str], int] = {}
     first: dict[tuple[str, str, str], str] = {}
@@ -361,14 +365,15 @@ def _warn_failed_sources(records: list[dict]) -> None:
                 fields[key] = fields.get(key, 0) + 1
                 first.setdefault(key, evidence.get("error") or "")
                 undecided.add(key)
-        if record["exposure"] == UNKNOWN:
-            for key in undecided:
-                variants[key] = variants.get(key, 0) + 1
+        for key in undecided:
+            left = record.get("knowledge") == Knowledge.UNDETERMINED if key[1] in KNOWLEDGE_SIGNALS else record["exposure"] == UNKNOWN
+            variants[key] = variants.get(key, 0) + left
     for (status, signal, source), count in fields.items():
         unknown = variants.get((status, signal, source), 0)
         what = "could not be checked" if status == "failed" else "could not be told"
+        tag = "undetermined" if signal in KNOWLEDGE_SIGNALS else "unknown"
         console.print(
-            f"[red]{status}[/red] {signal} on {source}: {count} field(s) {what}, leaving {unknown} of {len(records)} variant(s) unknown; first error: {first[status, signal, source]}",
+            f"[red]{status}[/red] {signal} on {source}: {count} field(s) {what}, leaving {unknown} of {len(records)} variant(s) {tag}; first error: {first[status, signal, source]}",
             soft_wrap=True,
         )
 
@@ -387,6 +392,13 @@ def _print_summary(summary: dict, out: Path, elapsed: float) -> None:
         share = f"{counts['unknown'] / counts['total']:.1%}" if counts["total"] else "–"
         table.add_row(lang, str(counts["total"]), str(counts["seen"]), str(counts["unseen"]), str(counts["unknown"]), rate, share, end_section=lang == rows[-1][0] if rows else False)
     Console().print(table)
+    if "knowledge" in summary:
+        known = Table(title="What the probed model knows, per language")
+        for column in ("language", "variants", *(tag.value for tag in Knowledge)):
+            known.add_column(column, justify="left" if column == "language" else "right")
+        for lang, counts in sorted(summary["knowledge"].items()):
+            known.add_row(lang, str(counts["total"]), *(str(counts[tag.value]) for tag in Knowledge))
+        Console().print(known)
     items = ", ".join(f"{name}: {count}" for name, count in sorted(summary["items"].items()))
     Console().print(f"items: {items}   ({elapsed:.1f} s)")
 
@@ -406,7 +418,11 @@ def _print_summary(summary: dict, out: Path, elapsed: float) -> None:
 @click.option("--workers", type=click.IntRange(min=1), help="Processes (threads when a corpus is remote) for the search [default: all cores].")
 @click.option("--links", "link_names", multiple=True, help="Run the langlinks signal with this source: `wikipedia-api` (the MediaWiki API, and Wikidata's for entity ids), a lookup directory built by `audit langlinks build`, or a [links.NAME] entry of the registry; repeat for several.")
 @click.option("--as-of", "as_of", type=click.DateTime(formats=["%Y-%m-%d"]), help="The model's training cutoff: the langlinks signal counts only articles that existed on this date (asking their creation dates from the API).")
-@click.option("--offline", is_flag=True, help="Answer API corpora and link sources from their caches only; uncached questions are tagged unknown.")
+@click.option("--probe-model", help="Run the probe signal with this model: `smollm2`, `gemma3-270m`, `openai:MODEL` (at $OPENAI_BASE_URL), a [models.NAME] entry of the registry, a .gguf file or a model directory.  Opt-in: every variant costs model calls.")
+@click.option("--judge-model", help="The model that judges self-summaries [default: the probe model]; the same values as --probe-model.")
+@click.option("--probe-prompts", type=click.Path(path_type=Path), help="Prompt templates (TOML) merged over the shipped ones, per language and task.")
+@click.option("--probe-batch-size", type=click.IntRange(min=1), help="Prompts per batch for a local probe model [default: the registry's, else 8].")
+@click.option("--offline", is_flag=True, help="Answer API corpora, link sources and probe models from their caches only; what is not cached is tagged unknown (undetermined).")
 @click.option("--profile", type=click.Choice([str(p) for p in Profile]), help="For corpora that derive longest matches from counts: `decide` asks what the policy's rules need, `full` the longest match at every position [default: the registry's, else decide].")
 @click.option("--report/--no-report", "with_report", default=True, show_default=True, help="Also write an exposure report (HTML, Markdown, JSON).")
 @click.option("--report-dir", type=click.Path(path_type=Path), help="Where the report goes [default: OUT without .jsonl, plus .report].")
@@ -426,6 +442,10 @@ def check(
     workers: int | None,
     link_names: tuple[str, ...],
     as_of: object,
+    probe_model: str | None,
+    judge_model: str | None,
+    probe_prompts: Path | None,
+    probe_batch_size: int | None,
     offline: bool,
     profile: str | None,
     with_report: bool,
@@ -439,7 +459,7 @@ def check(
         raise InputError(f"--corpus: {', '.join(sorted({c for c in corpora if corpora.count(c) > 1}))} given twice")
     out = out or _default_out(bench, corpora)
     report_dir = (report_dir or _default_report_dir(out)) if with_report else None
-    inputs = [path for path in (bench, policy_path, registry, *map(Path, corpora), *map(Path, link_names)) if path is not None and path.exists()]
+    inputs = [path for path in (bench, policy_path, registry, probe_prompts, *map(Path, corpora), *map(Path, link_names)) if path is not None and path.exists()]
     try:
         check_file_target(out, inputs=inputs, force=True)
         if out.exists() and not is_audit_file(out):
@@ -464,11 +484,14 @@ def check(
     try:
         sources = [open_corpus(corpus, registry, progress=report_build, offline=offline, profile=profile) for corpus in corpora]
         link_sources = [open_links(name, registry, offline=offline) for name in link_names]
-        runners, runs = plan(sources, wanted_signals, configure(policy.settings), policy.rules, link_sources, cutoff)
-    except (CorpusError, IndexOpenError, IndexBuildError, SignalError, LinksError) as error:
+        prober = open_prober(probe_model, judge_model, probe_prompts, registry, offline=offline, batch_size=probe_batch_size) if probe_model else None
+        runners, runs = plan(sources, wanted_signals, configure(policy.settings), policy.rules, link_sources, cutoff, prober)
+    except (CorpusError, IndexOpenError, IndexBuildError, SignalError, LinksError, ProbeError, PromptError) as error:
         raise InputError(str(error)) from None
     finally:
         progress.stop()
+    if not probe_model and (judge_model or probe_prompts or probe_batch_size):
+        raise InputError("--judge-model, --probe-prompts and --probe-batch-size apply to the probe signal, which runs only with --probe-model")
     if cutoff and not link_sources:
         console.print("[yellow]note[/yellow] --as-of applies to the langlinks signal, which runs only with --links")
     for run in runs:
@@ -482,7 +505,8 @@ def check(
         task = progress.add_task(f"checking against {', '.join(s.info.name for s in sources)}", total=variants)
         records = check_items(report.items, runners, policy, langs=wanted, workers=workers, on_done=lambda: progress.advance(task), processes=pool)
     links = {"sources": [source.describe() for source in link_sources], "as_of": cutoff.isoformat() if cutoff else None} if link_sources else None
-    manifest = audit_manifest(["audit", *sys.argv[1:]], report, bench, [s.info for s in sources], runs, policy, wanted, records, links)
+    models = prober.describe() if prober else None
+    manifest = audit_manifest(["audit", *sys.argv[1:]], report, bench, [s.info for s in sources], runs, policy, wanted, records, links, models)
     summary = manifest["summary"]
     _warn_failed_sources(records)
     written = write_audit(out, manifest, records)
@@ -516,7 +540,7 @@ def _prepare(runners: list, items: list, langs: list[str] | None) -> None:
         for runner in preparing:
             try:
                 runner.prepare(items, langs, step)
-            except LinksError as error:
+            except (LinksError, ProbeError) as error:
                 raise InputError(str(error)) from None
 
 
@@ -733,6 +757,33 @@ def langlinks_lookup(article: str, lang: str | None, links: str, registry: Path 
             click.echo(f"  {link.wiki:<12} {link.lang or '(no language)':<10} {link.title}  {link.url}")
     if not resolution.found:
         sys.exit(1)
+
+
+@main.group("probe")
+def probe_group() -> None:
+    """Probe models outside an audit."""
+
+
+@probe_group.command("serve-model")
+@click.option("--probe-model", "model", required=True, help="The model to serve: smollm2, gemma3-270m, a [models.NAME] local entry of the registry, a .gguf file or a model directory.")
+@click.option("--registry", type=click.Path(path_type=Path), help="Registry TOML with [models.NAME] entries [default: indexes/corpora.toml].")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8001, show_default=True, type=click.IntRange(0, 65535))
+@click.option("--batch-size", type=click.IntRange(min=1), help="Requests answered together [default: the registry's, else 8].")
+def serve_model(model: str, registry: Path | None, host: str, port: int, batch_size: int | None) -> None:
+    """Offer a local model on an OpenAI-compatible endpoint (/v1/chat/completions), so several
+    audits, or `--probe-model openai:NAME`, share one loaded model."""
+    from audit.probes.compat_server import serve_forever
+
+    try:
+        opened = open_model(model, registry, batch_size=batch_size)
+        if opened.describe().get("backend") != "transformers":
+            raise ProbeError(f"--probe-model {model}: already an endpoint; serve-model offers local models")
+        backend = opened.backend()
+    except ProbeError as error:
+        raise InputError(str(error)) from None
+    console.print(f"serving {opened.model_id} at http://{host}:{port}/v1 as model {model!r}")
+    serve_forever(backend, host, port)
 
 
 @main.command("serve", context_settings={"ignore_unknown_options": True, "help_option_names": []})

@@ -7,6 +7,11 @@ evidence from every source unless a table scoped to one overrides them
 two signals or two corpora reporting on one field never replace each other.  Any rule that
 fires makes the variant `seen`; else any failed source or undecided (bounded) figure makes it
 `unknown`; else it is `unseen`.  `unknown` is never silently `unseen`.
+
+A model's evidence (the probe signal) is judged by the same rules into a separate verdict,
+`knowledge`: `known` where a rule fires, `undetermined` where a probe failed, was offline or
+its judge's reply could not be parsed, else `not_known`.  It never moves `exposure`: what a
+model knows is not what its corpus contains.
 """
 from __future__ import annotations
 
@@ -30,13 +35,21 @@ from pydantic_core import ErrorDetails
 from audit.errors import UnreadableFile, read_toml_file
 from audit.evidence import ABSENT, FAILED, Evidence, Status
 from audit.rules import SOURCE_SCOPE, FieldRules, Outcome, judge
-from audit.signals import PolicyFile
+from audit.signals import KNOWLEDGE_SIGNALS, PolicyFile
 
 
 class Exposure(StrEnum):
     SEEN = "seen"
     UNSEEN = "unseen"
     UNKNOWN = "unknown"
+
+
+class Knowledge(StrEnum):
+    """What the model itself showed it knows, per (item, language)."""
+
+    KNOWN = "known"
+    NOT_KNOWN = "not_known"
+    UNDETERMINED = "undetermined"
 
 
 class ItemExposure(StrEnum):
@@ -144,6 +157,8 @@ def _kind(annotation: Any, metadata: list[Any]) -> str:
 
 def _expected(info: FieldInfo) -> str:
     """What a key accepts, in words: "a number in (0, 1] or false"."""
+    if info.description:
+        return info.description
     options = get_args(info.annotation) if get_origin(info.annotation) in (Union, UnionType) else (info.annotation,)
     return " or ".join(_kind(option, list(info.metadata)) for option in options if option is not NoneType)
 
@@ -176,6 +191,8 @@ def _explain(schema: type[BaseModel], problem: ErrorDetails, prefix: tuple[str, 
         model = _table(info.annotation)
         if model is None:
             return _dotted(path), f"must be {_expected(info)}, got {_shown(problem['input'])}"
+    if problem["type"] == "value_error":
+        return _dotted(path), problem["msg"].removeprefix("Value error, ")
     return _dotted(path), f"must be {_kind(model, [])}, got {_shown(problem['input'])}"
 
 
@@ -280,7 +297,31 @@ class Decision:
     decided_by: list[dict[str, Any]] = field(default_factory=list)
 
 
+@dataclass
+class KnowledgeDecision:
+    knowledge: Knowledge
+    decided_by: list[dict[str, Any]] = field(default_factory=list)
+
+
+_KNOWLEDGE = {SEEN: Knowledge.KNOWN, UNSEEN: Knowledge.NOT_KNOWN, UNKNOWN: Knowledge.UNDETERMINED}
+
+
 def decide(policy: Policy, evidence: list[Evidence]) -> Decision:
+    """Exposure: the rules on the corpus signals' evidence (a model's evidence is left to
+    `decide_knowledge`)."""
+    return _decide(policy, [found for found in evidence if found.signal not in KNOWLEDGE_SIGNALS])
+
+
+def decide_knowledge(policy: Policy, evidence: list[Evidence]) -> KnowledgeDecision | None:
+    """Knowledge: the rules on the model signals' evidence; None when no model was probed."""
+    probed = [found for found in evidence if found.signal in KNOWLEDGE_SIGNALS]
+    if not probed:
+        return None
+    decision = _decide(policy, probed)
+    return KnowledgeDecision(_KNOWLEDGE[decision.exposure], decision.decided_by)
+
+
+def _decide(policy: Policy, evidence: list[Evidence]) -> Decision:
     """Apply every rule to each piece of evidence of one language variant, on its own.
 
     `decided_by` names, for each check, the signal, source, field (and its form, for a field

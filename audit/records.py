@@ -9,7 +9,7 @@ from enum import StrEnum
 from typing import Any
 
 from audit.evidence import Evidence, SignalRun
-from audit.exposure import Decision, Exposure, ItemExposure
+from audit.exposure import Decision, Exposure, ItemExposure, Knowledge, KnowledgeDecision
 
 
 class Role(StrEnum):
@@ -19,7 +19,8 @@ class Role(StrEnum):
 
 @dataclass
 class ExposureRecord:
-    """One (item, language): its tag, the checks that decided it and every signal's evidence."""
+    """One (item, language): its tag, the checks that decided it and every signal's evidence;
+    and, when a model was probed, what the model knows (`knowledge`) and the checks behind it."""
 
     item_id: str
     lang: str
@@ -29,11 +30,14 @@ class ExposureRecord:
     decided_by: list[dict[str, Any]]
     evidence: list[dict[str, Any]]
     item_exposure: ItemExposure | None = None
+    knowledge: Knowledge | None = None
+    knowledge_decided_by: list[dict[str, Any]] = field(default_factory=list)
 
     @classmethod
-    def decided(cls, item_id: str, lang: str, source_lang: str, decision: Decision, evidence: list[Evidence]) -> ExposureRecord:
+    def decided(cls, item_id: str, lang: str, source_lang: str, decision: Decision, evidence: list[Evidence], knowledge: KnowledgeDecision | None = None) -> ExposureRecord:
         role = Role.SOURCE if lang == source_lang else Role.TARGET
-        return cls(item_id, lang, source_lang, role, decision.exposure, decision.decided_by, [e.to_dict() for e in evidence])
+        known = (knowledge.knowledge, knowledge.decided_by) if knowledge else (None, [])
+        return cls(item_id, lang, source_lang, role, decision.exposure, decision.decided_by, [e.to_dict() for e in evidence], None, *known)
 
     def to_dict(self) -> dict[str, Any]:
         """Its fields as they are written; decided_by and evidence are plain data already, so
@@ -77,9 +81,11 @@ class AuditManifest:
     config_hash: str
     summary: dict[str, Any] = field(default_factory=dict)
     links: dict[str, Any] | None = None
+    models: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
-        if self.links is None:
-            del data["links"]
+        for optional in ("links", "models"):
+            if data[optional] is None:
+                del data[optional]
         return data

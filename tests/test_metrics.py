@@ -395,7 +395,7 @@ class TestSignalsAndSources:
         path = tmp_path / "three.audit.jsonl"
         write_two_source_audit(path)
         audit = read_audit(path)
-        audit.manifest["signals"].append("probe")
+        audit.manifest["signals"].append("pageviews")
         combination = evaluate(ITEMS, judged, audit, "given", bootstrap=0).to_dict()["strata"]["signal_combination"]
         assert combination["signals"] == ["ngram", "minhash"]
         assert "neither" in combination["strata"]

@@ -72,8 +72,8 @@ def test_rules_scoped_to_one_source_override_the_others():
 
 
 def test_at_most_and_categorical_rules():
-    rules = policy({"probe": {"question": {"perplexity": {"<=": 12.0}, "verdict": "known"}}, "langlinks": {"title": {"article_exists": True}}})
-    question = lambda **figures: Evidence("probe", "gemma", "question", figures=figures)  # noqa: E731
+    rules = policy({"logprobs": {"question": {"perplexity": {"<=": 12.0}, "verdict": "known"}}, "langlinks": {"title": {"article_exists": True}}})
+    question = lambda **figures: Evidence("logprobs", "gemma", "question", figures=figures)  # noqa: E731
     assert decide(rules, [question(perplexity=8.0, verdict="not_known")]).exposure == SEEN
     assert decide(rules, [question(perplexity=30.0, verdict="known")]).exposure == SEEN
     assert decide(rules, [question(perplexity=30.0, verdict="not_known")]).exposure == UNSEEN
@@ -131,7 +131,7 @@ def test_several_corpora_in_one_audit(two_indexes):
     result = run(root, "--corpus", str(root / "wiki-a"), "--corpus", str(root / "wiki-b"), "--out", str(out))
     assert result.exit_code == 0, result.output
     audit = read_audit(out)
-    assert audit.manifest["schema_version"] == SCHEMA_VERSION == 2
+    assert audit.manifest["schema_version"] == SCHEMA_VERSION == 3
     assert [c["name"] for c in audit.manifest["corpora"]] == ["wiki-a", "wiki-b"]
     assert audit.manifest["signal_runs"] == [
         {"signal": "ngram", "source": "wiki-a", "ran": True, "reason": None},

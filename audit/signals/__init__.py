@@ -12,12 +12,14 @@ A signal is registered with:
 - the fields it reports for an item (they depend on the item's kind);
 - its granularity: per variant (the n-gram signal), once per item, or in batches (the langlinks
   signal resolves every item's article in batches before any variant is checked: `prepare`);
-- what it asks: a corpus (`--corpus`), or a wiki snapshot (`--links`).
+- what it asks: a corpus (`--corpus`), a wiki snapshot (`--links`), or a model
+  (`--probe-model`).  A model's evidence says what the model knows, not what its corpus holds:
+  the policy judges it into a separate verdict, `knowledge` (`KNOWLEDGE_SIGNALS`).
 """
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date
 from enum import StrEnum
 from functools import partial
@@ -28,7 +30,7 @@ from pydantic import Field, create_model
 from audit.evidence import FAILED, Evidence, SignalRun
 from audit.items import Item
 from audit.rules import FieldRules, Table
-from audit.signals import langlinks, minhash, ngram
+from audit.signals import langlinks, minhash, ngram, probe
 
 
 class Granularity(StrEnum):
@@ -38,10 +40,12 @@ class Granularity(StrEnum):
 
 
 class Asks(StrEnum):
-    """What a signal's sources are: corpora (`--corpus`) or link sources (`--links`)."""
+    """What a signal's sources are: corpora (`--corpus`), link sources (`--links`) or a model
+    (`--probe-model`)."""
 
     CORPUS = "corpus"
     LINKS = "links"
+    MODEL = "model"
 
 
 @dataclass(frozen=True)
@@ -96,7 +100,20 @@ SIGNALS: dict[str, Signal] = {
         run=langlinks.run,
         asks=Asks.LINKS,
     ),
+    probe.NAME: Signal(
+        name=probe.NAME,
+        description="what the model itself knows: a self-summary of the item's entity judged against its passage and answer, and OWL's direct, name-cloze and prefix memorisation probes, in each language",
+        config=probe.ProbeConfig,
+        rules=probe.Rules,
+        fields=probe.fields_for,
+        granularity=Granularity.BATCH,
+        attach=lambda model: model,
+        run=probe.run,
+        asks=Asks.MODEL,
+    ),
 }
+# Signals whose evidence says what a model knows: judged into `knowledge`, never into exposure.
+KNOWLEDGE_SIGNALS = frozenset(name for name, signal in SIGNALS.items() if signal.asks is Asks.MODEL)
 
 
 def _skip_unsupported(attach: Callable[[Any], Any], unsupported: type[Exception], corpus: Any) -> Any:
@@ -169,17 +186,25 @@ def plan(
     rules: Mapping[str, Mapping[str, FieldRules]] | None = None,
     links: list[Any] | None = None,
     cutoff: date | None = None,
+    probe_setup: probe.Prober | None = None,
 ) -> tuple[list[Runner], list[SignalRun]]:
     """A runner for every (signal, source) pair that can run, and a record of every pair. A
     signal asked for by name that no source supports is an error; by default it is skipped, and
     the manifest says why.  Each runner is given the policy's `rules` on its signal's fields
     for its source, so a signal whose source answers slowly can ask only what decides them.
     Corpus signals ask every corpus, link signals every link source (`links`, judged at
-    `cutoff`)."""
+    `cutoff`), model signals the probe model (`probe_setup`, given the policy's `[probe]`)."""
     runners, runs = [], []
     for name in wanted or list(SIGNALS):
         signal = SIGNALS[name]
-        if signal.asks is Asks.LINKS:
+        if signal.asks is Asks.MODEL:
+            if probe_setup is not None:
+                prober = replace(probe_setup, config=configs[name])
+                runners.append(Runner(name, prober.source, signal.fields, partial(signal.run, prober, config=configs[name]), prober.prepare))
+                runs.append(SignalRun(name, prober.source, ran=True))
+            else:
+                runs.append(SignalRun(name, "", ran=False, reason="no model to probe (--probe-model)"))
+        elif signal.asks is Asks.LINKS:
             for source in links or []:
                 checker = langlinks.LinkChecker(source, cutoff, configs[name].ask_created)
                 runners.append(Runner(name, source.name, signal.fields, partial(signal.run, checker, config=configs[name]), checker.prepare))
@@ -195,6 +220,8 @@ def plan(
         if wanted and not any(run.ran for run in runs if run.signal == name):
             if signal.asks is Asks.LINKS:
                 raise SignalError(f"--signals {name}: it asks a link source, and none is given (--links)")
+            if signal.asks is Asks.MODEL:
+                raise SignalError(f"--signals {name}: it asks a model, and none is given (--probe-model)")
             reasons = "; ".join(f"{run.source}: {run.reason}" for run in runs if run.signal == name)
             raise SignalError(f"--signals {name}: no corpus supports it ({reasons})")
     return runners, runs

@@ -1,0 +1,209 @@
+"""A local transformers model as a probe backend: a Hugging Face model directory, or a GGUF file
+that transformers de-quantises on load.
+
+Answers are meant to be cached and compared across runs, so decoding depends on the request
+alone: the model's own `generation_config.json` sampling defaults are dropped at load, the batches
+are formed from the request set (grouped by identical `Decoding`, ordered by prompt tokens), not
+from the caller's order, and each sampled request runs on its own under its seed.  The same
+requests with the same settings therefore give byte-identical answers.
+
+Greedy answers may still depend on the batch size: a prompt left-padded in a batch of 8 goes
+through other matrix shapes than alone, and float kernels that round differently by shape can
+flip a near-tie between two tokens.  On a 2-core x86 CPU with torch 2.13 they did not (SmolLM2,
+48 prompts: batch sizes 1, 4 and 8 byte-identical), but nothing promises it on other hardware:
+compare answers across runs with one batch size.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from audit.probes.generation import Decoding, Message, Output, ProbeError, Progress, Request
+
+INSTALL_HINT = 'pip install "corpus-audit[probe]"'
+_BLOCK = 1 << 20
+# What decides a directory model's answers; a README or an image beside them does not.
+_MODEL_FILES = ("*.safetensors", "*.bin", "*.pt", "*.pth", "*.json", "*.model", "*.tiktoken", "*.jinja", "merges.txt", "vocab.txt")
+
+
+def _sha256(path: Path, digest: Any = None) -> Any:
+    digest = digest or hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(_BLOCK):
+            digest.update(block)
+    return digest
+
+
+def fingerprint(path: Path, gguf_file: str | None = None) -> str:
+    """The first 16 hex digits of a sha256 over the model's files, so that a changed file never
+    matches another's cached answers: the GGUF file's bytes, or a directory's weight, config and
+    tokenizer files, each as its relative name and contents, in name order."""
+    try:
+        if gguf_file is not None:
+            return _sha256(path / gguf_file).hexdigest()[:16]
+        files = sorted({p for pattern in _MODEL_FILES for p in path.rglob(pattern) if p.is_file()})
+        digest = hashlib.sha256()
+        for file in files:
+            name = file.relative_to(path).as_posix().encode()
+            digest.update(len(name).to_bytes(8, "big") + name + file.stat().st_size.to_bytes(8, "big"))
+            _sha256(file, digest)
+        return digest.hexdigest()[:16]
+    except OSError as error:
+        raise ProbeError(f"{path}: cannot read the model files ({error.strerror or error})") from None
+
+
+def _require(*packages: str) -> None:
+    missing = [name for name in packages if importlib.util.find_spec(name) is None]
+    if missing:
+        raise ProbeError(f"a local model needs {', '.join(missing)}: {INSTALL_HINT}")
+
+
+def _locate(path: Path, gguf_file: str | None) -> tuple[Path, str | None]:
+    """The model's directory and GGUF file name, or a ProbeError naming what is wrong."""
+    if path.is_file():
+        if path.suffix != ".gguf" or gguf_file not in (None, path.name):
+            raise ProbeError(f"{path}: a model is a .gguf file or a Hugging Face model directory")
+        return path.parent, path.name
+    if not path.is_dir():
+        raise ProbeError(f"{path}: no such model file or directory")
+    if gguf_file is not None:
+        if not (path / gguf_file).is_file():
+            raise ProbeError(f"{path / gguf_file}: no such GGUF file")
+        return path, gguf_file
+    if not (path / "config.json").is_file():
+        ggufs = sorted(p.name for p in path.glob("*.gguf"))
+        hint = f"; pass gguf_file= one of {', '.join(ggufs)}" if ggufs else ""
+        raise ProbeError(f"{path}: not a Hugging Face model directory (no config.json){hint}")
+    return path, None
+
+
+def _fallback_prompt(messages: Sequence[Message]) -> str:
+    """For a tokenizer without a chat template (a base model): each turn as `Role: text` on its
+    own line, ending with `Assistant:` for the model to continue."""
+    return "".join(f"{m.role.value.capitalize()}: {m.content}\n" for m in messages) + "Assistant:"
+
+
+class LocalModel:
+    """A transformers causal LM answering probe requests on one device, one thread at a time."""
+
+    def __init__(self, model: Any, tokenizer: Any, *, model_id: str, path: Path, gguf_file: str | None, device: str, batch_size: int) -> None:
+        """From a loaded model and tokenizer; `load` is the way in from files."""
+        self.model_id = model_id
+        self.path = path
+        self.gguf_file = gguf_file
+        self.device = device
+        self.batch_size = batch_size
+        self._model = model
+        self._tokenizer = tokenizer
+        config = model.generation_config
+        eos = {tokenizer.eos_token_id} | set(config.eos_token_id if isinstance(config.eos_token_id, list) else [config.eos_token_id])
+        self._eos = sorted(token for token in eos if token is not None)
+        if not self._eos:
+            raise ProbeError(f"{path}: the model has no end-of-sequence token")
+        self._pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self._eos[0]
+
+    @classmethod
+    def load(cls, path: Path, *, gguf_file: str | None = None, name: str | None = None, device: str = "cpu", batch_size: int = 8, threads: int | None = None) -> LocalModel:
+        """`threads` sets torch's (process-wide) CPU thread count; None leaves torch's default."""
+        if batch_size < 1:
+            raise ProbeError(f"batch_size must be at least 1, not {batch_size}")
+        path = Path(path)
+        directory, gguf_file = _locate(path, gguf_file)
+        _require("torch", "transformers", *(("accelerate", "gguf") if gguf_file else ()))
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
+
+        if threads is not None:
+            torch.set_num_threads(threads)
+        where = directory / gguf_file if gguf_file else directory
+        model_id = f"{name or (Path(gguf_file).stem if gguf_file else directory.resolve().name)}@{fingerprint(directory, gguf_file)}"
+        # float32 on a CPU: bfloat16 checkpoints are slow there on most processors.
+        dtype = torch.float32 if device == "cpu" else "auto"
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(directory, gguf_file=gguf_file)
+            model = AutoModelForCausalLM.from_pretrained(directory, gguf_file=gguf_file, dtype=dtype)
+            model.to(device)
+        except ImportError as error:
+            raise ProbeError(f"{where}: cannot load the model ({error}); {INSTALL_HINT}") from None
+        except Exception as error:
+            raise ProbeError(f"{where}: cannot load the model ({type(error).__name__}: {error})") from None
+        model.eval()
+        # Keep only the token ids: a checkpoint's sampling defaults (temperature, top_k, ...)
+        # would otherwise change answers that the cache keys by the request's Decoding alone.
+        own = model.generation_config
+        model.generation_config = GenerationConfig(bos_token_id=own.bos_token_id, eos_token_id=own.eos_token_id, pad_token_id=own.pad_token_id)
+        return cls(model, tokenizer, model_id=model_id, path=path, gguf_file=gguf_file, device=device, batch_size=batch_size)
+
+    def describe(self) -> dict[str, object]:
+        return {"backend": "transformers", "model": self.model_id, "path": str(self.path), "gguf_file": self.gguf_file, "device": self.device, "batch_size": self.batch_size}
+
+    def prompt_ids(self, messages: Sequence[Message]) -> list[int]:
+        """The prompt's token ids, through the chat template when the tokenizer has one."""
+        tokenizer = self._tokenizer
+        if tokenizer.chat_template:
+            text = tokenizer.apply_chat_template([{"role": m.role.value, "content": m.content} for m in messages], add_generation_prompt=True, tokenize=False)
+            # The template writes its own special tokens (BOS included, where the model wants one).
+            return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+        return list(tokenizer(_fallback_prompt(messages))["input_ids"])
+
+    def generate(self, requests: Sequence[Request], progress: Progress | None = None) -> list[Output]:
+        outputs: dict[int, Output] = {}
+        prompts: dict[int, list[int]] = {}
+        failed = 0
+        for index, request in enumerate(requests):
+            try:
+                prompts[index] = self.prompt_ids(request.messages)
+            except Exception as error:
+                outputs[index] = Output(None, error=f"cannot build the prompt: {type(error).__name__}: {error}")
+                failed += 1
+        if failed and progress:
+            progress(failed)
+        for batch in self._batches(requests, prompts):
+            try:
+                answers = self._run([prompts[index] for index in batch], requests[batch[0]].decoding)
+            except Exception as error:
+                answers = [Output(None, error=f"{type(error).__name__}: {error}")] * len(batch)
+            for index, answer in zip(batch, answers, strict=True):
+                outputs[index] = answer
+            if progress:
+                progress(len(batch))
+        return [outputs[index] for index in range(len(requests))]
+
+    def _batches(self, requests: Sequence[Request], prompts: dict[int, list[int]]) -> list[list[int]]:
+        """Request indices to run together: greedy requests with one Decoding, ordered by prompt
+        length (then tokens) so the same request set always makes the same batches; each sampled
+        request alone, so its answer depends on its seed only."""
+        groups: dict[Decoding, list[int]] = {}
+        for index in prompts:
+            groups.setdefault(requests[index].decoding, []).append(index)
+        batches = []
+        for decoding, indices in groups.items():
+            indices.sort(key=lambda index: (len(prompts[index]), prompts[index]))
+            size = self.batch_size if decoding.greedy else 1
+            batches.extend(indices[start : start + size] for start in range(0, len(indices), size))
+        return batches
+
+    def _run(self, prompts: list[list[int]], decoding: Decoding) -> list[Output]:
+        import torch
+
+        width = max(len(ids) for ids in prompts)
+        input_ids = torch.tensor([[self._pad] * (width - len(ids)) + ids for ids in prompts], device=self.device)
+        attention = torch.tensor([[0] * (width - len(ids)) + [1] * len(ids) for ids in prompts], device=self.device)
+        settings: dict[str, Any] = {"max_new_tokens": decoding.max_tokens, "eos_token_id": self._eos, "pad_token_id": self._pad, "do_sample": not decoding.greedy}
+        if not decoding.greedy:
+            settings.update(temperature=decoding.temperature, top_p=decoding.top_p, top_k=0)
+        device = torch.device(self.device)
+        # A forked RNG: seeding for this request leaves the caller's random state as it was.
+        with torch.inference_mode(), torch.random.fork_rng(devices=[] if device.type == "cpu" else None, device_type=device.type):
+            torch.manual_seed(decoding.seed)
+            generated = self._model.generate(input_ids=input_ids, attention_mask=attention, **settings)
+        answers = []
+        for row in generated[:, width:].tolist():
+            stop = next((position for position, token in enumerate(row) if token in self._eos), None)
+            tokens = row if stop is None else row[:stop]
+            text = self._tokenizer.decode(tokens, skip_special_tokens=True)
+            answers.append(Output(text, finish_reason="length" if stop is None and len(row) >= decoding.max_tokens else "stop"))
+        return answers

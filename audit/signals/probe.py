@@ -1,0 +1,320 @@
+"""The probe signal: does the model itself know the item's entity, or remember its passage,
+in each language?  Model-level evidence, judged by the policy into a `knowledge` verdict
+(`known` / `not_known` / `undetermined`) kept apart from corpus exposure.
+
+Four fields, each a task asked of the model in the variant's language:
+- `summary` (LiveCLKTBench's self-summary probe): what does the model know about the entity
+  (the variant's title, else the item's)?  Its answer is judged against the variant's passage
+  and gold answer by a judge model's structured verdict (`judge`: known / not_known; a reply
+  that cannot be parsed leaves the evidence `unknown`, never `not_known`), with answer recall
+  and chrF beside it, for calibration.  With `samples = k` (and a temperature above 0) k
+  seeded samples are judged and the strict majority decides.
+- `direct` (OWL's direct probing): the passage with the article's title hidden; does the
+  model name the title?
+- `cloze` (OWL's name cloze): the passage with a name masked (the gold answer when the passage
+  holds it, else a capitalised name); does the model fill it in?
+- `prefix` (OWL's prefix probing): the first half of the passage; how close is the model's
+  continuation to the true second half?
+
+Every prompt is built and asked in a `prepare` step, in batches, before any variant is checked
+(a progress bar with an ETA), through the probe cache; checking a variant then reads results.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, model_validator
+
+from audit.evidence import ABSENT, OK, UNKNOWN, Evidence, Status
+from audit.items import Item
+from audit.langcodes import describe_lang
+from audit.probes.cache import CachedModel
+from audit.probes.generation import Decoding, Output, Request, chat
+from audit.probes.judge import JudgeReading, majority, parse_verdict
+from audit.probes.models import open_model
+from audit.probes.prompts import Task, Templates, load_templates
+from audit.probes.scoring import answer_recall, best_match, chrf, cloze_entity, mask, probe_passage, similarity, split_passage
+from audit.rules import Count, Fraction, Off, Rule, Table, threshold, verdict
+
+NAME = "probe"
+SUMMARY, DIRECT, CLOZE, PREFIX = "summary", "direct", "cloze", "prefix"
+FIELDS = (SUMMARY, DIRECT, CLOZE, PREFIX)
+HIDDEN_TITLE = "___"
+ProbeTask = Literal["summary", "direct", "cloze", "prefix"]
+
+
+class MaxTokens(Table):
+    """New tokens allowed per answer, per task (and for the judge's verdict)."""
+
+    summary: Count = 128
+    judge: Count = 48
+    direct: Count = 32
+    cloze: Count = 16
+    prefix: Count = 96
+
+
+class ProbeConfig(Table):
+    """The signal's parameters (the policy's `[probe]` table)."""
+
+    tasks: Annotated[list[ProbeTask], Field(min_length=1, description='an array of "summary", "direct", "cloze", "prefix"')] = Field(default_factory=lambda: list(FIELDS))
+    samples: Count = 1
+    temperature: Annotated[float, Field(ge=0, le=2)] = 0.0
+    top_p: Fraction = 1.0
+    seed: Annotated[int, Field(ge=0)] = 0
+    judge: bool = True
+    passage_chars: Count = 600
+    title_threshold: Fraction = 0.85
+    name_threshold: Fraction = 0.9
+    max_tokens: MaxTokens = Field(default_factory=MaxTokens)
+
+    @model_validator(mode="after")
+    def _sound(self) -> ProbeConfig:
+        if len(set(self.tasks)) < len(self.tasks):
+            raise ValueError("tasks: a task is named twice")
+        if self.samples > 1 and self.temperature == 0:
+            raise ValueError("samples above 1 need a temperature above 0: greedy samples are all the same")
+        return self
+
+
+class SummaryRules(Table):
+    judge: Annotated[Literal["known"], Field(description='"known"')] | Off | None = None
+    answer_recall: threshold(Fraction, "AnswerRecall") = None
+    chrf: threshold(Fraction, "SummaryChrf") = None
+
+
+class MatchRules(Table):
+    matched: verdict() = None
+    similarity: threshold(Fraction, "MatchSimilarity") = None
+
+
+class PrefixRules(Table):
+    similarity: threshold(Fraction, "PrefixSimilarity") = None
+    chrf: threshold(Fraction, "PrefixChrf") = None
+
+
+class Rules(Table):
+    """The policy's `[rules.probe]`: one table per task."""
+
+    summary: SummaryRules = Field(default_factory=SummaryRules)
+    direct: MatchRules = Field(default_factory=MatchRules)
+    cloze: MatchRules = Field(default_factory=MatchRules)
+    prefix: PrefixRules = Field(default_factory=PrefixRules)
+
+
+def fields_for(item: Item) -> tuple[str, ...]:
+    return FIELDS
+
+
+@dataclass(frozen=True)
+class Asked:
+    """One task's prompts for one variant, with what its answers are scored against; or why the
+    variant cannot be asked it (`absent`)."""
+
+    task: str
+    requests: tuple[Request, ...] = ()
+    targets: tuple[str, ...] = ()
+    reference: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+    absent: str | None = None
+
+
+def entity_names(item: Item, lang: str) -> list[str]:
+    """The entity's names to ask about and to hide: the variant's own title, then the item's
+    (its source-language title), without repeats."""
+    variant = item.variants[lang]
+    source = item.variants.get(item.source_lang)
+    names = [variant.title, item.meta.get("title") if isinstance(item.meta.get("title"), str) else None, source.title if source else None]
+    return list(dict.fromkeys(name.strip() for name in names if name and name.strip()))
+
+
+def _decoding(config: ProbeConfig, task: str, sample: int = 0) -> Decoding:
+    max_tokens = getattr(config.max_tokens, task)
+    return Decoding(temperature=config.temperature, max_tokens=max_tokens, top_p=config.top_p, seed=config.seed + sample)
+
+
+def plan_variant(item: Item, lang: str, templates: Templates, config: ProbeConfig) -> dict[str, Asked]:
+    """Every task's prompts for one variant (`absent` where the variant lacks what it needs)."""
+    variant = item.variants[lang]
+    language = describe_lang(lang)
+    names = entity_names(item, lang)
+    passage = variant.context.strip() if variant.context and variant.context.strip() else None
+    asked: dict[str, Asked] = {}
+    for task in config.tasks:
+        if task == SUMMARY:
+            asked[task] = _summary(names, language, lang, variant.answer, passage, templates, config)
+        elif passage is None:
+            asked[task] = Asked(task, absent="the variant has no passage")
+        elif task == DIRECT:
+            asked[task] = _direct(names, passage, variant.title, lang, language, templates, config)
+        elif task == CLOZE:
+            asked[task] = _cloze(variant.answer, variant.aliases, passage, lang, language, templates, config)
+        else:
+            asked[task] = _prefix(passage, lang, language, templates, config)
+    return asked
+
+
+def _summary(names: list[str], language: str, lang: str, answer: str | None, passage: str | None, templates: Templates, config: ProbeConfig) -> Asked:
+    if not names:
+        return Asked(SUMMARY, absent="the item names no entity (no title)")
+    prompt = templates.for_lang(Task.SUMMARY, lang).render(entity=names[0], language=language)
+    requests = tuple(chat(prompt, decoding=_decoding(config, SUMMARY, sample)) for sample in range(config.samples))
+    return Asked(SUMMARY, requests, targets=(answer,) if answer else (), reference=passage, details={"entity": names[0]})
+
+
+def _direct(names: list[str], passage: str, own_title: str | None, lang: str, language: str, templates: Templates, config: ProbeConfig) -> Asked:
+    shown = probe_passage(passage, config.passage_chars)
+    present = [name for name in sorted(names, key=len, reverse=True) if name.casefold() in shown.casefold()]
+    if not own_title and not present:
+        return Asked(DIRECT, absent="the article's title in this language is unknown and no known title occurs in the passage, so it can be neither hidden nor matched")
+    for name in present:
+        shown = mask(shown, name, HIDDEN_TITLE)
+    prompt = templates.for_lang(Task.DIRECT, lang).render(passage=shown, language=language)
+    return Asked(DIRECT, (chat(prompt, decoding=_decoding(config, DIRECT)),), targets=tuple(names), details={"hidden": present})
+
+
+def _cloze(answer: str | None, aliases: Sequence[str], passage: str, lang: str, language: str, templates: Templates, config: ProbeConfig) -> Asked:
+    shown = probe_passage(passage, config.passage_chars)
+    forms = [form for form in (answer, *aliases) if form]
+    entity = cloze_entity(shown, forms, lang)
+    if entity is None:
+        return Asked(CLOZE, absent="no name to mask in the passage (neither the answer nor a capitalised name)")
+    prompt = templates.for_lang(Task.CLOZE, lang).render(masked_passage=mask(shown, entity), language=language)
+    targets = tuple(forms) if entity in forms else (entity,)
+    return Asked(CLOZE, (chat(prompt, decoding=_decoding(config, CLOZE)),), targets=targets, details={"masked": entity})
+
+
+def _prefix(passage: str, lang: str, language: str, templates: Templates, config: ProbeConfig) -> Asked:
+    halves = split_passage(passage, config.passage_chars)
+    if halves is None:
+        return Asked(PREFIX, absent="the passage is too short to split")
+    prefix, suffix = halves
+    prompt = templates.for_lang(Task.PREFIX, lang).render(prefix=prefix, language=language)
+    return Asked(PREFIX, (chat(prompt, decoding=_decoding(config, PREFIX)),), reference=suffix)
+
+
+@dataclass
+class Prober:
+    """The probe model, its judge, the prompt templates and every variant's evidence, filled in
+    by `prepare`."""
+
+    model: CachedModel
+    judge: CachedModel
+    templates: Templates
+    prompts_file: Path | None = None
+    config: ProbeConfig = field(default_factory=ProbeConfig)
+    evidence: dict[tuple[str, str], list[Evidence]] = field(default_factory=dict)
+
+    @property
+    def source(self) -> str:
+        return self.model.name
+
+    def describe(self) -> dict[str, Any]:
+        """For the audit manifest: both models and the prompt templates."""
+        prompts = {"file": str(self.prompts_file) if self.prompts_file else None, "digest": self.templates.digest}
+        return {"probe": self.model.describe(), "judge": self.judge.describe(), "prompts": prompts}
+
+    def prepare(self, items: Sequence[Item], langs: Sequence[str] | None, progress: Callable[[str, int | None], Callable[[int], None]]) -> None:
+        """Ask every prompt (batched, through the cache), then the judge about every summary."""
+        plans = {(item.item_id, lang): plan_variant(item, lang, self.templates, self.config)
+                 for item in items for lang in item.variants if langs is None or lang in langs}
+        requests = [request for asked in plans.values() for one in asked.values() for request in one.requests]
+        outputs = iter(self.model.generate(requests, progress(f"probe: {len(requests)} prompts to {self.model.name}", len(requests))))
+        answered = {key: {task: [next(outputs) for _ in one.requests] for task, one in asked.items()} for key, asked in plans.items()}
+        judging = self._judge_requests(plans, answered) if self.config.judge else {}
+        flat = [request for pairs in judging.values() for _, request in pairs]
+        verdicts = iter(self.judge.generate(flat, progress(f"probe: {len(flat)} answers to judge with {self.judge.name}", len(flat))) if flat else [])
+        judged = {key: [(sample, request, next(verdicts)) for sample, request in pairs] for key, pairs in judging.items()}
+        for key, asked in plans.items():
+            self.evidence[key] = [self._evidence(one, answered[key][task], judged.get(key, [])) for task, one in asked.items()]
+
+    def _judge_requests(self, plans: dict[tuple[str, str], dict[str, Asked]], answered: dict[tuple[str, str], dict[str, list[Output]]]) -> dict[tuple[str, str], list[tuple[int, Request]]]:
+        """A judge prompt for every summary sample the model answered."""
+        judging = {}
+        for key, asked in plans.items():
+            one = asked.get(SUMMARY)
+            if one is None or one.absent:
+                continue
+            lang = key[1]
+            template = self.templates.for_lang(Task.JUDGE, lang)
+            pairs = []
+            for sample, output in enumerate(answered[key][SUMMARY]):
+                if output.ok:
+                    prompt = template.render(entity=one.details["entity"], summary=output.text, reference=one.reference or "(none)", answer=one.targets[0] if one.targets else "(none)", language=describe_lang(lang))
+                    pairs.append((sample, chat(prompt, decoding=Decoding(max_tokens=self.config.max_tokens.judge))))
+            judging[key] = pairs
+        return judging
+
+    def _record(self, task: str, status: Status, figures: dict[str, Any], provenance: list[dict[str, Any]], error: str | None = None) -> Evidence:
+        return Evidence(NAME, self.source, task, status=status, figures={"model": self.model.model_id, **figures}, provenance=provenance, error=error)
+
+    def _evidence(self, asked: Asked, outputs: list[Output], judged: list[tuple[int, Request, Output]]) -> Evidence:
+        if asked.absent:
+            return Evidence(NAME, self.source, asked.task, status=ABSENT, figures={"reason": asked.absent})
+        provenance = [_shown(request, output) for request, output in zip(asked.requests, outputs, strict=True)]
+        failed = [output.error for output in outputs if not output.ok]
+        if failed:
+            return self._record(asked.task, UNKNOWN, dict(asked.details), provenance, error=f"the model gave no answer: {failed[0]}")
+        texts = [output.text or "" for output in outputs]
+        if asked.task == SUMMARY:
+            return self._summary(asked, texts, provenance, judged)
+        if asked.task == PREFIX:
+            continuation = texts[0].strip()
+            reference = asked.reference or ""
+            # Cut to the reference's length: a continuation that runs on past it is not less of a copy.
+            continuation = continuation[: len(reference)]
+            figures = {"similarity": round(similarity(continuation, reference), 4), "chrf": round(chrf(continuation, reference), 4), "reference": reference}
+            return self._record(PREFIX, OK, figures, provenance)
+        match = best_match(texts[0], asked.targets, self.config.title_threshold if asked.task == DIRECT else self.config.name_threshold)
+        figures = {**asked.details, "matched": match.matched, "similarity": round(match.similarity, 4), "expected": match.target}
+        return self._record(asked.task, OK, figures, provenance)
+
+    def _summary(self, asked: Asked, texts: list[str], provenance: list[dict[str, Any]], judged: list[tuple[int, Request, Output]]) -> Evidence:
+        figures: dict[str, Any] = {**asked.details, "samples": len(texts)}
+        if asked.targets:
+            figures["answer_recall"] = round(sum(answer_recall(asked.targets, text) for text in texts) / len(texts), 4)
+        if asked.reference:
+            figures["chrf"] = round(sum(chrf(text, asked.reference) for text in texts) / len(texts), 4)
+        if not self.config.judge:
+            return self._record(SUMMARY, OK, figures, provenance)
+        readings: list[JudgeReading] = []
+        for sample, request, output in judged:
+            reading = parse_verdict(output.text) if output.ok and output.text is not None else None
+            provenance[sample] |= {"judge": _shown(request, output) | ({"verdict": reading.verdict, "parse_error": reading.parse_error} if reading else {})}
+            if reading is None:
+                return self._record(SUMMARY, UNKNOWN, figures, provenance, error=f"the judge gave no answer: {output.error}")
+            readings.append(reading)
+        chosen, votes = majority(readings)
+        figures |= {"judge": chosen.value if chosen else None, "judge_votes": votes}
+        if chosen is None:
+            errors = [r.parse_error for r in readings if r.parse_error]
+            why = f"the judge's reply could not be parsed: {errors[0]}" if errors and len(readings) == 1 else f"no strict majority of the judge's verdicts ({votes})"
+            return self._record(SUMMARY, UNKNOWN, figures, provenance, error=why)
+        return self._record(SUMMARY, OK, figures, provenance)
+
+
+def open_prober(model: str, judge: str | None = None, prompts: Path | None = None, registry: Path | None = None, *, offline: bool = False, batch_size: int | None = None) -> Prober:
+    """The probe model, its judge (the probe model itself unless another is named) and the
+    templates, checked before any item is read by a model."""
+    probed = open_model(model, registry, offline=offline, batch_size=batch_size)
+    judging = probed if judge in (None, model) else open_model(judge, registry, offline=offline, batch_size=batch_size)
+    return Prober(probed, judging, load_templates(prompts), prompts)
+
+
+def _shown(request: Request, output: Output) -> dict[str, Any]:
+    """A prompt and its raw answer, as the audit file keeps them."""
+    shown: dict[str, Any] = {"prompt": request.messages[-1].content, "decoding": request.to_dict()["decoding"], "output": output.text, "cached": output.cached}
+    if output.error:
+        shown["error"] = output.error
+    if output.finish_reason:
+        shown["finish_reason"] = output.finish_reason
+    return shown
+
+
+def run(prober: Prober, item: Item, lang: str, config: ProbeConfig, rules: Mapping[str, Sequence[Rule]] | None = None) -> list[Evidence]:
+    found = prober.evidence.get((item.item_id, lang))
+    if found is None:
+        return [Evidence(NAME, prober.source, task, status=UNKNOWN, error="this variant was not probed (prepare did not see it)") for task in prober.config.tasks]
+    return list(found)
