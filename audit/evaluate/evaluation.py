@@ -7,6 +7,10 @@ item's source language, as in ECLeKTic. Every pair is kept in `rows` with its sc
 labels; pairs that cannot be scored (no source answer, an unscorable gold answer, a judge
 output that could not be read) stay there with `None` and are listed in `problems`, never
 counted as wrong.
+
+With an audit whose model was probed, pairs are also split by what the model knew, and
+transfer is given over the targets the model did not know (LiveCLKTBench's filter: what it
+answers there cannot have been known in that language beforehand).
 """
 from __future__ import annotations
 
@@ -23,7 +27,7 @@ from audit.evaluate.judge import OK as JUDGE_OK
 from audit.evaluate.judge import judge as run_judge
 from audit.evaluate.metrics import METRICS, Estimator, PairScores, Stat
 from audit.evaluate.predictions import Prediction, PredictionSet, load_predictions
-from audit.evaluate.stratify import STRATA, Exposure, ExposureError, read_exposure
+from audit.evaluate.stratify import KNOWLEDGE_STRATA, KNOWN, NOT_KNOWN, STRATA, Exposure, ExposureError, read_exposure
 from audit.evaluate.string_metric import eclektic_recall, robust_recall
 from audit.exposure import SEEN, UNSEEN
 from audit.items import Item
@@ -95,6 +99,8 @@ class PairRow:
     source_exposure: str | None = None
     target_exposure: str | None = None
     target_combination: str | None = None
+    source_knowledge: str | None = None
+    target_knowledge: str | None = None
 
     @property
     def scored(self) -> bool:
@@ -121,6 +127,8 @@ class PairRow:
             "source_exposure": self.source_exposure,
             "target_exposure": self.target_exposure,
             "target_combination": self.target_combination,
+            "source_knowledge": self.source_knowledge,
+            "target_knowledge": self.target_knowledge,
             "judge": {"source": source.judge, "target": self.target_score.judge} if judged else None,
         }
 
@@ -359,6 +367,9 @@ def _label(rows: list[PairRow], exposure: Exposure) -> list[str]:
         row.source_exposure = exposure.label(row.item_id, row.source)
         row.target_exposure = exposure.label(row.item_id, row.target)
         row.target_combination = exposure.combination(row.item_id, row.target) if exposure.judged else None
+        if exposure.knowledge is not None:
+            row.source_knowledge = exposure.knowledge_label(row.item_id, row.source)
+            row.target_knowledge = exposure.knowledge_label(row.item_id, row.target)
         missing += (row.item_id, row.target) not in exposure.overall
     if missing == len(rows):
         raise EvaluationError("the audit file has no record for any evaluated pair: is it the audit of this benchmark?")
@@ -369,7 +380,8 @@ def _label(rows: list[PairRow], exposure: Exposure) -> list[str]:
 
 def _strata(estimator: Estimator, rows: list[PairRow], exposure: Exposure) -> dict[str, Any]:
     """The scored pairs split by target and source exposure, by each signal and each source
-    judged alone and by the set of signals that saw the target, with tests between strata."""
+    judged alone and by the set of signals that saw the target, with tests between strata;
+    and, when a model was probed, by what it knew of the target and of the source."""
     target = np.array([row.target_exposure for row in rows], dtype=object)
     source = np.array([row.source_exposure for row in rows], dtype=object)
     by_signal = {
@@ -382,6 +394,10 @@ def _strata(estimator: Estimator, rows: list[PairRow], exposure: Exposure) -> di
     }
     combination = np.array([row.target_combination for row in rows], dtype=object)
     clean = np.array([exposure.clean(row.item_id, row.target) for row in rows], dtype=bool)
+    knowledge = {
+        "target_knowledge": np.array([row.target_knowledge for row in rows], dtype=object),
+        "source_knowledge": np.array([row.source_knowledge for row in rows], dtype=object),
+    } if exposure.knowledge is not None else {}
 
     def split(labels: np.ndarray, strata: Iterable[str] = STRATA) -> dict[str, dict[str, Any]]:
         return {label: _summary_dict(estimator.summary(labels == label)) for label in strata}
@@ -392,6 +408,7 @@ def _strata(estimator: Estimator, rows: list[PairRow], exposure: Exposure) -> di
     tests.append(("clean_transfer", None, clean, target == SEEN, "clean", SEEN))
     # After the others, so their permutation draws (and p-values) stay as they were.
     tests += [("by_source", source, labels == UNSEEN, labels == SEEN, UNSEEN, SEEN) for source, labels in by_source.items()]
+    tests += [(name, None, labels == NOT_KNOWN, labels == KNOWN, NOT_KNOWN, KNOWN) for name, labels in knowledge.items()]
     differences = []
     for name, scope, mask_a, mask_b, a, b in tests:
         for metric, result in estimator.difference(mask_a, mask_b).items():
@@ -405,7 +422,7 @@ def _strata(estimator: Estimator, rows: list[PairRow], exposure: Exposure) -> di
                 "test": result.test,
             }
             differences.append(entry)
-    return {
+    strata: dict[str, Any] = {
         "signals": exposure.signals,
         "target_exposure": split(target),
         "source_exposure": split(source),
@@ -415,4 +432,18 @@ def _strata(estimator: Estimator, rows: list[PairRow], exposure: Exposure) -> di
         "signal_combination": {"signals": exposure.judged, "strata": split(combination, exposure.combinations())},
         "clean_transfer": _summary_dict(estimator.summary(clean)),
         "differences": differences,
+    }
+    if knowledge:
+        strata |= {name: split(labels, KNOWLEDGE_STRATA) for name, labels in knowledge.items()}
+        strata["unknown_to_model"] = _unknown_to_model(estimator, rows, knowledge["target_knowledge"] == NOT_KNOWN)
+    return strata
+
+
+def _unknown_to_model(estimator: Estimator, rows: list[PairRow], unknown: np.ndarray) -> dict[str, Any]:
+    """LiveCLKTBench's filter: the figures over the pairs whose target the model did not know,
+    in total and per target language, so what transfers cannot have been known beforehand."""
+    languages = np.array([row.target for row in rows], dtype=object)
+    return {
+        "total": _summary_dict(estimator.summary(unknown)),
+        "per_target": {lang: _summary_dict(estimator.summary(unknown & (languages == lang))) for lang in sorted(set(languages))},
     }

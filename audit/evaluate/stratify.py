@@ -6,6 +6,10 @@ source's evidence alone (every signal), so a split shows what each would have de
 The signals' labels together place a target in a combination (seen by `ngram` only, by both,
 by neither).  A pair missing from the audit is `unknown`, and `unknown` is always its own
 stratum, never merged into `unseen` or "neither".
+
+What a probed model knows (`knowledge`) is read beside exposure, never into it: the model
+signals' evidence takes no part in any exposure label, signal or source here.  A pair with no
+knowledge is `undetermined`; an audit where no record has any carries no knowledge labels.
 """
 from __future__ import annotations
 
@@ -15,10 +19,13 @@ from typing import Any
 
 from audit.auditfile import AuditFile
 from audit.evidence import OK, Evidence
-from audit.exposure import SEEN, UNKNOWN, UNSEEN, Policy, decide
+from audit.exposure import SEEN, UNKNOWN, UNSEEN, Knowledge, Policy, decide
 from audit.rules import parse_rule
+from audit.signals import KNOWLEDGE_SIGNALS
 
 STRATA = (SEEN, UNSEEN, UNKNOWN)
+KNOWN, NOT_KNOWN, UNDETERMINED = (tag.value for tag in Knowledge)
+KNOWLEDGE_STRATA = (KNOWN, NOT_KNOWN, UNDETERMINED)
 
 Labels = dict[tuple[str, str], str]
 
@@ -29,8 +36,10 @@ class ExposureError(Exception):
 
 @dataclass
 class Exposure:
-    """Labels per (item id, language): overall, by signal and by source.  `judged` are the
-    signals the policy has rules for, the ones a combination is made of."""
+    """Labels per (item id, language): overall, by signal and by source, of the corpus signals
+    alone.  `judged` are the signals the policy has rules for, the ones a combination is made
+    of.  `knowledge` is what the probed model knows, None when no record says (no model was
+    probed); `models` are the model signals the audit ran."""
 
     overall: Labels
     by_signal: dict[str, Labels]
@@ -39,6 +48,8 @@ class Exposure:
     by_source: dict[str, Labels] = field(default_factory=dict)
     sources: list[str] = field(default_factory=list)
     judged: list[str] = field(default_factory=list)
+    knowledge: Labels | None = None
+    models: list[str] = field(default_factory=list)
 
     def label(self, item_id: str, lang: str) -> str:
         return self.overall.get((item_id, lang), UNKNOWN)
@@ -48,6 +59,10 @@ class Exposure:
 
     def source_label(self, source: str, item_id: str, lang: str) -> str:
         return self.by_source[source].get((item_id, lang), UNKNOWN)
+
+    def knowledge_label(self, item_id: str, lang: str) -> str:
+        """`undetermined` for a pair without knowledge (or an audit without any)."""
+        return (self.knowledge or {}).get((item_id, lang)) or UNDETERMINED
 
     def clean(self, item_id: str, lang: str) -> bool:
         """Unseen overall and unseen by every signal judged alone."""
@@ -85,9 +100,12 @@ def combination_name(seen: list[str], signals: list[str]) -> str:
 
 def read_exposure(audit: AuditFile) -> Exposure:
     """Labels from the audit's records; per-signal and per-source labels need the manifest's
-    policy rules."""
+    policy rules.  Only the corpus signals' evidence is judged: a model is no source of
+    exposure."""
     overall: Labels = {}
+    knowledge: Labels = {}
     evidence: dict[tuple[str, str], list[Evidence]] = {}
+    models: list[str] = []
     for number, record in enumerate(audit.records, start=2):
         key = (_text(record, "item_id", number), _text(record, "lang", number))
         exposure = record.get("exposure")
@@ -96,9 +114,18 @@ def read_exposure(audit: AuditFile) -> Exposure:
         if key in overall:
             raise ExposureError(f"audit record {number}: item '{key[0]}' in '{key[1]}' appears twice")
         overall[key] = exposure
-        evidence[key] = [_evidence(entry, number) for entry in record.get("evidence") or []]
+        known = record.get("knowledge")
+        if known is not None:
+            if known not in KNOWLEDGE_STRATA:
+                raise ExposureError(f"audit record {number}: field 'knowledge': expected one of {', '.join(KNOWLEDGE_STRATA)} or null, got {known!r}")
+            knowledge[key] = known
+        entries = [_evidence(entry, number) for entry in record.get("evidence") or []]
+        models += [e.signal for e in entries if e.signal in KNOWLEDGE_SIGNALS]
+        evidence[key] = [e for e in entries if e.signal not in KNOWLEDGE_SIGNALS]
     found = [e for entries in evidence.values() for e in entries]
-    signals = list(dict.fromkeys([*(audit.manifest.get("signals") or []), *(e.signal for e in found)]))
+    named = audit.manifest.get("signals") or []
+    signals = list(dict.fromkeys([*(s for s in named if s not in KNOWLEDGE_SIGNALS), *(e.signal for e in found)]))
+    models = list(dict.fromkeys([*(s for s in named if s in KNOWLEDGE_SIGNALS), *models]))
     sources = list(dict.fromkeys([
         *(str(corpus.get("name")) for corpus in audit.manifest.get("corpora") or [] if isinstance(corpus, dict) and corpus.get("name")),
         *(e.source for e in found),
@@ -106,7 +133,7 @@ def read_exposure(audit: AuditFile) -> Exposure:
     settings = (audit.manifest.get("policy") or {}).get("settings") or {}
     if not settings.get("rules"):
         note = "the audit manifest carries no policy rules, so signals and sources cannot be judged alone: by_signal and by_source are empty"
-        return Exposure(overall, {}, signals, [note], sources=sources)
+        return Exposure(overall, {}, signals, [note], sources=sources, knowledge=knowledge or None, models=models)
     policy = Policy(str(settings.get("name", "audit")), "audit manifest", settings)
 
     def alone(keep: str, name: str) -> Labels:
@@ -119,6 +146,8 @@ def read_exposure(audit: AuditFile) -> Exposure:
         by_source={source: alone("source", source) for source in sources},
         sources=sources,
         judged=[signal for signal in signals if _has_rules(policy, signal)],
+        knowledge=knowledge or None,
+        models=models,
     )
 
 

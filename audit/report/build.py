@@ -9,12 +9,17 @@ from collections.abc import Callable
 from typing import Any
 
 from audit.auditfile import AuditFile, AuditFileError
-from audit.evaluate.stratify import STRATA, Exposure, ExposureError, read_exposure
+from audit.evaluate.stratify import KNOWLEDGE_STRATA, KNOWN, NOT_KNOWN, STRATA, UNSEEN, Exposure, ExposureError, read_exposure
 from audit.items import Item, Variant
+from audit.probes.judge import UNPARSED
 from audit.report.premise import premise_section
+from audit.signals import probe
 from audit.text import normalize
 
 TEXT_FIELDS = ("question", "answer", "context")
+VERDICTS = (KNOWN, NOT_KNOWN, UNPARSED)
+# Answer recall of the self-summaries, in the bands the calibration table counts.
+RECALL_BANDS = ("0", "(0, 0.5)", "[0.5, 1)", "1")
 
 
 def page_name(item_id: str) -> str:
@@ -77,6 +82,86 @@ def exposure_section(audit: AuditFile, labels: Exposure) -> dict[str, Any]:
     }
 
 
+def _knowledge_counts(labels: list[str]) -> dict[str, Any]:
+    counts = Counter(labels)
+    total = len(labels)
+    return {tag: counts.get(tag, 0) for tag in KNOWLEDGE_STRATA} | {"total": total, "known_rate": counts.get(KNOWN, 0) / total if total else 0.0}
+
+
+def _recall_band(recall: float) -> str:
+    if recall <= 0:
+        return RECALL_BANDS[0]
+    if recall < 0.5:
+        return RECALL_BANDS[1]
+    return RECALL_BANDS[2] if recall < 1 else RECALL_BANDS[3]
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def calibration(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """The judge's verdicts on the self-summaries against answer recall and chrF, which need
+    no model: a judge that says `known` of summaries that never name the answer, or `not_known`
+    of ones that do, is not to be trusted.  `unparsed`: the judge was asked but gave no verdict
+    (a reply that could not be read, no strict majority of samples, or no reply)."""
+    rows: dict[str, dict[str, Any]] = {
+        verdict: {"summaries": 0, "answer_recall": dict.fromkeys(RECALL_BANDS, 0), "no_answer": 0, "recall": [], "chrf": []} for verdict in VERDICTS
+    }
+    for record in records:
+        for evidence in record.get("evidence") or []:
+            if evidence.get("signal") != probe.NAME or evidence.get("field") != probe.SUMMARY:
+                continue
+            if not any(isinstance(shown, dict) and "judge" in shown for shown in evidence.get("provenance") or []):
+                continue
+            figures = evidence.get("figures") or {}
+            row = rows[figures["judge"] if figures.get("judge") in (KNOWN, NOT_KNOWN) else UNPARSED]
+            row["summaries"] += 1
+            recall = figures.get("answer_recall")
+            if isinstance(recall, int | float):
+                row["answer_recall"][_recall_band(recall)] += 1
+                row["recall"].append(recall)
+            else:
+                row["no_answer"] += 1
+            if isinstance(figures.get("chrf"), int | float):
+                row["chrf"].append(figures["chrf"])
+    return {
+        "bands": list(RECALL_BANDS),
+        "verdicts": {
+            verdict: {k: v for k, v in row.items() if k not in ("recall", "chrf")} | {"mean_answer_recall": _mean(row["recall"]), "mean_chrf": _mean(row["chrf"])}
+            for verdict, row in rows.items()
+        },
+    }
+
+
+def knowledge_section(audit: AuditFile, labels: Exposure) -> dict[str, Any] | None:
+    """What the probed model knows, per language; against what the corpus signals found (a
+    variant the model knows and no corpus signal saw is exposure the audit could not explain);
+    and the judge's calibration.  None when no model was probed."""
+    if labels.knowledge is None:
+        return None
+    languages = list(dict.fromkeys(record["lang"] for record in audit.records))
+    keys = [(record["item_id"], record["lang"]) for record in audit.records]
+    known = {key: labels.knowledge_label(*key) for key in keys}
+
+    def crosstab(lang: str | None) -> dict[str, dict[str, int]]:
+        pairs = Counter((known[key], labels.label(*key)) for key in keys if lang is None or key[1] == lang)
+        return {k: {tag: pairs.get((k, tag), 0) for tag in STRATA} | {"total": sum(pairs.get((k, tag), 0) for tag in STRATA)} for k in KNOWLEDGE_STRATA}
+
+    models = audit.manifest.get("models") or {}
+    return {
+        "models": {role: {k: models[role].get(k) for k in ("name", "model_id", "backend")} for role in ("probe", "judge") if isinstance(models.get(role), dict)},
+        "prompts": models.get("prompts"),
+        "signals": labels.models,
+        "languages": languages,
+        "per_language": {lang: _knowledge_counts([label for (_, l), label in known.items() if l == lang]) for lang in languages},
+        "total": _knowledge_counts(list(known.values())),
+        "crosstab": {"languages": {lang: crosstab(lang) for lang in languages}, "total": crosstab(None)},
+        "known_unseen": [{"item_id": item_id, "lang": lang} for (item_id, lang), label in known.items() if label == KNOWN and labels.label(item_id, lang) == UNSEEN],
+        "calibration": calibration(audit.records),
+    }
+
+
 def report_data(audit: AuditFile, audit_path: str, evaluation: dict[str, Any] | None, labels: Exposure) -> dict[str, Any]:
     manifest = audit.manifest
     return {
@@ -87,13 +172,14 @@ def report_data(audit: AuditFile, audit_path: str, evaluation: dict[str, Any] | 
             "tool": f"{manifest['tool']} {manifest['version']}",
             "benchmark": manifest["benchmark"],
             "corpora": manifest["corpora"],
-            "signals": labels.signals,
+            "signals": [*labels.signals, *labels.models],
             "signal_runs": manifest.get("signal_runs") or [],
             "policy": {k: manifest["policy"][k] for k in ("name", "source", "hash")},
             "config_hash": manifest["config_hash"],
             "links": manifest.get("links"),
         },
         "exposure": exposure_section(audit, labels),
+        "knowledge": knowledge_section(audit, labels),
         "premise": premise_section(audit),
         "evaluation": evaluation,
     }
@@ -161,6 +247,8 @@ def item_page(item: Item | None, records: list[dict[str, Any]], labels: Exposure
                 "role": record["role"],
                 "exposure": record["exposure"],
                 "decided_by": record["decided_by"],
+                "knowledge": labels.knowledge_label(*key) if labels.knowledge is not None else None,
+                "knowledge_decided_by": record.get("knowledge_decided_by") or [],
                 "alone": {
                     "signal": {signal: labels.signal_label(signal, *key) for signal in labels.by_signal},
                     "source": {source: labels.source_label(source, *key) for source in labels.by_source},

@@ -12,7 +12,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
-COLORS = {"seen": "#c0392b", "unseen": "#27ae60", "unknown": "#95a5a6"}
+COLORS = {"seen": "#c0392b", "unseen": "#27ae60", "unknown": "#95a5a6", "known": "#d35400", "not_known": "#2980b9", "undetermined": "#95a5a6"}
+EXPOSURE, KNOWLEDGE = ("seen", "unseen", "unknown"), ("known", "not_known", "undetermined")
 MAX_GRID_ITEMS = 400
 
 
@@ -23,12 +24,13 @@ def _data_uri(figure: plt.Figure) -> str:
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
-def exposure_bars(per_language: dict[str, dict[str, int]]) -> str:
-    """Share of seen / unseen / unknown variants per language, as stacked bars."""
+def exposure_bars(per_language: dict[str, dict[str, int]], tags: tuple[str, ...] = EXPOSURE) -> str:
+    """Share of seen / unseen / unknown variants per language (or of known / not_known /
+    undetermined ones), as stacked bars."""
     languages = list(per_language)
     figure, axis = plt.subplots(figsize=(max(5, 0.55 * len(languages) + 2), 3.2))
     bottom = np.zeros(len(languages))
-    for tag in ("seen", "unseen", "unknown"):
+    for tag in tags:
         shares = np.array([per_language[lang][tag] / max(per_language[lang]["total"], 1) for lang in languages])
         axis.bar(languages, shares, bottom=bottom, color=COLORS[tag], label=tag)
         bottom += shares

@@ -83,6 +83,8 @@ def figures(data: dict[str, Any]) -> dict[str, Any]:
         "exposure_bars": plots.exposure_bars(exposure["per_language"]),
         "exposure_grid": plots.exposure_grid(exposure["items"], exposure["languages"]),
     }
+    if data["knowledge"]:
+        result["knowledge_bars"] = plots.exposure_bars(data["knowledge"]["per_language"], plots.KNOWLEDGE)
     evaluation = data["evaluation"]
     if evaluation:
         result["transfer_heatmap"] = plots.transfer_heatmap(evaluation["pairs"], "transfer_score")
@@ -91,6 +93,8 @@ def figures(data: dict[str, Any]) -> dict[str, Any]:
         if strata:
             result["target_strata"] = plots.strata_bars(strata["target_exposure"], "by target-language exposure")
             result["source_strata"] = plots.strata_bars(strata["source_exposure"], "by source-language exposure")
+            if strata.get("target_knowledge"):
+                result["knowledge_strata"] = plots.strata_bars(strata["target_knowledge"], "by what the model knew of the target")
             combination = strata.get("signal_combination") or {}
             if combination.get("strata"):
                 result["combination_strata"] = plots.strata_bars(combination["strata"], "by the signals that saw the target", plots.combination_colors(combination["strata"]))
