@@ -659,6 +659,9 @@ def report_command(
         clean = (evaluation.get("strata") or {}).get("clean_transfer")
         if clean:
             click.echo(f"clean transfer (targets unseen by every signal) {_fmt(clean['transfer_score'])}")
+        unknown = (evaluation.get("strata") or {}).get("unknown_to_model")
+        if unknown:
+            click.echo(f"transfer to targets the probed model did not know {_fmt(unknown['total']['transfer_score'])}")
     pages = len(data["exposure"]["items"])
     click.echo(f"report: {out / 'report.html'} ({pages} provenance pages{f', linked from {item_pages}' if item_pages else ''})")
 

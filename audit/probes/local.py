@@ -115,7 +115,10 @@ class LocalModel:
         _require("torch", "transformers", *(("accelerate", "gguf") if gguf_file else ()))
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
+        from transformers.utils import logging as transformers_logging
 
+        # The tool shows its own progress; transformers' per-tensor bars would interleave with it.
+        transformers_logging.disable_progress_bar()
         if threads is not None:
             torch.set_num_threads(threads)
         where = directory / gguf_file if gguf_file else directory

@@ -12,7 +12,6 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import sacrebleu
 from rapidfuzz import fuzz
 
 from audit.text import UNSEGMENTED_SCRIPTS, dominant_script, script_of
@@ -85,6 +84,8 @@ def chrf(hypothesis: str, reference: str) -> float:
     """chrF (character 6-grams, sacrebleu's defaults) in [0, 1]: it needs no tokenizer, so a
     continuation is scored the same way in Chinese as in German, and it gives partial credit
     for a continuation that is close to the original but not verbatim."""
+    import sacrebleu  # imported here: it takes half a second, and most commands never score a probe
+
     return min(1.0, max(0.0, sacrebleu.sentence_chrf(hypothesis, [reference]).score / 100))
 
 
