@@ -5,10 +5,14 @@ Routes:
   as the public API answers it, errors included (`{"error": "..."}`).
 - `POST /mini/`: an infini-gram mini query (`count`, `find`, `get_doc_by_rank` with
   `max_ctx_len`) over a byte-level index, as the infini-gram mini API answers it.
-- `GET /health`: liveness and the indexes served.  `GET /indexes`: what each index holds.
-- `POST /jobs?index=NAME[&format=...][&langs=en,fr][&policy=DIGEST][&map=key=col,...][&source_lang=en][&links=NAME,...][&as_of=YYYY-MM-DD]` with a benchmark file as
-  the body: an audit job; `GET /jobs/{id}` its status; `GET /jobs/{id}/result` the audit file
-  once done.  `POST /policies` with a policy TOML as the body keeps it and answers its digest,
+- `GET /health`: liveness, the indexes served, and what jobs may name: link sources and probe
+  models (with how many prompts each answered from its cache or by running).
+  `GET /indexes`: what each index holds.
+- `POST /jobs?index=NAME[&format=...][&langs=en,fr][&policy=DIGEST][&map=key=col,...][&source_lang=en][&links=NAME,...][&as_of=YYYY-MM-DD][&probe_model=NAME]`
+  with a benchmark file as the body: an audit job (`probe_model`: one of the models `/health`
+  lists; without it no model is probed); `GET /jobs/{id}` its status (`prepare`: the step
+  under way before variants are checked, such as the probe's prompts, and how far it is;
+  `done`/`total`: variants checked); `GET /jobs/{id}/result` the audit file once done.  `POST /policies` with a policy TOML as the body keeps it and answers its digest,
   for `policy=`; without one a job uses the server's policy (`--policy`, else the built-in).
 
 Every failure is JSON `{"error": "..."}`.  Request bodies over `max_body_bytes` get 413, and
@@ -162,7 +166,12 @@ def create_app(indexes: dict[str, ServedIndex], jobs: JobManager | None = None, 
 
     @app.get("/health")
     def health() -> dict[str, Any]:
-        return {"status": "ok", "version": __version__, "indexes": sorted(indexes), "jobs": jobs is not None, "policy": jobs.policy.digest if jobs else None, "links": sorted(jobs.links) if jobs else []}
+        return {
+            "status": "ok", "version": __version__, "indexes": sorted(indexes), "jobs": jobs is not None, "policy": jobs.policy.digest if jobs else None,
+            "links": sorted(jobs.links) if jobs else [],
+            "probe_models": [model.health() for _, model in sorted(jobs.probe_models.items())] if jobs else [],
+            "judge_model": jobs.probes.judge.health() if jobs and jobs.probes and jobs.probes.judge else None,
+        }
 
     @app.get("/indexes")
     def list_indexes() -> list[dict[str, Any]]:
@@ -200,11 +209,11 @@ def create_app(indexes: dict[str, ServedIndex], jobs: JobManager | None = None, 
         @app.post("/jobs", status_code=202)
         async def submit(
             request: Request, index: str, format: str | None = None, langs: str | None = None, filename: str = "benchmark", policy: str | None = None,
-            map: str | None = None, source_lang: str | None = None, links: str | None = None, as_of: str | None = None,
+            map: str | None = None, source_lang: str | None = None, links: str | None = None, as_of: str | None = None, probe_model: str | None = None,
         ) -> JSONResponse:
             body = await request.body()
             try:
-                job = await asyncio.to_thread(jobs.submit, index, body, filename, format, langs, policy, map, source_lang, links, as_of)
+                job = await asyncio.to_thread(jobs.submit, index, body, filename, format, langs, policy, map, source_lang, links, as_of, probe_model)
             except JobError as exc:
                 return error(str(exc), exc.status)
             return JSONResponse(job.public(), status_code=202, headers={"Location": f"/jobs/{job.id}"})

@@ -9,6 +9,10 @@ The jobs root is the state: a restarted server reads it back, answers for every 
 and runs again the jobs that were queued or running when it stopped (an audit is deterministic,
 so a rerun gives what the interrupted run would have).  A job names its policy by digest:
 uploaded policies are kept under `policies/`, and the server's own policy is the default.
+
+A job may name one of the server's probe models (`probe_model`): its probe step runs in the
+job's worker.  Models are shared by all jobs (a local one loads once, on first use) and each
+answers one `generate` call at a time (`SharedModel`).
 """
 from __future__ import annotations
 
@@ -20,6 +24,7 @@ import tempfile
 import threading
 import tomllib
 import uuid
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, fields
 from datetime import date
@@ -31,11 +36,16 @@ from audit.check import audit_manifest, check_items
 from audit.corpora.base import Corpus
 from audit.exposure import Policy, PolicyError, load_policy
 from audit.langcodes import normalise_lang
+from audit.links.model import LinksError
 from audit.outputs import atomic_write_bytes, atomic_write_text
+from audit.probes.cache import CachedModel
+from audit.probes.generation import Output, ProbeError, Progress, Request
+from audit.probes.prompts import PromptError, Templates
 from audit.readers import BenchmarkError, load_benchmark
 from audit.readers.columns import MappingError, parse_inline
 from audit.readers.common import ReadOptions
 from audit.signals import configure, plan
+from audit.signals.probe import Prober
 from audit.timestamps import utc_timestamp
 
 QUEUED, RUNNING, DONE, FAILED = "queued", "running", "done", "failed"
@@ -62,11 +72,14 @@ class Job:
     source_lang: str | None = None
     links: list[str] | None = None
     as_of: str | None = None
+    probe_model: str | None = None
+    models: dict[str, Any] | None = None
     status: str = QUEUED
     submitted: str = field(default_factory=utc_timestamp)
     finished: str | None = None
     done: int = 0
     total: int | None = None
+    prepare: dict[str, Any] | None = None
     error: str | None = None
     summary: dict[str, Any] | None = None
     restarts: int = 0
@@ -79,6 +92,55 @@ class Job:
         data = json.loads(path.read_text(encoding="utf-8"))
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in known})
+
+
+class SharedModel:
+    """A served model shared by every job, answering one `generate` call at a time: a local
+    model is never run from two job threads at once, and since the cache is read under the same
+    lock, a job waiting behind another is answered from what that one just stored instead of
+    generating it again.  A remote model is serialised alike, which costs little: a batch is
+    already sent concurrently by its backend."""
+
+    def __init__(self, model: CachedModel) -> None:
+        self.model = model
+        self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        return self.model.name
+
+    @property
+    def model_id(self) -> str:
+        return self.model.model_id
+
+    def describe(self) -> dict[str, object]:
+        return self.model.describe()
+
+    def health(self) -> dict[str, Any]:
+        """For `/health`: what the model is, and how its prompts were answered since startup."""
+        with self._lock:
+            answered = {"from_cache": self.model.hits, "from_model": self.model.asked}
+        return {"name": self.name, "model_id": self.model_id, "backend": self.describe().get("backend"), "offline": self.model.offline, "answered": answered}
+
+    def generate(self, requests: Sequence[Request], progress: Progress | None = None) -> list[Output]:
+        with self._lock:
+            return self.model.generate(requests, progress)
+
+
+@dataclass(frozen=True)
+class ProbeModels:
+    """The probe models jobs may name, one judge for all of them (None: each judges itself)
+    and the prompt templates."""
+
+    models: dict[str, SharedModel]
+    judge: SharedModel | None
+    templates: Templates
+    prompts_file: Path | None = None
+
+    def prober(self, name: str) -> Prober:
+        model = self.models[name]
+        # Duck-typed: a SharedModel offers what the prober uses of a CachedModel.
+        return Prober(model, self.judge or model, self.templates, self.prompts_file)
 
 
 UPLOAD_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
@@ -106,9 +168,11 @@ class JobManager:
         max_pending: int = 16,
         check_workers: int | None = None,
         links: dict[str, Any] | None = None,
+        probes: ProbeModels | None = None,
     ) -> None:
         self.root = Path(root)
         self.links = links or {}
+        self.probes = probes
         (self.root / "policies").mkdir(parents=True, exist_ok=True)
         self.corpora = corpora
         self.policy = policy or load_policy(None)
@@ -136,8 +200,30 @@ class JobManager:
             if lost:
                 self._update(job, status=FAILED, error=f"the server restarted without link source(s) {', '.join(lost)}", finished=utc_timestamp())
                 continue
-            self._update(job, status=QUEUED, done=0, restarts=job.restarts + 1)
+            changed = self._models_changed(job)
+            if changed:
+                self._update(job, status=FAILED, error=changed, finished=utc_timestamp())
+                continue
+            self._update(job, status=QUEUED, done=0, prepare=None, restarts=job.restarts + 1)
             self._pool.submit(self._run, job)
+
+    @property
+    def probe_models(self) -> dict[str, SharedModel]:
+        return self.probes.models if self.probes else {}
+
+    def _models_changed(self, job: Job) -> str | None:
+        """Why a job left queued cannot run on this server's models: its model is gone, or the
+        model, judge or prompts it was accepted with are not the ones served now."""
+        if job.probe_model is None:
+            return None
+        if self.probes is None or job.probe_model not in self.probes.models:
+            return f"the server restarted without probe model {job.probe_model!r}"
+        now = self.probes.prober(job.probe_model).describe()
+        then = job.models or {}
+        for role, key, what in (("probe", "model_id", "probe model"), ("judge", "model_id", "judge model"), ("prompts", "digest", "prompt templates")):
+            if then.get(role, {}).get(key) != now[role][key]:
+                return f"the server restarted with another {what}: {now[role][key]}, not {then.get(role, {}).get(key)} as the job was accepted with"
+        return None
 
     def add_policy(self, text: bytes) -> Policy:
         """Keep an uploaded policy (merged over the built-in one, as `audit check --policy`
@@ -167,6 +253,7 @@ class JobManager:
     def submit(
         self, index: str, benchmark: bytes, filename: str, fmt: str | None, langs: str | None, policy: str | None = None,
         mapping: str | None = None, source_lang: str | None = None, links: str | None = None, as_of: str | None = None,
+        probe_model: str | None = None,
     ) -> Job:
         if index not in self.corpora:
             raise JobError(f"unknown index {index!r}; audit jobs run on {', '.join(sorted(self.corpora)) or 'no index'}", 404)
@@ -198,6 +285,11 @@ class JobManager:
                 raise JobError(f"as_of: {as_of!r} is not a date (YYYY-MM-DD)") from None
             if not sources:
                 raise JobError("as_of: applies to the langlinks signal, which runs only with links=")
+        if probe_model is not None and probe_model not in self.probe_models:
+            offered = ", ".join(sorted(self.probe_models)) or "none; `audit serve --probe-model`"
+            what = "a path: a job names one of the server's probe models" if "/" in probe_model or "\\" in probe_model else "not a probe model of this server"
+            raise JobError(f"probe_model: {probe_model!r} is {what} (it has {offered})")
+        models = self.probes.prober(probe_model).describe() if self.probes and probe_model is not None else None
         digest = self.policy_for(policy).digest
         name = upload_name(filename)
         with self._lock:
@@ -206,7 +298,7 @@ class JobManager:
                 raise JobError(f"{pending} jobs are already waiting or running; try again later", 429)
             job = Job(
                 id=uuid.uuid4().hex[:16], index=index, format=fmt, langs=wanted, benchmark=name, policy=digest,
-                mapping=mapping or None, source_lang=lang, links=sources, as_of=as_of,
+                mapping=mapping or None, source_lang=lang, links=sources, as_of=as_of, probe_model=probe_model, models=models,
             )
             self._jobs[job.id] = job
         directory = self.root / job.id
@@ -251,11 +343,26 @@ class JobManager:
         with self._lock:
             job.done += 1
 
+    def _step(self, job: Job) -> Callable[[str, int | None], Callable[[int], None]]:
+        """Progress of a prepare step (the probe's prompts, the langlinks' batches) as the job's
+        `prepare`: what the step does, and how far it is."""
+
+        def start(description: str, total: int | None) -> Callable[[int], None]:
+            self._update(job, prepare={"step": description, "done": 0, "total": total})
+
+            def advance(count: int) -> None:
+                with self._lock:
+                    job.prepare = {**(job.prepare or {}), "done": (job.prepare or {}).get("done", 0) + count}
+
+            return advance
+
+        return start
+
     def _run(self, job: Job) -> None:
         self._update(job, status=RUNNING)
         try:
             summary = self._audit(job, self.root / job.id / job.benchmark)
-        except (BenchmarkError, PolicyError, JobError, ValueError) as error:
+        except (BenchmarkError, PolicyError, JobError, LinksError, ProbeError, PromptError, ValueError) as error:
             self._update(job, status=FAILED, error=str(error), finished=utc_timestamp())
         except Exception as error:  # a job must end in a state a client can read, whatever broke
             self._update(job, status=FAILED, error=f"internal error: {type(error).__name__}: {error}", finished=utc_timestamp())
@@ -267,7 +374,8 @@ class JobManager:
         policy = self.policy_for(job.policy)
         sources = [self.links[name] for name in job.links or []]
         cutoff = date.fromisoformat(job.as_of) if job.as_of else None
-        runners, runs = plan([corpus], None, configure(policy.settings), policy.rules, sources, cutoff)
+        prober = self.probes.prober(job.probe_model) if self.probes and job.probe_model else None
+        runners, runs = plan([corpus], None, configure(policy.settings), policy.rules, sources, cutoff, prober)
         options = ReadOptions(parse_inline(job.mapping, "map") if job.mapping else None, job.source_lang)
         report = load_benchmark(benchmark, job.format, options=options)
         if job.langs:
@@ -277,7 +385,7 @@ class JobManager:
         self._update(job, total=sum(1 for item in report.items for lang in item.variants if not job.langs or lang in job.langs))
         for runner in runners:
             if runner.prepare is not None:
-                runner.prepare(report.items, job.langs, lambda description, total: lambda done: None)
+                runner.prepare(report.items, job.langs, self._step(job))
         records = check_items(
             report.items,
             runners,
@@ -287,7 +395,8 @@ class JobManager:
             on_done=lambda: self._advance(job),
         )
         links = {"sources": [source.describe() for source in sources], "as_of": job.as_of} if sources else None
-        manifest = audit_manifest(["audit", "serve", "job", job.id], report, benchmark, [corpus.info], runs, policy, job.langs, records, links)
+        models = prober.describe() if prober else None
+        manifest = audit_manifest(["audit", "serve", "job", job.id], report, benchmark, [corpus.info], runs, policy, job.langs, records, links, models)
         write_audit(self.root / job.id / "audit.jsonl", manifest, records)
         return manifest["summary"]
 

@@ -18,9 +18,12 @@ from audit.indexing import IndexBuildError
 from audit.links.model import LinksError
 from audit.links.sources import open_links
 from audit.paths import cache_dir, registry_file
+from audit.probes.generation import ProbeError
+from audit.probes.models import open_model
+from audit.probes.prompts import PromptError, load_templates
 from audit.server.app import ServerLimits, create_app
 from audit.server.engine import Limits, ServedIndex, Tokenizer
-from audit.server.jobs import JobError, JobManager
+from audit.server.jobs import JobError, JobManager, ProbeModels, SharedModel
 
 
 class ServeError(Exception):
@@ -83,6 +86,7 @@ def serve(
     job_workers: int = 1,
     policy: Policy | None = None,
     links: dict[str, Any] | None = None,
+    probes: ProbeModels | None = None,
     announce=print,
 ) -> None:
     """Serve until interrupted.  Port 0 binds a free port; the bound address is announced
@@ -101,7 +105,7 @@ def serve(
     own_url = f"http://{_loopback(host)}:{bound}/"
     corpora = {name: s.local if s.local is not None else _through_protocol(own_url, name) for name, s in indexes.items()}
     try:
-        jobs = JobManager(jobs_dir or cache_dir() / "jobs", corpora, policy=policy, workers=job_workers, links=links)
+        jobs = JobManager(jobs_dir or cache_dir() / "jobs", corpora, policy=policy, workers=job_workers, links=links, probes=probes)
     except JobError as error:
         raise ServeError(str(error)) from None
     app = create_app(indexes, jobs, limits)
@@ -155,7 +159,11 @@ def parser() -> argparse.ArgumentParser:
     parse.add_argument("--job-workers", type=int, default=1, help="audit jobs run at once")
     parse.add_argument("--policy", type=Path, help="policy TOML for audit jobs that name none, merged over the built-in one")
     parse.add_argument("--links", action="append", default=[], help="a link source audit jobs may name (links=NAME): wikipedia-api, a registry [links.NAME] entry, or a lookup directory (repeatable)")
-    parse.add_argument("--offline", action="store_true", help="link sources answer from their caches only")
+    parse.add_argument("--probe-model", action="append", default=[], help="a model audit jobs may probe (probe_model=NAME, its name): smollm2, gemma3-270m, openai:MODEL, a registry [models.NAME] entry, a .gguf file or a model directory (repeatable)")
+    parse.add_argument("--judge-model", help="the model that judges every probe model's self-summaries [default: each probe model judges itself]")
+    parse.add_argument("--probe-prompts", type=Path, help="prompt templates (TOML) merged over the shipped ones")
+    parse.add_argument("--probe-batch-size", type=int, help="prompts per batch for a local probe model [default: the registry's, else 8]")
+    parse.add_argument("--offline", action="store_true", help="link sources and probe models answer from their caches only")
     return parse
 
 
@@ -170,12 +178,48 @@ def load_links(values: list[str], registry: Path | None, offline: bool) -> dict[
     return sources
 
 
+def load_probes(values: list[str], judge: str | None, prompts: Path | None, registry: Path | None, *, offline: bool, batch_size: int | None) -> ProbeModels | None:
+    """The probe models by the name jobs give them (each model's own name), opened as `audit
+    check --probe-model` opens one; nothing is loaded until a job asks a prompt the cache lacks."""
+    if not values:
+        if judge or prompts or batch_size:
+            raise ServeError("--judge-model, --probe-prompts and --probe-batch-size apply to probe models, which are offered only with --probe-model")
+        return None
+    models: dict[str, SharedModel] = {}
+    given: dict[str, str] = {}
+    for value in values:
+        model = _open_model("--probe-model", value, registry, offline, batch_size)
+        if model.name in models:
+            raise ServeError(f"--probe-model {value}: a model named {model.name!r} is given already (by --probe-model {given[model.name]})")
+        models[model.name], given[model.name] = model, value
+    judging = None
+    if judge is not None:
+        opened = _open_model("--judge-model", judge, registry, offline, batch_size)
+        same = models.get(opened.name)
+        # The judge is one of the probe models: share it, so it loads once and runs one call at a time.
+        judging = same if same is not None and same.model_id == opened.model_id else opened
+    try:
+        templates = load_templates(prompts)
+    except PromptError as error:
+        raise ServeError(f"--probe-prompts {prompts}: {error}") from None
+    return ProbeModels(models, judging, templates, prompts)
+
+
+def _open_model(flag: str, value: str, registry: Path | None, offline: bool, batch_size: int | None) -> SharedModel:
+    try:
+        return SharedModel(open_model(value, registry, offline=offline, batch_size=batch_size))
+    except ProbeError as error:
+        raise ServeError(f"{flag} {value}: {str(error).removeprefix(f'--probe-model {value}: ')}") from None
+
+
 def check_limits(args: argparse.Namespace) -> None:
     """Every numeric option in its range, so a bad value is a message, not a crash later."""
     positive = ("max_concurrent", "max_body_bytes", "max_job_bytes", "max_query_chars", "max_query_tokens", "job_workers")
     for name in positive:
         if getattr(args, name) < 1:
             raise ServeError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
+    if args.probe_batch_size is not None and args.probe_batch_size < 1:
+        raise ServeError(f"--probe-batch-size must be at least 1, got {args.probe_batch_size}")
     if args.queue_seconds < 0:
         raise ServeError(f"--queue-seconds must be 0 or more, got {args.queue_seconds}")
     if not 0 <= args.port <= 65535:
@@ -186,6 +230,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         check_limits(args)
+        # The probe models first: opening one reads its file only, so a bad value fails fast.
+        probes = load_probes(args.probe_model, args.judge_model, args.probe_prompts, args.registry, offline=args.offline, batch_size=args.probe_batch_size)
         limits = Limits(max_query_chars=args.max_query_chars, max_query_tokens=args.max_query_tokens)
         indexes = load_indexes(args.index or [DEMO], _pairs(args.tokenizer, "--tokenizer"), args.registry, limits)
         server_limits = ServerLimits(max_body_bytes=args.max_body_bytes, max_job_bytes=args.max_job_bytes, max_concurrent=args.max_concurrent, queue_seconds=args.queue_seconds)
@@ -198,6 +244,7 @@ def main(argv: list[str] | None = None) -> int:
             job_workers=args.job_workers,
             policy=load_policy(args.policy) if args.policy else None,
             links=load_links(args.links, args.registry, args.offline),
+            probes=probes,
             announce=lambda line: print(line, flush=True),
         )
     except (ServeError, CorpusError, PolicyError, LinksError) as error:
