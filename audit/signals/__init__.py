@@ -203,7 +203,7 @@ def plan(
                 runners.append(Runner(name, prober.source, signal.fields, partial(signal.run, prober, config=configs[name]), prober.prepare))
                 runs.append(SignalRun(name, prober.source, ran=True))
             else:
-                runs.append(SignalRun(name, "", ran=False, reason="no model to probe (--probe-model)"))
+                runs.append(SignalRun(name, "", ran=False, reason="no model to probe"))
         elif signal.asks is Asks.LINKS:
             for source in links or []:
                 checker = langlinks.LinkChecker(source, cutoff, configs[name].ask_created)

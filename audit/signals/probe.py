@@ -161,7 +161,9 @@ def _summary(names: list[str], language: str, lang: str, answer: str | None, pas
         return Asked(SUMMARY, absent="the item names no entity (no title)")
     prompt = templates.for_lang(Task.SUMMARY, lang).render(entity=names[0], language=language)
     requests = tuple(chat(prompt, decoding=_decoding(config, SUMMARY, sample)) for sample in range(config.samples))
-    return Asked(SUMMARY, requests, targets=(answer,) if answer else (), reference=passage, details={"entity": names[0]})
+    # The judge's reference is cut like the other tasks' passages: a whole article would make every judge prompt slow to read.
+    reference = probe_passage(passage, config.passage_chars) if passage else None
+    return Asked(SUMMARY, requests, targets=(answer,) if answer else (), reference=reference, details={"entity": names[0]})
 
 
 def _direct(names: list[str], passage: str, own_title: str | None, lang: str, language: str, templates: Templates, config: ProbeConfig) -> Asked:
