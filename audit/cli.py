@@ -490,6 +490,8 @@ def check(
         raise InputError(str(error)) from None
     finally:
         progress.stop()
+    if probe_model and wanted_signals is not None and "probe" not in wanted_signals:
+        raise InputError(f"--probe-model: the probe signal is not among --signals {signal_names}")
     if not probe_model and (judge_model or probe_prompts or probe_batch_size):
         raise InputError("--judge-model, --probe-prompts and --probe-batch-size apply to the probe signal, which runs only with --probe-model")
     if cutoff and not link_sources:

@@ -189,6 +189,8 @@ def test_probe_options_need_a_probe_model(bench, tmp_path):
         assert result.exit_code == 2 and "--probe-model" in result.output
     result = CliRunner().invoke(main, ["check", str(bench), "--corpus", "demo", "--no-report", "--out", str(tmp_path / "x.jsonl"), "--probe-model", str(tmp_path / "nope.gguf")])
     assert result.exit_code == 2 and "nope.gguf" in result.output
+    result = CliRunner().invoke(main, ["check", str(bench), "--corpus", "demo", "--no-report", "--out", str(tmp_path / "x.jsonl"), "--probe-model", str(TINY), "--signals", "ngram"])
+    assert result.exit_code == 2 and "the probe signal is not among --signals ngram" in result.output
     assert not (tmp_path / "x.jsonl").exists()
 
 
