@@ -9,12 +9,11 @@ article's first revision) do not change, so they are keyed by wiki and title alo
 from __future__ import annotations
 
 import json
-import sqlite3
-import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from audit.links.model import Article, LinksError, Resolution
+from audit.store import SqliteStore
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS answers (
@@ -35,30 +34,10 @@ def _key(article: Article) -> tuple[str, str]:
 
 
 class LinksCache:
-    """One SQLite file shared by threads and processes (WAL; a connection per thread)."""
-
     def __init__(self, path: Path) -> None:
-        self.path = Path(path)
-        self._local = threading.local()
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._connection().executescript(SCHEMA)
-        except (OSError, sqlite3.Error) as error:
-            raise LinksError(f"{self.path}: cannot open the langlinks cache ({error})") from None
-
-    def _connection(self) -> sqlite3.Connection:
-        connection = getattr(self._local, "connection", None)
-        if connection is None:
-            connection = sqlite3.connect(self.path, timeout=30, isolation_level=None)
-            connection.execute("PRAGMA journal_mode=WAL")
-            self._local.connection = connection
-        return connection
-
-    def _run(self, query: str, args: tuple) -> list[tuple]:
-        try:
-            return self._connection().execute(query, args).fetchall()
-        except sqlite3.Error as error:
-            raise LinksError(f"{self.path}: the langlinks cache cannot be used ({error})") from None
+        self._store = SqliteStore(path, SCHEMA, "langlinks cache", LinksError)
+        self.path = self._store.path
+        self._run = self._store.run
 
     def get(self, service: str, article: Article, max_age_days: int | None = None) -> Resolution | None:
         """The newest answer, if it is at most `max_age_days` old (any age when None)."""

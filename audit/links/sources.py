@@ -24,11 +24,10 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Protocol
 
-from audit.errors import UnreadableFile, read_toml_file
 from audit.links.cache import LinksCache
 from audit.links.dump import LanglinksLookup
 from audit.links.model import Answers, Article, LinksError
-from audit.paths import cache_dir, registry_file
+from audit.paths import cache_dir, registry_entries
 
 API = "wikipedia-api"
 DEFAULT_ENDPOINT = "https://{wiki}.wikipedia.org/w/api.php"
@@ -198,24 +197,10 @@ def _entry(registry: Path, name: str, table: Any, offline: bool) -> LinkSource:
         raise LinksError(f"{where}: {error}") from None
 
 
-def _registry_links(registry: Path | None) -> tuple[Path | None, dict[str, Any]]:
-    path = registry_file(registry)
-    if path is None:
-        return None, {}
-    try:
-        data = read_toml_file(path, "registry file")
-    except UnreadableFile as error:
-        raise LinksError(str(error)) from None
-    links = data.get("links", {})
-    if not isinstance(links, dict):
-        raise LinksError(f"{path}: links must be a table of entries")
-    return path, links
-
-
 def open_links(value: str, registry: Path | None = None, *, offline: bool = False) -> LinkSource:
     """The source a `--links` value names: a registry entry, `wikipedia-api`, or a lookup
     directory (a damaged one is an error here, before any item is checked)."""
-    path, entries = _registry_links(registry)
+    path, entries = registry_entries(registry, "links", LinksError)
     if path is not None and value in entries:
         return _entry(path, value, entries[value], offline)
     if value == API:

@@ -9,12 +9,12 @@ must be answered: a fully cached or offline run never loads or calls it.
 from __future__ import annotations
 
 import json
-import sqlite3
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from audit.probes.generation import Backend, Output, ProbeError, Progress, Request
+from audit.store import SqliteStore
 from audit.timestamps import utc_timestamp
 
 SCHEMA = """
@@ -27,30 +27,10 @@ OFFLINE_MISS = "offline: this prompt is not in the probe cache"
 
 
 class ProbeCache:
-    """One SQLite file shared by threads and processes (WAL; a connection per thread)."""
-
     def __init__(self, path: Path) -> None:
-        self.path = Path(path)
-        self._local = threading.local()
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._connection().executescript(SCHEMA)
-        except (OSError, sqlite3.Error) as error:
-            raise ProbeError(f"{self.path}: cannot open the probe cache ({error})") from None
-
-    def _connection(self) -> sqlite3.Connection:
-        connection = getattr(self._local, "connection", None)
-        if connection is None:
-            connection = sqlite3.connect(self.path, timeout=30, isolation_level=None)
-            connection.execute("PRAGMA journal_mode=WAL")
-            self._local.connection = connection
-        return connection
-
-    def _run(self, query: str, args: tuple) -> list[tuple]:
-        try:
-            return self._connection().execute(query, args).fetchall()
-        except sqlite3.Error as error:
-            raise ProbeError(f"{self.path}: the probe cache cannot be used ({error}); delete the file to start afresh") from None
+        self._store = SqliteStore(path, SCHEMA, "probe cache", ProbeError)
+        self.path = self._store.path
+        self._run = self._store.run
 
     def get(self, key: str) -> Output | None:
         rows = self._run("SELECT text, finish_reason FROM outputs WHERE key = ?", (key,))

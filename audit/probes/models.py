@@ -19,8 +19,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from audit.errors import UnreadableFile, read_toml_file
-from audit.paths import cache_dir, registry_file
+from audit.paths import cache_dir, registry_entries
 from audit.probes.cache import CachedModel, ProbeCache
 from audit.probes.generation import Backend, ProbeError
 from audit.probes.local import INSTALL_HINT, fingerprint
@@ -143,26 +142,12 @@ def _entry(registry: Path, name: str, table: Any, cache: ProbeCache | None, offl
     return _local_at(name, registry.parent / table["path"], table.get("gguf_file"), settings, own, offline)
 
 
-def _registry_models(registry: Path | None) -> tuple[Path | None, dict[str, Any]]:
-    path = registry_file(registry)
-    if path is None:
-        return None, {}
-    try:
-        data = read_toml_file(path, "registry file")
-    except UnreadableFile as error:
-        raise ProbeError(str(error)) from None
-    models = data.get("models", {})
-    if not isinstance(models, dict):
-        raise ProbeError(f"{path}: models must be a table of entries")
-    return path, models
-
-
 def open_model(value: str, registry: Path | None = None, *, offline: bool = False, cache: Path | None = None, device: str | None = None, batch_size: int | None = None) -> CachedModel:
     """The model a `--probe-model` value names, behind the probe cache (`cache`, else the
     tool's cache directory).  `device` and `batch_size` override a local model's settings."""
     store = ProbeCache(cache or default_cache())
     settings = {k: v for k, v in (("device", device), ("batch_size", batch_size)) if v is not None}
-    path, entries = _registry_models(registry)
+    path, entries = registry_entries(registry, "models", ProbeError)
     if path is not None and value in entries:
         return _entry(path, value, entries[value] | settings if isinstance(entries[value], dict) else entries[value], store, offline)
     if value == SMOLLM2:

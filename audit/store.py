@@ -1,0 +1,35 @@
+"""One SQLite file shared by the threads and processes of a run: the persistent caches (link
+answers, probe outputs) keep their tables in one, in WAL mode with a connection per thread, and
+report any failure as their own error naming the file."""
+from __future__ import annotations
+
+import sqlite3
+import threading
+from pathlib import Path
+
+
+class SqliteStore:
+    def __init__(self, path: Path, schema: str, what: str, error: type[Exception]) -> None:
+        self.path = Path(path)
+        self._what = what
+        self._error = error
+        self._local = threading.local()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._connection().executescript(schema)
+        except (OSError, sqlite3.Error) as problem:
+            raise error(f"{self.path}: cannot open the {what} ({problem})") from None
+
+    def _connection(self) -> sqlite3.Connection:
+        connection = getattr(self._local, "connection", None)
+        if connection is None:
+            connection = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+            connection.execute("PRAGMA journal_mode=WAL")
+            self._local.connection = connection
+        return connection
+
+    def run(self, query: str, args: tuple = ()) -> list[tuple]:
+        try:
+            return self._connection().execute(query, args).fetchall()
+        except sqlite3.Error as problem:
+            raise self._error(f"{self.path}: the {self._what} cannot be used ({problem}); delete the file to start afresh") from None
