@@ -282,12 +282,16 @@ class Prober:
         if not self.config.judge:
             return self._record(SUMMARY, OK, figures, provenance)
         readings: list[JudgeReading] = []
+        unanswered = []
         for sample, request, output in judged:
             reading = parse_verdict(output.text) if output.ok and output.text is not None else None
             provenance[sample] |= {"judge": _shown(request, output) | ({"verdict": reading.verdict, "parse_error": reading.parse_error} if reading else {})}
             if reading is None:
-                return self._record(SUMMARY, UNKNOWN, figures, provenance, error=f"the judge gave no answer: {output.error}")
-            readings.append(reading)
+                unanswered.append(output.error)
+            else:
+                readings.append(reading)
+        if unanswered:
+            return self._record(SUMMARY, UNKNOWN, figures, provenance, error=f"the judge gave no answer: {unanswered[0]}")
         chosen, votes = majority(readings)
         figures |= {"judge": chosen.value if chosen else None, "judge_votes": votes}
         if chosen is None:
