@@ -3,6 +3,7 @@ committed subsets in tests/fixtures (see tests/fixtures/SOURCES.md). Nothing out
 repository is read, so a fresh clone passes on its own."""
 from __future__ import annotations
 
+import csv
 import gzip
 import json
 from importlib import resources
@@ -28,6 +29,28 @@ def write_jsonl(path: Path, rows: list[dict]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", encoding="utf-8") as handle:
         handle.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+    return path
+
+
+def _sample_rows() -> tuple[list[str], list[dict[str, str]]]:
+    with gzip.open(ECLEKTIC_CSV, "rt", encoding="utf-8-sig", newline="") as handle:
+        reader = csv.DictReader(handle)
+        return list(reader.fieldnames or []), list(reader)
+
+
+def sample_ids() -> list[str]:
+    """The ECLeKTic sample's question ids, in file order."""
+    return list(dict.fromkeys(row["q_id"] for row in _sample_rows()[1]))
+
+
+def sample_subset(path: Path, ids: list[str] | tuple[str, ...], langs: tuple[str, ...] | None = None) -> Path:
+    """These questions of the ECLeKTic sample (in `langs` only, when given), as the CSV the
+    loader reads: a small real benchmark for tests that run a model on every variant."""
+    columns, rows = _sample_rows()
+    with open(path, "w", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(handle, columns)
+        writer.writeheader()
+        writer.writerows(row for row in rows if row["q_id"] in ids and (langs is None or row["language"] in langs))
     return path
 
 

@@ -4,15 +4,13 @@ variant is `undetermined`), then the same audit with knowledge and judge verdict
 record, reported with predictions and opened in Chromium."""
 from __future__ import annotations
 
-import csv
-import gzip
 import json
 from collections import Counter
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import ECLEKTIC_CSV, FIXTURES
+from conftest import FIXTURES, sample_subset
 from test_report import browser, images_rendered  # noqa: F401  (browser is a fixture)
 
 from audit.auditfile import read_audit, write_audit
@@ -47,14 +45,7 @@ SCRIPT = "<script>document.title='owned'</script>"
 
 @pytest.fixture(scope="module")
 def bench(tmp_path_factory) -> Path:
-    with gzip.open(ECLEKTIC_CSV, "rt", encoding="utf-8-sig", newline="") as handle:
-        rows = list(csv.DictReader(handle))
-    path = tmp_path_factory.mktemp("knowledge-bench") / "four.csv"
-    with open(path, "w", encoding="utf-8", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(row for row in rows if row["q_id"] in ITEMS)
-    return path
+    return sample_subset(tmp_path_factory.mktemp("knowledge-bench") / "four.csv", ITEMS)
 
 
 @pytest.fixture(scope="module")

@@ -4,8 +4,6 @@ OpenAI-compatible path through a real server on 127.0.0.1 (audit.probes.compat_s
 the same model, with a real proxy in front that fails requests to exercise the retries."""
 from __future__ import annotations
 
-import csv
-import gzip
 import json
 import sqlite3
 import threading
@@ -16,7 +14,7 @@ from pathlib import Path
 import pytest
 import requests
 from click.testing import CliRunner
-from conftest import ECLEKTIC_CSV, FIXTURES
+from conftest import FIXTURES, sample_subset
 
 from audit.cli import main
 from audit.exposure import PolicyError, load_policy
@@ -30,20 +28,9 @@ ITEMS = ("33", "39", "46")
 TASKS = ("summary", "direct", "cloze", "prefix")
 
 
-def subset(path: Path, items: tuple[str, ...]) -> Path:
-    """These items of the bundled ECLeKTic sample, every language kept."""
-    with gzip.open(ECLEKTIC_CSV, "rt", encoding="utf-8-sig", newline="") as handle:
-        rows = list(csv.DictReader(handle))
-    with open(path, "w", encoding="utf-8", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(row for row in rows if row["q_id"] in items)
-    return path
-
-
 @pytest.fixture(scope="module")
 def bench(tmp_path_factory) -> Path:
-    return subset(tmp_path_factory.mktemp("probe-bench") / "three.csv", ITEMS)
+    return sample_subset(tmp_path_factory.mktemp("probe-bench") / "three.csv", ITEMS)
 
 
 def check(tmp_path: Path, bench: Path, *extra: str, cache: Path | None = None, name: str = "a") -> tuple[dict, dict[tuple[str, str], dict], str]:
@@ -274,7 +261,7 @@ def test_an_endpoint_that_keeps_failing_leaves_probes_undetermined(bench, tmp_pa
 
 @pytest.mark.slow
 def test_the_real_smollm2_probes_two_items_in_two_languages_reproducibly(tmp_path):
-    two = subset(tmp_path / "two.csv", ("33", "39"))
+    two = sample_subset(tmp_path / "two.csv", ("33", "39"))
     args = ("--probe-model", "smollm2", "--signals", "probe", "--langs", "en,fr")
     manifest, records, _ = check(tmp_path, two, *args)
     _, again, _ = check(tmp_path, two, *args, name="again")

@@ -4,8 +4,6 @@ tests/fixtures/models/SOURCES.md).  A job's probe evidence is the CLI's for the 
 and model; a job names only what the server offers; an offline server never runs its model."""
 from __future__ import annotations
 
-import csv
-import gzip
 import hashlib
 import json
 import os
@@ -24,7 +22,8 @@ pytest.importorskip("transformers")
 pytest.importorskip("gguf")
 
 from click.testing import CliRunner
-from test_server import SAMPLE, Served, start_server, wait_for
+from conftest import sample_ids, sample_subset
+from test_server import Served, start_server, wait_for
 
 from audit.auditfile import read_audit
 from audit.cli import main
@@ -38,21 +37,8 @@ LANGS = "en,fr"
 
 
 def write_subset(path: Path, items: int, skip: int = 0) -> Path:
-    """`items` ECLeKTic sample questions that have an English and a French row (after the first
-    `skip` of them), those rows only, as the CSV the loader reads."""
-    with gzip.open(SAMPLE, "rt", encoding="utf-8", newline="") as handle:
-        reader = csv.DictReader(handle)
-        columns = list(reader.fieldnames or [])
-        rows = list(reader)
-    langs = {}
-    for row in rows:
-        langs.setdefault(row["q_id"], set()).add(row["language"])
-    chosen = [q_id for q_id, have in langs.items() if {"en", "fr"} <= have][skip : skip + items]
-    with open(path, "w", encoding="utf-8", newline="") as handle:
-        writer = csv.DictWriter(handle, columns)
-        writer.writeheader()
-        writer.writerows(row for row in rows if row["q_id"] in chosen and row["language"] in ("en", "fr"))
-    return path
+    """`items` ECLeKTic sample questions (after the first `skip`), their English and French rows."""
+    return sample_subset(path, sample_ids()[skip : skip + items], langs=("en", "fr"))
 
 
 @pytest.fixture(scope="module")
