@@ -106,8 +106,10 @@ class LocalModel:
         self._pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self._eos[0]
 
     @classmethod
-    def load(cls, path: Path, *, gguf_file: str | None = None, name: str | None = None, device: str = "cpu", batch_size: int = 8, threads: int | None = None) -> LocalModel:
-        """`threads` sets torch's (process-wide) CPU thread count; None leaves torch's default."""
+    def load(cls, path: Path, *, gguf_file: str | None = None, name: str | None = None, device: str = "cpu", batch_size: int = 8, threads: int | None = None,
+             model_id: str | None = None) -> LocalModel:
+        """`threads` sets torch's (process-wide) CPU thread count; None leaves torch's default.
+        `model_id`, when the caller has fingerprinted the files already, spares hashing them again."""
         if batch_size < 1:
             raise ProbeError(f"batch_size must be at least 1, not {batch_size}")
         path = Path(path)
@@ -122,7 +124,7 @@ class LocalModel:
         if threads is not None:
             torch.set_num_threads(threads)
         where = directory / gguf_file if gguf_file else directory
-        model_id = f"{name or (Path(gguf_file).stem if gguf_file else directory.resolve().name)}@{fingerprint(directory, gguf_file)}"
+        model_id = model_id or f"{name or (Path(gguf_file).stem if gguf_file else directory.resolve().name)}@{fingerprint(directory, gguf_file)}"
         # float32 on a CPU: bfloat16 checkpoints are slow there on most processors.
         dtype = torch.float32 if device == "cpu" else "auto"
         try:

@@ -46,19 +46,20 @@ def _package_dir(package: str, hint: str) -> Path:
     return Path(next(iter(spec.submodule_search_locations)))
 
 
-def _local(name: str, path: Path, gguf_file: str | None, fingerprint: str, settings: dict[str, Any], cache: ProbeCache | None, offline: bool, prepare: Any = None) -> CachedModel:
+def _local(name: str, path: Path, gguf_file: str | None, digest: str, settings: dict[str, Any], cache: ProbeCache | None, offline: bool, prepare: Any = None) -> CachedModel:
     device, batch_size = settings.get("device", "cpu"), settings.get("batch_size", 8)
+    model_id = f"{name}@{digest}"
 
     def load() -> Backend:
         from audit.probes.local import LocalModel
 
         if prepare is not None:
             prepare()
-        return LocalModel.load(path, gguf_file=gguf_file, name=name, device=device, batch_size=batch_size)
+        return LocalModel.load(path, gguf_file=gguf_file, name=name, device=device, batch_size=batch_size, model_id=model_id)
 
     where = str(path / gguf_file) if gguf_file else str(path)
     description = {"backend": "transformers", "path": where, "device": device, "batch_size": batch_size}
-    return CachedModel(name, f"{name}@{fingerprint}", description, load, cache, offline=offline)
+    return CachedModel(name, model_id, description, load, cache, offline=offline)
 
 
 def _smollm2(cache: ProbeCache | None, offline: bool, settings: dict[str, Any]) -> CachedModel:
