@@ -55,7 +55,12 @@ class ProbeCache:
 
 class CachedModel:
     """A backend behind the cache: hits are answered from it, misses by the backend (loaded on
-    the first miss by `load`), or, offline, with an error that leaves the probe undetermined."""
+    the first miss by `load`), or, offline, with an error that leaves the probe undetermined.
+
+    One `generate` call runs at a time, cache reads included: a local model is never run from
+    two threads at once (a server's jobs share one), and a caller waiting behind another finds
+    what that one just stored instead of generating it again.  A remote backend loses little:
+    it sends each call's requests concurrently."""
 
     def __init__(self, name: str, model_id: str, description: dict[str, object], load: Callable[[], Backend], cache: ProbeCache | None, *, offline: bool = False) -> None:
         self.name = name
@@ -64,6 +69,7 @@ class CachedModel:
         self._load = load
         self._backend: Backend | None = None
         self._lock = threading.Lock()
+        self._generating = threading.Lock()
         self.cache = cache
         self.offline = offline
         self.hits = 0
@@ -78,7 +84,16 @@ class CachedModel:
                 self._backend = self._load()
             return self._backend
 
+    def answered(self) -> dict[str, int]:
+        """Prompts answered so far from the cache and by the model."""
+        with self._generating:
+            return {"from_cache": self.hits, "from_model": self.asked}
+
     def generate(self, requests: Sequence[Request], progress: Progress | None = None) -> list[Output]:
+        with self._generating:
+            return self._generate(requests, progress)
+
+    def _generate(self, requests: Sequence[Request], progress: Progress | None) -> list[Output]:
         keys = [request.key(self.model_id) for request in requests]
         outputs: list[Output | None] = [self.cache.get(key) if self.cache else None for key in keys]
         hits = sum(output is not None for output in outputs)

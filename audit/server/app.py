@@ -36,7 +36,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from audit import __version__
 from audit.server.engine import QueryError, QueryRequest, ServedIndex
-from audit.server.jobs import JobError, JobManager
+from audit.server.jobs import JobError, JobManager, model_health
 from audit.server.mini import MiniRequest, answer_mini
 
 Model = TypeVar("Model", bound=BaseModel)
@@ -169,8 +169,8 @@ def create_app(indexes: dict[str, ServedIndex], jobs: JobManager | None = None, 
         return {
             "status": "ok", "version": __version__, "indexes": sorted(indexes), "jobs": jobs is not None, "policy": jobs.policy.digest if jobs else None,
             "links": sorted(jobs.links) if jobs else [],
-            "probe_models": [model.health() for _, model in sorted(jobs.probe_models.items())] if jobs else [],
-            "judge_model": jobs.probes.judge.health() if jobs and jobs.probes and jobs.probes.judge else None,
+            "probe_models": [model_health(model) for _, model in sorted(jobs.probe_models.items())] if jobs else [],
+            "judge_model": model_health(jobs.probes.judge) if jobs and jobs.probes and jobs.probes.judge else None,
         }
 
     @app.get("/indexes")

@@ -12,7 +12,7 @@ uploaded policies are kept under `policies/`, and the server's own policy is the
 
 A job may name one of the server's probe models (`probe_model`): its probe step runs in the
 job's worker.  Models are shared by all jobs (a local one loads once, on first use) and each
-answers one `generate` call at a time (`SharedModel`).
+answers one `generate` call at a time (`CachedModel`).
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ import tempfile
 import threading
 import tomllib
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, fields
 from datetime import date
@@ -39,7 +39,7 @@ from audit.langcodes import normalise_lang
 from audit.links.model import LinksError
 from audit.outputs import atomic_write_bytes, atomic_write_text
 from audit.probes.cache import CachedModel
-from audit.probes.generation import Output, ProbeError, Progress, Request
+from audit.probes.generation import ProbeError
 from audit.probes.prompts import PromptError, Templates
 from audit.readers import BenchmarkError, load_benchmark
 from audit.readers.columns import MappingError, parse_inline
@@ -94,37 +94,9 @@ class Job:
         return cls(**{k: v for k, v in data.items() if k in known})
 
 
-class SharedModel:
-    """A served model shared by every job, answering one `generate` call at a time: a local
-    model is never run from two job threads at once, and since the cache is read under the same
-    lock, a job waiting behind another is answered from what that one just stored instead of
-    generating it again.  A remote model is serialised alike, which costs little: a batch is
-    already sent concurrently by its backend."""
-
-    def __init__(self, model: CachedModel) -> None:
-        self.model = model
-        self._lock = threading.Lock()
-
-    @property
-    def name(self) -> str:
-        return self.model.name
-
-    @property
-    def model_id(self) -> str:
-        return self.model.model_id
-
-    def describe(self) -> dict[str, object]:
-        return self.model.describe()
-
-    def health(self) -> dict[str, Any]:
-        """For `/health`: what the model is, and how its prompts were answered since startup."""
-        with self._lock:
-            answered = {"from_cache": self.model.hits, "from_model": self.model.asked}
-        return {"name": self.name, "model_id": self.model_id, "backend": self.describe().get("backend"), "offline": self.model.offline, "answered": answered}
-
-    def generate(self, requests: Sequence[Request], progress: Progress | None = None) -> list[Output]:
-        with self._lock:
-            return self.model.generate(requests, progress)
+def model_health(model: CachedModel) -> dict[str, Any]:
+    """For `/health`: what a served model is, and how its prompts were answered since startup."""
+    return {"name": model.name, "model_id": model.model_id, "backend": model.describe().get("backend"), "offline": model.offline, "answered": model.answered()}
 
 
 @dataclass(frozen=True)
@@ -132,14 +104,13 @@ class ProbeModels:
     """The probe models jobs may name, one judge for all of them (None: each judges itself)
     and the prompt templates."""
 
-    models: dict[str, SharedModel]
-    judge: SharedModel | None
+    models: dict[str, CachedModel]
+    judge: CachedModel | None
     templates: Templates
     prompts_file: Path | None = None
 
     def prober(self, name: str) -> Prober:
         model = self.models[name]
-        # Duck-typed: a SharedModel offers what the prober uses of a CachedModel.
         return Prober(model, self.judge or model, self.templates, self.prompts_file)
 
 
@@ -208,7 +179,7 @@ class JobManager:
             self._pool.submit(self._run, job)
 
     @property
-    def probe_models(self) -> dict[str, SharedModel]:
+    def probe_models(self) -> dict[str, CachedModel]:
         return self.probes.models if self.probes else {}
 
     def _models_changed(self, job: Job) -> str | None:

@@ -18,12 +18,13 @@ from audit.indexing import IndexBuildError
 from audit.links.model import LinksError
 from audit.links.sources import open_links
 from audit.paths import cache_dir, registry_file
+from audit.probes.cache import CachedModel
 from audit.probes.generation import ProbeError
 from audit.probes.models import open_model
 from audit.probes.prompts import PromptError, load_templates
 from audit.server.app import ServerLimits, create_app
 from audit.server.engine import Limits, ServedIndex, Tokenizer
-from audit.server.jobs import JobError, JobManager, ProbeModels, SharedModel
+from audit.server.jobs import JobError, JobManager, ProbeModels
 
 
 class ServeError(Exception):
@@ -185,7 +186,7 @@ def load_probes(values: list[str], judge: str | None, prompts: Path | None, regi
         if judge or prompts or batch_size:
             raise ServeError("--judge-model, --probe-prompts and --probe-batch-size apply to probe models, which are offered only with --probe-model")
         return None
-    models: dict[str, SharedModel] = {}
+    models: dict[str, CachedModel] = {}
     given: dict[str, str] = {}
     for value in values:
         model = _open_model("--probe-model", value, registry, offline, batch_size)
@@ -205,9 +206,9 @@ def load_probes(values: list[str], judge: str | None, prompts: Path | None, regi
     return ProbeModels(models, judging, templates, prompts)
 
 
-def _open_model(flag: str, value: str, registry: Path | None, offline: bool, batch_size: int | None) -> SharedModel:
+def _open_model(flag: str, value: str, registry: Path | None, offline: bool, batch_size: int | None) -> CachedModel:
     try:
-        return SharedModel(open_model(value, registry, offline=offline, batch_size=batch_size))
+        return open_model(value, registry, offline=offline, batch_size=batch_size)
     except ProbeError as error:
         raise ServeError(f"{flag} {value}: {str(error).removeprefix(f'--probe-model {value}: ')}") from None
 
