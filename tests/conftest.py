@@ -3,9 +3,18 @@ committed subsets in tests/fixtures (see tests/fixtures/SOURCES.md). Nothing out
 repository is read, so a fresh clone passes on its own."""
 from __future__ import annotations
 
+import contextlib
 import csv
 import gzip
 import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
 from importlib import resources
 from pathlib import Path
 
@@ -119,3 +128,67 @@ def pytest_terminal_summary(terminalreporter) -> None:
             f"robustness: {TALLY['cases']} bad inputs tried, {TALLY['clear_errors']} clear errors, "
             f"{TALLY['tracebacks']} tracebacks, {TALLY['files_lost_or_changed']} files lost or changed"
         )
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class RayCluster:
+    """A Ray head on 127.0.0.1 with two CPUs: `gcs` is the address a driver joins with
+    (`RAY_ADDRESS`), `client` the Ray Client address `--executor ray://...` takes."""
+
+    def __init__(self, root: Path) -> None:
+        self.gcs_port, self.client_port = _free_port(), _free_port()
+        self.gcs = f"127.0.0.1:{self.gcs_port}"
+        self.client = f"ray://127.0.0.1:{self.client_port}"
+        ray = shutil.which("ray", path=str(Path(sys.executable).parent)) or shutil.which("ray")
+        if ray is None:
+            pytest.fail('Ray is not installed: pip install "corpus-audit[ray]"')
+        # Ray's socket paths must stay short (a Unix socket path holds at most 107 bytes).
+        self.temp = Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))
+        self.env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0")
+        command = [
+            ray, "start", "--head", "--block", "--node-ip-address=127.0.0.1", f"--port={self.gcs_port}",
+            f"--ray-client-server-port={self.client_port}", "--num-cpus=2", "--include-dashboard=false",
+            "--disable-usage-stats", f"--temp-dir={self.temp}", "--min-worker-port=30000", "--max-worker-port=39999",
+        ]
+        self.log = open(root / "ray-head.log", "wb")  # noqa: SIM115 (closed in stop())
+        self.process = subprocess.Popen(command, stdout=self.log, stderr=subprocess.STDOUT, env=self.env, start_new_session=True)
+        deadline = time.monotonic() + 90
+        while not self._listening(self.client_port):
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                pytest.fail(f"the Ray head did not start: {(root / 'ray-head.log').read_text(errors='replace')[-2000:]}")
+            time.sleep(0.2)
+
+    @staticmethod
+    def _listening(port: int) -> bool:
+        with socket.socket() as probe:
+            return probe.connect_ex(("127.0.0.1", port)) == 0
+
+    def worker_pids(self, name: str) -> list[int]:
+        """Processes of this cluster whose title names `name` (Ray titles a busy worker
+        `ray::FUNCTION` and an actor `ray::CLASS`)."""
+        found = subprocess.run(["pgrep", "-f", f"ray::{name}"], capture_output=True, text=True).stdout.split()
+        return [int(pid) for pid in found]
+
+    def stop(self) -> None:
+        try:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            self.process.wait(timeout=30)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+        self.log.close()
+        shutil.rmtree(self.temp, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def ray_cluster(tmp_path_factory) -> RayCluster:
+    """One real Ray cluster for the session, started with `ray start --head` and stopped after."""
+    cluster = RayCluster(tmp_path_factory.mktemp("ray"))
+    yield cluster
+    cluster.stop()

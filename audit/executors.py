@@ -1,0 +1,97 @@
+"""Where long work runs: on this machine (`local`, the default: this process and its forks), or
+on a Ray cluster (`ray`, `ray://HOST:PORT`).
+
+Ray is asked for by name so a user sees where the work goes; nothing about a run's results
+depends on the executor.  `ray` joins the cluster `$RAY_ADDRESS` names, else starts one on
+this machine; `ray://HOST:PORT` connects through Ray Client (the head's client server port,
+10001 unless set otherwise), which needs `pip install "corpus-audit[ray]"`.  Every node must
+have corpus-audit installed and see the index directories at the same paths (a shared
+filesystem).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from enum import StrEnum
+from types import ModuleType
+
+INSTALL_HINT = 'pip install "corpus-audit[ray]"'
+
+
+class ExecutorError(Exception):
+    """An executor that cannot be named or reached."""
+
+
+class ExecutorKind(StrEnum):
+    LOCAL = "local"
+    RAY = "ray"
+
+
+@dataclass(frozen=True)
+class Executor:
+    """`address` is a Ray Client address (`ray://HOST:PORT`), or None for `$RAY_ADDRESS` or a
+    cluster started on this machine."""
+
+    kind: ExecutorKind = ExecutorKind.LOCAL
+    address: str | None = None
+
+    @property
+    def distributed(self) -> bool:
+        return self.kind is ExecutorKind.RAY
+
+    def __str__(self) -> str:
+        return self.address or self.kind.value
+
+
+LOCAL = Executor()
+
+
+def parse_executor(value: str | None) -> Executor:
+    """`local`, `ray` or `ray://HOST:PORT`, as `--executor` takes it."""
+    text = (value or "local").strip()
+    if text == "local":
+        return LOCAL
+    if text == "ray":
+        return Executor(ExecutorKind.RAY)
+    if text.startswith("ray://"):
+        host, _, port = text.removeprefix("ray://").rpartition(":")
+        if not host or not port.isdigit():
+            raise ExecutorError(f"--executor {text}: expected ray://HOST:PORT (the Ray Client port of the cluster's head)")
+        return Executor(ExecutorKind.RAY, text)
+    raise ExecutorError(f"--executor {text}: expected local, ray, or ray://HOST:PORT")
+
+
+def ray_module() -> ModuleType:
+    try:
+        import ray
+    except ImportError:
+        raise ExecutorError(f"the Ray executor needs Ray: {INSTALL_HINT}") from None
+    return ray
+
+
+def _auth_token_available() -> bool:
+    path = os.environ.get("RAY_AUTH_TOKEN_PATH") or os.path.expanduser("~/.ray/auth_token")
+    return bool(os.environ.get("RAY_AUTH_TOKEN")) or os.path.isfile(path)
+
+
+def connect(executor: Executor) -> ModuleType:
+    """Ray, initialised for `executor` (once per process): the cluster it names, `$RAY_ADDRESS`,
+    or a new one on this machine.  Usage reports stay off: the tool never phones home."""
+    ray = ray_module()
+    if ray.is_initialized():
+        return ray
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    if executor.address and "RAY_AUTH_MODE" not in os.environ and _auth_token_available():
+        # Ray Client sends the cluster's token only when told to; `ray start` makes one by default.
+        os.environ["RAY_AUTH_MODE"] = "token"
+    address = executor.address or os.environ.get("RAY_ADDRESS") or None
+    try:
+        if address is None:
+            ray.init(include_dashboard=False, log_to_driver=False, configure_logging=False)
+        else:
+            ray.init(address=address, log_to_driver=False)
+    except (ConnectionError, RuntimeError, ValueError) as error:
+        raise ExecutorError(f"cannot reach the Ray cluster at {address or 'a new local instance'}: {error}") from None
+    except ImportError as error:
+        raise ExecutorError(f"Ray Client needs its extra dependencies ({error}): {INSTALL_HINT}") from None
+    return ray
