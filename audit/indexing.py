@@ -60,10 +60,14 @@ Task = tuple[Callable[..., ParsedChunk], tuple]
 
 @dataclass
 class ShardInfo:
+    """One shard's size, documents and pointer width; `fingerprint` (blake2b-128 of its texts and
+    metadata) is recorded by a sharded build (`audit.shardbuild`), which hashes shards apart."""
+
     name: str
     bytes: int
     documents: int
     ratio: int
+    fingerprint: str = ""
 
 
 @dataclass
@@ -88,6 +92,16 @@ class CorpusFile:
     path: Path
     name: str
     format: str
+
+
+@dataclass(frozen=True)
+class Span:
+    """Bytes `start` to `end` of an uncompressed file, cut at line starts, whose first line is
+    line `first_line` of the file: the part of a file one shard of a sharded build reads."""
+
+    start: int
+    end: int
+    first_line: int
 
 
 @dataclass(frozen=True)
@@ -297,12 +311,22 @@ def _zstd_lines(raw: io.BufferedReader) -> Iterator[bytes]:
         yield pending
 
 
-def line_chunks(path: Path, on_bytes: Callable[[int], None]) -> Iterator[tuple[int, list[bytes]]]:
-    """(first line number, lines) in runs of about CHUNK_BYTES, reporting input bytes consumed.
-    A compressed file cut short or damaged is an error naming the line it stopped at."""
+def _span_lines(raw: io.BufferedReader, span: Span) -> Iterator[bytes]:
+    """The lines of `span` of an uncompressed file."""
+    raw.seek(span.start)
+    left = span.end - span.start
+    while left > 0 and (line := raw.readline(left)):
+        left -= len(line)
+        yield line
+
+
+def line_chunks(path: Path, on_bytes: Callable[[int], None], span: Span | None = None) -> Iterator[tuple[int, list[bytes]]]:
+    """(first line number, lines) in runs of about CHUNK_BYTES, reporting input bytes consumed;
+    of `span` only, when given.  A compressed file cut short or damaged is an error naming the
+    line it stopped at."""
     with open(path, "rb") as raw:
-        stream = _decompressed(raw, path)
-        first, lines, size, position = 1, [], 0, 0
+        stream = _decompressed(raw, path) if span is None else _span_lines(raw, span)
+        first, lines, size, position = (1, [], 0, 0) if span is None else (span.first_line, [], 0, span.start)
         try:
             for line in stream:
                 lines.append(line)
@@ -326,13 +350,14 @@ def whole_texts(path: Path, on_bytes: Callable[[int], None]) -> Iterator[list[tu
         yield [(1, data)]
 
 
-def text_blocks(path: Path, on_bytes: Callable[[int], None]) -> Iterator[list[tuple[int, bytes]]]:
+def text_blocks(path: Path, on_bytes: Callable[[int], None], span: Span | None = None) -> Iterator[list[tuple[int, bytes]]]:
     """Blank-line-separated blocks as (first line number, bytes without the line break that
-    ends the block), in runs of about CHUNK_BYTES."""
+    ends the block), in runs of about CHUNK_BYTES; of `span` only (cut where a block starts),
+    when given."""
     run: list[tuple[int, bytes]] = []
     block: list[bytes] = []
     start = size = 0
-    for first, lines in line_chunks(path, on_bytes):
+    for first, lines in line_chunks(path, on_bytes, span):
         for number, line in enumerate(lines, start=first):
             if line.strip():
                 start = start if block else number
@@ -442,17 +467,20 @@ def _ipc_stream(batch: Any) -> Any:
     return sink.getvalue()
 
 
-def read_tasks(file: CorpusFile, options: ReadOptions, on_bytes: Callable[[int], None]) -> Iterator[Task]:
+def read_tasks(file: CorpusFile, options: ReadOptions, on_bytes: Callable[[int], None], span: Span | None = None) -> Iterator[Task]:
     """The parsing work for one file, as (function, arguments) for a worker process, read in
     order and in pieces of about CHUNK_BYTES, so no file is ever held whole in memory (a text
-    file read as one document is, being one document)."""
+    file read as one document is, being one document).  `span` limits an uncompressed JSONL
+    file, or a text file read in blocks, to part of it."""
     path = str(file.path)
     if file.format == "jsonl":
-        for first, lines in line_chunks(file.path, on_bytes):
+        for first, lines in line_chunks(file.path, on_bytes, span):
             yield parse_lines, (path, file.name, first, lines, options.normalization, options.text_field)
+    elif file.format == "text" and options.text_docs == "block":
+        for blocks in text_blocks(file.path, on_bytes, span):
+            yield parse_text, (path, file.name, blocks, options.normalization)
     elif file.format == "text":
-        runs = text_blocks if options.text_docs == "block" else whole_texts
-        for blocks in runs(file.path, on_bytes):
+        for blocks in whole_texts(file.path, on_bytes):
             yield parse_text, (path, file.name, blocks, options.normalization)
     else:
         for first, batch in record_batches(file, options.text_field, on_bytes):
@@ -483,10 +511,11 @@ class _ShardWriter:
     """Appends parsed chunks to the current shard's four files, starting a new shard before a
     document would take the shard past its size."""
 
-    def __init__(self, directory: Path, max_bytes: int, digest: hashlib._Hash) -> None:
+    def __init__(self, directory: Path, max_bytes: int, digest: hashlib._Hash, first: int = 0) -> None:
         self.directory = directory
         self.max_bytes = max_bytes
         self.digest = digest
+        self.first = first
         self.shards: list[ShardInfo] = []
         self.files: list[FileInfo] = []
         self._files: list[_HashedFile] = []
@@ -494,7 +523,7 @@ class _ShardWriter:
 
     def _open_shard(self) -> None:
         self._close_files()
-        index = len(self.shards)
+        index = self.first + len(self.shards)
         self._files = [_HashedFile(self.directory / f"{kind}.{index}") for kind in ("tokenized", "offset", "metadata", "metaoff")]
         self.shards.append(ShardInfo(name=str(index), bytes=0, documents=0, ratio=0))
         self._meta_bytes = 0

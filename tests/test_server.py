@@ -242,7 +242,7 @@ def test_counts_equal_the_local_backend(served: Served, wiki_index: Path, wiki_d
 def test_find_then_get_doc_by_rank_shows_the_match(served: Served, wiki_index: Path):
     local = LocalIndex(wiki_index)
     found = served.post({"index": "wiki", "query_type": "find", "query": "University"}).json()
-    assert found["cnt"] == local.count("University") and len(found["segment_by_shard"]) == len(local.shards)
+    assert found["cnt"] == local.count("University") and len(found["segment_by_shard"]) == local.info.details["shards"]
     lo, hi = found["segment_by_shard"][0]
     assert hi - lo == found["cnt"]
     doc = served.post({"index": "wiki", "query_type": "get_doc_by_rank", "query": "University", "s": 0, "rank": lo, "max_disp_len": 200}).json()

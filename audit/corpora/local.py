@@ -8,12 +8,14 @@ silent "not found".  `verify_index` also re-hashes every file.
 """
 from __future__ import annotations
 
+import bisect
 import hashlib
 import json
 import mmap
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 import numpy as np
 
@@ -197,7 +199,9 @@ def _open_shard(path: Path, n: int, width: int, first: int) -> _Shard:
     return _Shard(data=data, table=_map(path / f"table.{n}"), ratio=ratio, offsets=offsets, metadata=metadata, metaoff=metaoff, first_document=first)
 
 
-def _open_shards(path: Path, token_width: int) -> tuple[IndexManifest | None, list[_Shard]]:
+def _check_layout(path: Path, token_width: int) -> tuple[IndexManifest | None, list[int]]:
+    """The manifest and shard numbers, once the names and recorded sizes are right: file
+    metadata only, so a driver that leaves the shards to other processes checks this much."""
     if not path.is_dir():
         raise IndexOpenError(f"{path}: no such index directory")
     manifest = _load_manifest(path)
@@ -207,22 +211,54 @@ def _open_shards(path: Path, token_width: int) -> tuple[IndexManifest | None, li
     numbers = _check_names(path, manifest)
     if manifest is not None:
         _check_recorded(path, manifest)
-    shards: list[_Shard] = []
-    for n in numbers:
-        shards.append(_open_shard(path, n, token_width, sum(len(s.offsets) for s in shards)))
-    return manifest, shards
+    return manifest, numbers
+
+
+def _damaged(path: Path, damage: _Damage, token_width: int) -> IndexOpenError:
+    remedy = f"rebuild it (`audit index build ... --force`), or run `audit index verify {path}` to check every file" if token_width == 1 else "rebuild it with infini-gram's indexer"
+    return IndexOpenError(f"{path / damage.name}: {damage.problem}. The index is damaged: {remedy}", detail=str(damage))
+
+
+@dataclass(frozen=True)
+class Layout:
+    """What opening an index needs to know before any shard is mapped: its manifest, shard
+    numbers, and each shard's first global document number (from the offset files' sizes)."""
+
+    manifest: IndexManifest | None
+    numbers: list[int]
+    first_documents: list[int]
+    shard_bytes: list[int]
+
+
+def index_layout(path: Path, token_width: int = 1) -> Layout:
+    """The index's layout, or IndexOpenError naming the first file that is missing, stray or
+    the wrong size."""
+    path = Path(path)
+    try:
+        manifest, numbers = _check_layout(path, token_width)
+    except _Damage as damage:
+        raise _damaged(path, damage, token_width) from None
+    counts = [_size(path, f"offset.{n}") // 8 for n in numbers]
+    firsts = [sum(counts[:i]) for i in range(len(counts))]
+    return Layout(manifest, numbers, firsts, [_size(path, f"tokenized.{n}") for n in numbers])
+
+
+def map_shards(path: Path, numbers: list[int], first_documents: list[int], token_width: int = 1) -> list[_Shard]:
+    """These shards, mapped, after each one's own checks (sizes and offsets by infini-gram's
+    rules), or IndexOpenError naming the file at fault."""
+    path = Path(path)
+    try:
+        return [_open_shard(path, n, token_width, first) for n, first in zip(numbers, first_documents, strict=True)]
+    except _Damage as damage:
+        raise _damaged(path, damage, token_width) from None
 
 
 def open_shards(path: Path, token_width: int = 1) -> tuple[IndexManifest | None, list[_Shard]]:
     """The manifest (None for an index infini-gram's indexer wrote) and every shard, mapped,
     or IndexOpenError naming the first file that is missing, stray, the wrong size or out of
     line with the others."""
-    path = Path(path)
-    try:
-        return _open_shards(path, token_width)
-    except _Damage as damage:
-        remedy = f"rebuild it (`audit index build ... --force`), or run `audit index verify {path}` to check every file" if token_width == 1 else "rebuild it with infini-gram's indexer"
-        raise IndexOpenError(f"{path / damage.name}: {damage.problem}. The index is damaged: {remedy}", detail=str(damage)) from None
+    layout = index_layout(path, token_width)
+    return layout.manifest, map_shards(path, layout.numbers, layout.first_documents, token_width)
 
 
 def check_index(path: Path, token_width: int = 1) -> IndexManifest | None:
@@ -331,86 +367,49 @@ def bytes_to_char_lengths(encoded: bytes, byte_lengths: np.ndarray) -> list[int]
     return (np.searchsorted(bounds, ends, side="right") - 1 - np.arange(len(starts))).tolist()
 
 
-class LocalIndex:
-    """A corpus served from a local index directory.  `neardup_redis` is where its
-    near-duplicate bands are served from when not from its own files (a registry entry's
-    `minhash_redis`)."""
+# Documents read in one call by `LocalIndex.documents`: few calls to a remote group, bounded memory.
+TEXTS_PER_CALL = 1024
 
-    def __init__(self, path: Path, name: str | None = None, neardup_redis: str | None = None) -> None:
-        self.path = Path(path)
-        self.neardup_redis = neardup_redis
-        manifest, self.shards = open_shards(self.path)
-        self.info = CorpusInfo(
-            name=name or self.path.name,
-            backend="local",
-            location=str(self.path.resolve()),
-            fingerprint=manifest.fingerprint if manifest else self._fingerprint_files(),
-            documents=sum(len(s.offsets) for s in self.shards),
-            bytes=sum(len(s.data) for s in self.shards),
-            details={
-                "shards": len(self.shards),
-                "token_dtype": "u8",
-                "normalization": manifest.normalization if manifest else "unknown",
-                "built_by": manifest.tool if manifest else "unknown",
-            },
-        )
 
-    def _fingerprint_files(self) -> str:
-        """For indexes built elsewhere: sizes plus the head of every table, cheap and stable."""
-        digest = hashlib.blake2b(digest_size=16)
-        for shard in self.shards:
-            digest.update(len(shard.data).to_bytes(8, "little"))
-            digest.update(shard.table[: 1 << 20])
-        return digest.hexdigest()
+class ShardGroup:
+    """Some shards of an index, mapped in one process, answering in global document numbers.
+    A local index holds one group of all its shards; a distributed one holds a group in each
+    of its Ray actors (`audit.corpora.distributed`).  Every method is a pure read, so a call
+    repeated after a crash gives the same answer."""
+
+    def __init__(self, path: str | Path, numbers: list[int], first_documents: list[int]) -> None:
+        self.shards = map_shards(Path(path), numbers, first_documents)
 
     def count_bytes(self, pattern: bytes) -> int:
-        total = 0
-        for shard in self.shards:
-            lo, hi = _suffix.find_range(shard.data, shard.table, shard.ratio, pattern)
-            total += hi - lo
-        return total
+        return sum(hi - lo for lo, hi in self.ranges(pattern))
 
     def longest_match_bytes(self, query: bytes) -> np.ndarray:
-        """Per byte position, the longest prefix of query[l:] found: infini-gram's `creativity`
-        (which reports l plus this length)."""
         best = np.zeros(len(query), dtype=np.int64)
         for shard in self.shards:
             found = np.frombuffer(_suffix.longest_matches(shard.data, shard.table, shard.ratio, query), dtype=np.int64)
             np.maximum(best, found, out=best)
         return best
 
-    def count(self, text: str) -> int:
-        return self.count_bytes(text.encode("utf-8"))
+    def ranges(self, pattern: bytes) -> list[tuple[int, int]]:
+        """Each shard's suffix-array range of the pattern."""
+        return [_suffix.find_range(shard.data, shard.table, shard.ratio, pattern) for shard in self.shards]
 
-    def count_range(self, text: str) -> tuple[int, int]:
-        found = self.count(text)
-        return found, found
-
-    def match_lengths(self, text: str, questions: MatchQuestions | None = None) -> MatchLengths:
-        encoded = text.encode("utf-8")
-        if not encoded:
-            return MatchLengths([])
-        return MatchLengths(bytes_to_char_lengths(encoded, self.longest_match_bytes(encoded)))
-
-    def occurrences(self, text: str, limit: int) -> tuple[int, list[Occurrence]]:
-        """Up to `limit` occurrences spread evenly over the suffix-array range (a sample of
-        the whole range, not its lexicographically first entries)."""
-        pattern = text.encode("utf-8")
-        ranges = [(shard, *_suffix.find_range(shard.data, shard.table, shard.ratio, pattern)) for shard in self.shards]
-        total = sum(hi - lo for _, lo, hi in ranges)
+    def sample(self, picks: list[tuple[int, int, int]]) -> list[Occurrence]:
+        """Occurrences at `count` ranks spread evenly over each shard's range (lo, hi, count)."""
         found: list[Occurrence] = []
-        for shard, lo, hi in ranges:
-            if hi <= lo or limit <= 0:
+        for shard, (lo, hi, count) in zip(self.shards, picks, strict=True):
+            if count <= 0:
                 continue
-            share = max(1, round(limit * (hi - lo) / total))
-            ranks = np.unique(np.linspace(lo, hi - 1, num=min(share, hi - lo)).round().astype(np.int64))
+            ranks = np.unique(np.linspace(lo, hi - 1, num=count).round().astype(np.int64))
             pointers = shard.pointers(ranks)
             documents = np.searchsorted(shard.offsets, pointers, side="right") - 1
             for pointer, document in zip(pointers.tolist(), documents.tolist(), strict=True):
-                offset = pointer - int(shard.offsets[document]) - 1
-                found.append(Occurrence(document=shard.first_document + document, offset=offset))
-        found.sort(key=lambda o: (o.document, o.offset))
-        return total, found[:limit]
+                found.append(Occurrence(document=shard.first_document + document, offset=pointer - int(shard.offsets[document]) - 1))
+        return found
+
+    def holds(self, document: int) -> bool:
+        first = self.shards[0].first_document
+        return first <= document < self.shards[-1].first_document + len(self.shards[-1].offsets)
 
     def _locate(self, document: int) -> tuple[_Shard, int]:
         for shard in reversed(self.shards):
@@ -433,17 +432,152 @@ class LocalIndex:
         end = int(shard.offsets[local + 1]) if local + 1 < len(shard.offsets) else len(shard.data)
         return shard, start, end
 
-    def documents(self, start: int = 0, stop: int | None = None) -> Iterator[tuple[int, bytes]]:
-        """(document number, stored text) for documents `start` to `stop` - 1, in order: what an
-        index built over this one's text (the near-duplicate index) reads."""
-        for document in range(start, self.info.documents if stop is None else stop):
+    def texts(self, start: int, stop: int) -> list[bytes]:
+        found = []
+        for document in range(start, stop):
             shard, begin, end = self._bounds(document)
-            yield document, shard.data[begin:end]
+            found.append(shard.data[begin:end])
+        return found
 
     def surrounding(self, occurrence: Occurrence, before: int, after: int) -> bytes:
         shard, start, end = self._bounds(occurrence.document)
         at = start + occurrence.offset
         return shard.data[max(start, at - before) : min(end, at + after)]
+
+
+def share_out(ranges: list[tuple[int, int]], limit: int) -> list[tuple[int, int, int]]:
+    """How many of `limit` sampled occurrences each shard gives, in proportion to its range."""
+    total = sum(hi - lo for lo, hi in ranges)
+    picks = []
+    for lo, hi in ranges:
+        share = 0 if hi <= lo or limit <= 0 else min(max(1, round(limit * (hi - lo) / total)), hi - lo)
+        picks.append((lo, hi, share))
+    return picks
+
+
+class LocalIndex:
+    """A corpus served from a local index directory.  `neardup_redis` is where its
+    near-duplicate bands are served from when not from its own files (a registry entry's
+    `minhash_redis`).
+
+    Every answer is merged here from the shard groups' (`ask`): counts summed, longest matches
+    maxed per position, occurrences sampled in proportion to each shard's range, documents by
+    global number.  A subclass that puts its groups elsewhere changes `ask` and nothing else,
+    so its answers are this class's answers."""
+
+    # Its runners can be sent to other processes: it re-opens there from its path.
+    ships_to_workers = True
+
+    def __init__(self, path: Path, name: str | None = None, neardup_redis: str | None = None) -> None:
+        self.path = Path(path)
+        self.neardup_redis = neardup_redis
+        self.layout = index_layout(self.path)
+        self.groups = self._open_groups()
+        manifest = self.layout.manifest
+        self.info = CorpusInfo(
+            name=name or self.path.name,
+            backend="local",
+            location=str(self.path.resolve()),
+            fingerprint=manifest.fingerprint if manifest else self._fingerprint_files(),
+            documents=self.layout.first_documents[-1] + (self.path / f"offset.{self.layout.numbers[-1]}").stat().st_size // 8,
+            bytes=sum(self.layout.shard_bytes),
+            details={
+                "shards": len(self.layout.numbers),
+                "token_dtype": "u8",
+                "normalization": manifest.normalization if manifest else "unknown",
+                "built_by": manifest.tool if manifest else "unknown",
+            },
+        )
+
+    def _open_groups(self) -> list[Any]:
+        """The shard groups, in shard order; `group_starts` holds each one's first document."""
+        self.group_starts = [0]
+        return [ShardGroup(self.path, self.layout.numbers, self.layout.first_documents)]
+
+    def ask(self, method: str, *args: Any) -> list[Any]:
+        """Each group's answer to one call, in shard order."""
+        return [getattr(group, method)(*args) for group in self.groups]
+
+    def _owner(self, document: int) -> int:
+        """The position of the group holding a document (groups are contiguous runs of shards)."""
+        return bisect.bisect_right(self.group_starts, document) - 1
+
+    def ask_owner(self, document: int, method: str, *args: Any) -> Any:
+        return getattr(self.groups[self._owner(document)], method)(*args)
+
+    def __reduce__(self) -> tuple:
+        return (type(self), (self.path, self.info.name, self.neardup_redis))
+
+    def _fingerprint_files(self) -> str:
+        """For indexes built elsewhere: sizes plus the head of every table, cheap and stable."""
+        digest = hashlib.blake2b(digest_size=16)
+        for n, size in zip(self.layout.numbers, self.layout.shard_bytes, strict=True):
+            digest.update(size.to_bytes(8, "little"))
+            with open(self.path / f"table.{n}", "rb") as table:
+                digest.update(table.read(1 << 20))
+        return digest.hexdigest()
+
+    def count_bytes(self, pattern: bytes) -> int:
+        return sum(self.ask("count_bytes", pattern))
+
+    def longest_match_bytes(self, query: bytes) -> np.ndarray:
+        """Per byte position, the longest prefix of query[l:] found: infini-gram's `creativity`
+        (which reports l plus this length)."""
+        best = np.zeros(len(query), dtype=np.int64)
+        for found in self.ask("longest_match_bytes", query):
+            np.maximum(best, found, out=best)
+        return best
+
+    def count(self, text: str) -> int:
+        return self.count_bytes(text.encode("utf-8"))
+
+    def count_range(self, text: str) -> tuple[int, int]:
+        found = self.count(text)
+        return found, found
+
+    def match_lengths(self, text: str, questions: MatchQuestions | None = None) -> MatchLengths:
+        encoded = text.encode("utf-8")
+        if not encoded:
+            return MatchLengths([])
+        return MatchLengths(bytes_to_char_lengths(encoded, self.longest_match_bytes(encoded)))
+
+    def occurrences(self, text: str, limit: int) -> tuple[int, list[Occurrence]]:
+        """Up to `limit` occurrences spread evenly over the suffix-array range (a sample of
+        the whole range, not its lexicographically first entries)."""
+        per_group = self.ask("ranges", text.encode("utf-8"))
+        picks = share_out([span for spans in per_group for span in spans], limit)
+        total = sum(hi - lo for lo, hi, _ in picks)
+        if not any(count for _, _, count in picks):
+            return total, []
+        mine, at = [], 0
+        for spans in per_group:
+            mine.append(picks[at : at + len(spans)])
+            at += len(spans)
+        found = [o for group in self._ask_each("sample", mine) for o in group]
+        found.sort(key=lambda o: (o.document, o.offset))
+        return total, found[:limit]
+
+    def _ask_each(self, method: str, arguments: list[Any]) -> list[Any]:
+        """Each group's answer to the call with its own argument."""
+        return [getattr(group, method)(argument) for group, argument in zip(self.groups, arguments, strict=True)]
+
+    def metadata(self, document: int) -> dict:
+        return self.ask_owner(document, "metadata", document)
+
+    def documents(self, start: int = 0, stop: int | None = None) -> Iterator[tuple[int, bytes]]:
+        """(document number, stored text) for documents `start` to `stop` - 1, in order: what an
+        index built over this one's text (the near-duplicate index) reads."""
+        stop = self.info.documents if stop is None else stop
+        while start < stop:
+            group = self._owner(start)
+            group_end = self.group_starts[group + 1] if group + 1 < len(self.group_starts) else self.info.documents
+            end = min(stop, group_end, start + TEXTS_PER_CALL)
+            for offset, text in enumerate(self.ask_owner(start, "texts", start, end)):
+                yield start + offset, text
+            start = end
+
+    def surrounding(self, occurrence: Occurrence, before: int, after: int) -> bytes:
+        return self.ask_owner(occurrence.document, "surrounding", occurrence, before, after)
 
     def document_hit(self, occurrence: Occurrence, length_bytes: int, context_chars: int) -> DocumentHit:
         reach = 4 * context_chars
