@@ -3,7 +3,8 @@
 Signals arrive as callables, so this module needs none of them by name: the CLI and the
 server choose which run.  Variants are checked on a thread pool, or, when every source is a
 local index, on forked processes (`variant_processes`): the suffix-array searches release the
-GIL, but most of the signals' work is Python that holds it.
+GIL, but most of the signals' work is Python that holds it.  On a Ray cluster the runners that
+can travel are run in Ray tasks (`spread_evidence`); the records come out the same.
 """
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ import json
 import multiprocessing
 import os
 import statistics
+import threading
+import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -25,16 +28,24 @@ from audit import __version__
 from audit.auditfile import benchmark_digest
 from audit.corpora.base import CorpusInfo
 from audit.evidence import Evidence, SignalRun
+from audit.executors import LOCAL, Executor, connect
 from audit.exposure import SEEN, UNKNOWN, UNSEEN, Knowledge, Policy, decide, decide_knowledge, item_exposure
 from audit.items import Item, LoadReport
 from audit.records import AuditManifest, BenchmarkRecord, ExposureRecord
 from audit.timestamps import utc_timestamp
 
 SignalRunner = Callable[[Item, str], list[Evidence]]
+# Variants one Ray task checks: few round trips, and little to redo when a worker is lost.
+RAY_CHUNK = 8
+# A Ray task whose worker died is re-run this many times before its variants are `failed`.
+RAY_RETRIES = 3
 
 
 def check_variant(item: Item, lang: str, runners: list[SignalRunner], policy: Policy) -> ExposureRecord:
-    evidence = [e for run in runners for e in run(item, lang)]
+    return _decided(item, lang, [e for run in runners for e in run(item, lang)], policy)
+
+
+def _decided(item: Item, lang: str, evidence: list[Evidence], policy: Policy) -> ExposureRecord:
     return ExposureRecord.decided(item.item_id, lang, item.source_lang, decide(policy, evidence), evidence, decide_knowledge(policy, evidence))
 
 
@@ -69,14 +80,20 @@ def check_items(
     workers: int | None = None,
     on_done: Callable[[], None] | None = None,
     processes: Pool | None = None,
+    executor: Executor = LOCAL,
 ) -> list[dict[str, Any]]:
     """Records in item order then language order, whatever order the pool finishes in.
 
     `langs` limits which variants are checked; the others stay on the item, since signals
     compare a target variant with its source-language text.  With `processes` (from
-    `variant_processes` over the same runners) variants are checked there, else on threads."""
+    `variant_processes` over the same runners) variants are checked there; with a Ray
+    `executor`, the runners that can travel are run on the cluster (`spread_evidence`);
+    else on threads."""
     tasks = [(item, lang) for item in items for lang in item.variants if langs is None or lang in langs]
-    if processes is not None:
+    if executor.distributed:
+        evidence = spread_evidence(tasks, runners, executor, workers, on_done)
+        records = [_decided(item, lang, [e for found in per_runner for e in found], policy) for (item, lang), per_runner in zip(tasks, evidence, strict=True)]
+    elif processes is not None:
         records = []
         for record in processes.imap(_check_forked, tasks, chunksize=4):
             records.append(record)
@@ -100,6 +117,70 @@ def check_items(
         for record in group:
             record.item_exposure = summary
     return [record.to_dict() for record in records]
+
+
+def _shipped_evidence(token: str, shipped: list[Any], tasks: list[tuple[Item, str]]) -> list[list[list[Evidence]]]:
+    """On a Ray worker: each variant's evidence from each shipped runner.  The runners arrive
+    once per worker process (wrapped in a list, so Ray passes the reference unresolved)."""
+    if token not in _SHIPPED:
+        import ray
+
+        _SHIPPED.clear()
+        _SHIPPED[token] = ray.get(shipped[0])
+    return [[run(item, lang) for run in _SHIPPED[token]] for item, lang in tasks]
+
+
+_SHIPPED: dict[str, list[SignalRunner]] = {}
+
+
+def spread_evidence(
+    tasks: list[tuple[Item, str]], runners: list[SignalRunner], executor: Executor, workers: int | None, on_done: Callable[[], None] | None
+) -> list[list[list[Evidence]]]:
+    """Per variant, per runner, its evidence, in the order given.  Runners whose source can
+    travel (`portable`: a local index, re-opened on the worker and asking the same shard
+    actors) run in Ray tasks of RAY_CHUNK variants; the others (an API cache, a link source,
+    a model) run here on threads.  A task Ray could not finish even after retrying its lost
+    workers leaves its runners' fields `failed`, which the policy reads as `unknown`."""
+    ray = connect(executor)
+    shipped = [i for i, run in enumerate(runners) if getattr(run, "portable", False)]
+    kept = [i for i in range(len(runners)) if i not in shipped]
+    table: list[list[list[Evidence]]] = [[[] for _ in runners] for _ in tasks]
+    waiting = [len([part for part in (shipped, kept) if part])] * len(tasks)
+    lock = threading.Lock()
+
+    def finished(position: int) -> None:
+        with lock:
+            waiting[position] -= 1
+            if waiting[position] == 0 and on_done:
+                on_done()
+
+    def run_kept(position: int) -> None:
+        item, lang = tasks[position]
+        for i in kept:
+            table[position][i] = runners[i](item, lang)
+        finished(position)
+
+    with ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool:
+        pending = [pool.submit(run_kept, position) for position in range(len(tasks))] if kept else []
+        if shipped:
+            remote = ray.remote(_shipped_evidence).options(max_retries=RAY_RETRIES, num_cpus=1)
+            token, reference = uuid.uuid4().hex, ray.put([runners[i] for i in shipped])
+            chunks = {remote.remote(token, [reference], tasks[start : start + RAY_CHUNK]): start for start in range(0, len(tasks), RAY_CHUNK)}
+            while chunks:
+                ready, _ = ray.wait(list(chunks), num_returns=1)
+                start = chunks.pop(ready[0])
+                part = tasks[start : start + RAY_CHUNK]
+                try:
+                    found = ray.get(ready[0])
+                except ray.exceptions.RayError as error:
+                    found = [[runners[i].failed(item, error) for i in shipped] for item, _ in part]
+                for offset, per_runner in enumerate(found):
+                    for i, evidence in zip(shipped, per_runner, strict=True):
+                        table[start + offset][i] = evidence
+                    finished(start + offset)
+        for future in pending:
+            future.result()
+    return table
 
 
 def summarise(records: list[dict[str, Any]]) -> dict[str, Any]:
@@ -173,11 +254,13 @@ def audit_manifest(
     records: list[dict[str, Any]],
     links: dict[str, Any] | None = None,
     models: dict[str, Any] | None = None,
+    executor: Executor = LOCAL,
 ) -> dict[str, Any]:
     """The audit file's first line, wherever the audit ran (the CLI or a server job): what was
     checked, against what, with which signals (and why any was skipped), under which policy,
     and a hash that says when two audits compare.  `links`: the link sources the langlinks
-    signal asked and the cutoff it judged at, when it ran."""
+    signal asked and the cutoff it judged at, when it ran.  `executor` is recorded only when it
+    is not local, and is not part of the hash: where variants were checked changes no record."""
     signals = list(dict.fromkeys(run.signal for run in runs if run.ran))
     settings: dict[str, Any] = {"policy": policy.settings, "corpus": [c.fingerprint for c in corpora], "langs": langs, "signals": signals}
     if benchmark.mapping or benchmark.source_lang:
@@ -214,4 +297,5 @@ def audit_manifest(
         summary=summarise(records),
         links=links,
         models=models,
+        executor=str(executor) if executor.distributed else None,
     ).to_dict()

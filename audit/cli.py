@@ -32,6 +32,7 @@ from audit.check import audit_manifest, check_items, variant_processes
 from audit.corpora.base import Profile
 from audit.corpora.local import EXTRA, IndexOpenError, LocalIndex, verify_index
 from audit.corpora.registry import CorpusError, check_corpora, open_corpus
+from audit.executors import ExecutorError, parse_executor
 from audit.exposure import UNKNOWN, Knowledge, PolicyError, load_policy
 from audit.filter import FILTERED, RULES, FilterError, FilterPolicy, filter_benchmark, writes_directory
 from audit.indexing import IndexBuildError, build_index, describe_size, read_manifest
@@ -427,6 +428,8 @@ def _print_summary(summary: dict, out: Path, elapsed: float) -> None:
 @click.option("--report/--no-report", "with_report", default=True, show_default=True, help="Also write an exposure report (HTML, Markdown, JSON).")
 @click.option("--report-dir", type=click.Path(path_type=Path), help="Where the report goes [default: OUT without .jsonl, plus .report].")
 @click.option("--strict", is_flag=True, help=f"Exit with status {STRICT_EXIT} when any variant is unknown (for CI pipelines); the audit file is written all the same.")
+@click.option("--executor", "executor_name", default="local", show_default=True, help="Where variants are checked: `local`, or a Ray cluster (`ray` for $RAY_ADDRESS or a new local one, `ray://HOST:PORT`); on Ray, local indexes are served by actors holding their shards.")
+@click.option("--actors", type=click.IntRange(min=1), help="With a Ray executor, the actors serving each local index [default: one per shard].")
 def check(
     bench: Path,
     corpora: tuple[str, ...],
@@ -451,10 +454,18 @@ def check(
     with_report: bool,
     report_dir: Path | None,
     strict: bool,
+    executor_name: str,
+    actors: int | None,
 ) -> None:
     """Tag every (item, language) of BENCH seen / unseen / unknown in one or more corpora, with
     the evidence of every signal."""
     started = time.perf_counter()
+    try:
+        executor = parse_executor(executor_name)
+    except ExecutorError as error:
+        raise InputError(str(error)) from None
+    if actors and not executor.distributed:
+        raise InputError("--actors applies to a Ray executor (--executor ray or ray://HOST:PORT)")
     if len(set(corpora)) < len(corpora):
         raise InputError(f"--corpus: {', '.join(sorted({c for c in corpora if corpora.count(c) > 1}))} given twice")
     out = out or _default_out(bench, corpora)
@@ -482,11 +493,11 @@ def check(
     progress, report_build = _build_progress()
     cutoff = as_of.date() if as_of else None  # type: ignore[attr-defined]
     try:
-        sources = [open_corpus(corpus, registry, progress=report_build, offline=offline, profile=profile) for corpus in corpora]
+        sources = [open_corpus(corpus, registry, progress=report_build, offline=offline, profile=profile, executor=executor, actors=actors) for corpus in corpora]
         link_sources = [open_links(name, registry, offline=offline) for name in link_names]
         prober = open_prober(probe_model, judge_model, probe_prompts, registry, offline=offline, batch_size=probe_batch_size) if probe_model else None
         runners, runs = plan(sources, wanted_signals, configure(policy.settings), policy.rules, link_sources, cutoff, prober)
-    except (CorpusError, IndexOpenError, IndexBuildError, SignalError, LinksError, ProbeError, PromptError) as error:
+    except (CorpusError, IndexOpenError, IndexBuildError, SignalError, LinksError, ProbeError, PromptError, ExecutorError) as error:
         raise InputError(str(error)) from None
     finally:
         progress.stop()
@@ -502,13 +513,14 @@ def check(
     _prepare(runners, report.items, wanted)
     variants = sum(1 for item in report.items for lang in item.variants if wanted is None or lang in wanted)
     processes = workers or os.cpu_count() or 1
-    local = all(isinstance(source, LocalIndex) for source in sources)
-    with variant_processes(runners, policy, processes) if local and processes > 1 else nullcontext() as pool, _progress() as progress:
-        task = progress.add_task(f"checking against {', '.join(s.info.name for s in sources)}", total=variants)
-        records = check_items(report.items, runners, policy, langs=wanted, workers=workers, on_done=lambda: progress.advance(task), processes=pool)
+    forked = not executor.distributed and processes > 1 and all(isinstance(source, LocalIndex) for source in sources)
+    where = f" on {executor}" if executor.distributed else ""
+    with variant_processes(runners, policy, processes) if forked else nullcontext() as pool, _progress() as progress:
+        task = progress.add_task(f"checking against {', '.join(s.info.name for s in sources)}{where}", total=variants)
+        records = check_items(report.items, runners, policy, langs=wanted, workers=workers, on_done=lambda: progress.advance(task), processes=pool, executor=executor)
     links = {"sources": [source.describe() for source in link_sources], "as_of": cutoff.isoformat() if cutoff else None} if link_sources else None
     models = prober.describe() if prober else None
-    manifest = audit_manifest(["audit", *sys.argv[1:]], report, bench, [s.info for s in sources], runs, policy, wanted, records, links, models)
+    manifest = audit_manifest(["audit", *sys.argv[1:]], report, bench, [s.info for s in sources], runs, policy, wanted, records, links, models, executor)
     summary = manifest["summary"]
     _warn_failed_sources(records)
     written = write_audit(out, manifest, records)

@@ -674,6 +674,23 @@ def _file_order(info: FileInfo) -> tuple[int, int]:
     return int(number), KINDS.index(kind)
 
 
+def read_options(normalization: str, text_field: str, text_docs: str) -> ReadOptions:
+    """The options of a build, refused before any work when one is not understood."""
+    if normalization not in NORMALIZERS:
+        raise IndexBuildError(f"normalization {normalization!r} is not one of {', '.join(NORMALIZERS)}")
+    if text_docs not in TEXT_DOCS:
+        raise IndexBuildError(f"text_docs {text_docs!r} is not one of {', '.join(TEXT_DOCS)}")
+    if not text_field:
+        raise IndexBuildError("the text field's name is empty")
+    return ReadOptions(normalization, text_field, text_docs)
+
+
+def source_info(name: str, format: str, options: ReadOptions) -> SourceInfo:
+    """A source's manifest entry before its documents are counted."""
+    is_text = format == "text"
+    return SourceInfo(path=name, documents=0, format=format, text_field=None if is_text else options.text_field, text_docs=options.text_docs if is_text else None)
+
+
 def build_index(
     sources: list[Path],
     out: Path,
@@ -697,18 +714,12 @@ def build_index(
     `"none"` stores the raw bytes, exactly as infini-gram's own indexer does.  With `force`, an
     existing `out` is replaced only if this tool wrote it (see `audit.outputs`).
     """
-    if normalization not in NORMALIZERS:
-        raise IndexBuildError(f"normalization {normalization!r} is not one of {', '.join(NORMALIZERS)}")
-    if text_docs not in TEXT_DOCS:
-        raise IndexBuildError(f"text_docs {text_docs!r} is not one of {', '.join(TEXT_DOCS)}")
-    if not text_field:
-        raise IndexBuildError("the text field's name is empty")
+    options = read_options(normalization, text_field, text_docs)
     out = Path(out)
     inputs = [Path(p) for p in sources]
     _check_target(out, inputs, force)
     files = discover_sources(inputs)
     total_input = sum(file.path.stat().st_size for file in files)
-    options = ReadOptions(normalization, text_field, text_docs)
     staging = staging_directory(out)
     started = time.perf_counter()
     try:
@@ -722,16 +733,7 @@ def build_index(
             if progress:
                 progress("read", done_input, total_input)
 
-        source_infos = [
-            SourceInfo(
-                path=file.name,
-                documents=0,
-                format=file.format,
-                text_field=None if file.format == "text" else text_field,
-                text_docs=text_docs if file.format == "text" else None,
-            )
-            for file in files
-        ]
+        source_infos = [source_info(file.name, file.format, options) for file in files]
         for source, chunk in parsed_chunks(files, options, advance, workers or os.cpu_count() or 1):
             writer.add(chunk)
             source_infos[source].documents += len(chunk.text_sizes)

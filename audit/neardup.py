@@ -891,6 +891,9 @@ class NearDuplicateIndex:
             lsh.require_loaded(directory, len(index.windows))
         return index
 
+    def __reduce__(self) -> tuple:
+        return (_reopened, (self.directory, self.corpus, self._redis.url if self._redis else None))
+
     def _check_family(self) -> None:
         recorded, running = self.manifest.hash_family, self.family.describe()
         for key in ("sketcher", "algorithm", "seed", "num_perm"):
@@ -1143,6 +1146,18 @@ def redis_settings(url: str) -> dict[str, Any]:
     if parsed.password:
         settings["password"] = unquote(parsed.password)
     return settings
+
+
+# Near-duplicate indexes re-opened in this process for runners sent from another (a cluster's).
+_REOPENED: dict[tuple[str, str | None, str], NearDuplicateIndex] = {}
+
+
+def _reopened(directory: Path, corpus: LocalIndex, redis: str | None) -> NearDuplicateIndex:
+    """The index where a runner was sent, opened and checked once per process."""
+    key = (str(directory), redis, corpus.info.fingerprint)
+    if key not in _REOPENED:
+        _REOPENED[key] = NearDuplicateIndex.open(directory, corpus=corpus, redis=redis)
+    return _REOPENED[key]
 
 
 class RedisLSH:

@@ -82,10 +82,11 @@ class AuditManifest:
     summary: dict[str, Any] = field(default_factory=dict)
     links: dict[str, Any] | None = None
     models: dict[str, Any] | None = None
+    executor: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
-        for optional in ("links", "models"):
+        for optional in ("links", "models", "executor"):
             if data[optional] is None:
                 del data[optional]
         return data

@@ -22,6 +22,7 @@ from __future__ import annotations
 import tomllib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
+from functools import partial
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -30,9 +31,11 @@ from audit.corpora.api import ApiCorpus, ApiOptions
 from audit.corpora.cache import CacheError, ResponseCache
 from audit.corpora.client import PUBLIC_ENDPOINT, ClientSettings, InfiniGramClient, probe
 from audit.corpora.demo import DEMO, demo_index
+from audit.corpora.distributed import DistributedIndex
 from audit.corpora.local import IndexOpenError, LocalIndex
 from audit.corpora.mini import MINI_ENDPOINT, MiniCorpus
 from audit.errors import UnreadableFile, read_text_file
+from audit.executors import LOCAL, Executor
 from audit.indexing import MANIFEST, ProgressHook
 from audit.paths import cache_dir, registry_file
 
@@ -175,20 +178,32 @@ def open_api(entry: Entry, offline: bool = False, profile: str | None = None) ->
     return kind(InfiniGramClient(client_settings, api_cache(entry)), entry.name, options, entry.description)
 
 
-def open_corpus(value: str, registry: Path | None = None, progress: ProgressHook | None = None, *, offline: bool = False, profile: str | None = None):
+def open_corpus(
+    value: str,
+    registry: Path | None = None,
+    progress: ProgressHook | None = None,
+    *,
+    offline: bool = False,
+    profile: str | None = None,
+    executor: Executor = LOCAL,
+    actors: int | None = None,
+):
     """The corpus a `--corpus` value names, building the demo index on first use.  `offline`
     makes an API corpus answer from its response cache only; `profile` overrides the
-    registry's for corpora that derive longest matches from counts."""
+    registry's for corpora that derive longest matches from counts.  With a Ray `executor`, a
+    local index is served by Ray actors, one per shard unless `actors` says how many.
+    (`DistributedIndex`)."""
     entries = registry_entries(registry)
     entry = entries.get(value)
+    local = partial(DistributedIndex, executor=executor, groups=actors) if executor.distributed else LocalIndex
     if entry is not None and entry.backend == "demo":
-        return LocalIndex(demo_index(cache_dir(), progress), name=value)
+        return local(demo_index(cache_dir(), progress), name=value)
     if entry is not None and entry.backend in REMOTE:
         return open_api(entry, offline, profile)
     if entry is not None:
-        return LocalIndex(entry.path, name=value, neardup_redis=entry.minhash_redis)
+        return local(entry.path, name=value, neardup_redis=entry.minhash_redis)
     if Path(value).is_dir():
-        return LocalIndex(Path(value))
+        return local(Path(value))
     known = ", ".join(sorted(entries))
     raise CorpusError(f"unknown corpus {value!r}: not a registered name ({known}) nor an index directory")
 

@@ -155,13 +155,19 @@ class Runner:
     fields: Callable[[Item], tuple[str, ...]]
     ask: Callable[[Item, str], list[Evidence]]
     prepare: Callable[..., None] | None = None
+    # Whether it can be sent to another process of a cluster: its source re-opens there.
+    portable: bool = False
 
     def __call__(self, item: Item, lang: str) -> list[Evidence]:
         try:
             return self.ask(item, lang)
         except Exception as error:  # any failure of one source must leave the others' evidence standing
-            message = f"{type(error).__name__}: {error}"
-            return [Evidence(self.signal, self.source, name, status=FAILED, error=message) for name in self.fields(item)]
+            return self.failed(item, error)
+
+    def failed(self, item: Item, error: Exception) -> list[Evidence]:
+        """Every field the signal reports, `failed` with the error: the policy reads `unknown`."""
+        message = f"{type(error).__name__}: {error}"
+        return [Evidence(self.signal, self.source, name, status=FAILED, error=message) for name in self.fields(item)]
 
 
 def _raise(error: Exception, item: Item, lang: str) -> list[Evidence]:
@@ -236,7 +242,8 @@ def _corpus_runner(signal: Signal, corpus: Any, config: Any, rules: Mapping[str,
     if isinstance(attached, Skip):
         return None, SignalRun(name, corpus.info.name, ran=False, reason=attached.reason)
     mine = {field: table.for_source(corpus.info.name) for field, table in (rules or {}).get(name, {}).items()}
-    return Runner(name, corpus.info.name, signal.fields, partial(signal.run, attached, config=config, rules=mine)), SignalRun(name, corpus.info.name, ran=True)
+    portable = getattr(corpus, "ships_to_workers", False)
+    return Runner(name, corpus.info.name, signal.fields, partial(signal.run, attached, config=config, rules=mine), portable=portable), SignalRun(name, corpus.info.name, ran=True)
 
 
 def configure(settings: dict[str, Any]) -> dict[str, Any]:
