@@ -48,6 +48,7 @@ from audit.probes.models import open_model
 from audit.probes.prompts import PromptError
 from audit.readers import FORMATS, BenchmarkError, MappingError, ReadOptions, load_benchmark, parse_mapping, recorded_options
 from audit.report.render import REPORT, write_report
+from audit.shardbuild import build_sharded
 from audit.signals import KNOWLEDGE_SIGNALS, SIGNALS, SignalError, configure, minhash, parse_signals, plan
 from audit.signals.probe import open_prober
 
@@ -105,6 +106,21 @@ def _build_progress() -> tuple[Progress, IndexProgress]:
     return progress, report
 
 
+def _shard_progress() -> tuple[Progress, IndexProgress]:
+    """A display of shards finished, for sharded builds; like `_build_progress`, it starts on
+    the first report, after the local executor has forked its workers."""
+    progress = _progress()
+    tasks: dict[str, int] = {}
+
+    def report(stage: str, done: int, total: int) -> None:
+        if not tasks:
+            progress.start()
+            tasks[stage] = progress.add_task("building shards", total=total)
+        progress.update(tasks[stage], completed=done)
+
+    return progress, report
+
+
 def _parse_size(value: str) -> int:
     match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)i?B?\s*", value, re.IGNORECASE)
     if not match:
@@ -154,8 +170,26 @@ def index() -> None:
 @click.option("--force", is_flag=True, help="Replace an existing index at --out (only one audit wrote; never other files).")
 @click.option("--no-minhash", "no_minhash", is_flag=True, help="Skip the near-duplicate (MinHash) index built after the suffix array; add it later with `audit index minhash`.")
 @click.option("--policy", "policy_path", type=click.Path(path_type=Path), help="Build the near-duplicate index with this policy's [minhash.index] parameters (default: the built-in ones).")
+@click.option(
+    "--shards",
+    type=click.IntRange(min=1),
+    help="Cut the input into N byte-balanced shards built apart (--mem bounds each), resumable: run the same command again after a failure.",
+)
+@click.option("--executor", default="local", show_default=True, help="Where --shards builds run: `local` (--workers processes), `ray` ($RAY_ADDRESS or a new local Ray), or `ray://HOST:PORT`.")
+@click.option("--workers", type=click.IntRange(min=1), help="Local processes: parsers of the plain build, or shards built at once with --shards [default: CPU count].")
 def index_build(
-    sources: tuple[Path, ...], out: Path, memory: str, normalization: str, text_field: str, text_docs: str, force: bool, no_minhash: bool, policy_path: Path | None
+    sources: tuple[Path, ...],
+    out: Path,
+    memory: str,
+    normalization: str,
+    text_field: str,
+    text_docs: str,
+    force: bool,
+    no_minhash: bool,
+    policy_path: Path | None,
+    shards: int | None,
+    executor: str,
+    workers: int | None,
 ) -> None:
     """Index corpus documents: JSONL(.gz), Parquet, `datasets` directories, plain text.
 
@@ -163,26 +197,34 @@ def index_build(
     text; any other name as JSONL), `save_to_disk` directories of Hugging Face `datasets`, or
     other directories (every *.json* file below, in sorted order).  The suffix array is followed
     by the near-duplicate index, unless --no-minhash.
+
+    With --shards N the input is cut into N shards built apart, on this machine or a Ray
+    cluster (--executor); finished shards are kept, so the same command resumes a build that
+    failed or was interrupted.
     """
-    params = None if no_minhash else _minhash_params(policy_path, None)
-    progress, report = _build_progress()
     try:
-        manifest = build_index(
-            list(sources),
-            out,
-            memory_bytes=_parse_size(memory),
-            normalization=normalization,
-            text_field=text_field,
-            text_docs=text_docs,
-            force=force,
-            progress=report,
-        )
+        where = parse_executor(executor)
+    except ExecutorError as error:
+        raise InputError(str(error)) from None
+    if where.distributed and shards is None:
+        raise InputError(f"--executor {executor} builds shards: give --shards N")
+    if where.distributed and workers is not None:
+        raise InputError("--workers sets local processes; on Ray each shard takes one CPU of the cluster")
+    params = None if no_minhash else _minhash_params(policy_path, None)
+    options = {"memory_bytes": _parse_size(memory), "normalization": normalization, "text_field": text_field, "text_docs": text_docs, "force": force, "workers": workers}
+    progress, report = _build_progress() if shards is None else _shard_progress()
+    try:
+        if shards is None:
+            manifest, note = build_index(list(sources), out, progress=report, **options), ""
+        else:
+            built = build_sharded(list(sources), out, shards=shards, executor=where, progress=report, **options)
+            manifest, note = built.manifest, f" ({built.built} built, {built.reused} already built; executor {where.kind.value})"
     except IndexBuildError as error:
         raise InputError(str(error)) from None
     finally:
         progress.stop()
     click.echo(
-        f"{out}: {manifest.documents:,} documents, {describe_size(manifest.bytes)} in {len(manifest.shards)} shard(s), "
+        f"{out}: {manifest.documents:,} documents, {describe_size(manifest.bytes)} in {len(manifest.shards)} shard(s){note}, "
         f"built in {manifest.build_seconds:.1f} s (fingerprint {manifest.fingerprint})"
     )
     if params is not None:

@@ -77,13 +77,14 @@ def _auth_token_available() -> bool:
 def connect(executor: Executor) -> ModuleType:
     """Ray, initialised for `executor` (once per process): the cluster it names, `$RAY_ADDRESS`,
     or a new one on this machine.  Usage reports stay off: the tool never phones home."""
-    ray = ray_module()
-    if ray.is_initialized():
-        return ray
+    # Ray reads these when it is first imported.
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     if executor.address and "RAY_AUTH_MODE" not in os.environ and _auth_token_available():
         # Ray Client sends the cluster's token only when told to; `ray start` makes one by default.
         os.environ["RAY_AUTH_MODE"] = "token"
+    ray = ray_module()
+    if ray.is_initialized():
+        return ray
     address = executor.address or os.environ.get("RAY_ADDRESS") or None
     try:
         if address is None:

@@ -32,11 +32,14 @@ import shutil
 import socket
 import time
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import asdict, dataclass, replace
-from itertools import accumulate
+from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from itertools import accumulate, pairwise
 from pathlib import Path
+from types import ModuleType
 from typing import BinaryIO
 
 from audit import __version__
@@ -381,7 +384,7 @@ def make_plan(sources: tuple[PlannedSource, ...], options: ReadOptions, shards: 
     cuts = cut_points(layout, shards)
     lines = _first_lines(layout, cuts)
     planned = []
-    for low, high in zip(cuts, cuts[1:], strict=False):
+    for low, high in pairwise(cuts):
         pieces = []
         j = layout.locate(low)[0]
         while j < len(layout.files) and layout.starts[j] < high:
@@ -564,52 +567,54 @@ def _finished_count(staging: Path, plan: ShardPlan) -> int:
     return sum(1 for k in range(len(plan.shards)) if (record := _read_record(staging, k)) and record.digest == plan.digest)
 
 
-def _run_local(tasks: list[ShardTask], workers: int) -> Iterator[ShardResult]:
+@contextmanager
+def _local_results(tasks: list[ShardTask], workers: int) -> Iterator[Iterator[ShardResult]]:
     """Shard results as they finish, one shard per forked process.  On failure the shards not
     started are cancelled and the running ones finish (their work is kept).
 
-    Workers are forked before the first result is reported, so before any progress display
-    has started a thread in this process."""
+    The workers are forked on entry, before the caller reports any progress, so before a
+    progress display can have started a thread in this process."""
     count = max(1, min(workers, len(tasks)))
     with ProcessPoolExecutor(max_workers=count, mp_context=multiprocessing.get_context("fork")) as pool:
         for ready in [pool.submit(os.getpid) for _ in range(count)]:
             ready.result()
         futures = [pool.submit(build_shard, task) for task in tasks]
         try:
-            for future in as_completed(futures):
-                yield future.result()
+            yield (future.result() for future in as_completed(futures))
         finally:
             for future in futures:
                 future.cancel()
 
 
 def _cluster_error(shard: int, error: Exception) -> IndexBuildError:
-    """A Ray failure as the build's own error: a bad input's IndexBuildError as it was raised,
-    anything else named with its shard."""
+    """A Ray failure as the build's own error: a bad input's IndexBuildError as the shard raised
+    it, anything else named with its shard."""
     cause = getattr(error, "cause", None)
     if isinstance(cause, IndexBuildError):
         return IndexBuildError(str(cause))
-    if isinstance(error, IndexBuildError):
-        return IndexBuildError(str(error).strip().splitlines()[-1])
     detail = f"{type(cause).__name__}: {cause}" if cause is not None else str(error).strip().splitlines()[0]
     return IndexBuildError(f"shard {shard} failed on the Ray cluster ({detail})")
 
 
-def _run_ray(ray: object, tasks: list[ShardTask]) -> Iterator[ShardResult]:
+@contextmanager
+def _ray_results(ray: ModuleType, tasks: list[ShardTask]) -> Iterator[Iterator[ShardResult]]:
     """Shard results as they finish, one Ray task per shard (one CPU each), retried by Ray when
-    its worker dies.  On failure or interruption the remaining tasks are cancelled."""
+    its worker dies.  On failure or interruption the tasks not finished are cancelled."""
     remote = ray.remote(num_cpus=1, max_retries=RAY_RETRIES)(build_shard)
     pending = {remote.remote(task): task.shard for task in tasks}
-    try:
+
+    def results() -> Iterator[ShardResult]:
         while pending:
             ready, _ = ray.wait(list(pending), num_returns=1)
             for ref in ready:
                 shard = pending.pop(ref)
                 try:
-                    result = ray.get(ref)
+                    yield ray.get(ref)
                 except ray.exceptions.RayError as error:
                     raise _cluster_error(shard, error) from None
-                yield result
+
+    try:
+        yield results()
     finally:
         for ref in pending:
             ray.cancel(ref)
@@ -698,16 +703,17 @@ def build_sharded(
     started = time.perf_counter()
     records: dict[int, ShardRecord] = {}
     reused = 0
-    report: Callable[[str, int, int], None] = progress or (lambda stage, done, total: None)
-    report("shards", 0, len(tasks))
-    results = _run_ray(ray, tasks) if ray is not None else _run_local(tasks, workers or os.cpu_count() or 1)
     try:
-        for result in results:
-            records[int(result.record.shard.name)] = result.record
-            reused += result.reused
-            report("shards", len(records), len(tasks))
-    except (IndexBuildError, KeyboardInterrupt) as error:
-        reason = "interrupted" if isinstance(error, KeyboardInterrupt) else str(error)
+        with _ray_results(ray, tasks) if ray is not None else _local_results(tasks, workers or os.cpu_count() or 1) as results:
+            if progress:
+                progress("shards", 0, len(tasks))
+            for result in results:
+                records[int(result.record.shard.name)] = result.record
+                reused += result.reused
+                if progress:
+                    progress("shards", len(records), len(tasks))
+    except (IndexBuildError, KeyboardInterrupt, BrokenProcessPool, OSError) as error:
+        reason = {KeyboardInterrupt: "interrupted", BrokenProcessPool: "a shard's process died (out of memory?)"}.get(type(error), str(error))
         raise IndexBuildError(f"{reason}; {_finished_count(staging, plan)} of {len(tasks)} shards finished; run the same command again to resume") from None
     manifest = _assemble(plan, [records[k] for k in range(len(tasks))], executor, time.perf_counter() - started)
     atomic_write_text(staging / MANIFEST, manifest.to_json())
@@ -720,6 +726,3 @@ def build_sharded(
         raise IndexBuildError(str(error)) from None
     return ShardedBuild(manifest, built=len(tasks) - reused, reused=reused)
 
-
-def replan(plan: ShardPlan, **changes: object) -> ShardPlan:
-    return replace(plan, **changes)

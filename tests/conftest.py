@@ -137,10 +137,12 @@ def _free_port() -> int:
 
 
 class RayCluster:
-    """A Ray head on 127.0.0.1 with two CPUs: `gcs` is the address a driver joins with
-    (`RAY_ADDRESS`), `client` the Ray Client address `--executor ray://...` takes."""
+    """A Ray head on 127.0.0.1 with two CPUs, in a temporary directory of its own: `client` is
+    the Ray Client address `--executor ray://...` takes (a driver joining by `gcs` would look
+    for the session in Ray's default directory), `gcs` the address more nodes would join."""
 
     def __init__(self, root: Path) -> None:
+        self.root = root
         self.gcs_port, self.client_port = _free_port(), _free_port()
         self.gcs = f"127.0.0.1:{self.gcs_port}"
         self.client = f"ray://127.0.0.1:{self.client_port}"
@@ -149,11 +151,14 @@ class RayCluster:
             pytest.fail('Ray is not installed: pip install "corpus-audit[ray]"')
         # Ray's socket paths must stay short (a Unix socket path holds at most 107 bytes).
         self.temp = Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))
+        # Token authentication, as `ray start` sets up by default; this process's Ray Client
+        # connections send the token (Ray reads the mode when it is first imported).
+        os.environ["RAY_AUTH_MODE"] = "token"
         self.env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0")
         command = [
             ray, "start", "--head", "--block", "--node-ip-address=127.0.0.1", f"--port={self.gcs_port}",
             f"--ray-client-server-port={self.client_port}", "--num-cpus=2", "--include-dashboard=false",
-            "--disable-usage-stats", f"--temp-dir={self.temp}", "--min-worker-port=30000", "--max-worker-port=39999",
+            "--disable-usage-stats", f"--temp-dir={self.temp}",
         ]
         self.log = open(root / "ray-head.log", "wb")  # noqa: SIM115 (closed in stop())
         self.process = subprocess.Popen(command, stdout=self.log, stderr=subprocess.STDOUT, env=self.env, start_new_session=True)
@@ -183,6 +188,8 @@ class RayCluster:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.process.pid, signal.SIGKILL)
         self.log.close()
+        # Ray's own logs stay with the test's files (the head's temporary directory goes).
+        shutil.copytree(self.temp / "session_latest" / "logs", self.root / "ray-logs", dirs_exist_ok=True, ignore_dangling_symlinks=True)
         shutil.rmtree(self.temp, ignore_errors=True)
 
 

@@ -1,0 +1,206 @@
+"""Indexes served by Ray actors and audits spread over a real Ray cluster (`ray start --head`
+on 127.0.0.1, the `ray_cluster` fixture): every answer and every audit record is the one a
+single process gives over the same shards, and a worker killed mid-check is survived."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from audit import plants
+from audit.corpora.distributed import DistributedIndex, contiguous_groups
+from audit.corpora.local import IndexOpenError, LocalIndex
+from audit.executors import Executor, ExecutorError, ExecutorKind, parse_executor
+from audit.indexing import build_index
+from audit.neardup import add_neardup
+from audit.readers import load_benchmark
+from conftest import ECLEKTIC_CSV, sample_subset, write_jsonl
+
+LANGS = ("en", "ja", "zh", "de")
+
+
+@pytest.fixture(scope="module")
+def items():
+    return load_benchmark(ECLEKTIC_CSV).items[:8]
+
+
+@pytest.fixture(scope="module")
+def sharded(tmp_path_factory, items) -> Path:
+    """Real text in four scripts with planted copies of eight items, in 64 KiB shards, with its
+    near-duplicate index."""
+    root = tmp_path_factory.mktemp("sharded")
+    rows = plants.host_rows(6_000)
+    hosts = defaultdict(list)
+    for row in rows:
+        hosts[row["lang"]].append(row["text"])
+    plan = plants.planted_pairs(items, LANGS)
+    rows += [p.document for p in plants.plant(items, hosts, plan)]
+    write_jsonl(root / "docs.jsonl", rows)
+    manifest = build_index([root / "docs.jsonl"], root / "index", memory_bytes=5 * 65_536)
+    assert len(manifest.shards) >= 4
+    add_neardup(root / "index")
+    return root / "index"
+
+
+@pytest.fixture(scope="module")
+def ray_executor(ray_cluster):
+    """This process as a Ray Client of the test cluster, disconnected after the module, so no
+    later test forks a process holding the connection."""
+    import ray
+
+    executor = parse_executor(ray_cluster.client)
+    yield executor
+    ray.shutdown()
+
+
+def queries(index: LocalIndex) -> list[str]:
+    """Strings found once, many times, across shard boundaries, and never."""
+    texts = [text.decode("utf-8", "ignore") for _, text in index.documents(0, index.info.documents)]
+    picks = [texts[i][:60] for i in np.linspace(0, len(texts) - 1, 12).astype(int)]
+    return [*picks, "the", "の", "der", "，", "zebra-absent-\u2603", texts[-1][-40:]]
+
+
+def test_executors_are_named_plainly():
+    assert parse_executor(None) == parse_executor("local") == Executor()
+    assert parse_executor("ray") == Executor(ExecutorKind.RAY)
+    assert parse_executor("ray://10.0.0.1:10001").address == "ray://10.0.0.1:10001"
+    for bad in ("spark", "ray://nohost", "ray://host:port"):
+        with pytest.raises(ExecutorError, match="--executor"):
+            parse_executor(bad)
+
+
+def test_shards_are_grouped_contiguously_by_bytes():
+    assert contiguous_groups([10, 10, 10, 10], 2) == [[0, 1], [2, 3]]
+    assert contiguous_groups([30, 1, 1, 1], 2) == [[0], [1, 2, 3]]
+    assert contiguous_groups([5, 5, 5], 7) == [[0], [1], [2]]
+    for sizes in ([1] * 9, [100, 1, 1, 1, 1, 100], [7, 3, 9, 2, 8]):
+        for groups in range(1, len(sizes) + 1):
+            parts = contiguous_groups(sizes, groups)
+            assert len(parts) == groups and all(parts)
+            assert [i for part in parts for i in part] == list(range(len(sizes)))
+
+
+@pytest.mark.parametrize("groups", [None, 2, 1])
+def test_actors_answer_what_one_process_answers(sharded: Path, ray_executor, groups):
+    local = LocalIndex(sharded)
+    distributed = DistributedIndex(sharded, executor=ray_executor, groups=groups)
+    try:
+        assert distributed.info == local.info
+        assert len(distributed.groups) == (groups or local.info.details["shards"])
+        for text in queries(local):
+            assert distributed.count(text) == local.count(text)
+            assert distributed.match_lengths(text).lengths == local.match_lengths(text).lengths
+            for limit in (1, 5, 40):
+                total, found = distributed.occurrences(text, limit)
+                assert (total, found) == local.occurrences(text, limit)
+            for occurrence in found:
+                assert distributed.document_hit(occurrence, 12, 30) == local.document_hit(occurrence, 12, 30)
+        assert list(distributed.documents()) == list(local.documents())
+        last = local.info.documents - 1
+        assert distributed.metadata(last) == local.metadata(last) and distributed.metadata(0) == local.metadata(0)
+    finally:
+        distributed.close()
+
+
+def test_a_shipped_index_asks_the_same_actors(sharded: Path, ray_executor):
+    import ray
+
+    distributed = DistributedIndex(sharded, executor=ray_executor)
+    try:
+        counted = ray.get(ray.remote(lambda index, text: index.count(text)).remote(distributed, "the"))
+        assert counted == LocalIndex(sharded).count("the") > 0
+    finally:
+        distributed.close()
+
+
+def test_a_damaged_shard_is_named_when_the_actors_open(sharded: Path, ray_executor, tmp_path: Path):
+    copy = Path(shutil.copytree(sharded, tmp_path / "index"))
+    offsets = np.fromfile(copy / "offset.2", dtype="<u8")
+    offsets[3] += 1
+    offsets.tofile(copy / "offset.2")
+    with pytest.raises(IndexOpenError, match=r"offset\.2: document 3 starts at byte"):
+        DistributedIndex(copy, executor=ray_executor)
+
+
+def audit(bench: Path, index: Path, out: Path, *extra: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "audit.cli", "check", str(bench), "--corpus", str(index), "--out", str(out), "--no-report", *extra],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env=dict(os.environ, COLUMNS="200"),
+    )
+
+
+def finished(process: subprocess.Popen) -> str:
+    output = process.communicate(timeout=600)[0].decode()
+    assert process.returncode == 0, output
+    return output
+
+
+def lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+@pytest.fixture(scope="module")
+def local_audit(sharded: Path, items, tmp_path_factory) -> tuple[Path, list[dict]]:
+    root = tmp_path_factory.mktemp("local-audit")
+    bench = sample_subset(root / "bench.csv", [item.item_id for item in items], LANGS)
+    finished(audit(bench, sharded, root / "local.audit.jsonl"))
+    return bench, lines(root / "local.audit.jsonl")
+
+
+def test_an_audit_on_ray_equals_the_local_one(sharded: Path, local_audit, ray_cluster, tmp_path: Path):
+    bench, local = local_audit
+    out = tmp_path / "ray.audit.jsonl"
+    finished(audit(bench, sharded, out, "--executor", ray_cluster.client))
+    spread = lines(out)
+    assert spread[1:] == local[1:]
+    seen = [r for r in local[1:] if r["exposure"] == "seen"]
+    assert seen and any(e["signal"] == "minhash" and e.get("provenance") for r in seen for e in r["evidence"])
+    differing = {key for key in {*spread[0], *local[0]} if spread[0].get(key) != local[0].get(key)}
+    assert differing == {"created", "command", "executor"}
+    assert spread[0]["executor"] == ray_cluster.client and "executor" not in local[0]
+
+
+def _kill_when_running(name: str, ray_cluster, stop: threading.Event, killed: list[int]) -> None:
+    while not stop.is_set():
+        running = ray_cluster.worker_pids(name)
+        if running:
+            os.kill(running[0], signal.SIGKILL)
+            killed.append(running[0])
+            return
+        time.sleep(0.01)
+
+
+@pytest.mark.parametrize("victim", ["_shipped_evidence", "ShardActor"])
+def test_a_worker_killed_mid_check_is_survived(sharded: Path, local_audit, ray_cluster, tmp_path: Path, victim: str):
+    """Ray re-runs a lost task and restarts a lost actor; nothing the local audit found seen or
+    unknown comes back unseen, and whatever Ray could not redo is `failed` evidence."""
+    bench, local = local_audit
+    out = tmp_path / "ray.audit.jsonl"
+    stop, killed = threading.Event(), []
+    process = audit(bench, sharded, out, "--executor", ray_cluster.client)
+    killer = threading.Thread(target=_kill_when_running, args=(victim, ray_cluster, stop, killed))
+    killer.start()
+    try:
+        finished(process)
+    finally:
+        stop.set()
+        killer.join()
+    assert killed, f"no ray::{victim} process was seen running"
+    spread = lines(out)
+    assert len(spread) == len(local)
+    for mine, theirs in zip(spread[1:], local[1:], strict=True):
+        if mine != theirs:
+            assert mine["exposure"] == "unknown", (mine["item_id"], mine["lang"])
+            assert any(e["status"] == "failed" for e in mine["evidence"])
