@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import ECLEKTIC_CSV, sample_subset, write_jsonl
 
 from audit import plants
 from audit.corpora.distributed import DistributedIndex, contiguous_groups
@@ -24,7 +25,6 @@ from audit.executors import Executor, ExecutorError, ExecutorKind, parse_executo
 from audit.indexing import build_index
 from audit.neardup import add_neardup
 from audit.readers import load_benchmark
-from conftest import ECLEKTIC_CSV, sample_subset, write_jsonl
 
 LANGS = ("en", "ja", "zh", "de")
 
@@ -152,19 +152,25 @@ def lines(path: Path) -> list[dict]:
 
 
 @pytest.fixture(scope="module")
-def local_audit(sharded: Path, items, tmp_path_factory) -> tuple[Path, list[dict]]:
+def local_audit(sharded: Path, items, tmp_path_factory) -> tuple[Path, Path]:
+    """The benchmark (eight items in four languages) and its audit by one machine."""
     root = tmp_path_factory.mktemp("local-audit")
     bench = sample_subset(root / "bench.csv", [item.item_id for item in items], LANGS)
     finished(audit(bench, sharded, root / "local.audit.jsonl"))
-    return bench, lines(root / "local.audit.jsonl")
+    return bench, root / "local.audit.jsonl"
+
+
+def record_lines(path: Path) -> list[bytes]:
+    """An audit file's record lines, as bytes."""
+    return path.read_bytes().split(b"\n")[1:]
 
 
 def test_an_audit_on_ray_equals_the_local_one(sharded: Path, local_audit, ray_cluster, tmp_path: Path):
-    bench, local = local_audit
+    bench, local_path = local_audit
     out = tmp_path / "ray.audit.jsonl"
     finished(audit(bench, sharded, out, "--executor", ray_cluster.client))
-    spread = lines(out)
-    assert spread[1:] == local[1:]
+    spread, local = lines(out), lines(local_path)
+    assert record_lines(out) == record_lines(local_path)
     seen = [r for r in local[1:] if r["exposure"] == "seen"]
     assert seen and any(e["signal"] == "minhash" and e.get("provenance") for r in seen for e in r["evidence"])
     differing = {key for key in {*spread[0], *local[0]} if spread[0].get(key) != local[0].get(key)}
@@ -186,7 +192,8 @@ def _kill_when_running(name: str, ray_cluster, stop: threading.Event, killed: li
 def test_a_worker_killed_mid_check_is_survived(sharded: Path, local_audit, ray_cluster, tmp_path: Path, victim: str):
     """Ray re-runs a lost task and restarts a lost actor; nothing the local audit found seen or
     unknown comes back unseen, and whatever Ray could not redo is `failed` evidence."""
-    bench, local = local_audit
+    bench, local_path = local_audit
+    local = lines(local_path)
     out = tmp_path / "ray.audit.jsonl"
     stop, killed = threading.Event(), []
     process = audit(bench, sharded, out, "--executor", ray_cluster.client)
