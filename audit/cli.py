@@ -107,8 +107,7 @@ def _build_progress() -> tuple[Progress, IndexProgress]:
 
 
 def _shard_progress() -> tuple[Progress, IndexProgress]:
-    """A display of shards finished, for sharded builds; like `_build_progress`, it starts on
-    the first report, after the local executor has forked its workers."""
+    """A display of shards finished, for sharded builds (`audit.shardbuild`)."""
     progress = _progress()
     tasks: dict[str, int] = {}
 

@@ -33,11 +33,11 @@ import socket
 import time
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
-from itertools import accumulate, pairwise
+from itertools import accumulate, islice, pairwise
 from pathlib import Path
 from types import ModuleType
 from typing import BinaryIO
@@ -441,16 +441,14 @@ def _finished(task: ShardTask) -> ShardRecord | None:
     record = _read_record(staging, task.shard)
     if record is None:
         return None
-    intact = record.digest == task.digest and record.shard.name == str(task.shard)
-    for info in record.files if intact else ():
-        path = staging / info.name
-        if not path.is_file() or path.stat().st_size != info.bytes or hash_file(path) != info.blake2b:
-            intact = False
-            break
-    if not intact:
+    if record.digest != task.digest or record.shard.name != str(task.shard) or not all(_intact(staging / f.name, f) for f in record.files):
         _record_path(staging, task.shard).unlink(missing_ok=True)
         return None
     return record
+
+
+def _intact(path: Path, info: FileInfo) -> bool:
+    return path.is_file() and path.stat().st_size == info.bytes and hash_file(path) == info.blake2b
 
 
 def _ignore(_: int) -> None:
@@ -568,22 +566,46 @@ def _finished_count(staging: Path, plan: ShardPlan) -> int:
 
 
 @contextmanager
-def _local_results(tasks: list[ShardTask], workers: int) -> Iterator[Iterator[ShardResult]]:
-    """Shard results as they finish, one shard per forked process.  On failure the shards not
-    started are cancelled and the running ones finish (their work is kept).
+def _sort_threads(count: int) -> Iterator[None]:
+    """OMP_NUM_THREADS for the processes started inside, unless the user set it: the suffix
+    sort's OpenMP runtime reads it once, when it loads, and otherwise starts a thread per CPU
+    in every process (Ray gives its one-CPU tasks one)."""
+    if "OMP_NUM_THREADS" in os.environ:
+        yield
+        return
+    os.environ["OMP_NUM_THREADS"] = str(count)
+    try:
+        yield
+    finally:
+        os.environ.pop("OMP_NUM_THREADS", None)
 
-    The workers are forked on entry, before the caller reports any progress, so before a
-    progress display can have started a thread in this process."""
+
+@contextmanager
+def _local_results(tasks: list[ShardTask], workers: int) -> Iterator[Iterator[ShardResult]]:
+    """Shard results as they finish, one shard per process.  No more shards are handed out
+    than there are processes, so after a failure or an interruption only the running ones
+    finish (their work is kept) and nothing queued runs on.
+
+    The processes are spawned, not forked: the suffix sort's OpenMP runtime hangs in a child
+    forked from a process that has sorted before (a test run, a server, any library caller);
+    a shard outlasts a fresh interpreter's start many times over."""
     count = max(1, min(workers, len(tasks)))
-    with ProcessPoolExecutor(max_workers=count, mp_context=multiprocessing.get_context("fork")) as pool:
-        for ready in [pool.submit(os.getpid) for _ in range(count)]:
-            ready.result()
-        futures = [pool.submit(build_shard, task) for task in tasks]
-        try:
-            yield (future.result() for future in as_completed(futures))
-        finally:
-            for future in futures:
-                future.cancel()
+    waiting = iter(tasks)
+    with ProcessPoolExecutor(max_workers=count, mp_context=multiprocessing.get_context("spawn")) as pool:
+        with _sort_threads(max(1, (os.cpu_count() or 1) // count)):
+            running = {pool.submit(build_shard, task) for task in islice(waiting, count)}
+
+        def results() -> Iterator[ShardResult]:
+            while running:
+                done, _ = wait(running, return_when=FIRST_COMPLETED)
+                for future in done:
+                    running.remove(future)
+                    result = future.result()
+                    if (task := next(waiting, None)) is not None:
+                        running.add(pool.submit(build_shard, task))
+                    yield result
+
+        yield results()
 
 
 def _cluster_error(shard: int, error: Exception) -> IndexBuildError:
@@ -674,7 +696,9 @@ def build_sharded(
     """Build an index at `out` in `shards` shards, each built apart by `executor`.
 
     Options mean what they mean to `audit.indexing.build_index`; `memory_bytes` bounds each
-    shard (the local executor runs `workers` shards at once, default one per CPU).  Progress is
+    shard (the local executor runs `workers` shards at once, default one per CPU, in spawned
+    processes, so a script calling this needs the `if __name__ == "__main__":` guard; on Ray
+    every node must see the sources and `out`'s directory at the same paths).  Progress is
     reported as ("shards", finished, total).  A failure or an interruption keeps the finished
     shards and raises IndexBuildError saying how many there are; the same call resumes.
     """
