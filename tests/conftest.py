@@ -183,7 +183,8 @@ class RayCluster:
     def stop(self) -> None:
         try:
             os.killpg(self.process.pid, signal.SIGTERM)
-            self.process.wait(timeout=30)
+            # `ray start --block` itself waits out SIGTERM; the cluster's processes have ended by then.
+            self.process.wait(timeout=5)
         except (ProcessLookupError, subprocess.TimeoutExpired):
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.process.pid, signal.SIGKILL)

@@ -211,3 +211,34 @@ def test_a_worker_killed_mid_check_is_survived(sharded: Path, local_audit, ray_c
         if mine != theirs:
             assert mine["exposure"] == "unknown", (mine["item_id"], mine["lang"])
             assert any(e["status"] == "failed" for e in mine["evidence"])
+
+
+def test_a_sharded_build_and_check_on_ray_equal_one_machines(local_audit, items, ray_cluster, tmp_path: Path):
+    """The whole path on the cluster (`index build --shards` and `check` on Ray) writes the
+    audit one machine writes with the same commands, byte for byte but for the manifest's
+    time, command line and executor."""
+    bench, _ = local_audit
+    rows = plants.host_rows(4_000)
+    hosts = defaultdict(list)
+    for row in rows:
+        hosts[row["lang"]].append(row["text"])
+    rows += [p.document for p in plants.plant(items, hosts, plants.planted_pairs(items, LANGS))]
+    write_jsonl(tmp_path / "docs.jsonl", rows)
+    outputs = {}
+    for where, executor in (("local", []), ("ray", ["--executor", ray_cluster.client])):
+        index = tmp_path / where / "index"
+        built = subprocess.run(
+            [sys.executable, "-m", "audit.cli", "index", "build", str(tmp_path / "docs.jsonl"), "--out", str(index), "--shards", "3", *executor],
+            capture_output=True, text=True, check=False,
+        )
+        assert built.returncode == 0, built.stdout + built.stderr
+        outputs[where] = tmp_path / f"{where}.audit.jsonl"
+        finished(audit(bench, index, outputs[where], *executor))
+    assert record_lines(outputs["ray"]) == record_lines(outputs["local"])
+    spread, local = lines(outputs["ray"])[0], lines(outputs["local"])[0]
+    # The two indexes sit in two directories (same name): only their location differs.
+    assert [{**c, "location": ""} for c in spread["corpora"]] == [{**c, "location": ""} for c in local["corpora"]]
+    spread["corpora"] = local["corpora"]
+    assert {key for key in {*spread, *local} if spread.get(key) != local.get(key)} == {"created", "command", "executor"}
+    assert local["corpora"][0]["details"]["shards"] == 3
+    assert any(r["exposure"] == "seen" for r in lines(outputs["local"])[1:])
