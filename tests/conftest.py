@@ -175,10 +175,21 @@ class RayCluster:
             return probe.connect_ex(("127.0.0.1", port)) == 0
 
     def worker_pids(self, name: str) -> list[int]:
-        """Processes of this cluster whose title names `name` (Ray titles a busy worker
-        `ray::FUNCTION` and an actor `ray::CLASS`)."""
+        """This cluster's processes whose title names `name` (Ray titles a busy worker
+        `ray::FUNCTION` and an actor `ray::CLASS`); another cluster's on the machine are left alone."""
         found = subprocess.run(["pgrep", "-f", f"ray::{name}"], capture_output=True, text=True).stdout.split()
-        return [int(pid) for pid in found]
+        return [int(pid) for pid in found if self._descends(int(pid))]
+
+    def _descends(self, pid: int) -> bool:
+        while pid > 1:
+            if pid == self.process.pid:
+                return True
+            try:
+                stat = Path(f"/proc/{pid}/stat").read_text()
+            except OSError:
+                return False
+            pid = int(stat.rsplit(")", 1)[1].split()[1])
+        return False
 
     def stop(self) -> None:
         try:

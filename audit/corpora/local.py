@@ -369,6 +369,54 @@ def bytes_to_char_lengths(encoded: bytes, byte_lengths: np.ndarray) -> list[int]
 
 # Documents read in one call by `LocalIndex.documents`: few calls to a remote group, bounded memory.
 TEXTS_PER_CALL = 1024
+# The byte before every document of a byte-level index (infini-gram's document separator).
+SEPARATOR = 0xFF
+
+
+@dataclass(frozen=True)
+class ShardDocument:
+    """The document holding one byte position of a shard, and the window of it shown around
+    that position, as infini-gram's engine shows one (`get_doc_by_ptr`): `pointer`, `start`,
+    `end` and `shown` are positions in the shard's bytes, `text` the window, `metadata` the
+    document's metadata line as stored."""
+
+    document: int
+    pointer: int
+    start: int
+    end: int
+    shown: int
+    text: bytes
+    metadata: bytes
+
+
+def _pointer(shard: _Shard, rank: int) -> int:
+    return int.from_bytes(shard.table[rank * shard.ratio : (rank + 1) * shard.ratio], "little")
+
+
+def _next_byte(shard: _Shard, rank: int, length: int, end: int) -> int:
+    """The byte after the `length`-byte match at `rank`; `end` where a document or the shard ends."""
+    at = _pointer(shard, rank) + length
+    return end if at == len(shard.data) or shard.data[at] == SEPARATOR else shard.data[at]
+
+
+def _count_next(shard: _Shard, length: int, lo: int, hi: int, unit: int, end: int, first: int | None, last: int | None, counts: dict[int, int]) -> None:
+    """infini-gram's `_get_freq_by_token_id_approx`, step for step, so sampled counts are the
+    engine's: a range whose first and last continuations agree counts whole, a range under
+    four units is sampled at the middle of every unit, any other is halved."""
+    if hi - lo < 4 * unit:
+        for rank in range(lo, hi, unit):
+            whole = rank + unit <= hi
+            found = _next_byte(shard, rank + (unit >> 1) if whole else (rank + hi) >> 1, length, end)
+            counts[found] = counts.get(found, 0) + (unit if whole else hi - rank)
+        return
+    first = _next_byte(shard, lo, length, end) if first is None else first
+    last = _next_byte(shard, hi - 1, length, end) if last is None else last
+    if first == last:
+        counts[first] = counts.get(first, 0) + hi - lo
+        return
+    middle = (lo + hi) >> 1
+    _count_next(shard, length, lo, middle, unit, end, first, None, counts)
+    _count_next(shard, length, middle, hi, unit, end, None, last, counts)
 
 
 class ShardGroup:
@@ -443,6 +491,49 @@ class ShardGroup:
         shard, start, end = self._bounds(occurrence.document)
         at = start + occurrence.offset
         return shard.data[max(start, at - before) : min(end, at + after)]
+
+    def next_byte_counts(self, prompt: bytes, unit: int, end: int) -> dict[int, int]:
+        """How often each byte follows `prompt` in these shards, counted (and, with `unit` over
+        1, sampled) as infini-gram's `ntd` counts one shard; `end` stands for a document's end."""
+        counts: dict[int, int] = {}
+        for shard in self.shards:
+            lo, hi = _suffix.find_range(shard.data, shard.table, shard.ratio, prompt)
+            _count_next(shard, len(prompt), lo, hi, unit, end, None, None, counts)
+        return counts
+
+    def longest_suffix(self, prompt: bytes) -> int:
+        """How many of the last bytes of `prompt` these shards hold, at most: a binary search,
+        since every suffix of a string found is found too."""
+        lo, hi = 0, len(prompt)
+        while lo < hi:
+            middle = (lo + hi + 1) >> 1
+            if self.count_bytes(prompt[len(prompt) - middle :]):
+                lo = middle
+            else:
+                hi = middle - 1
+        return lo
+
+    def document_at(self, first_document: int, pointer: int, before: int, after: int) -> ShardDocument:
+        """The document holding byte `pointer` of the shard whose first document is
+        `first_document`, shown from up to `before` bytes before the pointer to `after` bytes
+        after it, within the document."""
+        shard, _ = self._locate(first_document)
+        document = first_document + int(np.searchsorted(shard.offsets, pointer, side="right")) - 1
+        _, start, end = self._bounds(document)
+        shown = max(start, pointer - before)
+        return ShardDocument(document, pointer, start, end, shown, shard.data[shown : min(end, pointer + after)], self._metadata_line(document))
+
+    def document_at_rank(self, first_document: int, rank: int, before: int, after: int) -> ShardDocument:
+        """`document_at` the position the shard's suffix array holds at `rank`."""
+        shard, _ = self._locate(first_document)
+        return self.document_at(first_document, _pointer(shard, rank), before, after)
+
+    def _metadata_line(self, document: int) -> bytes:
+        shard, local = self._locate(document)
+        if shard.metadata is None or shard.metaoff is None:
+            return b""
+        end = int(shard.metaoff[local + 1]) if local + 1 < len(shard.metaoff) else len(shard.metadata)
+        return shard.metadata[int(shard.metaoff[local]) : end]
 
 
 def share_out(ranges: list[tuple[int, int]], limit: int) -> list[tuple[int, int, int]]:

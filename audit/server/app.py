@@ -5,7 +5,8 @@ Routes:
   as the public API answers it, errors included (`{"error": "..."}`).
 - `POST /mini/`: an infini-gram mini query (`count`, `find`, `get_doc_by_rank` with
   `max_ctx_len`) over a byte-level index, as the infini-gram mini API answers it.
-- `GET /health`: liveness, the indexes served, and what jobs may name: link sources and probe
+- `GET /health`: liveness, the indexes served and by what (`served_by`: the engine in this
+  process, or N Ray actors at an address), and what jobs may name: link sources and probe
   models (with how many prompts each answered from its cache or by running).
   `GET /indexes`: what each index holds.
 - `POST /jobs?index=NAME[&format=...][&langs=en,fr][&policy=DIGEST][&map=key=col,...][&source_lang=en][&links=NAME,...][&as_of=YYYY-MM-DD][&probe_model=NAME]`
@@ -17,7 +18,8 @@ Routes:
 
 Every failure is JSON `{"error": "..."}`.  Request bodies over `max_body_bytes` get 413, and
 past `max_concurrent` requests in flight a request waits `queue_seconds` for a place, then gets
-503 with `Retry-After`, which the project's client retries with backoff.
+503 with `Retry-After`, which the project's client retries with backoff; so does a query whose
+shard actor failed even after Ray's restarts and retries.
 """
 from __future__ import annotations
 
@@ -142,7 +144,7 @@ async def _answer(served: ServedIndex | None, name: str, ask: Callable[[ServedIn
     try:
         result = await asyncio.to_thread(ask, served)
     except QueryError as exc:
-        return error(str(exc), exc.status)
+        return error(str(exc), exc.status, {"Retry-After": "1"} if exc.status == 503 else None)
     return JSONResponse(result)
 
 
@@ -168,6 +170,7 @@ def create_app(indexes: dict[str, ServedIndex], jobs: JobManager | None = None, 
     def health() -> dict[str, Any]:
         return {
             "status": "ok", "version": __version__, "indexes": sorted(indexes), "jobs": jobs is not None, "policy": jobs.policy.digest if jobs else None,
+            "served_by": {name: indexes[name].served_by for name in sorted(indexes)},
             "links": sorted(jobs.links) if jobs else [],
             "probe_models": [model_health(model) for _, model in sorted(jobs.probe_models.items())] if jobs else [],
             "judge_model": model_health(jobs.probes.judge) if jobs and jobs.probes and jobs.probes.judge else None,

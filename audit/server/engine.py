@@ -14,11 +14,18 @@ Llama-2 (u16) and OLMo-2 (u32) indexes.  The tokenizer sets the token width, as 
 indexer: u16 when its ids fit below u16's document separator 0xffff (at most 65,535 ids), else
 u32; an index on disk of another width is refused, never misread.  The engine reports a
 document's end as the tokenizer's end-of-text id (see `Tokenizer.eos_id`).
+
+With a Ray executor a byte-level index is held by shard actors (`DistributedIndex`) and the
+engine's answers are computed from theirs (`audit.server.sharded`), equal field for field; CNF
+queries are refused there with 400, and a shard that fails even after Ray's restarts and
+retries answers 503, never a wrong count.
 """
 from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,8 +33,11 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from audit.corpora.distributed import DistributedIndex
 from audit.corpora.local import IndexOpenError, LocalIndex, check_index
 from audit.corpora.protocol import MAX_DISP_LEN, MAX_QUERY_CHARS, MAX_QUERY_TOKENS
+from audit.executors import LOCAL, Executor, connect
+from audit.server.sharded import EngineOrder, ShardedEngine
 
 QUERY_TYPES = (
     "count",
@@ -220,15 +230,38 @@ class Tokenizer:
 
 @dataclass
 class ServedIndex:
-    """One index `audit serve` answers for: the engine over its files and its tokenizer."""
+    """One index `audit serve` answers for: the engine over its files and its tokenizer, or,
+    with a Ray `executor`, the engine's answers from `actors` shard actors (one per shard by
+    default)."""
 
     name: str
     path: Path
     tokenizer: Tokenizer
     limits: Limits = field(default_factory=Limits)
     description: str = ""
+    executor: Executor = LOCAL
+    actors: int | None = None
 
     def __post_init__(self) -> None:
+        if self.executor.distributed:
+            self._open_actors()
+        else:
+            self._open_engine()
+
+    def _open_actors(self) -> None:
+        if self.tokenizer.kind != "bytes":
+            raise ValueError(f"a tokenized index is not served by shard actors (--executor {self.executor}), only a byte-level one; serve {self.name} with --executor local")
+        ray = connect(self.executor)
+        self.local = DistributedIndex(self.path, name=self.name, executor=self.executor, groups=self.actors)
+        self.engine = ShardedEngine(self.local, self.tokenizer.eos_id)
+        self.order = self.engine.order
+        self.shard_count, self.token_count = self.engine.get_num_shards(), self.engine.get_total_tok_cnt()
+        address = self.executor.address or ray.get_runtime_context().gcs_address
+        self.served_by = f"{len(self.local.groups)} Ray actors at {address}"
+        # What a call to an actor raises once Ray has restarted it and retried the call in vain.
+        self.unavailable: tuple[type[Exception], ...] = (ray.exceptions.RayError, ConnectionError)
+
+    def _open_engine(self) -> None:
         from infini_gram.engine import InfiniGramEngine
 
         # No prefetching, as the public API's servers run it: a lookup then takes microseconds.
@@ -252,15 +285,40 @@ class ServedIndex:
             sa_prefetch_depth=0,
             od_prefetch_depth=0,
         )
+        self.shard_count = self.engine.engine.get_num_shards()
+        self.token_count = int(sum(self.engine.engine.get_tok_cnt(s) for s in range(self.shard_count)))
+        self.order = EngineOrder.of(self.local.layout, self.local.info.documents) if self.local else None
+        self.served_by = "infini-gram's engine in the server process"
+        self.unavailable = ()
+
+    @property
+    def distributed(self) -> bool:
+        return isinstance(self.engine, ShardedEngine)
+
+    def close(self) -> None:
+        """Stop the shard actors, if any."""
+        if isinstance(self.local, DistributedIndex):
+            self.local.close()
+
+    @contextmanager
+    def reaching(self) -> Iterator[None]:
+        """A shard actor that fails even after Ray's restarts and retries is a 503, which
+        clients retry, never an answer from the shards that did reply."""
+        try:
+            yield
+        except self.unavailable as error:
+            reason = str(error).strip().splitlines()[0] if str(error).strip() else ""
+            raise QueryError(f"index {self.name}: a shard actor did not answer after Ray's restarts and retries ({type(error).__name__}: {reason}); retry shortly, and restart the server if this persists", status=503) from None
 
     def describe(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "documents": self.engine.get_total_doc_cnt(),
-            "tokens": int(sum(self.engine.engine.get_tok_cnt(s) for s in range(self.engine.engine.get_num_shards()))),
+            "tokens": self.token_count,
             "tokenizer": "bytes (UTF-8)" if self.local else str(self.tokenizer.path),
             "token_dtype": self.tokenizer.token_dtype,
             "fingerprint": self.local.info.fingerprint if self.local else None,
+            "served_by": self.served_by,
             "description": self.description,
             "limits": self.limits.model_dump(),
         }
@@ -273,7 +331,8 @@ class ServedIndex:
             raise QueryError("Exactly one of query and query_ids must be present!", status=400)
         query_ids, tokens, cnf = self._parse(request)
         started = time.perf_counter()
-        result = getattr(self, f"_{request.query_type}")(query_ids, cnf, request)
+        with self.reaching():
+            result = getattr(self, f"_{request.query_type}")(query_ids, cnf, request)
         result.latency = (time.perf_counter() - started) * 1000
         result.token_ids = query_ids
         result.tokens = tokens
@@ -325,9 +384,18 @@ class ServedIndex:
         if cnf:
             raise QueryError(f"{query_type} does not take a CNF query")
 
+    def _cnf_served(self, query_type: str) -> None:
+        if self.distributed:
+            raise QueryError(
+                f"{query_type} with a CNF (AND/OR) query is not served from a distributed index: {self.name} is held by Ray shard actors, "
+                "and the engine samples CNF clauses over all shards at once; serve it with --executor local for CNF queries",
+                status=400,
+            )
+
     def _count(self, ids: Any, cnf: bool, request: QueryRequest) -> QueryResponse:
         if not cnf:
             return QueryResponse(**self._engine(self.engine.count(input_ids=ids)))
+        self._cnf_served("count")
         result = self.engine.count_cnf(
             cnf=ids,
             max_clause_freq=self._bounded("max_clause_freq", request.max_clause_freq, self.limits.max_clause_freq),
@@ -374,6 +442,7 @@ class ServedIndex:
         return QueryResponse(**self._engine(self.engine.find(input_ids=ids)))
 
     def _find_cnf(self, ids: Any, cnf: bool, request: QueryRequest) -> QueryResponse:
+        self._cnf_served(request.query_type)
         cnf_ids = ids if cnf else [[ids]]
         result = self.engine.find_cnf(
             cnf=cnf_ids,
@@ -415,7 +484,7 @@ class ServedIndex:
         return ids if cnf else ([[ids]] if ids else [])
 
     def _get_doc_by_rank(self, ids: Any, cnf: bool, request: QueryRequest) -> QueryResponse:
-        shards = self.engine.engine.get_num_shards()
+        shards = self.shard_count
         if request.s is None or request.rank is None:
             raise QueryError("get_doc_by_rank needs s and rank", status=400)
         if not 0 <= request.s < shards:
@@ -425,7 +494,7 @@ class ServedIndex:
         return QueryResponse(**document.model_dump(exclude={"token_ids"}), token_ids=document.token_ids)
 
     def _get_doc_by_ptr(self, ids: Any, cnf: bool, request: QueryRequest) -> QueryResponse:
-        shards = self.engine.engine.get_num_shards()
+        shards = self.shard_count
         if request.s is None or request.ptr is None:
             raise QueryError("get_doc_by_ptr needs s and ptr", status=400)
         if not 0 <= request.s < shards:
@@ -438,6 +507,7 @@ class ServedIndex:
         maxnum = self._bounded("maxnum", request.maxnum, self.limits.maxnum) or 1
         disp = self._bounded("max_disp_len", request.max_disp_len, self.limits.max_disp_len) or 1000
         if cnf:
+            self._cnf_served("search_docs")
             result = self.engine.search_docs_cnf(
                 cnf=ids,
                 maxnum=maxnum,

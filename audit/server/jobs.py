@@ -10,6 +10,10 @@ and runs again the jobs that were queued or running when it stopped (an audit is
 so a rerun gives what the interrupted run would have).  A job names its policy by digest:
 uploaded policies are kept under `policies/`, and the server's own policy is the default.
 
+With a Ray executor the server's byte-level indexes are held by shard actors, and a job's
+variants are checked in Ray tasks asking them (`check_items(..., executor=)`); the records are
+those a local server gives.
+
 A job may name one of the server's probe models (`probe_model`): its probe step runs in the
 job's worker.  Models are shared by all jobs (a local one loads once, on first use) and each
 answers one `generate` call at a time (`CachedModel`).
@@ -34,6 +38,7 @@ from typing import Any
 from audit.auditfile import write_audit
 from audit.check import audit_manifest, check_items
 from audit.corpora.base import Corpus
+from audit.executors import LOCAL, Executor
 from audit.exposure import Policy, PolicyError, load_policy
 from audit.langcodes import normalise_lang
 from audit.links.model import LinksError
@@ -140,8 +145,10 @@ class JobManager:
         check_workers: int | None = None,
         links: dict[str, Any] | None = None,
         probes: ProbeModels | None = None,
+        executor: Executor = LOCAL,
     ) -> None:
         self.root = Path(root)
+        self.executor = executor
         self.links = links or {}
         self.probes = probes
         (self.root / "policies").mkdir(parents=True, exist_ok=True)
@@ -364,10 +371,11 @@ class JobManager:
             langs=job.langs,
             workers=self.check_workers,
             on_done=lambda: self._advance(job),
+            executor=self.executor,
         )
         links = {"sources": [source.describe() for source in sources], "as_of": job.as_of} if sources else None
         models = prober.describe() if prober else None
-        manifest = audit_manifest(["audit", "serve", "job", job.id], report, benchmark, [corpus.info], runs, policy, job.langs, records, links, models)
+        manifest = audit_manifest(["audit", "serve", "job", job.id], report, benchmark, [corpus.info], runs, policy, job.langs, records, links, models, self.executor)
         write_audit(self.root / job.id / "audit.jsonl", manifest, records)
         return manifest["summary"]
 

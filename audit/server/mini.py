@@ -41,6 +41,11 @@ def answer_mini(served: ServedIndex, request: MiniRequest) -> dict[str, Any]:
     if len(request.query) > MAX_QUERY_CHARS:
         raise QueryError(f"Please limit your input to <= {MAX_QUERY_CHARS} characters!")
     ids = list(request.query.encode("utf-8"))
+    with served.reaching():
+        return _answer(served, request, ids)
+
+
+def _answer(served: ServedIndex, request: MiniRequest, ids: list[int]) -> dict[str, Any]:
     if request.query_type == "count":
         return {"count": int(ServedIndex._engine(served.engine.count(input_ids=ids))["count"])}
     if request.query_type == "find":
@@ -50,7 +55,7 @@ def answer_mini(served: ServedIndex, request: MiniRequest) -> dict[str, Any]:
 
 
 def _document(served: ServedIndex, request: MiniRequest, needle_bytes: int) -> dict[str, Any]:
-    shards = served.engine.engine.get_num_shards()
+    shards = served.shard_count
     if request.s is None or request.rank is None:
         raise QueryError("get_doc_by_rank needs s and rank", status=400)
     if not 0 <= request.s < shards:
@@ -65,7 +70,8 @@ def _document(served: ServedIndex, request: MiniRequest, needle_bytes: int) -> d
     needle = data[at : at + needle_bytes].decode("utf-8", errors="ignore")
     after = data[at + needle_bytes :].decode("utf-8", errors="ignore")[:context]
     document = int(shown["doc_ix"])
-    whole = served.local.surrounding(Occurrence(document, 0), 0, int(shown["doc_len"])).decode("utf-8", errors="ignore")
+    # The engine numbers documents in its own shard order; the index reads them by its own numbers.
+    whole = served.local.surrounding(Occurrence(served.order.own_document(document), 0), 0, int(shown["doc_len"])).decode("utf-8", errors="ignore")
     text = before + needle + after
     spans = [[part, label] for part, label in ((before, None), (needle, "0"), (after, None)) if part]
     return {"doc_ix": document, "doc_len": len(whole), "disp_len": len(text), "needle_offset": len(before), "metadata": shown.get("metadata", ""), "text": text, "spans": spans}

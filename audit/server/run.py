@@ -1,4 +1,5 @@
-"""Starting `audit serve`: which indexes to serve, on which address, with which limits."""
+"""Starting `audit serve`: which indexes to serve, on which address, with which limits, and
+where (`--executor`: in this process, or byte-level indexes held by Ray shard actors)."""
 from __future__ import annotations
 
 import argparse
@@ -13,6 +14,7 @@ from audit.corpora.demo import DEMO, demo_index
 from audit.corpora.local import IndexOpenError
 from audit.corpora.protocol import MAX_QUERY_CHARS, MAX_QUERY_TOKENS
 from audit.corpora.registry import CorpusError, read_registry
+from audit.executors import LOCAL, Executor, ExecutorError, connect, parse_executor
 from audit.exposure import Policy, PolicyError, load_policy
 from audit.indexing import IndexBuildError
 from audit.links.model import LinksError
@@ -61,14 +63,18 @@ def _demo() -> Path:
         raise ServeError(f"--index demo: {error}") from None
 
 
-def load_indexes(specs: list[str], tokenizers: dict[str, Path], registry: Path | None, limits: Limits) -> dict[str, ServedIndex]:
+def load_indexes(
+    specs: list[str], tokenizers: dict[str, Path], registry: Path | None, limits: Limits, executor: Executor = LOCAL, actors: int | None = None
+) -> dict[str, ServedIndex]:
+    """The indexes to serve; with a Ray `executor` each is held by `actors` shard actors (one
+    per shard by default)."""
     served: dict[str, ServedIndex] = {}
     for spec in specs:
         name, path, description = resolve_index(spec, registry)
         if name in served:
             raise ServeError(f"--index {name} is given twice")
         try:
-            served[name] = ServedIndex(name, path, Tokenizer(tokenizers.get(name)), limits, description)
+            served[name] = ServedIndex(name, path, Tokenizer(tokenizers.get(name)), limits, description, executor, actors)
         except (IndexOpenError, OSError, ValueError, RuntimeError) as error:
             raise ServeError(f"--index {name}: cannot open {path}: {error}") from None
     unknown = set(tokenizers) - set(served)
@@ -88,6 +94,7 @@ def serve(
     policy: Policy | None = None,
     links: dict[str, Any] | None = None,
     probes: ProbeModels | None = None,
+    executor: Executor = LOCAL,
     announce=print,
 ) -> None:
     """Serve until interrupted.  Port 0 binds a free port; the bound address is announced
@@ -106,7 +113,7 @@ def serve(
     own_url = f"http://{_loopback(host)}:{bound}/"
     corpora = {name: s.local if s.local is not None else _through_protocol(own_url, name) for name, s in indexes.items()}
     try:
-        jobs = JobManager(jobs_dir or cache_dir() / "jobs", corpora, policy=policy, workers=job_workers, links=links, probes=probes)
+        jobs = JobManager(jobs_dir or cache_dir() / "jobs", corpora, policy=policy, workers=job_workers, links=links, probes=probes, executor=executor)
     except JobError as error:
         raise ServeError(str(error)) from None
     app = create_app(indexes, jobs, limits)
@@ -116,6 +123,8 @@ def serve(
         uvicorn.Server(config).run(sockets=[sock])
     finally:
         jobs.shutdown()
+        for served in indexes.values():
+            served.close()
 
 
 def _loopback(host: str) -> str:
@@ -148,6 +157,8 @@ def parser() -> argparse.ArgumentParser:
     parse.add_argument("--index", action="append", default=[], help="demo, a local registry name, NAME=DIR or DIR (repeatable; default demo)")
     parse.add_argument("--tokenizer", action="append", default=[], help="NAME=PATH: serve NAME (a u16 or u32 index built by infini-gram) with this tokenizer.json")
     parse.add_argument("--registry", type=Path, help="corpus registry TOML [default: indexes/corpora.toml]")
+    parse.add_argument("--executor", default="local", help="where byte-level indexes are served from: local (this process), ray ($RAY_ADDRESS or a new local Ray) or ray://HOST:PORT (shard actors; jobs run in Ray tasks) [default: local]")
+    parse.add_argument("--actors", type=int, help="with a Ray executor, the actors holding each index's shards [default: one per shard]")
     parse.add_argument("--host", default="127.0.0.1", help="address to bind [default: 127.0.0.1, this machine only]")
     parse.add_argument("--port", type=int, default=8000, help="port; 0 picks a free one [default: 8000]")
     parse.add_argument("--max-concurrent", type=int, default=16, help="requests handled at once before others wait, then get 503")
@@ -219,6 +230,8 @@ def check_limits(args: argparse.Namespace) -> None:
     for name in positive:
         if getattr(args, name) < 1:
             raise ServeError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
+    if args.actors is not None and args.actors < 1:
+        raise ServeError(f"--actors must be at least 1, got {args.actors}")
     if args.probe_batch_size is not None and args.probe_batch_size < 1:
         raise ServeError(f"--probe-batch-size must be at least 1, got {args.probe_batch_size}")
     if args.queue_seconds < 0:
@@ -227,14 +240,48 @@ def check_limits(args: argparse.Namespace) -> None:
         raise ServeError(f"--port must be between 0 and 65535, got {args.port}")
 
 
+# Ray Client's proxy now and then fails to start the server it runs for a new client (the
+# more so on a loaded head); a new connection gets a new one.
+CONNECT_ATTEMPTS = 3
+PROXY_FAILURE = "Initialization failure from server"
+
+
+def join_cluster(executor: Executor) -> None:
+    """Connect to the Ray cluster before any index opens, so an unreachable one is one clear
+    line, and at once when nothing listens at its address (Ray Client would retry for 30 s)."""
+    if executor.address:
+        host, _, port = executor.address.removeprefix("ray://").rpartition(":")
+        try:
+            socket.create_connection((host.strip("[]"), int(port)), timeout=5).close()
+        except OSError as error:
+            raise ServeError(f"--executor {executor}: cannot reach the Ray cluster: nothing answers at {host}:{port} ({error.strerror or error})") from None
+    for attempt in range(1, CONNECT_ATTEMPTS + 1):
+        try:
+            connect(executor)
+            return
+        except ExecutorError as error:
+            if PROXY_FAILURE not in str(error):
+                raise
+            if attempt == CONNECT_ATTEMPTS:
+                raise ServeError(
+                    f"--executor {executor}: the cluster's Ray Client proxy failed {CONNECT_ATTEMPTS} times to start a server for this connection; "
+                    "see ray_client_server*.err in the head's Ray logs"
+                ) from None
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         check_limits(args)
+        executor = parse_executor(args.executor)
+        if args.actors is not None and not executor.distributed:
+            raise ServeError("--actors applies to a Ray executor (--executor ray or ray://HOST:PORT)")
         # The probe models first: opening one reads its file only, so a bad value fails fast.
         probes = load_probes(args.probe_model, args.judge_model, args.probe_prompts, args.registry, offline=args.offline, batch_size=args.probe_batch_size)
         limits = Limits(max_query_chars=args.max_query_chars, max_query_tokens=args.max_query_tokens)
-        indexes = load_indexes(args.index or [DEMO], _pairs(args.tokenizer, "--tokenizer"), args.registry, limits)
+        if executor.distributed:
+            join_cluster(executor)
+        indexes = load_indexes(args.index or [DEMO], _pairs(args.tokenizer, "--tokenizer"), args.registry, limits, executor, args.actors)
         server_limits = ServerLimits(max_body_bytes=args.max_body_bytes, max_job_bytes=args.max_job_bytes, max_concurrent=args.max_concurrent, queue_seconds=args.queue_seconds)
         serve(
             indexes,
@@ -246,9 +293,10 @@ def main(argv: list[str] | None = None) -> int:
             policy=load_policy(args.policy) if args.policy else None,
             links=load_links(args.links, args.registry, args.offline),
             probes=probes,
+            executor=executor,
             announce=lambda line: print(line, flush=True),
         )
-    except (ServeError, CorpusError, PolicyError, LinksError) as error:
+    except (ServeError, CorpusError, PolicyError, LinksError, ExecutorError) as error:
         print(f"audit serve: {error}", file=sys.stderr)
         return 2
     except OSError as error:
