@@ -11,11 +11,16 @@ filesystem).
 from __future__ import annotations
 
 import os
+import socket
 from dataclasses import dataclass
 from enum import StrEnum
 from types import ModuleType
 
 INSTALL_HINT = 'pip install "corpus-audit[ray]"'
+# Ray Client's proxy now and then fails to start the server it runs for a new client (the more
+# so on a loaded head); a new connection gets a new one.
+CONNECT_ATTEMPTS = 3
+PROXY_FAILURE = "Initialization failure from server"
 
 
 class ExecutorError(Exception):
@@ -86,13 +91,33 @@ def connect(executor: Executor) -> ModuleType:
     if ray.is_initialized():
         return ray
     address = executor.address or os.environ.get("RAY_ADDRESS") or None
+    if executor.address:
+        _reachable(executor.address)
+    attempts = 0
+    while True:
+        attempts += 1
+        try:
+            if address is None:
+                ray.init(include_dashboard=False, log_to_driver=False, configure_logging=False)
+            else:
+                ray.init(address=address, log_to_driver=False)
+            return ray
+        except (ConnectionError, RuntimeError, ValueError) as error:
+            if PROXY_FAILURE not in str(error):
+                raise ExecutorError(f"cannot reach the Ray cluster at {address or 'a new local instance'}: {error}") from None
+            if attempts == CONNECT_ATTEMPTS:
+                raise ExecutorError(
+                    f"{address}: the cluster's Ray Client proxy failed {CONNECT_ATTEMPTS} times to start a server for this connection; "
+                    "see ray_client_server*.err in the head's Ray logs"
+                ) from None
+        except ImportError as error:
+            raise ExecutorError(f"Ray Client needs its extra dependencies ({error}): {INSTALL_HINT}") from None
+
+
+def _reachable(address: str) -> None:
+    """Fail at once when nothing listens at a Ray Client address (Ray Client would retry for 30 s)."""
+    host, _, port = address.removeprefix("ray://").rpartition(":")
     try:
-        if address is None:
-            ray.init(include_dashboard=False, log_to_driver=False, configure_logging=False)
-        else:
-            ray.init(address=address, log_to_driver=False)
-    except (ConnectionError, RuntimeError, ValueError) as error:
-        raise ExecutorError(f"cannot reach the Ray cluster at {address or 'a new local instance'}: {error}") from None
-    except ImportError as error:
-        raise ExecutorError(f"Ray Client needs its extra dependencies ({error}): {INSTALL_HINT}") from None
-    return ray
+        socket.create_connection((host.strip("[]"), int(port)), timeout=5).close()
+    except OSError as error:
+        raise ExecutorError(f"cannot reach the Ray cluster at {address}: nothing answers at {host}:{port} ({error.strerror or error})") from None

@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -77,6 +78,20 @@ def test_executors_are_named_plainly():
     for bad in ("spark", "ray://nohost", "ray://host:port"):
         with pytest.raises(ExecutorError, match="--executor"):
             parse_executor(bad)
+
+
+def test_an_unreachable_cluster_is_one_clear_line(sharded: Path, local_audit, tmp_path: Path):
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    bench, _ = local_audit
+    process = audit(bench, sharded, tmp_path / "a.audit.jsonl", "--executor", f"ray://127.0.0.1:{port}")
+    output = process.communicate(timeout=120)[0].decode()
+    assert process.returncode == 2
+    assert f"cannot reach the Ray cluster at ray://127.0.0.1:{port}: nothing answers at 127.0.0.1:{port}" in output
+    assert not (tmp_path / "a.audit.jsonl").exists()
+    failed = audit(bench, sharded, tmp_path / "a.audit.jsonl", "--actors", "2")
+    assert failed.wait(timeout=120) == 2 and b"--actors applies to a Ray executor" in failed.stdout.read()
 
 
 def test_shards_are_grouped_contiguously_by_bytes():

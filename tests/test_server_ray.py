@@ -342,7 +342,7 @@ def test_startup_errors_are_one_clear_line(sharded: Path, ray_cluster, tmp_path:
         unused.bind(("127.0.0.1", 0))
         port = unused.getsockname()[1]
     assert serve_fails("--index", f"wiki={sharded}", "--executor", f"ray://127.0.0.1:{port}").startswith(
-        f"audit serve: --executor ray://127.0.0.1:{port}: cannot reach the Ray cluster: nothing answers at 127.0.0.1:{port}"
+        f"audit serve: --executor ray://127.0.0.1:{port}: cannot reach the Ray cluster at ray://127.0.0.1:{port}: nothing answers at 127.0.0.1:{port}"
     )
     assert serve_fails("--index", f"wiki={sharded}", "--executor", "spark") == "audit serve: --executor spark: expected local, ray, or ray://HOST:PORT"
     assert serve_fails("--index", f"wiki={sharded}", "--actors", "2") == "audit serve: --actors applies to a Ray executor (--executor ray or ray://HOST:PORT)"

@@ -240,33 +240,12 @@ def check_limits(args: argparse.Namespace) -> None:
         raise ServeError(f"--port must be between 0 and 65535, got {args.port}")
 
 
-# Ray Client's proxy now and then fails to start the server it runs for a new client (the
-# more so on a loaded head); a new connection gets a new one.
-CONNECT_ATTEMPTS = 3
-PROXY_FAILURE = "Initialization failure from server"
-
-
 def join_cluster(executor: Executor) -> None:
-    """Connect to the Ray cluster before any index opens, so an unreachable one is one clear
-    line, and at once when nothing listens at its address (Ray Client would retry for 30 s)."""
-    if executor.address:
-        host, _, port = executor.address.removeprefix("ray://").rpartition(":")
-        try:
-            socket.create_connection((host.strip("[]"), int(port)), timeout=5).close()
-        except OSError as error:
-            raise ServeError(f"--executor {executor}: cannot reach the Ray cluster: nothing answers at {host}:{port} ({error.strerror or error})") from None
-    for attempt in range(1, CONNECT_ATTEMPTS + 1):
-        try:
-            connect(executor)
-            return
-        except ExecutorError as error:
-            if PROXY_FAILURE not in str(error):
-                raise
-            if attempt == CONNECT_ATTEMPTS:
-                raise ServeError(
-                    f"--executor {executor}: the cluster's Ray Client proxy failed {CONNECT_ATTEMPTS} times to start a server for this connection; "
-                    "see ray_client_server*.err in the head's Ray logs"
-                ) from None
+    """Connect to the Ray cluster before any index opens, so an unreachable one is one clear line."""
+    try:
+        connect(executor)
+    except ExecutorError as error:
+        raise ServeError(f"--executor {executor}: {error}") from None
 
 
 def main(argv: list[str] | None = None) -> int:
