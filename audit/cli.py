@@ -470,7 +470,7 @@ def _print_summary(summary: dict, out: Path, elapsed: float) -> None:
 @click.option("--report-dir", type=click.Path(path_type=Path), help="Where the report goes [default: OUT without .jsonl, plus .report].")
 @click.option("--strict", is_flag=True, help=f"Exit with status {STRICT_EXIT} when any variant is unknown (for CI pipelines); the audit file is written all the same.")
 @click.option("--executor", "executor_name", default="local", show_default=True, help="Where variants are checked: `local`, or a Ray cluster (`ray` for $RAY_ADDRESS or a new local one, `ray://HOST:PORT`); on Ray, local indexes are served by actors holding their shards.")
-@click.option("--actors", type=click.IntRange(min=1), help="With a Ray executor, the actors serving each local index [default: one per shard].")
+@click.option("--actors", type=click.IntRange(min=1), help="With a Ray executor, the actors serving each local index [default: one per node of the cluster].")
 def check(
     bench: Path,
     corpora: tuple[str, ...],

@@ -492,6 +492,11 @@ class ShardGroup:
         at = start + occurrence.offset
         return shard.data[max(start, at - before) : min(end, at + after)]
 
+    def excerpt(self, occurrence: Occurrence, before: int, after: int) -> tuple[bytes, dict]:
+        """`surrounding` and the document's metadata in one call: provenance costs one round
+        trip to a remote group, not two."""
+        return self.surrounding(occurrence, before, after), self.metadata(occurrence.document)
+
     def next_byte_counts(self, prompt: bytes, unit: int, end: int) -> dict[int, int]:
         """How often each byte follows `prompt` in these shards, counted (and, with `unit` over
         1, sampled) as infini-gram's `ntd` counts one shard; `end` stands for a document's end."""
@@ -672,6 +677,6 @@ class LocalIndex:
 
     def document_hit(self, occurrence: Occurrence, length_bytes: int, context_chars: int) -> DocumentHit:
         reach = 4 * context_chars
-        window = self.surrounding(occurrence, reach, length_bytes + reach)
+        window, metadata = self.ask_owner(occurrence.document, "excerpt", occurrence, reach, length_bytes + reach)
         snippet, start, end = cut_snippet(window, min(occurrence.offset, reach), length_bytes, context_chars)
-        return DocumentHit(occurrence.document, self.metadata(occurrence.document), occurrence.offset, length_bytes, snippet, start, end)
+        return DocumentHit(occurrence.document, metadata, occurrence.offset, length_bytes, snippet, start, end)

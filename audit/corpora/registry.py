@@ -191,7 +191,7 @@ def open_corpus(
     """The corpus a `--corpus` value names, building the demo index on first use.  `offline`
     makes an API corpus answer from its response cache only; `profile` overrides the
     registry's for corpora that derive longest matches from counts.  With a Ray `executor`, a
-    local index is served by Ray actors, one per shard unless `actors` says how many.
+    local index is served by Ray actors, one per node unless `actors` says how many.
     (`DistributedIndex`)."""
     entries = registry_entries(registry)
     entry = entries.get(value)

@@ -231,8 +231,8 @@ class Tokenizer:
 @dataclass
 class ServedIndex:
     """One index `audit serve` answers for: the engine over its files and its tokenizer, or,
-    with a Ray `executor`, the engine's answers from `actors` shard actors (one per shard by
-    default)."""
+    with a Ray `executor`, the engine's answers from `actors` shard actors (one per node of the
+    cluster by default)."""
 
     name: str
     path: Path

@@ -158,7 +158,7 @@ def parser() -> argparse.ArgumentParser:
     parse.add_argument("--tokenizer", action="append", default=[], help="NAME=PATH: serve NAME (a u16 or u32 index built by infini-gram) with this tokenizer.json")
     parse.add_argument("--registry", type=Path, help="corpus registry TOML [default: indexes/corpora.toml]")
     parse.add_argument("--executor", default="local", help="where byte-level indexes are served from: local (this process), ray ($RAY_ADDRESS or a new local Ray) or ray://HOST:PORT (shard actors; jobs run in Ray tasks) [default: local]")
-    parse.add_argument("--actors", type=int, help="with a Ray executor, the actors holding each index's shards [default: one per shard]")
+    parse.add_argument("--actors", type=int, help="with a Ray executor, the actors holding each index's shards [default: one per node of the cluster]")
     parse.add_argument("--host", default="127.0.0.1", help="address to bind [default: 127.0.0.1, this machine only]")
     parse.add_argument("--port", type=int, default=8000, help="port; 0 picks a free one [default: 8000]")
     parse.add_argument("--max-concurrent", type=int, default=16, help="requests handled at once before others wait, then get 503")
