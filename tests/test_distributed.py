@@ -148,12 +148,13 @@ def test_a_damaged_shard_is_named_when_the_actors_open(sharded: Path, ray_execut
         DistributedIndex(copy, executor=ray_executor)
 
 
-def audit(bench: Path, index: Path, out: Path, *extra: str) -> subprocess.Popen:
+def audit(bench: Path, index: Path, out: Path, *extra: str, cache: Path | None = None) -> subprocess.Popen:
+    env = dict(os.environ, COLUMNS="200") | ({"AUDIT_CACHE_DIR": str(cache)} if cache else {})
     return subprocess.Popen(
         [sys.executable, "-m", "audit.cli", "check", str(bench), "--corpus", str(index), "--out", str(out), "--no-report", *extra],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
-        env=dict(os.environ, COLUMNS="200"),
+        env=env,
     )
 
 
@@ -258,3 +259,18 @@ def test_a_sharded_build_and_check_on_ray_equal_one_machines(local_audit, items,
     assert {key for key in {*spread, *local} if spread.get(key) != local.get(key)} == {"created", "command", "executor"}
     assert local["corpora"][0]["details"]["shards"] == 3
     assert any(r["exposure"] == "seen" for r in lines(outputs["local"])[1:])
+
+
+def test_sources_that_stay_home_are_merged_in_runner_order(sharded: Path, items, ray_cluster, tmp_path: Path):
+    """A probe model is asked from the command's own process while the index's signals run on
+    the cluster; each variant's evidence comes out in the local run's order, byte for byte.
+    Each run has a cache of its own, so both ask the model (an answer from the cache says so)."""
+    bench = sample_subset(tmp_path / "bench.csv", [item.item_id for item in items[:2]], ("en", "ja"))
+    model = Path(__file__).resolve().parent / "fixtures" / "models" / "llama-2-tiny-random.gguf"
+    outputs = {}
+    for where, executor in (("local", []), ("ray", ["--executor", ray_cluster.client])):
+        outputs[where] = tmp_path / f"{where}.audit.jsonl"
+        finished(audit(bench, sharded, outputs[where], "--probe-model", str(model), *executor, cache=tmp_path / f"{where}-cache"))
+    assert record_lines(outputs["ray"]) == record_lines(outputs["local"])
+    signals = [e["signal"] for e in lines(outputs["ray"])[1]["evidence"]]
+    assert "probe" in signals and "ngram" in signals and "minhash" in signals
