@@ -507,7 +507,7 @@ class _HashedFile:
         return FileInfo(name=self.name, bytes=self._size, blake2b=self._digest.hexdigest())
 
 
-class _ShardWriter:
+class ShardWriter:
     """Appends parsed chunks to the current shard's four files, starting a new shard before a
     document would take the shard past its size."""
 
@@ -618,7 +618,7 @@ def shard_budget(memory_bytes: int) -> int:
     return max(1 << 16, memory_bytes // per_byte)
 
 
-def _holds(directory: Path, path: Path) -> bool:
+def holds(directory: Path, path: Path) -> bool:
     directory, path = directory.resolve(), path.resolve()
     return path == directory or directory in path.parents
 
@@ -628,7 +628,7 @@ def _written_before_markers(path: Path, inputs: Iterable[Path] = ()) -> bool:
     `--force` may replace: nothing in it but files named `tokenized|table|offset|metadata|
     metaoff.N` and an `audit-index.json` naming corpus-audit, and none of them an input."""
     path = Path(path)
-    if path.is_symlink() or not (path / MANIFEST).is_file() or any(_holds(path, p) for p in (Path.cwd(), *inputs)):
+    if path.is_symlink() or not (path / MANIFEST).is_file() or any(holds(path, p) for p in (Path.cwd(), *inputs)):
         return False
     try:
         tool = json.loads((path / MANIFEST).read_text(encoding="utf-8")).get("tool", "")
@@ -641,7 +641,7 @@ def _written_before_markers(path: Path, inputs: Iterable[Path] = ()) -> bool:
     return isinstance(tool, str) and tool.startswith("corpus-audit") and names_ok
 
 
-def _check_target(out: Path, inputs: list[Path], force: bool) -> None:
+def check_target(out: Path, inputs: list[Path], force: bool) -> None:
     """Refuse, before the long build, an `out` the build may not replace."""
     if (out.exists() or out.is_symlink()) and not force:
         raise IndexBuildError(f"{out}: already exists (use --force to replace it)")
@@ -653,7 +653,7 @@ def _check_target(out: Path, inputs: list[Path], force: bool) -> None:
         raise IndexBuildError(str(error)) from None
 
 
-def _commit(staging: Path, out: Path, inputs: list[Path]) -> None:
+def commit_index(staging: Path, out: Path, inputs: list[Path]) -> None:
     """Move the finished build into place; an index from before markers is set aside first,
     and put back if the move fails."""
     if not _written_before_markers(out, inputs):
@@ -669,7 +669,7 @@ def _commit(staging: Path, out: Path, inputs: list[Path]) -> None:
     shutil.rmtree(retired, ignore_errors=True)
 
 
-def _file_order(info: FileInfo) -> tuple[int, int]:
+def file_order(info: FileInfo) -> tuple[int, int]:
     kind, number = INDEX_FILE.fullmatch(info.name).groups()
     return int(number), KINDS.index(kind)
 
@@ -717,14 +717,14 @@ def build_index(
     options = read_options(normalization, text_field, text_docs)
     out = Path(out)
     inputs = [Path(p) for p in sources]
-    _check_target(out, inputs, force)
+    check_target(out, inputs, force)
     files = discover_sources(inputs)
     total_input = sum(file.path.stat().st_size for file in files)
     staging = staging_directory(out)
     started = time.perf_counter()
     try:
         digest = hashlib.blake2b(digest_size=16)
-        writer = _ShardWriter(staging, shard_budget(memory_bytes), digest)
+        writer = ShardWriter(staging, shard_budget(memory_bytes), digest)
         done_input = 0
 
         def advance(n: int) -> None:
@@ -764,10 +764,10 @@ def build_index(
             tool=f"corpus-audit {__version__}",
             build_seconds=round(time.perf_counter() - started, 3),
             code=code_fingerprint(),
-            files=sorted(writer.files + tables, key=_file_order),
+            files=sorted(writer.files + tables, key=file_order),
         )
         (staging / MANIFEST).write_text(manifest.to_json(), encoding="utf-8")
-        _commit(staging, out, inputs)
+        commit_index(staging, out, inputs)
         return manifest
     except OutputError as error:
         discard_staging(staging)

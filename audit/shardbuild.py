@@ -54,16 +54,16 @@ from audit.indexing import (
     ProgressHook,
     ReadOptions,
     ShardInfo,
+    ShardWriter,
     Span,
-    _check_target,
-    _commit,
-    _file_order,
-    _holds,
-    _ShardWriter,
+    check_target,
     code_fingerprint,
+    commit_index,
     describe_size,
     discover_sources,
+    file_order,
     hash_file,
+    holds,
     new_file_hash,
     read_options,
     read_tasks,
@@ -464,7 +464,7 @@ def _check_source(source: PlannedSource) -> None:
 def _write_shard(task: ShardTask, directory: Path) -> tuple[ShardInfo, list[FileInfo], list[SourceCount]]:
     """Parse the shard's pieces in order into its files in `directory`, then sort it."""
     digest = new_file_hash()
-    writer = _ShardWriter(directory, task.budget, digest, first=task.shard)
+    writer = ShardWriter(directory, task.budget, digest, first=task.shard)
     counts = []
     try:
         for piece in task.pieces:
@@ -491,7 +491,7 @@ def _write_shard(task: ShardTask, directory: Path) -> tuple[ShardInfo, list[File
     info = shards[0]
     info.ratio, table = write_suffix_array(directory / f"tokenized.{info.name}", directory / f"table.{info.name}")
     info.fingerprint = digest.hexdigest()
-    return info, sorted([*writer.files, table], key=_file_order), counts
+    return info, sorted([*writer.files, table], key=file_order), counts
 
 
 def build_shard(task: ShardTask) -> ShardResult:
@@ -534,7 +534,7 @@ def _check_staging(staging: Path, inputs: list[Path]) -> None:
         return
     if staging.is_symlink() or not staging.is_dir():
         raise IndexBuildError(f"{staging}: is not a directory; the sharded build works there (remove it)")
-    if any(_holds(staging, p) for p in (Path.cwd(), *inputs)):
+    if any(holds(staging, p) for p in (Path.cwd(), *inputs)):
         raise IndexBuildError(f"{staging}: holds this command's input or the current directory; the sharded build works there")
     if not _is_tool_staging(staging):
         raise IndexBuildError(f"{staging}: exists and was not written by audit; refusing to replace it (the sharded build works there; remove it yourself)")
@@ -667,7 +667,7 @@ def _assemble(plan: ShardPlan, records: list[ShardRecord], executor: Executor, s
         build_seconds=round(seconds, 3),
         code=plan.code,
         extra={"build": {"shards": len(shards), "executor": executor.kind.value}},
-        files=sorted((f for record in records for f in record.files), key=_file_order),
+        files=sorted((f for record in records for f in record.files), key=file_order),
     )
 
 
@@ -707,7 +707,7 @@ def build_sharded(
     options = read_options(normalization, text_field, text_docs)
     out = Path(out)
     inputs = [Path(p) for p in sources]
-    _check_target(out, inputs, force)
+    check_target(out, inputs, force)
     staging = staging_path(out)
     _check_staging(staging, inputs)
     planned = planned_sources(discover_sources(inputs))
@@ -741,10 +741,10 @@ def build_sharded(
         raise IndexBuildError(f"{reason}; {_finished_count(staging, plan)} of {len(tasks)} shards finished; run the same command again to resume") from None
     manifest = _assemble(plan, [records[k] for k in range(len(tasks))], executor, time.perf_counter() - started)
     atomic_write_text(staging / MANIFEST, manifest.to_json())
-    _check_target(out, inputs, force)
+    check_target(out, inputs, force)
     _clear_work(staging)
     try:
-        _commit(staging, out, inputs)
+        commit_index(staging, out, inputs)
     except OutputError as error:
         discard_staging(staging)
         raise IndexBuildError(str(error)) from None
