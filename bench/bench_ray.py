@@ -18,6 +18,7 @@ import contextlib
 import filecmp
 import json
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -56,8 +57,9 @@ class Cluster:
             f"--ray-client-server-port={self.client_port}", f"--num-cpus={cpus}", "--include-dashboard=false",
             "--disable-usage-stats", f"--temp-dir={self.temp}",
         ]
+        os.environ.setdefault("RAY_AUTH_TOKEN", secrets.token_hex(32))
         env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0", RAY_AUTH_MODE="token")
-        self.process = psutil.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, start_new_session=True)
+        self.process = psutil.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, start_new_session=True, cwd=self.temp)
         deadline = time.monotonic() + 120
         while True:
             with socket.socket() as probe:

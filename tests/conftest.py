@@ -8,6 +8,7 @@ import csv
 import gzip
 import json
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -151,9 +152,11 @@ class RayCluster:
             pytest.fail('Ray is not installed: pip install "corpus-audit[ray]"')
         # Ray's socket paths must stay short (a Unix socket path holds at most 107 bytes).
         self.temp = Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))
-        # Token authentication, as `ray start` sets up by default; this process's Ray Client
-        # connections send the token (Ray reads the mode when it is first imported).
+        # Token authentication, as `ray start` sets up by default, with a token of the session's
+        # own (a fresh HOME has none in ~/.ray); this process and its children send it (Ray reads
+        # the mode when it is first imported).
         os.environ["RAY_AUTH_MODE"] = "token"
+        os.environ.setdefault("RAY_AUTH_TOKEN", secrets.token_hex(32))
         self.env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0")
         command = [
             ray, "start", "--head", "--block", "--node-ip-address=127.0.0.1", f"--port={self.gcs_port}",
@@ -161,7 +164,8 @@ class RayCluster:
             "--disable-usage-stats", f"--temp-dir={self.temp}",
         ]
         self.log = open(root / "ray-head.log", "wb")  # noqa: SIM115 (closed in stop())
-        self.process = subprocess.Popen(command, stdout=self.log, stderr=subprocess.STDOUT, env=self.env, start_new_session=True)
+        # Started outside the checkout, so its workers import the installed package, not the source tree.
+        self.process = subprocess.Popen(command, stdout=self.log, stderr=subprocess.STDOUT, env=self.env, start_new_session=True, cwd=self.temp)
         deadline = time.monotonic() + 90
         while not self._listening(self.client_port):
             if self.process.poll() is not None or time.monotonic() > deadline:
@@ -201,7 +205,9 @@ class RayCluster:
                 os.killpg(self.process.pid, signal.SIGKILL)
         self.log.close()
         # Ray's own logs stay with the test's files (the head's temporary directory goes).
-        shutil.copytree(self.temp / "session_latest" / "logs", self.root / "ray-logs", dirs_exist_ok=True, ignore_dangling_symlinks=True)
+        logs = self.temp / "session_latest" / "logs"
+        if logs.is_dir():
+            shutil.copytree(logs, self.root / "ray-logs", dirs_exist_ok=True, ignore_dangling_symlinks=True)
         shutil.rmtree(self.temp, ignore_errors=True)
 
 

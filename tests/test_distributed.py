@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections import defaultdict
@@ -149,12 +150,15 @@ def test_a_damaged_shard_is_named_when_the_actors_open(sharded: Path, ray_execut
 
 
 def audit(bench: Path, index: Path, out: Path, *extra: str, cache: Path | None = None) -> subprocess.Popen:
+    """`audit check` in a process of its own, run outside the checkout so that it imports the
+    installed package."""
     env = dict(os.environ, COLUMNS="200") | ({"AUDIT_CACHE_DIR": str(cache)} if cache else {})
     return subprocess.Popen(
         [sys.executable, "-m", "audit.cli", "check", str(bench), "--corpus", str(index), "--out", str(out), "--no-report", *extra],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         env=env,
+        cwd=tempfile.gettempdir(),
     )
 
 
@@ -246,7 +250,7 @@ def test_a_sharded_build_and_check_on_ray_equal_one_machines(local_audit, items,
         index = tmp_path / where / "index"
         built = subprocess.run(
             [sys.executable, "-m", "audit.cli", "index", "build", str(tmp_path / "docs.jsonl"), "--out", str(index), "--shards", "3", *executor],
-            capture_output=True, text=True, check=False,
+            capture_output=True, text=True, check=False, cwd=tempfile.gettempdir(),
         )
         assert built.returncode == 0, built.stdout + built.stderr
         outputs[where] = tmp_path / f"{where}.audit.jsonl"
