@@ -20,6 +20,7 @@ from importlib import resources
 from pathlib import Path
 
 import pytest
+from hostile import pristine, sandbox  # noqa: F401 (the hostile suites' fixtures, shared by every test_robustness*.py)
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 # The installed package's data (as audit.corpora.demo finds it), so the tests read what an install ships.
@@ -122,11 +123,11 @@ def planted_audit(tmp_path_factory, wiki_docs) -> dict[str, Path]:
 
 def pytest_terminal_summary(terminalreporter) -> None:
     """The robustness suite's tally, as the README's reliability section reports it."""
-    from test_robustness import TALLY
+    from hostile import TALLY
 
     if TALLY["cases"]:
         terminalreporter.write_line(
-            f"robustness: {TALLY['cases']} bad inputs tried, {TALLY['clear_errors']} clear errors, "
+            f"robustness: {TALLY['cases']} bad inputs tried, {TALLY['clear_errors']} clear errors, {TALLY['handled']} handled right, "
             f"{TALLY['tracebacks']} tracebacks, {TALLY['files_lost_or_changed']} files lost or changed"
         )
 

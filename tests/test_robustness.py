@@ -1,154 +1,20 @@
 """Every command against bad input: a clear message naming what is wrong, the documented exit
-status, no traceback, and not one byte of the user's files changed or lost.
-
-Each case runs in a sandbox holding a real benchmark, a real index built from real text, an
-audit file, a report and an unrelated folder of the user's; before and after the command every
-file there is hashed, and any file changed or gone fails the case.  The tally is printed at the
-end of the run (see the README's reliability section).
-"""
+status, no traceback, and not one byte of the user's files changed or lost. The harness (the
+sandbox, the hashing, the tally) is `tests/hostile.py`; more cases by area stand in the other
+`test_robustness_*.py` files."""
 from __future__ import annotations
 
 import gzip
-import hashlib
-import json
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
-from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hostile import BINARY, CHECK, REPORT, Case, cut, edit_record, halve_table, lines_kept, move_benchmark, run_case, write
 
 from audit.cli import main
-from audit.indexing import build_index
-from audit.readers import load_benchmark
-
-CORPUS = Path(str(resources.files("audit").joinpath("data/demo/corpus")))
-SAMPLE = Path(str(resources.files("audit").joinpath("data/demo/eclektic_sample.csv.gz")))
-TALLY: dict[str, int] = {"cases": 0, "clear_errors": 0, "tracebacks": 0, "files_lost_or_changed": 0}
-
-
-def _lines(name: str, count: int) -> list[str]:
-    with gzip.open(CORPUS / name, "rt", encoding="utf-8") as handle:
-        return [line for _, line in zip(range(count), handle, strict=False)]
-
-
-@pytest.fixture(scope="module")
-def pristine(tmp_path_factory) -> Path:
-    """A user's working folder: benchmark, index, audit, report, and files of their own."""
-    root = tmp_path_factory.mktemp("pristine")
-    (root / "docs").mkdir()
-    (root / "docs" / "wiki.jsonl").write_text("".join(_lines("xquad-en.jsonl.gz", 120) + _lines("eclektic-en-passages.jsonl.gz", 39)), encoding="utf-8")
-    build_index([root / "docs"], root / "index")
-    items = load_benchmark(SAMPLE).items[:3]
-    bench = root / "bench.jsonl"
-    bench.write_text(
-        "".join(
-            json.dumps({"item_id": item.item_id, "source_lang": item.source_lang, "variants": {
-                lang: {"question": v.question, "answer": v.answer, "context": v.context} for lang, v in item.variants.items()
-            }}, ensure_ascii=False) + "\n"
-            for item in items
-        ),
-        encoding="utf-8",
-    )
-    (root / "mine").mkdir()
-    (root / "mine" / "notes.txt").write_text("my notes, not the tool's\n", encoding="utf-8")
-    (root / "mine" / "thesis.tex").write_text("\\documentclass{article}\n", encoding="utf-8")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.chdir(root)
-        result = CliRunner().invoke(main, ["check", "bench.jsonl", "--corpus", "index", "--out", "bench.audit.jsonl", "--report-dir", "bench.report"])
-    assert result.exit_code == 0, result.output
-    predictions = root / "predictions.jsonl"
-    predictions.write_text(
-        "".join(json.dumps({"item_id": item.item_id, "lang": lang, "prediction": v.answer or ""}, ensure_ascii=False) + "\n" for item in items for lang, v in item.variants.items()),
-        encoding="utf-8",
-    )
-    (root / "registry.toml").write_text('[corpora.tiny]\nbackend = "local"\npath = "index"\n', encoding="utf-8")
-    return root
-
-
-@pytest.fixture
-def sandbox(pristine: Path, tmp_path: Path, monkeypatch) -> Path:
-    root = tmp_path / "work"
-    shutil.copytree(pristine, root, symlinks=True)
-    monkeypatch.chdir(root)
-    monkeypatch.setenv("AUDIT_CACHE_DIR", str(tmp_path / "cache"))
-    return root
-
-
-def snapshot(root: Path) -> dict[str, str]:
-    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(root.rglob("*")) if p.is_file()}
-
-
-@dataclass(frozen=True)
-class Case:
-    """`args` run in the sandbox after `prepare`; `expect` are fragments of the message."""
-
-    name: str
-    args: tuple[str, ...]
-    expect: tuple[str, ...]
-    exit_code: int = 2
-    prepare: Callable[[Path], None] | None = None
-
-
-def write(name: str, data: bytes | str) -> Callable[[Path], None]:
-    def prepare(root: Path) -> None:
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
-
-    return prepare
-
-
-def cut(name: str, keep: Callable[[bytes], bytes]) -> Callable[[Path], None]:
-    def prepare(root: Path) -> None:
-        path = root / name
-        path.write_bytes(keep(path.read_bytes()))
-
-    return prepare
-
-
-def both(*steps: Callable[[Path], None]) -> Callable[[Path], None]:
-    def prepare(root: Path) -> None:
-        for step in steps:
-            step(root)
-
-    return prepare
-
-
-def _lines_kept(count: int) -> Callable[[bytes], bytes]:
-    return lambda data: b"".join(data.splitlines(keepends=True)[:count])
-
-
-def _edit_record(data: bytes) -> bytes:
-    """Valid JSON still, but not the bytes the manifest's digest was taken of."""
-    lines = data.splitlines(keepends=True)
-    lines[2] = lines[2].rstrip(b"\n") + b" \n"
-    return b"".join(lines)
-
-
-def _move_benchmark(root: Path) -> None:
-    """The benchmark moved after an audit run in this folder: neither recorded path exists."""
-    audit = root / "bench.audit.jsonl"
-    manifest, rest = audit.read_bytes().split(b"\n", 1)
-    header = json.loads(manifest)
-    header["benchmark"]["absolute_path"] = str(root / "bench.jsonl")
-    audit.write_bytes(json.dumps(header, ensure_ascii=False).encode() + b"\n" + rest)
-    (root / "bench.jsonl").rename(root / "moved.jsonl")
-
-
-def _halve_table(root: Path) -> None:
-    table = root / "index" / "table.0"
-    data = table.read_bytes()
-    table.write_bytes(data[: len(data) // 2 - (len(data) // 2) % 8])
-
-
-BINARY = bytes(range(256)) * 4
-CHECK = ("check", "bench.jsonl", "--corpus", "index")
-REPORT = ("report", "--audit", "bench.audit.jsonl")
 
 CASES = [
     # audit check: the benchmark
@@ -166,7 +32,7 @@ CASES = [
     # audit check: corpus, options, policy
     Case("check: missing corpus", (*CHECK[:3], "nowhere"), ("nowhere",)),
     Case("check: empty corpus directory", (*CHECK[:3], "hollow"), ("hollow",), prepare=lambda root: (root / "hollow").mkdir()),
-    Case("check: damaged index", CHECK, ("table.0",), prepare=_halve_table),
+    Case("check: damaged index", CHECK, ("table.0",), prepare=halve_table),
     Case("check: negative workers", (*CHECK, "--workers", "-3"), ("--workers", "-3")),
     Case("check: unknown language", (*CHECK, "--langs", "xx"), ("--langs",)),
     Case("check: bad format", (*CHECK, "--format", "xml"), ("--format",)),
@@ -195,14 +61,14 @@ CASES = [
     Case("filter: empty audit", ("filter", "empty.audit.jsonl", "--out", "clean.jsonl"), ("empty.audit.jsonl", "empty"), prepare=write("empty.audit.jsonl", "")),
     Case("filter: binary audit", ("filter", "blob.audit.jsonl", "--out", "clean.jsonl"), ("blob.audit.jsonl:1",), prepare=write("blob.audit.jsonl", BINARY)),
     Case("filter: not an audit file", ("filter", "bench.jsonl", "--out", "clean.jsonl"), ("bench.jsonl:1", "not an audit file")),
-    Case("filter: audit cut at a line", ("filter", "bench.audit.jsonl", "--out", "clean.jsonl"), ("bench.audit.jsonl", "truncated"), prepare=cut("bench.audit.jsonl", _lines_kept(10))),
+    Case("filter: audit cut at a line", ("filter", "bench.audit.jsonl", "--out", "clean.jsonl"), ("bench.audit.jsonl", "truncated"), prepare=cut("bench.audit.jsonl", lines_kept(10))),
     Case("filter: audit cut mid-line", ("filter", "bench.audit.jsonl", "--out", "clean.jsonl"), ("bench.audit.jsonl",), prepare=cut("bench.audit.jsonl", lambda d: d[: len(d) // 2])),
-    Case("filter: audit record edited", ("filter", "bench.audit.jsonl", "--out", "clean.jsonl"), ("bench.audit.jsonl", "sha256"), prepare=cut("bench.audit.jsonl", _edit_record)),
+    Case("filter: audit record edited", ("filter", "bench.audit.jsonl", "--out", "clean.jsonl"), ("bench.audit.jsonl", "sha256"), prepare=cut("bench.audit.jsonl", edit_record)),
     Case("filter: audit of another schema", ("filter", "bench.audit.jsonl", "--out", "clean.jsonl"), ("schema_version",),
          prepare=cut("bench.audit.jsonl", lambda d: d.replace(b'"schema_version": 3', b'"schema_version": 99', 1))),
     Case("filter: another benchmark", ("filter", "bench.audit.jsonl", "--bench", "other.jsonl", "--out", "clean.jsonl"), ("other.jsonl", "not the audited benchmark"),
          prepare=write("other.jsonl", '{"q_id": 1}\n')),
-    Case("filter: benchmark moved away", ("filter", "bench.audit.jsonl", "--out", "clean.jsonl"), ("--bench",), prepare=_move_benchmark),
+    Case("filter: benchmark moved away", ("filter", "bench.audit.jsonl", "--out", "clean.jsonl"), ("--bench",), prepare=move_benchmark),
     Case("filter: --out over the benchmark, forced", ("filter", "bench.audit.jsonl", "--out", "bench.jsonl", "--force"), ("bench.jsonl", "input")),
     Case("filter: --out over the audit, forced", ("filter", "bench.audit.jsonl", "--out", "bench.audit.jsonl", "--force"), ("bench.audit.jsonl", "input")),
     Case("filter: --manifest over the benchmark, forced", ("filter", "bench.audit.jsonl", "--out", "clean.jsonl", "--manifest", "bench.jsonl", "--force"), ("bench.jsonl", "input")),
@@ -213,7 +79,7 @@ CASES = [
     # audit report
     Case("report: missing audit", ("report", "--audit", "nope.audit.jsonl", "--out", "r"), ("nope.audit.jsonl",)),
     Case("report: binary audit", ("report", "--audit", "blob.audit.jsonl", "--out", "r"), ("blob.audit.jsonl",), prepare=write("blob.audit.jsonl", BINARY)),
-    Case("report: truncated audit", (*REPORT, "--out", "r"), ("bench.audit.jsonl", "truncated"), prepare=cut("bench.audit.jsonl", _lines_kept(5))),
+    Case("report: truncated audit", (*REPORT, "--out", "r"), ("bench.audit.jsonl", "truncated"), prepare=cut("bench.audit.jsonl", lines_kept(5))),
     Case("report: --out the current directory", (*REPORT, "--out", "."), ("current directory",)),
     Case("report: --out a file", (*REPORT, "--out", "mine/notes.txt"), ("mine/notes.txt", "not a directory")),
     Case("report: --out a user's folder", (*REPORT, "--out", "mine"), ("mine", "not written by audit")),
@@ -238,7 +104,7 @@ CASES = [
     Case("index build: bad --mem", ("index", "build", "docs", "--out", "ix", "--mem", "lots"), ("lots",)),
     Case("index info: missing", ("index", "info", "nope"), ("nope",)),
     Case("index info: a file", ("index", "info", "bench.jsonl"), ("bench.jsonl",)),
-    Case("index info: damaged", ("index", "info", "index"), ("table.0",), prepare=_halve_table),
+    Case("index info: damaged", ("index", "info", "index"), ("table.0",), prepare=halve_table),
     Case("index verify: missing", ("index", "verify", "nope"), ("nope",)),
     Case("index verify: damaged", ("index", "verify", "index"), ("table.0",), exit_code=1, prepare=cut("index/tokenized.0", lambda d: d[:100] + bytes([d[100] ^ 1]) + d[101:])),
     # audit corpora, audit serve
@@ -247,7 +113,7 @@ CASES = [
     Case("serve: negative port", ("serve", "--index", "index", "--port", "-1"), ("--port",)),
     Case("serve: no concurrency", ("serve", "--index", "index", "--max-concurrent", "0"), ("--max-concurrent",)),
     Case("serve: missing index", ("serve", "--index", "nope", "--port", "0"), ("nope",)),
-    Case("serve: damaged index", ("serve", "--index", "index", "--port", "0"), ("table.0",), prepare=_halve_table),
+    Case("serve: damaged index", ("serve", "--index", "index", "--port", "0"), ("table.0",), prepare=halve_table),
     Case("serve: tokenizer for nothing served", ("serve", "--index", "index", "--tokenizer", "x=y.json", "--port", "0"), ("--tokenizer",)),
     Case("serve: bad policy", ("serve", "--index", "index", "--policy", "p.toml", "--port", "0"), ("p.toml", "rules.ngram.question.coverge"),
          prepare=write("p.toml", "[rules.ngram.question]\ncoverge = 0.8\n")),
@@ -257,26 +123,7 @@ CASES = [
 
 @pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
 def test_bad_input_is_a_clear_error_and_loses_nothing(case: Case, sandbox: Path, capfd):
-    if case.prepare:
-        case.prepare(sandbox)
-    before = snapshot(sandbox)
-    result = CliRunner().invoke(main, list(case.args))
-    captured = capfd.readouterr()
-    output = result.output + captured.out + captured.err
-    after = snapshot(sandbox)
-    TALLY["cases"] += 1
-    lost = [name for name, digest in before.items() if after.get(name) != digest]
-    TALLY["files_lost_or_changed"] += len(lost)
-    crashed = not isinstance(result.exception, SystemExit | None) or "Traceback" in output
-    TALLY["tracebacks"] += crashed
-    assert not crashed, f"{case.name}: {result.exception!r}\n{output}"
-    assert not lost, f"{case.name}: changed or removed {lost}"
-    assert result.exit_code == case.exit_code, output
-    for fragment in case.expect:
-        assert fragment in output, f"{case.name}: {fragment!r} not in {output!r}"
-    new = sorted(set(after) - set(before))
-    assert not new, f"{case.name}: a failed command left {new}"
-    TALLY["clear_errors"] += 1
+    run_case(case, sandbox, capfd)
 
 
 def test_serve_without_its_extra_names_the_extra(tmp_path: Path):
