@@ -1,10 +1,17 @@
-"""The report's figures, as PNG data URIs so report.html stays one self-contained file."""
+"""The report's figures, as PNG data URIs so report.html stays one self-contained file.
+
+Labels come from the input (item ids, languages, source and signal names): they are drawn as
+plain text, never as mathtext (`$...$` would be parsed, and crash on an unknown macro), and cut
+to one short line so that no label can grow a figure past what can be drawn."""
 from __future__ import annotations
 
 import base64
+import functools
 import io
 import math
-from typing import Any
+import warnings
+from collections.abc import Callable
+from typing import Any, ParamSpec, TypeVar
 
 import matplotlib
 
@@ -15,6 +22,29 @@ import numpy as np
 COLORS = {"seen": "#c0392b", "unseen": "#27ae60", "unknown": "#95a5a6", "known": "#d35400", "not_known": "#2980b9", "undetermined": "#95a5a6"}
 EXPOSURE, KNOWLEDGE = ("seen", "unseen", "unknown"), ("known", "not_known", "undetermined")
 MAX_GRID_ITEMS = 400
+MAX_LABEL = 40
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def plain_text(function: Callable[P, R]) -> Callable[P, R]:
+    """Draw with mathtext off: text is laid out when the figure is saved, so the setting must
+    hold until then.  Missing glyphs (a script no installed font has) draw as boxes, silently."""
+
+    @functools.wraps(function)
+    def drawn(*args: P.args, **kwargs: P.kwargs) -> R:
+        with matplotlib.rc_context({"text.parse_math": False, "text.usetex": False}), warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=r"Glyph \d+ .*missing from (current )?font")
+            warnings.filterwarnings("ignore", message=r"Matplotlib currently does not support")
+            return function(*args, **kwargs)
+
+    return drawn
+
+
+def label(value: Any, limit: int = MAX_LABEL) -> str:
+    """A string from the input as one short line of plain text for a tick, legend or title."""
+    text = " ".join(str(value).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _data_uri(figure: plt.Figure) -> str:
@@ -24,6 +54,7 @@ def _data_uri(figure: plt.Figure) -> str:
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
+@plain_text
 def exposure_bars(per_language: dict[str, dict[str, int]], tags: tuple[str, ...] = EXPOSURE) -> str:
     """Share of seen / unseen / unknown variants per language (or of known / not_known /
     undetermined ones), as stacked bars."""
@@ -32,14 +63,16 @@ def exposure_bars(per_language: dict[str, dict[str, int]], tags: tuple[str, ...]
     bottom = np.zeros(len(languages))
     for tag in tags:
         shares = np.array([per_language[lang][tag] / max(per_language[lang]["total"], 1) for lang in languages])
-        axis.bar(languages, shares, bottom=bottom, color=COLORS[tag], label=tag)
+        axis.bar(range(len(languages)), shares, bottom=bottom, color=COLORS[tag], label=tag)
         bottom += shares
+    axis.set_xticks(range(len(languages)), [label(lang) for lang in languages])
     axis.set_ylim(0, 1)
     axis.set_ylabel("share of items")
     axis.legend(loc="upper center", fontsize=8, frameon=False, ncols=3, bbox_to_anchor=(0.5, 1.14))
     return _data_uri(figure)
 
 
+@plain_text
 def exposure_grid(rows: list[dict[str, Any]], languages: list[str]) -> str | None:
     """Item x language exposure, one cell per variant; too many items make it unreadable."""
     if not rows or len(rows) > MAX_GRID_ITEMS:
@@ -53,13 +86,14 @@ def exposure_grid(rows: list[dict[str, Any]], languages: list[str]) -> str | Non
     colormap = matplotlib.colors.ListedColormap([COLORS["seen"], COLORS["unseen"], COLORS["unknown"]]).with_extremes(bad="white")
     figure, axis = plt.subplots(figsize=(max(4, 0.45 * len(languages) + 1.5), max(2.5, 0.16 * len(rows) + 1)))
     axis.imshow(np.ma.masked_invalid(grid), cmap=colormap, vmin=0, vmax=2, aspect="auto", interpolation="nearest")
-    axis.set_xticks(range(len(languages)), languages)
+    axis.set_xticks(range(len(languages)), [label(lang) for lang in languages])
     axis.xaxis.tick_top()
-    axis.set_yticks(range(len(rows)), [str(r["item_id"]) for r in rows], fontsize=6)
+    axis.set_yticks(range(len(rows)), [label(r["item_id"]) for r in rows], fontsize=6)
     axis.set_ylabel("item")
     return _data_uri(figure)
 
 
+@plain_text
 def transfer_heatmap(pairs: list[dict[str, Any]], metric: str) -> str | None:
     """Source x target matrix of a metric, annotated, like ECLeKTic's Figure 5."""
     values = [p for p in pairs if p[metric]["value"] is not None]
@@ -75,8 +109,8 @@ def transfer_heatmap(pairs: list[dict[str, Any]], metric: str) -> str | None:
     for (i, j), value in np.ndenumerate(matrix):
         if not math.isnan(value):
             axis.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=7, color="white" if value < 0.6 else "black")
-    axis.set_xticks(range(len(targets)), targets)
-    axis.set_yticks(range(len(sources)), sources)
+    axis.set_xticks(range(len(targets)), [label(t) for t in targets])
+    axis.set_yticks(range(len(sources)), [label(t) for t in sources])
     axis.set_xlabel("target language")
     axis.set_ylabel("source language")
     axis.set_title(metric.replace("_", " "))
@@ -93,6 +127,7 @@ def combination_colors(split: dict[str, dict[str, Any]]) -> dict[str, str]:
     return colors | {seen[-1]: COLORS["seen"], nothing: COLORS["unseen"], unknown: COLORS["unknown"]}
 
 
+@plain_text
 def strata_bars(split: dict[str, dict[str, Any]], title: str, colors: dict[str, str] | None = None) -> str | None:
     """Overall success and transfer score per stratum, with bootstrap intervals."""
     strata = [name for name, stats in split.items() if stats["overall_success"]["n"]]
@@ -111,9 +146,9 @@ def strata_bars(split: dict[str, dict[str, Any]], title: str, colors: dict[str, 
             lower.append(max(0.0, value - interval[0]) if not math.isnan(value) else 0)
             upper.append(max(0.0, interval[1] - value) if not math.isnan(value) else 0)
         positions = np.arange(len(metrics)) + (k - (len(strata) - 1) / 2) * width
-        axis.bar(positions, values, width, yerr=[lower, upper], capsize=3, label=f"{stratum} (n={split[stratum]['overall_success']['n']})", color=(colors or COLORS).get(stratum))
+        axis.bar(positions, values, width, yerr=[lower, upper], capsize=3, label=f"{label(stratum)} (n={split[stratum]['overall_success']['n']})", color=(colors or COLORS).get(stratum))
     axis.set_xticks(range(len(metrics)), [m.replace("_", " ") for m in metrics])
     axis.set_ylim(0, 1)
-    axis.set_title(title)
+    axis.set_title(label(title, 2 * MAX_LABEL))
     axis.legend(fontsize=8, frameon=False)
     return _data_uri(figure)

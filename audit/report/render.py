@@ -20,6 +20,7 @@ from audit.auditfile import AuditFile
 from audit.evaluate.stratify import Exposure
 from audit.items import Item
 from audit.outputs import commit_directory, discard_staging, staging_directory
+from audit.report import inert
 from audit.report.build import exposure_labels, item_page, page_name, report_data
 
 DEFAULT_EVIDENCE = "evidence/_default.html.j2"
@@ -37,6 +38,13 @@ def _environment() -> Environment:
     environment.filters["ci"] = lambda c: "–" if not c else f"[{c[0]:.3f}, {c[1]:.3f}]"
     environment.filters["figure"] = _figure
     environment.filters["flat"] = _flat
+    environment.filters["web_url"] = inert.web_url
+    environment.filters["page_href"] = inert.page_href
+    environment.filters["md"] = inert.markdown_text
+    environment.filters["md_code"] = inert.markdown_code
+    environment.globals["md_link"] = inert.markdown_link
+    environment.globals["md_page"] = inert.markdown_page
+    environment.globals["content_policy"] = inert.POLICY
     environment.globals["evidence_template"] = _evidence_templates(set(environment.list_templates()))
     return environment
 
