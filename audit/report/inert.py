@@ -10,7 +10,8 @@ from urllib.parse import quote, urlsplit
 WEB_SCHEMES = ("http", "https")
 # Characters that start Markdown (and GitHub-flavoured Markdown) syntax anywhere in a line:
 # code, emphasis, links and images, raw HTML and entities, table cells, strikethrough.
-_MARKDOWN = re.compile(r"([\\`*_\[\]<>|&!~])")
+# Underscores inside a word (`not_known`) cannot open or close emphasis and are left alone.
+_MARKDOWN = re.compile(r"_+|[\\`*\[\]<>|&!~]")
 # What a Markdown link's destination keeps of a URL as written; blanks and angle brackets,
 # which would end it, are percent-encoded.
 URL_KEPT = ":/?#[]@!$&'()*+,;=%~"
@@ -45,7 +46,15 @@ def page_href(path: Any, fragment: Any = None) -> str:
 def markdown_text(value: Any) -> str:
     """Input text for the Markdown report: on one line, with every character that could start
     markup, a link or a table cell backslash-escaped."""
-    return _MARKDOWN.sub(r"\\\1", _LINE_BREAK.sub(" ", "" if value is None else str(value)))
+    text = _LINE_BREAK.sub(" ", "" if value is None else str(value))
+
+    def escaped(found: re.Match[str]) -> str:
+        start, end = found.span()
+        if found[0][0] == "_" and start > 0 and end < len(text) and text[start - 1].isalnum() and text[end].isalnum():
+            return found[0]
+        return "".join("\\" + c for c in found[0])
+
+    return _MARKDOWN.sub(escaped, text)
 
 
 def markdown_code(value: Any) -> str:
@@ -66,5 +75,6 @@ def markdown_link(title: Any, url: Any) -> str:
 
 
 def markdown_page(path: Any, title: Any, fragment: Any = None) -> str:
-    """A Markdown link to a page the report wrote."""
-    return f"[{markdown_text(title)}](<{page_href(path, fragment)}>)"
+    """A Markdown link to a page the report wrote (percent-encoded: no blank or parenthesis
+    can end the destination)."""
+    return f"[{markdown_text(title)}]({page_href(path, fragment)})"
