@@ -294,3 +294,39 @@ def test_hostile_item_ids_are_audited_and_reported(case, sandbox, capfd):
 
 def _bench_line(case: Case) -> str:
     return _bench(HOSTILE_IDS[case.name.removeprefix("item id: ")])
+
+
+PLOT_LABELS = [*HOSTILE_IDS.values(), "{}", "%(x)s", "\\n\\t", "right-to-left \u202e override"]
+
+
+def _pixels(uri: str) -> tuple[int, int]:
+    import base64
+    import io
+
+    from matplotlib import image
+
+    assert uri.startswith("data:image/png;base64,")
+    height, width, _ = image.imread(io.BytesIO(base64.b64decode(uri.split(",", 1)[1])), format="png").shape
+    return height, width
+
+
+def test_plots_draw_labels_from_input_as_plain_text():
+    """Every figure with every hostile label as a language, an item, a source, a stratum and a
+    title: drawn (mathtext would fail on the undefined macro), and no label grows a figure past
+    a page's width."""
+    from audit.report import plots
+
+    counts = {"seen": 1, "unseen": 1, "unknown": 0, "total": 2}
+    stat = {"overall_success": {"n": 2, "value": 0.5, "ci_bootstrap": [0.25, 0.75]}, "transfer_score": {"n": 2, "value": 0.25, "ci_bootstrap": None}}
+    for text in PLOT_LABELS:
+        TALLY["cases"] += 1
+        languages = [text, "en"]
+        uris = [
+            plots.exposure_bars({lang: counts for lang in languages}),
+            plots.exposure_grid([{"item_id": text, "tags": {text: "seen", "en": "unseen"}}], languages),
+            plots.transfer_heatmap([{"source": a, "target": b, "score": {"value": 0.5}} for a in languages for b in languages], "score"),
+            plots.strata_bars({text: stat, "unseen": stat}, f"by target exposure in {text} alone"),
+            plots.strata_bars({text: stat, "none": stat, "unknown": stat}, text, plots.combination_colors({text: stat, "none": stat, "unknown": stat})),
+        ]
+        assert all(max(_pixels(uri)) < 2000 for uri in uris), text
+        TALLY["handled"] += 1
