@@ -26,7 +26,7 @@ from audit.cli import main
 from audit.evidence import Evidence
 from audit.exposure import decide, decide_knowledge, item_exposure, load_policy
 from audit.indexing import build_index
-from audit.report.inert import web_url
+from audit.report.inert import markdown_code, markdown_link, markdown_text, web_url
 
 PAYLOADS = {
     "script": "<script>window.__pwned='script';document.title='owned'</script>",
@@ -167,6 +167,19 @@ def reports(tmp_path_factory) -> dict[str, Path]:
     relinked = runner.invoke(main, ["report", "--audit", str(audit), "--bench", str(bench), "--out", str(linked), "--item-pages", str(transfer)], env=env)
     assert relinked.exit_code == 0, relinked.output
     return {"checked": root / "bench.report", "transfer": transfer, "linked": linked}
+
+
+@pytest.mark.parametrize("url", BAD_URLS)
+def test_only_absolute_web_urls_become_links(url):
+    assert web_url(url) is None
+    assert markdown_link("title", url) == "title"
+
+
+def test_web_urls_and_markdown_escapes():
+    assert web_url(GOOD_URL) == GOOD_URL and web_url("HTTP://EXAMPLE.ORG/x") == "HTTP://EXAMPLE.ORG/x"
+    assert markdown_link("a|b", GOOD_URL) == "[a\\|b](<https://example.org/wiki/A?b=1&c=%3C2%3E>)"
+    assert markdown_text("x@evil.example <b> not_known _em_ a\nb") == "x\\@evil.example \\<b\\> not_known \\_em\\_ a b"
+    assert markdown_code("ngram") == "`ngram`" and markdown_code("a`b|c") == "a\\`b\\|c"
 
 
 # The page's state after loading: what a payload would have changed or added.

@@ -9,9 +9,10 @@ from urllib.parse import quote, urlsplit
 
 WEB_SCHEMES = ("http", "https")
 # Characters that start Markdown (and GitHub-flavoured Markdown) syntax anywhere in a line:
-# code, emphasis, links and images, raw HTML and entities, table cells, strikethrough.
+# code, emphasis, links and images, raw HTML and entities, table cells, strikethrough, and
+# the `@` of an address GitHub would turn into a mailto: link or a mention.
 # Underscores inside a word (`not_known`) cannot open or close emphasis and are left alone.
-_MARKDOWN = re.compile(r"_+|[\\`*\[\]<>|&!~]")
+_MARKDOWN = re.compile(r"_+|[\\`*\[\]<>|&!~@]")
 # What a Markdown link's destination keeps of a URL as written; blanks and angle brackets,
 # which would end it, are percent-encoded.
 URL_KEPT = ":/?#[]@!$&'()*+,;=%~"
