@@ -53,6 +53,9 @@ GOOD_URL = "https://example.org/wiki/A?b=1&c=<2>"
 LANGS = ("en", "fr")
 POLICY = load_policy()
 WORDS = ["river", "harbour", "ancient", "market", "northern", "bridge", "festival", "valley", "mountain", "library", "painter", "engine", "railway", "island", "castle", "garden", "merchant", "ocean", "theatre"]
+# A language named by a payload, as an edited audit file can carry one (the benchmark readers
+# refuse such codes; a report draws what the audit holds).
+ODD_LANG = "$\\undefinedmacro$ <b data-pwn=lang>"
 # The probed model, the judge and the link source are named by payloads too.
 MODEL, SOURCE = PAYLOADS["bold"], PAYLOADS["img"]
 
@@ -143,10 +146,21 @@ def _hostile_audit(audit_path: Path, out: Path) -> Path:
     return out
 
 
+def _odd_language(audit_path: Path, out: Path) -> Path:
+    """The audit with its French variants relabelled as ODD_LANG."""
+    audit = read_audit(audit_path)
+    manifest = {k: v for k, v in audit.manifest.items() if k not in ("record", "schema_version", "records", "records_sha256")}
+    manifest["summary"]["languages"][ODD_LANG] = manifest["summary"]["languages"].pop("fr")
+    records = [{k: v for k, v in record.items() if k != "record"} | ({"lang": ODD_LANG} if record["lang"] == "fr" else {}) for record in audit.records]
+    write_audit(out, manifest, records)
+    return out
+
+
 @pytest.fixture(scope="module")
 def reports(tmp_path_factory) -> dict[str, Path]:
-    """Three reports of the hostile world: the one `check` writes, a transfer report of the
-    edited audit with predictions, and one that links the transfer report's item pages."""
+    """Four reports of the hostile world: the one `check` writes, a transfer report of the
+    edited audit with predictions, one that links the transfer report's item pages, and one
+    of the audit whose second language is named by a payload."""
     root = tmp_path_factory.mktemp("hostile-render")
     bench, index = _world(root)
     runner = CliRunner()
@@ -166,7 +180,10 @@ def reports(tmp_path_factory) -> dict[str, Path]:
     linked.parent.mkdir()
     relinked = runner.invoke(main, ["report", "--audit", str(audit), "--bench", str(bench), "--out", str(linked), "--item-pages", str(transfer)], env=env)
     assert relinked.exit_code == 0, relinked.output
-    return {"checked": root / "bench.report", "transfer": transfer, "linked": linked}
+    odd = _odd_language(audit, root / "odd.audit.jsonl")
+    languages = runner.invoke(main, ["report", "--audit", str(odd), "--bench", str(bench), "--out", str(root / "languages")], env=env)
+    assert languages.exit_code == 0, languages.output
+    return {"checked": root / "bench.report", "transfer": transfer, "linked": linked, "languages": root / "languages"}
 
 
 @pytest.mark.parametrize("url", BAD_URLS)
@@ -227,15 +244,15 @@ def _open(browser, uri: str):  # noqa: F811
     return page, dialogs
 
 
-@pytest.mark.parametrize("name", ["checked", "transfer", "linked"])
+@pytest.mark.parametrize("name", ["checked", "transfer", "linked", "languages"])
 def test_report_page_keeps_hostile_text_inert(reports, browser, name):  # noqa: F811
     report = reports[name]
     data = json.loads((report / "report.json").read_text(encoding="utf-8"))
     page, dialogs = _open(browser, (report / "report.html").as_uri())
     policy = page.evaluate("() => document.querySelector('meta[http-equiv=\"Content-Security-Policy\"]')?.content")
     assert policy is not None and policy.startswith("default-src 'none'")
-    assert images_rendered(page) and page.locator("img").count() >= {"checked": 2, "linked": 3, "transfer": 5}[name]
-    state = _inspect(page, list(PAYLOADS.values()), data["title"])
+    assert images_rendered(page) and page.locator("img").count() >= {"checked": 2, "linked": 3, "transfer": 5, "languages": 3}[name]
+    state = _inspect(page, [*PAYLOADS.values(), *([ODD_LANG] if name == "languages" else [])], data["title"])
     assert [row["item_id"] for row in data["exposure"]["items"]] == list(PAYLOADS.values())
     if name != "checked":
         assert [GOOD_URL, "https:"] in state["links"]
@@ -244,15 +261,16 @@ def test_report_page_keeps_hostile_text_inert(reports, browser, name):  # noqa: 
     assert dialogs == []
 
 
-def test_every_item_page_keeps_hostile_text_inert(reports, browser):  # noqa: F811
-    pages = sorted((reports["transfer"] / "items").glob("*.html"))
+@pytest.mark.parametrize("name", ["transfer", "languages"])
+def test_every_item_page_keeps_hostile_text_inert(reports, browser, name):  # noqa: F811
+    pages = sorted((reports[name] / "items").glob("*.html"))
     assert len(pages) == len(PAYLOADS)
     shown: Counter = Counter()
     for path in pages:
         page, dialogs = _open(browser, path.as_uri())
         item_id = page.locator("h1").inner_text().removeprefix("Item ")
         assert item_id in PAYLOADS.values()
-        state = _inspect(page, [item_id], f"Item {item_id} · provenance")
+        state = _inspect(page, [item_id, *([ODD_LANG] if name == "languages" else [])], f"Item {item_id} · provenance")
         # The item's id, documents, model outputs, judge replies and article titles.
         assert state["text"].count(item_id) >= 12, state["text"]
         shown.update(href for href, _ in state["links"])
@@ -267,13 +285,14 @@ def test_markdown_report_shows_no_element_or_link_from_input(reports, browser, t
     """Rendered as a Markdown renderer that passes raw HTML through would render it, beside
     the report so that its links to item pages resolve as they would there."""
     renderer = MarkdownIt("commonmark", {"html": True}).enable("table")
-    for name in ("checked", "transfer"):
+    for name in ("checked", "transfer", "linked", "languages"):
         text = (reports[name] / "report.md").read_text(encoding="utf-8")
         rendered = tmp_path / f"{name}.html"
         rendered.write_text(f"<!doctype html><html><head><title>md</title></head><body>{renderer.render(text)}</body></html>", encoding="utf-8")
         page, dialogs = _open(browser, rendered.as_uri())
-        state = _inspect(page, list(PAYLOADS.values()), "md")
-        assert page.locator("table").count() >= 2
+        state = _inspect(page, [*PAYLOADS.values(), *([ODD_LANG] if name == "languages" else [])], "md")
+        items = page.locator("table").last.locator("tbody tr")
+        assert items.count() == len(PAYLOADS) and all(items.nth(k).locator("td").count() == 4 for k in range(len(PAYLOADS)))
         for href, _ in state["links"]:
             assert web_url(href) is not None or href.startswith("items/") or href.startswith("../")
         page.close()
