@@ -199,6 +199,19 @@ def test_web_urls_and_markdown_escapes():
     assert markdown_code("ngram") == "`ngram`" and markdown_code("a`b|c") == "a\\`b\\|c"
 
 
+def test_every_page_template_escapes_and_none_marks_input_safe():
+    """Autoescaping is on for every template but the Markdown one, and nothing turns it off."""
+    import re
+
+    from audit.report.render import _environment
+
+    environment = _environment()
+    for name in environment.list_templates():
+        assert environment.autoescape(name) is (not name.endswith(".md.j2")), name
+        source = environment.loader.get_source(environment, name)[0]
+        assert not re.search(r"\|\s*safe\b|Markup|autoescape\s+false", source), name
+
+
 # The page's state after loading: what a payload would have changed or added.
 INSPECT = """() => ({
   pwned: window.__pwned === undefined ? null : String(window.__pwned),

@@ -29,7 +29,8 @@ DEFAULT_EVIDENCE = "evidence/_default.html.j2"
 def _environment() -> Environment:
     environment = Environment(
         loader=PackageLoader("audit.report", "templates"),
-        autoescape=select_autoescape(enabled_extensions=("html.j2",), default_for_string=False),
+        # Every template escapes, but the Markdown one, whose input passes the `md` filters.
+        autoescape=select_autoescape(enabled_extensions=("html.j2",), disabled_extensions=("md.j2",), default=True, default_for_string=True),
         trim_blocks=True,
         lstrip_blocks=True,
     )
