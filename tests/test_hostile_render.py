@@ -172,7 +172,7 @@ def reports(tmp_path_factory) -> dict[str, Path]:
     predictions = root / "predictions.jsonl"
     rows = [{"item_id": p, "lang": lang, "prediction": p, "correct": (n + len(lang)) % 3 != 0} for n, p in enumerate(PAYLOADS.values()) for lang in LANGS]
     predictions.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
-    transfer = root / "transfer"
+    transfer = root / "javascript:window.__pwned=1 #?%20"
     args = ["report", "--audit", str(audit), "--bench", str(bench), "--predictions", str(predictions), "--out", str(transfer), "--bootstrap", "50"]
     reported = runner.invoke(main, args, env=env)
     assert reported.exit_code == 0, reported.output
@@ -270,6 +270,10 @@ def test_report_page_keeps_hostile_text_inert(reports, browser, name):  # noqa: 
     if name != "checked":
         assert [GOOD_URL, "https:"] in state["links"]
         assert page.locator("#premise-items tr").count() == len(PAYLOADS) + 1
+    if name == "linked":
+        page.locator("#items-table a").first.click()
+        page.wait_for_load_state("load")
+        assert page.url.startswith((reports["transfer"] / "items").as_uri()) and page.locator("h1").inner_text().removeprefix("Item ") in PAYLOADS.values()
     page.close()
     assert dialogs == []
 
