@@ -4,15 +4,20 @@ the report made to its own pages) is followed, and every payload is shown as the
 
 The world: a benchmark whose item ids, questions, answers, contexts, titles and URLs are
 payloads; a corpus whose documents' ids, titles and URLs are payloads, indexed for the n-gram
-and near-duplicate signals and audited by `audit check`; then, as a model and a link source
-would have answered, probe evidence whose prompts, outputs, judge replies and parse failures are
-payloads and langlinks evidence with payload titles and URLs; a predictions file of payloads.
+and near-duplicate signals; a model behind an OpenAI-compatible endpoint on 127.0.0.1 that
+answers every prompt (and every judge request) with markup and the prompt's own payload-laden
+text; all audited by `audit check`.  Then, as a model and a link source could have answered,
+probe evidence whose errors, finish reasons and parse failures are payloads and langlinks
+evidence with payload titles and URLs are added to the audit; a predictions file of payloads.
 """
 from __future__ import annotations
 
 import json
 import random
+import threading
 from collections import Counter
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -56,6 +61,8 @@ WORDS = ["river", "harbour", "ancient", "market", "northern", "bridge", "festiva
 # A language named by a payload, as an edited audit file can carry one (the benchmark readers
 # refuse such codes; a report draws what the audit holds).
 ODD_LANG = "$\\undefinedmacro$ <b data-pwn=lang>"
+# What the endpoint's model puts before the tail of every prompt it echoes.
+ECHO = "<b data-pwn=echo>echoed</b>"
 # The probed model, the judge and the link source are named by payloads too.
 MODEL, SOURCE = PAYLOADS["bold"], PAYLOADS["img"]
 
@@ -146,6 +153,35 @@ def _hostile_audit(audit_path: Path, out: Path) -> Path:
     return out
 
 
+class _Echo(BaseHTTPRequestHandler):
+    """An OpenAI-compatible chat endpoint whose model answers with markup and the prompt."""
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        content = ECHO + body["messages"][-1]["content"][-300:]
+        choice = {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
+        data = json.dumps({"id": "echo", "object": "chat.completion", "created": 0, "model": body["model"], "choices": [choice]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args: object) -> None:
+        """Quiet: the test reads what the audit recorded, not the log."""
+
+
+@pytest.fixture(scope="module")
+def endpoint() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Echo)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_port}/v1"
+    server.shutdown()
+    server.server_close()
+    thread.join()
+
+
 def _odd_language(audit_path: Path, out: Path) -> Path:
     """The audit with its French variants relabelled as ODD_LANG."""
     audit = read_audit(audit_path)
@@ -157,16 +193,17 @@ def _odd_language(audit_path: Path, out: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def reports(tmp_path_factory) -> dict[str, Path]:
+def reports(tmp_path_factory, endpoint) -> dict[str, Path]:
     """Four reports of the hostile world: the one `check` writes, a transfer report of the
     edited audit with predictions, one that links the transfer report's item pages, and one
     of the audit whose second language is named by a payload."""
     root = tmp_path_factory.mktemp("hostile-render")
     bench, index = _world(root)
     runner = CliRunner()
-    env = {"AUDIT_CACHE_DIR": str(root / "cache")}
+    env = {"AUDIT_CACHE_DIR": str(root / "cache"), "OPENAI_BASE_URL": endpoint}
     assert runner.invoke(main, ["index", "minhash", str(index)], env=env).exit_code == 0
-    checked = runner.invoke(main, ["check", str(bench), "--corpus", str(index), "--out", str(root / "bench.audit.jsonl")], env=env)
+    args = ["check", str(bench), "--corpus", str(index), "--out", str(root / "bench.audit.jsonl"), "--probe-model", f"openai:{PAYLOADS['anchor']}"]
+    checked = runner.invoke(main, args, env=env)
     assert checked.exit_code == 0, checked.output
     audit = _hostile_audit(root / "bench.audit.jsonl", root / "hostile.audit.jsonl")
     predictions = root / "predictions.jsonl"
@@ -278,24 +315,29 @@ def test_report_page_keeps_hostile_text_inert(reports, browser, name):  # noqa: 
     assert dialogs == []
 
 
-@pytest.mark.parametrize("name", ["transfer", "languages"])
+@pytest.mark.parametrize("name", ["checked", "transfer", "languages"])
 def test_every_item_page_keeps_hostile_text_inert(reports, browser, name):  # noqa: F811
+    """`checked`: the audit as `check` wrote it, the endpoint's answers included; the others
+    add the link source's and the replayed model's evidence."""
     pages = sorted((reports[name] / "items").glob("*.html"))
     assert len(pages) == len(PAYLOADS)
+    added = name != "checked"
     shown: Counter = Counter()
     for path in pages:
         page, dialogs = _open(browser, path.as_uri())
         item_id = page.locator("h1").inner_text().removeprefix("Item ")
         assert item_id in PAYLOADS.values()
-        state = _inspect(page, [item_id, *([ODD_LANG] if name == "languages" else [])], f"Item {item_id} · provenance")
+        state = _inspect(page, [item_id, ECHO, *([ODD_LANG] if name == "languages" else [])], f"Item {item_id} · provenance")
         # The item's id, documents, model outputs, judge replies and article titles.
-        assert state["text"].count(item_id) >= 12, state["text"]
+        assert state["text"].count(item_id) >= (12 if added else 6), state["text"]
         shown.update(href for href, _ in state["links"])
-        for selector in (".signal[data-signal=ngram] .doc", ".signal[data-signal=minhash] .doc", ".signal[data-signal=probe] pre.output", ".signal[data-signal=langlinks]", ".signal[data-signal=pageviews]"):
-            assert page.locator(selector).count(), f"{selector} missing on {path.name}"
+        signals = ("ngram", "minhash", "probe", *(("langlinks", "pageviews") if added else ()))
+        for signal in signals:
+            assert page.locator(f".signal[data-signal={signal}]").count(), f"{signal} missing on {path.name}"
+        assert page.locator(".signal[data-signal=probe] pre.output").count() and page.locator(".signal[data-signal=minhash] .doc").count()
         page.close()
         assert dialogs == []
-    assert shown[GOOD_URL] >= 2 and not any(url in shown for url in BAD_URLS)
+    assert shown[GOOD_URL] >= (2 if added else 0) and not any(url in shown for url in BAD_URLS)
 
 
 def test_markdown_report_shows_no_element_or_link_from_input(reports, browser, tmp_path):  # noqa: F811
