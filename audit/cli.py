@@ -27,7 +27,7 @@ from rich.progress import (
 from rich.table import Table
 
 from audit import __version__
-from audit.auditfile import AuditFileError, is_audit_file, locate_benchmark, read_audit, write_audit
+from audit.auditfile import AuditFileError, check_against_benchmark, is_audit_file, locate_benchmark, read_audit, write_audit
 from audit.check import audit_manifest, check_items, variant_processes
 from audit.corpora.base import Profile
 from audit.corpora.local import EXTRA, IndexOpenError, LocalIndex, verify_index
@@ -629,6 +629,7 @@ def filter_command(
         if _same_path(out, manifest_path):
             raise OutputError(f"--manifest {manifest_path}: is the same file as --out")
         report = load_benchmark(bench, recorded.format, options=recorded_options(recorded.mapping, recorded.source_lang))
+        check_against_benchmark(audit, audit_path, report.items)
         result = filter_benchmark(audit, report.items, bench, recorded, out, FilterPolicy(rule, drop_unknown), flag=flag, audit_path=str(audit_path))
     except (AuditFileError, BenchmarkError, MappingError, FilterError, OutputError) as error:
         raise InputError(str(error)) from None
@@ -687,6 +688,7 @@ def report_command(
         inputs = [path for path in (audit_path, bench, predictions, item_pages) if path is not None]
         check_directory_target(out, REPORT, inputs=inputs)
         items = load_benchmark(bench, recorded.format, options=recorded_options(recorded.mapping, recorded.source_lang)).items
+        check_against_benchmark(audit, audit_path, items)
         evaluation = None
         if predictions is not None:
             answers = load_predictions(predictions, items)
