@@ -1,7 +1,8 @@
 """Remove or flag leaky items before a benchmark is released.
 
 The clean benchmark is written in the input's own format by copying the kept items' original
-rows, so nothing the audit did not judge is rewritten.  The audit must describe the very file
+rows, so nothing the audit did not judge is rewritten (and never converted: see
+`audit.filteroutput`).  The audit must describe the very file
 being filtered: `audit.auditfile.locate_benchmark` checks the sha256 its manifest records
 before the benchmark is read.
 """
