@@ -140,7 +140,11 @@ def locate_benchmark(audit: AuditFile, audit_path: Path, given: Path | None) -> 
 
 def _check_integrity(path: Path, manifest: dict[str, Any], count: int, digest: str) -> None:
     expected, recorded = manifest.get("records"), manifest.get("records_sha256")
-    if isinstance(expected, bool) or not isinstance(expected, int) or not isinstance(recorded, str):
+    if "records" in manifest and (isinstance(expected, bool) or not isinstance(expected, int)):
+        raise AuditFileError(f"{path}:1: field 'records': expected the number of records, got {expected!r}")
+    if "records_sha256" in manifest and not isinstance(recorded, str):
+        raise AuditFileError(f"{path}:1: field 'records_sha256': expected a sha256 in hex, got {recorded!r}")
+    if not isinstance(expected, int) or not isinstance(recorded, str):
         raise AuditFileError(
             f"{path}:1: fields 'records' and 'records_sha256' are missing, so the file cannot be checked for completeness "
             "(written by an older version?); re-run `audit check` to write it again"
