@@ -175,17 +175,14 @@ def check_manifest(manifest: dict[str, Any]) -> None:
         for name in ("tool", "version", "created", "config_hash"):
             if name in manifest:
                 _string(name, manifest[name])
-        _object("policy", manifest["policy"])
-        for name, entry in (("corpora", _object), ("signal_runs", _object), ("signals", _string), ("command", _string)):
-            for index, value in enumerate(_array(name, manifest.get(name, []))):
-                entry(f"{name}[{index}]", value)
+        _check_provenance(manifest)
         benchmark = _object("benchmark", manifest["benchmark"])
-        _keys("benchmark", benchmark, ("items", "languages"), benchmark)
+        _keys("benchmark", benchmark, ("items", "languages"), benchmark.keys())
         _count("benchmark.items", benchmark["items"])
         for index, lang in enumerate(_array("benchmark.languages", benchmark["languages"])):
             _string(f"benchmark.languages[{index}]", lang)
         summary = _object("summary", manifest["summary"])
-        _keys("summary", summary, ("languages", "items"), summary)
+        _keys("summary", summary, ("languages", "items"), summary.keys())
         for lang, counts in _object("summary.languages", summary["languages"]).items():
             _keys(f"summary.languages.{lang}", _object(f"summary.languages.{lang}", counts), (*TAGS, "total"), (*TAGS, "total"))
             for tag, count in counts.items():
@@ -195,6 +192,26 @@ def check_manifest(manifest: dict[str, Any]) -> None:
             _count(f"summary.items.{tag}", count)
     except _Bad as bad:
         raise SchemaError(1, bad.path, bad.message) from None
+
+
+def _check_provenance(manifest: dict[str, Any]) -> None:
+    """What the report shows of where the audit came from: sources, signals, policy, models."""
+    _object("policy", manifest["policy"])
+    for name, entry in (("corpora", _object), ("signals", _string), ("command", _string)):
+        for index, value in enumerate(_array(name, manifest.get(name, []))):
+            entry(f"{name}[{index}]", value)
+    for index, run in enumerate(_array("signal_runs", manifest["signal_runs"])):
+        where = f"signal_runs[{index}]"
+        _keys(where, _object(where, run), ("signal", "source", "ran"), ("signal", "source", "ran", "reason"))
+        _string(f"{where}.signal", run["signal"])
+        _string(f"{where}.source", run["source"], empty=True)
+        if not isinstance(run["ran"], bool):
+            raise _Bad(f"{where}.ran", f"expected true or false, got {_shown(run['ran'])}")
+    for name in ("links", "models"):
+        if manifest.get(name) is not None:
+            _object(name, manifest[name])
+    if manifest.get("executor") is not None:
+        _string("executor", manifest["executor"])
 
 
 def check_records(manifest: dict[str, Any], records: list[dict[str, Any]]) -> None:

@@ -193,6 +193,9 @@ CASES = [
     wrong_refused("item count true", resealed(manifest_edit(lambda m: m["benchmark"].__setitem__("items", True))), f"{AUDIT}:1", "benchmark.items"),
     wrong_refused("record count a string", header(lambda m: m.__setitem__("records", str(m["records"]))), f"{AUDIT}:1", "field 'records'"),
     wrong_refused("record digest a number", header(lambda m: m.__setitem__("records_sha256", 0)), f"{AUDIT}:1", "field 'records_sha256'"),
+    wrong_refused("a signal run 'ran' a string", resealed(manifest_edit(lambda m: m["signal_runs"][0].__setitem__("ran", "yes"))), f"{AUDIT}:1", "field 'signal_runs[0].ran'"),
+    wrong_refused("links an array", resealed(manifest_edit(lambda m: m.__setitem__("links", ["x"]))), f"{AUDIT}:1", "field 'links'", "object"),
+    wrong_refused("policy a string", resealed(manifest_edit(lambda m: m.__setitem__("policy", "lenient"))), f"{AUDIT}:1", "field 'policy'"),
     wrong_refused("summary missing", resealed(manifest_edit(lambda m: m.pop("summary"))), f"{AUDIT}:1", "field 'summary'", "missing"),
     # ... and against the benchmark.
     wrong_refused("a language declared but not the benchmark's", resealed(foreign_everywhere, summary=True), f"{AUDIT}:38", "'xx' is not a language of item '33'"),
