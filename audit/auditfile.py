@@ -10,6 +10,7 @@ from __future__ import annotations
 import glob
 import hashlib
 import json
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -197,6 +198,8 @@ def read_audit(path: Path) -> AuditFile:
     manifest: dict[str, Any] | None = None
     digest = hashlib.sha256()
     try:
+        if path.exists() and not path.is_dir() and not stat.S_ISREG(path.stat().st_mode):
+            raise AuditFileError(f"{path}: not a regular file (a device, pipe or socket); an audit file is one `audit check` wrote")
         data = path.read_bytes()
     except OSError as error:
         raise AuditFileError(f"{path}: cannot read the audit file ({error.strerror or error})") from None

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -215,6 +216,11 @@ CASES = [
     wrong_refused("nesting 100,000 deep", both(resealed(deep), raw(nest)), f"{AUDIT}:2", "nested too deeply"),
     wrong_refused("a blank line among the records", raw(lambda lines: [lines[0], b"\n", *lines[1:]]), f"{AUDIT}:3", "not valid JSON"),
     wrong_refused("schema_version true", resealed(manifest_edit(lambda m: m.__setitem__("schema_version", True))), f"{AUDIT}:1", "schema_version"),
+    # Not files at all.
+    Case("filter: /dev/zero as the audit", ("filter", "/dev/zero", "--out", "clean.jsonl"), ("/dev/zero", "not a regular file")),
+    Case("filter: a named pipe as the audit", ("filter", "pipe.audit.jsonl", "--out", "clean.jsonl"), ("pipe.audit.jsonl", "not a regular file"),
+         prepare=lambda root: os.mkfifo(root / "pipe.audit.jsonl")),
+    Case("report: /dev/zero as the audit", ("report", "--audit", "/dev/zero", "--out", "r"), ("/dev/zero", "not a regular file")),
     # The filter writes the input's format, named by --out, or refuses.
     Case("filter: --out .parquet for JSONL", ("filter", AUDIT, "--out", "clean.parquet"), ("clean.parquet", "names Parquet", "JSON Lines", ".jsonl.gz")),
     Case("filter: --out .csv for JSONL", ("filter", AUDIT, "--out", "clean.csv"), ("clean.csv", "names CSV", ".jsonl")),
