@@ -130,6 +130,8 @@ def locate_benchmark(audit: AuditFile, audit_path: Path, given: Path | None) -> 
         given = found
     if not benchmark_files(Path(given)):
         raise AuditFileError(f"{given}: no such benchmark file or directory")
+    if Path(given).exists() and not Path(given).is_dir() and not stat.S_ISREG(Path(given).stat().st_mode):
+        raise AuditFileError(f"{given}: not a regular file (a device, pipe or socket); pass the audited benchmark with --bench")
     actual = benchmark_digest(Path(given))
     if actual != recorded.sha256:
         raise AuditFileError(

@@ -220,6 +220,7 @@ CASES = [
     Case("filter: /dev/zero as the audit", ("filter", "/dev/zero", "--out", "clean.jsonl"), ("/dev/zero", "not a regular file")),
     Case("filter: a named pipe as the audit", ("filter", "pipe.audit.jsonl", "--out", "clean.jsonl"), ("pipe.audit.jsonl", "not a regular file"),
          prepare=lambda root: os.mkfifo(root / "pipe.audit.jsonl")),
+    Case("filter: /dev/zero as the benchmark", ("filter", AUDIT, "--bench", "/dev/zero", "--out", "clean.jsonl"), ("/dev/zero", "not a regular file")),
     Case("report: /dev/zero as the audit", ("report", "--audit", "/dev/zero", "--out", "r"), ("/dev/zero", "not a regular file")),
     # The filter writes the input's format, named by --out, or refuses.
     Case("filter: --out .parquet for JSONL", ("filter", AUDIT, "--out", "clean.parquet"), ("clean.parquet", "names Parquet", "JSON Lines", ".jsonl.gz")),
