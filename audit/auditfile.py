@@ -265,4 +265,3 @@ def upgrade_v1(manifest: dict[str, Any], records: list[dict[str, Any]]) -> Audit
             ]
         converted.append(dict(record, evidence=evidence, decided_by=checks))
     return AuditFile(upgraded, converted)
-

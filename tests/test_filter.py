@@ -168,3 +168,13 @@ def test_jsonl_in_gzip_and_a_parquet_table_are_written_as_named(planted_audit, t
     assert len(gzip.decompress((tmp_path / "clean.jsonl.gz").read_bytes()).decode().splitlines()) == 37
     kept = pq.read_table(tmp_path / "clean.parquet").to_pylist()
     assert {row["id"] for row in kept} == {i.item_id for i in items} - {"39", "46"} and set(kept[0]) == {"id", "lang", "q", "a", "c"}
+
+
+def test_the_readme_lists_the_names_the_filter_writes():
+    from audit.filteroutput import SUFFIXES
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    table = readme[readme.index("| input | `--out` may end in |") :].split("\n\n")[0].splitlines()[2:]
+    cells = [row.strip().strip("|").split(" | ") for row in table]
+    listed = {tuple(name.strip(" `") for name in written.split(", ")) for _, written in cells if written.lstrip().startswith("`")}
+    assert listed == set(SUFFIXES.values())
