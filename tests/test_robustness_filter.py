@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from audit.check import summarise
 from audit.exposure import item_exposure
 
 AUDIT = "bench.audit.jsonl"
+V1 = Path(__file__).resolve().parent / "fixtures" / "audit-v1"
 FILTER = ("filter", AUDIT, "--out", "clean.jsonl")
 Records = list[dict[str, Any]]
 
@@ -25,9 +27,9 @@ Records = list[dict[str, Any]]
 def seal(root: Path, header: bytes, lines: list[bytes]) -> None:
     """Write the audit with `records` and `records_sha256` computed as `audit check` computes
     them: the count of record lines and the sha256 of their bytes, newlines included."""
-    manifest = json.loads(header.decode("utf-8-sig"))
+    manifest = json.loads(header)
     manifest["records"], manifest["records_sha256"] = len(lines), hashlib.sha256(b"".join(lines)).hexdigest()
-    (root / AUDIT).write_bytes(header[: len(header) - len(header.lstrip(b"\xef\xbb\xbf"))] + json.dumps(manifest, ensure_ascii=False).encode() + b"\n" + b"".join(lines))
+    (root / AUDIT).write_bytes(json.dumps(manifest, ensure_ascii=False).encode() + b"\n" + b"".join(lines))
 
 
 def resealed(edit: Callable[[dict[str, Any], Records], None], summary: bool = False) -> Callable[[Path], None]:
@@ -249,6 +251,8 @@ CASES = [
          prepare=resealed(lambda _m, records: records.__setitem__(slice(None), [r for r in records if r["lang"] != "ja"]), summary=True)),
     Case("filter: a version-2 audit without knowledge", FILTER, ("kept 3",), exit_code=0,
          prepare=resealed(lambda m, records: (m.__setitem__("schema_version", 2), [(r.pop("knowledge"), r.pop("knowledge_decided_by")) for r in records]))),
+    Case("filter: a version-1 audit", ("filter", "v1/v1.audit.jsonl", "--bench", "v1/bench.jsonl", "--out", "clean.jsonl"), ("2 items",), exit_code=0,
+         prepare=lambda root: shutil.copytree(V1, root / "v1")),
     Case("filter: --out .jsonl.gz", ("filter", AUDIT, "--out", "clean.jsonl.gz"), ("kept 3", "clean.jsonl.gz"), exit_code=0),
     Case("filter: --out .ndjson", ("filter", AUDIT, "--out", "clean.ndjson"), ("kept 3",), exit_code=0),
     Case("filter: --out in capitals", ("filter", AUDIT, "--out", "CLEAN.JSONL"), ("kept 3",), exit_code=0),
