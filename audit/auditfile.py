@@ -232,7 +232,7 @@ def read_audit(path: Path) -> AuditFile:
 def check_against_benchmark(audit: AuditFile, audit_path: Path | str, items: list[Item]) -> None:
     """The records against the benchmark they audit (see `audit.auditschema.check_benchmark`)."""
     try:
-        check_benchmark(audit.records, items, audit.manifest["benchmark"]["items"])
+        check_benchmark(audit.records, items, audit.manifest["benchmark"])
     except SchemaError as problem:
         raise located(audit_path, problem) from None
 

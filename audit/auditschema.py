@@ -268,12 +268,13 @@ def _check_counts(manifest: dict[str, Any], records: list[dict[str, Any]], items
         raise SchemaError(1, "summary.items", f"{summary['items']}, but the records give {dict(item_tags)}")
 
 
-def check_benchmark(records: list[dict[str, Any]], items: list[Item], declared: int) -> None:
-    """The records against the benchmark they audit: every item and language exists, with the
-    item's source language, and every variant in an audited language has its record."""
+def check_benchmark(records: list[dict[str, Any]], items: list[Item], declared: dict[str, Any]) -> None:
+    """The records against the benchmark they audit: the manifest's item count and languages
+    are the benchmark's, every item and language exists, with the item's source language, and
+    every variant in an audited language has its record."""
     by_id = {item.item_id: item for item in items}
-    if declared != len(items):
-        raise SchemaError(1, "benchmark.items", f"{declared}, but the benchmark has {len(items)} items")
+    if declared["items"] != len(items):
+        raise SchemaError(1, "benchmark.items", f"{declared['items']}, but the benchmark has {len(items)} items")
     for index, record in enumerate(records):
         number, item = index + FIRST_RECORD_LINE, by_id.get(record["item_id"])
         if item is None:
@@ -282,6 +283,9 @@ def check_benchmark(records: list[dict[str, Any]], items: list[Item], declared: 
             raise SchemaError(number, "lang", f"{record['lang']!r} is not a language of item {item.item_id!r} (it has {', '.join(sorted(item.variants))})")
         if record["source_lang"] != item.source_lang:
             raise SchemaError(number, "source_lang", f"{record['source_lang']!r}, but item {item.item_id!r}'s source language is {item.source_lang!r}")
+    languages = {lang for item in items for lang in item.variants}
+    if set(declared["languages"]) != languages:
+        raise SchemaError(1, "benchmark.languages", f"{', '.join(sorted(set(declared['languages'])))}, but the benchmark's are {', '.join(sorted(languages))}")
     audited = {record["lang"] for record in records}
     present = {(record["item_id"], record["lang"]) for record in records}
     missing = [f"{item.item_id}/{lang}" for item in items for lang in item.variants if lang in audited and (item.item_id, lang) not in present]

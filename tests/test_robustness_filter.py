@@ -206,6 +206,7 @@ CASES = [
     wrong_refused("a variant without its record", resealed(without("33", "fr"), summary=True), "no record for 1 variant", "33/fr"),
     wrong_refused("an item without its records", resealed(without("30"), summary=True), "no record for 12 variant", "30/en"),
     wrong_refused("a source language not the item's", resealed(source_moved, summary=True), "field 'source_lang'", "'fr'", "'en'"),
+    wrong_refused("a language declared that no item has", resealed(manifest_edit(lambda m: m["benchmark"]["languages"].append("xx"))), f"{AUDIT}:1", "benchmark.languages", "xx"),
     wrong_refused("more items declared than the benchmark has", resealed(manifest_edit(lambda m: m["benchmark"].__setitem__("items", 5))), f"{AUDIT}:1", "benchmark.items", "has 3"),
     # Bytes json.dumps never writes.
     wrong_refused("NaN", on_line(2, b'"value": 1.0', b'"value": NaN'), f"{AUDIT}:2", "NaN"),
