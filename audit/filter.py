@@ -93,7 +93,7 @@ def _read_text(path: Path) -> tuple[str, bool]:
 def _write_text(path: Path, text: str, bom: bool = False) -> None:
     """Write beside the target and rename, gzipping when the name ends in .gz."""
     data = (("\ufeff" if bom else "") + text).encode("utf-8")
-    atomic_write_bytes(path, gzip.compress(data, mtime=0) if path.name.endswith(".gz") else data)
+    atomic_write_bytes(path, gzip.compress(data, mtime=0) if path.name.lower().endswith(".gz") else data)
 
 
 def _flag(verdict: Verdict | None) -> dict[str, Any]:

@@ -159,13 +159,13 @@ def test_jsonl_in_gzip_and_a_parquet_table_are_written_as_named(planted_audit, t
         lang: {"question": v.question, "answer": v.answer, "context": v.context} for lang, v in i.variants.items()}} for i in items])
     pq.write_table(pa.Table.from_pylist(rows), tmp_path / "rows.parquet")
     index = str(planted_audit["index"])
-    for bench, extra, out in (("items.jsonl", [], "clean.jsonl.gz"), ("rows.parquet", ["--map", "id=id,lang=lang,question=q,answer=a,context=c", "--source-lang", "en"], "clean.parquet")):
+    for bench, extra, out in (("items.jsonl", [], "clean.JSONL.GZ"), ("rows.parquet", ["--map", "id=id,lang=lang,question=q,answer=a,context=c", "--source-lang", "en"], "clean.parquet")):
         audit = tmp_path / f"{bench}.audit.jsonl"
         result = run("check", str(tmp_path / bench), "--corpus", index, "--out", str(audit), "--no-report", *extra)
         assert result.exit_code == 0, result.output
         result = run("filter", str(audit), "--out", str(tmp_path / out))
         assert result.exit_code == 0, result.output
-    assert len(gzip.decompress((tmp_path / "clean.jsonl.gz").read_bytes()).decode().splitlines()) == 37
+    assert len(gzip.decompress((tmp_path / "clean.JSONL.GZ").read_bytes()).decode().splitlines()) == 37
     kept = pq.read_table(tmp_path / "clean.parquet").to_pylist()
     assert {row["id"] for row in kept} == {i.item_id for i in items} - {"39", "46"} and set(kept[0]) == {"id", "lang", "q", "a", "c"}
 

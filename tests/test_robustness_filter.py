@@ -255,6 +255,7 @@ CASES = [
     Case("filter: a version-1 audit", ("filter", "v1/v1.audit.jsonl", "--bench", "v1/bench.jsonl", "--out", "clean.jsonl"), ("2 items",), exit_code=0,
          prepare=lambda root: shutil.copytree(V1, root / "v1")),
     Case("filter: --out .jsonl.gz", ("filter", AUDIT, "--out", "clean.jsonl.gz"), ("kept 3", "clean.jsonl.gz"), exit_code=0),
+    Case("filter: --out .JSONL.GZ, gzipped", ("filter", AUDIT, "--out", "CLEAN.JSONL.GZ"), ("kept 3",), exit_code=0),
     Case("filter: --out .ndjson", ("filter", AUDIT, "--out", "clean.ndjson"), ("kept 3",), exit_code=0),
     Case("filter: --out in capitals", ("filter", AUDIT, "--out", "CLEAN.JSONL"), ("kept 3",), exit_code=0),
     Case("filter: --flag --out .jsonl.gz, --manifest .JSON", ("filter", AUDIT, "--out", "f.jsonl.gz", "--flag", "--manifest", "m.JSON"), ("flagged 0", "m.JSON"), exit_code=0),
