@@ -10,18 +10,30 @@ from __future__ import annotations
 import glob
 import hashlib
 import json
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from audit.auditschema import (
+    FIRST_RECORD_LINE,
+    SchemaError,
+    bounded_int,
+    check_benchmark,
+    check_manifest,
+    check_record,
+    check_records,
+    finite_float,
+    no_constant,
+    surrogate_field,
+)
+from audit.items import Item
 from audit.outputs import atomic_write_bytes
 
 SCHEMA_VERSION = 3
 READABLE_VERSIONS = (1, 2, 3)
 MANIFEST, EXPOSURE = "manifest", "exposure"
-# What `knowledge` may hold (audit.exposure.Knowledge; this module reads files, it judges nothing).
-KNOWLEDGE = ("known", "not_known", "undetermined")
 
 
 class AuditFileError(Exception):
@@ -118,6 +130,8 @@ def locate_benchmark(audit: AuditFile, audit_path: Path, given: Path | None) -> 
         given = found
     if not benchmark_files(Path(given)):
         raise AuditFileError(f"{given}: no such benchmark file or directory")
+    if Path(given).exists() and not Path(given).is_dir() and not stat.S_ISREG(Path(given).stat().st_mode):
+        raise AuditFileError(f"{given}: not a regular file (a device, pipe or socket); pass the audited benchmark with --bench")
     actual = benchmark_digest(Path(given))
     if actual != recorded.sha256:
         raise AuditFileError(
@@ -127,20 +141,12 @@ def locate_benchmark(audit: AuditFile, audit_path: Path, given: Path | None) -> 
     return Path(given), recorded
 
 
-def _check_record(path: Path, number: int, record: dict[str, Any]) -> None:
-    """The fields every reader relies on, so a hand-edited record is an error, not a crash."""
-    for name in ("item_id", "lang"):
-        if not isinstance(record.get(name), str):
-            raise AuditFileError(f"{path}:{number}: field '{name}': expected a string, got {record.get(name)!r}")
-    for name, kind in (("exposure", str), ("role", str), ("decided_by", list), ("evidence", list), ("knowledge_decided_by", list)):
-        if name in record and not isinstance(record[name], kind):
-            raise AuditFileError(f"{path}:{number}: field '{name}': expected a {kind.__name__}, got {type(record[name]).__name__}")
-    if record.get("knowledge") not in (None, *KNOWLEDGE):
-        raise AuditFileError(f"{path}:{number}: field 'knowledge': expected one of {', '.join(KNOWLEDGE)} or null, got {record['knowledge']!r}")
-
-
 def _check_integrity(path: Path, manifest: dict[str, Any], count: int, digest: str) -> None:
     expected, recorded = manifest.get("records"), manifest.get("records_sha256")
+    if "records" in manifest and (isinstance(expected, bool) or not isinstance(expected, int)):
+        raise AuditFileError(f"{path}:1: field 'records': expected the number of records, got {expected!r}")
+    if "records_sha256" in manifest and not isinstance(recorded, str):
+        raise AuditFileError(f"{path}:1: field 'records_sha256': expected a sha256 in hex, got {recorded!r}")
     if not isinstance(expected, int) or not isinstance(recorded, str):
         raise AuditFileError(
             f"{path}:1: fields 'records' and 'records_sha256' are missing, so the file cannot be checked for completeness "
@@ -152,42 +158,83 @@ def _check_integrity(path: Path, manifest: dict[str, Any], count: int, digest: s
         raise AuditFileError(f"{path}: the records' sha256 differs from the manifest's: the file was damaged or edited; re-run `audit check`")
 
 
+def located(path: Path | str, problem: SchemaError) -> AuditFileError:
+    """A schema problem as the one-line error every reader prints: file, line, field, why."""
+    where = f"{path}:{problem.line}" if problem.line is not None else str(path)
+    what = f"field '{problem.field}': {problem.message}" if problem.field else problem.message
+    return AuditFileError(f"{where}: {what}")
+
+
+def _parse_line(path: Path, number: int, raw: bytes) -> Any:
+    """One line as JSON: strict about what Python's parser lets through (NaN, infinities,
+    numbers past 64 bits, lone surrogates), so no reader meets them later."""
+    try:
+        text = raw.decode("utf-8")
+        value = json.loads(text.removeprefix("\ufeff") if number == 1 else text, parse_constant=no_constant, parse_float=finite_float, parse_int=bounded_int)
+    except UnicodeDecodeError:
+        raise AuditFileError(f"{path}:{number}: not valid UTF-8; not an audit file, or a damaged one") from None
+    except json.JSONDecodeError as error:
+        raise AuditFileError(f"{path}:{number}: not valid JSON ({error.msg})") from None
+    except (ValueError, RecursionError) as error:
+        raise AuditFileError(f"{path}:{number}: not valid JSON ({'nested too deeply' if isinstance(error, RecursionError) else error})") from None
+    if b"\\u" in raw and (field_name := surrogate_field(value)):
+        raise AuditFileError(f"{path}:{number}: field '{field_name}': a lone surrogate escape (\\ud800-\\udfff) is not text")
+    return value
+
+
+def _check_manifest_line(path: Path, record: Any) -> dict[str, Any]:
+    kind = record.get("record") if isinstance(record, dict) else None
+    if kind != MANIFEST:
+        raise AuditFileError(f"{path}:1: field 'record': expected the manifest line, got {kind!r}; not an audit file")
+    if record.get("schema_version") not in READABLE_VERSIONS or isinstance(record.get("schema_version"), bool):
+        raise AuditFileError(f"{path}:1: field 'schema_version': {record.get('schema_version')!r}, this tool reads {' and '.join(map(str, READABLE_VERSIONS))}")
+    return record
+
+
 def read_audit(path: Path) -> AuditFile:
-    """The whole file, checked: a damaged, truncated or edited file raises `AuditFileError`."""
+    """The whole file, checked: a damaged, truncated or edited file raises `AuditFileError`,
+    and so does any record the schema, the other records or the manifest's counts refuse,
+    whatever the digest says."""
     path = Path(path)
     records = []
     manifest: dict[str, Any] | None = None
     digest = hashlib.sha256()
     try:
+        if path.exists() and not path.is_dir() and not stat.S_ISREG(path.stat().st_mode):
+            raise AuditFileError(f"{path}: not a regular file (a device, pipe or socket); an audit file is one `audit check` wrote")
         data = path.read_bytes()
     except OSError as error:
         raise AuditFileError(f"{path}: cannot read the audit file ({error.strerror or error})") from None
     for number, raw in enumerate(data.splitlines(keepends=True), start=1):
-        try:
-            record = json.loads(raw.decode("utf-8"))
-        except UnicodeDecodeError:
-            raise AuditFileError(f"{path}:{number}: not valid UTF-8; not an audit file, or a damaged one") from None
-        except json.JSONDecodeError as error:
-            raise AuditFileError(f"{path}:{number}: not valid JSON ({error.msg})") from None
-        kind = record.get("record") if isinstance(record, dict) else None
+        record = _parse_line(path, number, raw)
         if number == 1:
-            if kind != MANIFEST:
-                raise AuditFileError(f"{path}:1: field 'record': expected the manifest line, got {kind!r}; not an audit file")
-            if record.get("schema_version") not in READABLE_VERSIONS:
-                raise AuditFileError(
-                    f"{path}:1: field 'schema_version': {record.get('schema_version')!r}, this tool reads {' and '.join(map(str, READABLE_VERSIONS))}"
-                )
-            manifest = record
+            manifest = _check_manifest_line(path, record)
             continue
+        kind = record.get("record") if isinstance(record, dict) else None
         if kind != EXPOSURE:
             raise AuditFileError(f"{path}:{number}: field 'record': expected 'exposure', got {kind!r}")
-        _check_record(path, number, record)
         digest.update(raw)
         records.append(record)
     if manifest is None:
         raise AuditFileError(f"{path}: empty file; not an audit file")
     _check_integrity(path, manifest, len(records), digest.hexdigest())
-    return upgrade_v1(manifest, records) if manifest["schema_version"] == 1 else AuditFile(manifest, records)
+    audit = upgrade_v1(manifest, records) if manifest["schema_version"] == 1 else AuditFile(manifest, records)
+    try:
+        check_manifest(audit.manifest)
+        for index, record in enumerate(audit.records):
+            check_record(index + FIRST_RECORD_LINE, record)
+        check_records(audit.manifest, audit.records)
+    except SchemaError as problem:
+        raise located(path, problem) from None
+    return audit
+
+
+def check_against_benchmark(audit: AuditFile, audit_path: Path | str, items: list[Item]) -> None:
+    """The records against the benchmark they audit (see `audit.auditschema.check_benchmark`)."""
+    try:
+        check_benchmark(audit.records, items, audit.manifest["benchmark"])
+    except SchemaError as problem:
+        raise located(audit_path, problem) from None
 
 
 def upgrade_v1(manifest: dict[str, Any], records: list[dict[str, Any]]) -> AuditFile:
@@ -195,21 +242,26 @@ def upgrade_v1(manifest: dict[str, Any], records: list[dict[str, Any]]) -> Audit
     shape, so every reader handles one schema: evidence names its `source`, checks name their
     source and operator, the policy's rules sit under `ngram`, and the one corpus is the
     source of every signal run.  `upgraded_from` says it was read this way."""
-    corpora = manifest.get("corpora") or [{}]
-    source = str(corpora[0].get("name", ""))
+    corpora = manifest.get("corpora")
+    first = corpora[0] if isinstance(corpora, list) and corpora and isinstance(corpora[0], dict) else {}
+    source = str(first.get("name", ""))
     upgraded = dict(manifest, schema_version=SCHEMA_VERSION, upgraded_from=1)
-    upgraded["signal_runs"] = [{"signal": name, "source": source, "ran": True, "reason": None} for name in manifest.get("signals") or []]
-    policy = dict(manifest.get("policy") or {})
-    settings = dict(policy.get("settings") or {})
+    signals = manifest.get("signals")
+    upgraded["signal_runs"] = [{"signal": name, "source": source, "ran": True, "reason": None} for name in signals] if isinstance(signals, list) else signals
+    policy = manifest.get("policy") if isinstance(manifest.get("policy"), dict) else {}
+    settings = policy.get("settings") if isinstance(policy.get("settings"), dict) else {}
     if isinstance(settings.get("rules"), dict):
         settings["rules"] = {"ngram": settings["rules"]}
         upgraded["policy"] = dict(policy, settings=settings)
     converted = []
     for record in records:
-        evidence = [{("source" if k == "corpus" else k): v for k, v in e.items()} if isinstance(e, dict) else e for e in record.get("evidence", [])]
-        checks = [
-            dict(check, source=source, **({"op": ">="} if "figure" in check else {})) if isinstance(check, dict) and "field" in check else check
-            for check in record.get("decided_by", [])
-        ]
+        evidence, checks = record.get("evidence"), record.get("decided_by")
+        if isinstance(evidence, list):
+            evidence = [{("source" if k == "corpus" else k): v for k, v in e.items()} if isinstance(e, dict) else e for e in evidence]
+        if isinstance(checks, list):
+            checks = [
+                dict(check, source=source, **({"op": ">="} if "figure" in check else {})) if isinstance(check, dict) and "field" in check else check
+                for check in checks
+            ]
         converted.append(dict(record, evidence=evidence, decided_by=checks))
     return AuditFile(upgraded, converted)

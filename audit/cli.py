@@ -27,7 +27,7 @@ from rich.progress import (
 from rich.table import Table
 
 from audit import __version__
-from audit.auditfile import AuditFileError, is_audit_file, locate_benchmark, read_audit, write_audit
+from audit.auditfile import AuditFileError, check_against_benchmark, is_audit_file, locate_benchmark, read_audit, write_audit
 from audit.check import audit_manifest, check_items, variant_processes
 from audit.corpora.base import Profile
 from audit.corpora.local import EXTRA, IndexOpenError, LocalIndex, verify_index
@@ -35,6 +35,7 @@ from audit.corpora.registry import CorpusError, check_corpora, open_corpus
 from audit.executors import ExecutorError, parse_executor
 from audit.exposure import UNKNOWN, Knowledge, PolicyError, load_policy
 from audit.filter import FILTERED, RULES, FilterError, FilterPolicy, filter_benchmark, writes_directory
+from audit.filteroutput import check_manifest_name, check_output_name
 from audit.indexing import IndexBuildError, build_index, describe_size, read_manifest
 from audit.indexing import ProgressHook as IndexProgress
 from audit.items import LoadReport
@@ -601,12 +602,12 @@ def _prepare(runners: list, items: list, langs: list[str] | None) -> None:
 
 @main.command("filter")
 @click.argument("audit_path", metavar="AUDIT", type=click.Path(path_type=Path))
-@click.option("--out", required=True, type=click.Path(path_type=Path), help="Clean benchmark to write, in the input's format (a new directory for BMLAMA).")
+@click.option("--out", required=True, type=click.Path(path_type=Path), help="Clean benchmark to write, in the input's format, which its suffix must name (a new directory for BMLAMA).")
 @click.option("--bench", type=click.Path(path_type=Path), help="The audited benchmark [default: the path in the audit's manifest].")
 @click.option("--rule", type=click.Choice(RULES), default="target-seen", show_default=True, help="Which items leak.")
 @click.option("--drop-unknown", is_flag=True, help="Also treat items with a language of unknown exposure as leaky.")
 @click.option("--flag", is_flag=True, help="Keep every item and mark each leaky or not, instead of removing.")
-@click.option("--manifest", "manifest_path", type=click.Path(path_type=Path), help="Removal manifest [default: OUT.manifest.json].")
+@click.option("--manifest", "manifest_path", type=click.Path(path_type=Path), help="Removal manifest, JSON [default: OUT.manifest.json].")
 @click.option("--force", is_flag=True, help="Replace existing output (never the command's inputs, nor a directory audit did not write).")
 def filter_command(
     audit_path: Path, out: Path, bench: Path | None, rule: str, drop_unknown: bool, flag: bool, manifest_path: Path | None, force: bool
@@ -628,7 +629,10 @@ def filter_command(
         check_file_target(manifest_path, inputs=inputs, force=force)
         if _same_path(out, manifest_path):
             raise OutputError(f"--manifest {manifest_path}: is the same file as --out")
+        check_output_name(out, recorded.format, bench)
+        check_manifest_name(manifest_path)
         report = load_benchmark(bench, recorded.format, options=recorded_options(recorded.mapping, recorded.source_lang))
+        check_against_benchmark(audit, audit_path, report.items)
         result = filter_benchmark(audit, report.items, bench, recorded, out, FilterPolicy(rule, drop_unknown), flag=flag, audit_path=str(audit_path))
     except (AuditFileError, BenchmarkError, MappingError, FilterError, OutputError) as error:
         raise InputError(str(error)) from None
@@ -687,6 +691,7 @@ def report_command(
         inputs = [path for path in (audit_path, bench, predictions, item_pages) if path is not None]
         check_directory_target(out, REPORT, inputs=inputs)
         items = load_benchmark(bench, recorded.format, options=recorded_options(recorded.mapping, recorded.source_lang)).items
+        check_against_benchmark(audit, audit_path, items)
         evaluation = None
         if predictions is not None:
             answers = load_predictions(predictions, items)

@@ -1,7 +1,8 @@
 """Remove or flag leaky items before a benchmark is released.
 
 The clean benchmark is written in the input's own format by copying the kept items' original
-rows, so nothing the audit did not judge is rewritten.  The audit must describe the very file
+rows, so nothing the audit did not judge is rewritten (and never converted: see
+`audit.filteroutput`).  The audit must describe the very file
 being filtered: `audit.auditfile.locate_benchmark` checks the sha256 its manifest records
 before the benchmark is read.
 """
@@ -92,7 +93,7 @@ def _read_text(path: Path) -> tuple[str, bool]:
 def _write_text(path: Path, text: str, bom: bool = False) -> None:
     """Write beside the target and rename, gzipping when the name ends in .gz."""
     data = (("\ufeff" if bom else "") + text).encode("utf-8")
-    atomic_write_bytes(path, gzip.compress(data, mtime=0) if path.name.endswith(".gz") else data)
+    atomic_write_bytes(path, gzip.compress(data, mtime=0) if path.name.lower().endswith(".gz") else data)
 
 
 def _flag(verdict: Verdict | None) -> dict[str, Any]:

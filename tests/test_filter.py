@@ -10,6 +10,8 @@ from pathlib import Path
 from click.testing import CliRunner
 from conftest import BMLAMA, write_jsonl
 
+from audit.auditfile import read_audit, write_audit
+from audit.check import summarise
 from audit.cli import main
 from audit.indexing import build_index
 from audit.outputs import MARKER
@@ -96,3 +98,83 @@ def test_generic_jsonl_and_bmlama_round_trip(tmp_path: Path):
     assert run("filter", str(tmp_path / "facts.jsonl.audit.jsonl"), "--out", str(flagged), "--flag").exit_code == 0
     marks = [json.loads(line)["audit"] for line in flagged.read_text(encoding="utf-8").splitlines()]
     assert len(marks) == 30 and sum(m["leaky"] for m in marks) == 1
+
+
+def _resealed(source: Path, target: Path, edit) -> Path:
+    """The audit edited, then written by the tool's own writer, so its digest is exactly what
+    `audit check` would have computed: only the schema and the benchmark can tell."""
+    audit = read_audit(source)
+    manifest = {k: v for k, v in audit.manifest.items() if k not in ("record", "schema_version", "records", "records_sha256")}
+    records = [{k: v for k, v in r.items() if k != "record"} for r in audit.records]
+    edit(manifest, records)
+    write_audit(target, manifest, records)
+    return target
+
+
+def test_an_edited_audit_is_refused_whatever_its_digest_says(planted_audit, tmp_path: Path):
+    def foreign(manifest, records):
+        manifest["benchmark"]["languages"].append("xx")
+        records.append(dict(records[1], lang="xx"))
+        manifest["summary"] = summarise(records)
+
+    def duplicated(manifest, records):
+        records.append(dict(records[5]))
+        manifest["summary"] = summarise(records)
+
+    def maybe(_manifest, records):
+        records[3]["exposure"] = "maybe"
+
+    expected = {foreign: ("xx", "is not a language of item"), duplicated: (":470:", "second record", "line 7"), maybe: (":5:", "field 'exposure'", "'maybe'")}
+    for edit, fragments in expected.items():
+        audit = _resealed(planted_audit["audit"], tmp_path / f"{edit.__name__}.audit.jsonl", edit)
+        out = tmp_path / f"{edit.__name__}.csv.gz"
+        result = run("filter", str(audit), "--bench", str(planted_audit["bench"]), "--out", str(out))
+        assert result.exit_code == 2, result.output
+        assert str(audit) in result.output and all(f in result.output for f in fragments), result.output
+        assert not out.exists() and not Path(f"{out}.manifest.json").exists()
+    untouched = _resealed(planted_audit["audit"], tmp_path / "same.audit.jsonl", lambda _m, _r: None)
+    assert run("filter", str(untouched), "--bench", str(planted_audit["bench"]), "--out", str(tmp_path / "same.csv")).exit_code == 0
+
+
+def test_the_clean_benchmark_is_in_the_format_its_name_says(planted_audit, tmp_path: Path):
+    refused = tmp_path / "clean.parquet"
+    result = run("filter", str(planted_audit["audit"]), "--out", str(refused))
+    assert result.exit_code == 2 and "names Parquet" in result.output and ".csv or .csv.gz" in result.output
+    assert not refused.exists()
+    plain = tmp_path / "clean.csv"
+    assert run("filter", str(planted_audit["audit"]), "--out", str(plain)).exit_code == 0
+    assert plain.read_bytes().startswith(b"\xef\xbb\xbforiginal_lang,") and len(load_benchmark(plain).items) == 37
+    result = run("filter", str(planted_audit["audit"]), "--out", str(tmp_path / "again.csv"), "--manifest", str(tmp_path / "removed.txt"))
+    assert result.exit_code == 2 and "removal manifest is JSON" in result.output
+    assert not (tmp_path / "again.csv").exists()
+
+
+def test_jsonl_in_gzip_and_a_parquet_table_are_written_as_named(planted_audit, tmp_path: Path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    items = load_benchmark(planted_audit["bench"]).items
+    rows = [{"id": i.item_id, "lang": lang, "q": v.question, "a": v.answer, "c": v.context} for i in items for lang, v in i.variants.items()]
+    write_jsonl(tmp_path / "items.jsonl", [{"item_id": i.item_id, "source_lang": i.source_lang, "variants": {
+        lang: {"question": v.question, "answer": v.answer, "context": v.context} for lang, v in i.variants.items()}} for i in items])
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "rows.parquet")
+    index = str(planted_audit["index"])
+    for bench, extra, out in (("items.jsonl", [], "clean.JSONL.GZ"), ("rows.parquet", ["--map", "id=id,lang=lang,question=q,answer=a,context=c", "--source-lang", "en"], "clean.parquet")):
+        audit = tmp_path / f"{bench}.audit.jsonl"
+        result = run("check", str(tmp_path / bench), "--corpus", index, "--out", str(audit), "--no-report", *extra)
+        assert result.exit_code == 0, result.output
+        result = run("filter", str(audit), "--out", str(tmp_path / out))
+        assert result.exit_code == 0, result.output
+    assert len(gzip.decompress((tmp_path / "clean.JSONL.GZ").read_bytes()).decode().splitlines()) == 37
+    kept = pq.read_table(tmp_path / "clean.parquet").to_pylist()
+    assert {row["id"] for row in kept} == {i.item_id for i in items} - {"39", "46"} and set(kept[0]) == {"id", "lang", "q", "a", "c"}
+
+
+def test_the_readme_lists_the_names_the_filter_writes():
+    from audit.filteroutput import SUFFIXES
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    table = readme[readme.index("| input | `--out` may end in |") :].split("\n\n")[0].splitlines()[2:]
+    cells = [row.strip().strip("|").split(" | ") for row in table]
+    listed = {tuple(name.strip(" `") for name in written.split(", ")) for _, written in cells if written.lstrip().startswith("`")}
+    assert listed == set(SUFFIXES.values())

@@ -281,13 +281,13 @@ def test_check_reads_a_glob_of_per_language_files(tmp_path, monkeypatch):
     assert manifest["benchmark"]["kinds"] == {"multiple-choice": 8}
 
 
-def _audit_then_filter(tmp_path: Path, bench: str, *extra: str, corpus: str = "demo") -> tuple[dict, Path]:
+def _audit_then_filter(tmp_path: Path, bench: str, *extra: str, corpus: str = "demo", out: str = "clean") -> tuple[dict, Path]:
     env = {"AUDIT_CACHE_DIR": str(tmp_path / "cache")}
     result = CliRunner().invoke(main, ["check", bench, "--corpus", corpus, "--out", "a.jsonl", "--no-report", *extra], env=env)
     assert result.exit_code == 0, result.output
-    result = CliRunner().invoke(main, ["filter", "a.jsonl", "--out", "clean", "--rule", "any-seen"], env=env)
+    result = CliRunner().invoke(main, ["filter", "a.jsonl", "--out", out, "--rule", "any-seen"], env=env)
     assert result.exit_code == 0, result.output
-    return json.loads(Path("clean.manifest.json").read_text(encoding="utf-8")), tmp_path / "clean"
+    return json.loads(Path(f"{out}.manifest.json").read_text(encoding="utf-8")), tmp_path / out
 
 
 def test_filter_writes_squad_files_without_the_leaky_questions(tmp_path, monkeypatch):
@@ -318,7 +318,7 @@ def test_filter_writes_per_language_files_and_parquet(tmp_path, monkeypatch):
     Path("a.jsonl").unlink()
     Path("clean.manifest.json").unlink()
     shutil.rmtree(clean)
-    manifest, clean = _audit_then_filter(tmp_path, "bench.parquet", "--map", MAPPING)
+    manifest, clean = _audit_then_filter(tmp_path, "bench.parquet", "--map", MAPPING, out="clean.parquet")
     kept = pq.read_table(clean).to_pylist()
     leaky = {entry["item_id"] for entry in manifest["leaky_items"]}
     assert leaky and {row["q_no"] for row in kept} == {r["q_no"] for r in rows if r["drop"] == "no"} - leaky
