@@ -747,6 +747,17 @@ def corpora_command(registry: Path | None, timeout: float) -> None:
     Console().print(table)
 
 
+_SHAPES = {"file": "a file", "directory": "a directory", "any": "a file, directory or glob", "many": "a directory or glob"}
+
+
+@main.command("formats")
+def formats_command() -> None:
+    """List the benchmark formats --format names, what each reads and the fields it expects."""
+    width = max(len(name) for name in FORMATS)
+    for spec in FORMATS.values():
+        click.echo(f"{spec.name:<{width}}  {spec.description} [reads {_SHAPES[spec.shape]}]")
+
+
 @main.group("langlinks")
 def langlinks() -> None:
     """Which Wikipedias hold an item's article: lookups built from langlinks dumps."""
