@@ -15,6 +15,7 @@ import click
 import pytest
 from click.testing import CliRunner
 from conftest import CORPUS
+from test_langlinks import dumps  # noqa: F401  (a fixture: dumps holding real langlinks rows)
 
 from audit.cli import main
 from audit.evaluate.predictions import _ALIASES
@@ -28,11 +29,20 @@ SAMPLE = ROOT / "audit" / "data" / "demo" / "eclektic_sample.csv.gz"
 
 
 def section(heading: str) -> str:
-    """The README's text under `heading` (a whole heading line), up to the next heading of the same or a higher level."""
-    level = heading.split(" ", 1)[0]
-    start = README.index(f"\n{heading}\n") + len(heading) + 2
-    ends = [m.start() for m in re.finditer(r"\n(#+) ", README[start:]) if len(m.group(1)) <= len(level)]
-    return README[start : start + ends[0]] if ends else README[start:]
+    """The README's text under `heading` (a whole heading line), up to the next heading of the
+    same or a higher level outside code blocks (where `#` starts a shell comment)."""
+    level = len(heading.split(" ", 1)[0])
+    lines = README.splitlines()
+    start = lines.index(heading) + 1
+    fenced = False
+    for end in range(start, len(lines)):
+        fenced ^= lines[end].startswith("```")
+        hashes = lines[end].split(" ", 1)[0]
+        if not fenced and hashes and set(hashes) == {"#"} and len(hashes) <= level:
+            break
+    else:
+        end = len(lines)
+    return "\n" + "\n".join(lines[start:end]) + "\n"
 
 
 def table(text: str, header: str) -> list[list[str]]:
@@ -214,3 +224,20 @@ def test_index_info_of_a_cut_index_prints_what_the_readme_shows(small_index: Pat
         result = run("index", "info", "indexes/my-wiki", cache=tmp_path / "cache")
     assert result.exit_code == 2
     assert shape(result.output.strip()) == shape(shown)
+
+
+def test_langlinks_lookup_prints_what_the_readme_shows(dumps: list[Path], tmp_path: Path):  # noqa: F811  (the fixture imported above)
+    """The lookup example's answer, shown as comments, from dumps holding the same rows."""
+    block = section("### `audit langlinks build DUMP... --out DIR` and `audit langlinks lookup ARTICLE --links SOURCE`")
+    lines = block[block.index("```bash\n") + 8 :].splitlines()
+    lookup = next(line for line in lines if line.startswith("audit langlinks lookup https:"))
+    after = lines[lines.index(lookup) + 1 :]
+    shown = [line.removeprefix("# ") for line in after[: next(i for i, line in enumerate(after) if not line.startswith("# "))]]
+    assert shown
+    out = next(arg for arg in lookup.split() if arg.startswith("indexes/"))
+    with contextlib.chdir(tmp_path):
+        built = run("langlinks", "build", *map(str, dumps), "--out", out, cache=tmp_path / "cache")
+        assert built.exit_code == 0, built.output
+        result = run(*lookup.removeprefix("audit ").split(), cache=tmp_path / "cache")
+    assert result.exit_code == 0, result.output
+    assert [line.rstrip() for line in result.output.strip().splitlines()] == [line.rstrip() for line in shown]
