@@ -18,8 +18,12 @@ from conftest import CORPUS
 from test_langlinks import dumps  # noqa: F401  (a fixture: dumps holding real langlinks rows)
 
 from audit.cli import main
+from audit.corpora.registry import parse_registry
 from audit.evaluate.predictions import _ALIASES
+from audit.exposure import load_policy
 from audit.indexing import build_index
+from audit.probes.models import open_model
+from audit.probes.prompts import load_templates
 from audit.readers import FORMATS
 from audit.readers.columns import ColumnMap
 
@@ -241,3 +245,25 @@ def test_langlinks_lookup_prints_what_the_readme_shows(dumps: list[Path], tmp_pa
         result = run(*lookup.removeprefix("audit ").split(), cache=tmp_path / "cache")
     assert result.exit_code == 0, result.output
     assert [line.rstrip() for line in result.output.strip().splitlines()] == [line.rstrip() for line in shown]
+
+
+def toml_blocks() -> dict[str, str]:
+    """The README's TOML examples, by their first table's name."""
+    blocks = re.findall(r"\n```toml\n(.*?)```", README, flags=re.DOTALL)
+    return {re.match(r"\[([^\]]+)\]", block).group(1): block for block in blocks}
+
+
+def test_the_toml_examples_are_accepted_by_their_readers(tmp_path: Path):
+    blocks = toml_blocks()
+    assert {"rules.ngram.context", "corpora.my-wiki", "models.qwen7b", "de"} <= set(blocks)
+    policy = tmp_path / "policy.toml"
+    policy.write_text(blocks["rules.ngram.context"], encoding="utf-8")
+    assert load_policy(policy).settings["rules"]["ngram"]["context"]["coverage"] == 0.5
+    assert parse_registry(blocks["corpora.my-wiki"], tmp_path / "corpora.toml")["my-wiki"].backend == "local"
+    prompts = tmp_path / "prompts.toml"
+    prompts.write_text(blocks["de"], encoding="utf-8")
+    assert "sw" in load_templates(prompts).languages
+    registry = tmp_path / "models.toml"
+    registry.write_text(blocks["models.qwen7b"], encoding="utf-8")
+    for name in ("qwen7b", "llamacpp"):  # llama8b names a model directory this machine lacks
+        assert open_model(name, registry, offline=True, cache=tmp_path / "probe-cache.sqlite") is not None
