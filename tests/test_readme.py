@@ -19,6 +19,7 @@ from test_langlinks import dumps  # noqa: F401  (a fixture: dumps holding real l
 
 from audit.cli import main
 from audit.corpora.registry import parse_registry
+from audit.evaluate.judge import JudgeConfig, default_cache_path
 from audit.evaluate.predictions import _ALIASES
 from audit.exposure import load_policy
 from audit.indexing import build_index
@@ -267,3 +268,23 @@ def test_the_toml_examples_are_accepted_by_their_readers(tmp_path: Path):
     registry.write_text(blocks["models.qwen7b"], encoding="utf-8")
     for name in ("qwen7b", "llamacpp"):  # llama8b names a model directory this machine lacks
         assert open_model(name, registry, offline=True, cache=tmp_path / "probe-cache.sqlite") is not None
+
+
+def test_the_judge_settings_table_names_what_the_judge_reads(monkeypatch, tmp_path: Path):
+    rows = dict(table(section("### Correctness, three ways"), "| setting |"))
+    monkeypatch.setenv("AUDIT_CACHE_DIR", str(tmp_path))
+    for name in ("AUDIT_JUDGE_MODEL", "AUDIT_JUDGE_BASE_URL", "OPENAI_BASE_URL", "AUDIT_JUDGE_API_KEY", "OPENAI_API_KEY"):
+        monkeypatch.setenv(name, name.lower())
+    first = JudgeConfig().resolve()
+    assert (first.model, first.base_url, first.api_key) == ("audit_judge_model", "audit_judge_base_url", "audit_judge_api_key")
+    monkeypatch.delenv("AUDIT_JUDGE_BASE_URL")
+    monkeypatch.delenv("AUDIT_JUDGE_API_KEY")
+    second = JudgeConfig().resolve()
+    assert (second.base_url, second.api_key) == ("openai_base_url", "openai_api_key")
+    assert rows["model"] == "`--judge-model`, `AUDIT_JUDGE_MODEL`"
+    assert rows["endpoint"] == "`AUDIT_JUDGE_BASE_URL`, else `OPENAI_BASE_URL`"
+    assert rows["key"].startswith("`AUDIT_JUDGE_API_KEY`, else `OPENAI_API_KEY`")
+    concurrency = next(p for p in commands(main)["audit report"].params if p.name == "judge_concurrency")
+    assert rows["requests in flight"] == f"`--judge-concurrency` ({concurrency.default})" and concurrency.default == JudgeConfig.concurrency
+    assert rows["retries"].startswith(f"{JudgeConfig.retries} per request")
+    assert rows["cache"].startswith(f"`$AUDIT_CACHE_DIR/{default_cache_path().name}`")
