@@ -288,3 +288,14 @@ def test_the_judge_settings_table_names_what_the_judge_reads(monkeypatch, tmp_pa
     assert rows["requests in flight"] == f"`--judge-concurrency` ({concurrency.default})" and concurrency.default == JudgeConfig.concurrency
     assert rows["retries"].startswith(f"{JudgeConfig.retries} per request")
     assert rows["cache"].startswith(f"`$AUDIT_CACHE_DIR/{default_cache_path().name}`")
+
+
+def test_ci_runs_the_readme_test_command():
+    """CI installs nothing itself: it runs the one command the README gives a new user."""
+    block = section("## Set up and run")
+    command = block[block.index("```bash\n", block.index("Run the tests")) + 8 :].split()[0]
+    script = ROOT / command
+    assert script.is_file() and script.stat().st_mode & 0o111
+    ci = [line for line in (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines() if line and not line.startswith("#")]
+    assert ci[-1].startswith(f"exec {command} ")
+    assert not any("pip install" in line or "apt-get" in line for line in ci)
