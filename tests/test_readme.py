@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from conftest import CORPUS
 from test_langlinks import dumps  # noqa: F401  (a fixture: dumps holding real langlinks rows)
 
-from audit.cli import main
+from audit.cli import _EXPECTS, main
 from audit.corpora.registry import parse_registry
 from audit.evaluate.judge import JudgeConfig, default_cache_path
 from audit.evaluate.predictions import _ALIASES
@@ -27,6 +27,8 @@ from audit.probes.models import open_model
 from audit.probes.prompts import load_templates
 from audit.readers import FORMATS
 from audit.readers.columns import ColumnMap
+from audit.readers.mkqa import MKQA_KEYS
+from audit.readers.tydi import TYDI_KEYS
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -94,8 +96,10 @@ def option_names(command: click.Command) -> set[str]:
 
 def test_the_formats_table_lists_every_format_the_cli_reads():
     rows = table(section("## Benchmark formats"), "| `--format` |")
-    assert [quoted(row[0]) for row in rows] == [{row[0].strip("`")} for row in rows]
-    assert sorted(row[0].strip("`") for row in rows) == sorted(FORMATS)
+    assert sorted(row[0].strip("`") for row in rows) == sorted(FORMATS) == sorted(_EXPECTS)
+    for row in rows:
+        assert set(_EXPECTS[row[0].strip("`")]) <= quoted(row[1]), row[0]
+    assert set(_EXPECTS["tydiqa"]) == TYDI_KEYS and set(_EXPECTS["mkqa"]) >= MKQA_KEYS
 
 
 def test_audit_formats_lists_what_check_help_points_to(tmp_path: Path):
@@ -103,9 +107,10 @@ def test_audit_formats_lists_what_check_help_points_to(tmp_path: Path):
     listed = run("formats", cache=tmp_path)
     assert listed.exit_code == 0, listed.output
     lines = listed.output.splitlines()
-    assert [line.split()[0] for line in lines] == list(FORMATS)
-    for line, spec in zip(lines, FORMATS.values(), strict=True):
+    assert [line.split()[0] for line in lines[::2]] == list(FORMATS)
+    for line, expects, spec in zip(lines[::2], lines[1::2], FORMATS.values(), strict=True):
         assert spec.description in line
+        assert expects.strip() == "expects: " + (", ".join(_EXPECTS[spec.name]) or "the columns --map names, or those of a preset")
 
 
 @pytest.mark.parametrize("heading", ["### `audit check BENCH --corpus NAME [--corpus NAME ...]`", "### `audit filter AUDIT --out CLEAN`"])
