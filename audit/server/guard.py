@@ -157,7 +157,8 @@ class GuardMiddleware:
         if self._slots is None:
             self._slots = asyncio.Semaphore(self.limits.max_concurrent)
         try:
-            await asyncio.wait_for(self._slots.acquire(), timeout=self.limits.queue_seconds)
+            # A free place is taken at once (wait_for with no time left would refuse it).
+            await (self._slots.acquire() if not self._slots.locked() else asyncio.wait_for(self._slots.acquire(), timeout=self.limits.queue_seconds))
         except TimeoutError:
             busy = {"error": f"server busy: {self.limits.max_concurrent} requests in progress; retry shortly"}
             await send_json(send, 503, busy, ((b"retry-after", b"1"),))
