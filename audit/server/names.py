@@ -37,7 +37,7 @@ def upload_name(filename: str | None) -> str:
     name (its extension tells the loader the format), never a path or one of the job's files."""
     name = filename or "benchmark"
     if not UPLOAD_NAME.fullmatch(name) or ".." in name:
-        raise BadName(f"filename {_shown(name)}: give a plain file name (letters, digits, '.', '_', '-'; no path), e.g. benchmark.jsonl")
+        raise BadName("filename: give a plain file name (letters, digits, '.', '_', '-'; no path), e.g. benchmark.jsonl")
     return f"benchmark-{name}" if name in RESERVED else name
 
 
@@ -45,7 +45,7 @@ def policy_file(folder: Path, name: str) -> Path:
     """`folder/NAME.toml` for a policy name (a digest POST /policies answered, or the stem of a
     file the server's operator put in the folder); never a path, nor a link leading out."""
     if not POLICY_NAME.fullmatch(name):
-        raise BadName(f"policy {_shown(name)}: a policy is named, never a path (letters, digits, '_', '-'; as POST /policies answers)")
+        raise BadName("policy: a policy is named, never a path (letters, digits, '_', '-'; as POST /policies answers)")
     path = folder / f"{name}.toml"
     if path.is_symlink() or (path.exists() and path.resolve().parent != folder.resolve()):
         raise BadName(f"policy {name!r}: not a file of the server's policies folder")
