@@ -60,7 +60,7 @@ def start(tmp: Path, *args: str, env: dict[str, str] | None = None, headers: dic
     line = process.stdout.readline()
     if "listening on" not in line:
         process.kill()
-        raise RuntimeError(f"server did not start: {line}{log.read_text()}")
+        raise RuntimeError(f"server did not start (exit {process.wait()}): {line}{log.read_text()}")
     url = line.split("listening on ", 1)[1].strip() + "/"
     host, port = url.split("//")[1].rstrip("/").rsplit(":", 1)
     deadline = time.monotonic() + 20
@@ -564,4 +564,41 @@ def test_a_server_open_to_others_needs_a_token(tmp_path: Path, name: str, args: 
     TALLY["tracebacks"] += "Traceback" in done.stderr
     assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr, done.stderr
     assert "listening" not in done.stdout
+    TALLY["clear_errors"] += 1
+
+
+def test_a_job_on_a_tokenized_index_carries_the_servers_token(tmp_path_factory):
+    """A tokenized index's job queries the server's own protocol, which asks for the token too:
+    a question copied from the index is seen, so the job's queries were answered, not refused."""
+    from test_server import OLMO2, TOKEN_DOCS, build_token_index
+
+    from audit.auditfile import read_audit
+
+    tmp_path = tmp_path_factory.mktemp("tok")  # a short path: infini-gram's engine crashes on long index paths
+    index = build_token_index(TOKEN_DOCS, OLMO2, tmp_path / "olmo", width=4)
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    served = start(tmp_path, "--index", f"olmo={index}", "--tokenizer", f"olmo={OLMO2}", env={"AUDIT_SERVE_TOKEN": TOKEN}, headers=auth)
+    try:
+        question = {"item_id": "uw", "source_lang": "en", "variants": {"en": {"question": TOKEN_DOCS[0], "answer": "Seattle"}}}
+        job = requests.post(served.url + "jobs", params={"index": "olmo", "filename": "b.jsonl"}, data=json.dumps(question).encode(), headers=auth, timeout=30).json()
+        job = wait_for(served, job, headers=auth)
+        assert job["status"] == "done", job
+        (tmp_path / "b.audit.jsonl").write_bytes(requests.get(served.url + f"jobs/{job['id']}/result", headers=auth, timeout=30).content)
+        assert [r["exposure"] for r in read_audit(tmp_path / "b.audit.jsonl").records] == ["seen"]
+    finally:
+        served.stop()
+    assert "Traceback" not in served.log.read_text()
+
+
+def test_an_index_path_the_engine_would_crash_on_is_refused(wiki_index: Path, tmp_path_factory):
+    """infini-gram's engine takes any path holding 'tokenized' for a shard file's and crashes."""
+    link = tmp_path_factory.mktemp("tokenized_indexes") / "wiki"
+    link.symlink_to(wiki_index)
+    done = subprocess.run(
+        [sys.executable, "-m", "audit.server", "--port", "0", "--index", f"wiki={link}", "--jobs-dir", str(link.parent / "jobs")],
+        capture_output=True, text=True, timeout=60, cwd=tempfile.gettempdir(),
+    )
+    TALLY["cases"] += 1
+    TALLY["tracebacks"] += "Traceback" in done.stderr or done.returncode < 0
+    assert done.returncode == 2 and "holds the word 'tokenized'" in done.stderr and "Traceback" not in done.stderr, (done.returncode, done.stderr)
     TALLY["clear_errors"] += 1
