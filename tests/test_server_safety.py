@@ -61,7 +61,7 @@ def start(tmp: Path, *args: str, env: dict[str, str] | None = None, headers: dic
     if "listening on" not in line:
         process.kill()
         raise RuntimeError(f"server did not start (exit {process.wait()}): {line}{log.read_text()}")
-    url = line.split("listening on ", 1)[1].strip() + "/"
+    url = line.split("listening on ", 1)[1].strip().replace("//0.0.0.0:", "//127.0.0.1:") + "/"
     host, port = url.split("//")[1].rstrip("/").rsplit(":", 1)
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
@@ -602,3 +602,16 @@ def test_an_index_path_the_engine_would_crash_on_is_refused(wiki_index: Path, tm
     TALLY["tracebacks"] += "Traceback" in done.stderr or done.returncode < 0
     assert done.returncode == 2 and "holds the word 'tokenized'" in done.stderr and "Traceback" not in done.stderr, (done.returncode, done.stderr)
     TALLY["clear_errors"] += 1
+
+
+def test_a_wildcard_bind_answers_this_machines_names_with_the_token(wiki_index: Path, tmp_path: Path):
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    served = start(tmp_path, "--host", "0.0.0.0", "--index", f"wiki={wiki_index}", "--token", TOKEN, headers=auth)
+    try:
+        named = {**auth, "Host": f"{socket.gethostname()}:{served.port}"}
+        counted(query(served, headers=named), 200, "count", served)
+        counted(query(served, headers={**named, "Authorization": "Bearer wrong"}), 401, "Authorization: Bearer TOKEN", served)
+        counted(query(served, headers={**auth, "Host": f"evil.example:{served.port}"}), 421, "not an address of this server", served)
+        counted(query(served, headers={**auth, "Host": f"0.0.0.0:{served.port}"}), 421, "not an address of this server", served)
+    finally:
+        served.stop()

@@ -19,9 +19,11 @@ its own host name.  So, in this order:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hmac
 import json
 import logging
+import socket
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +40,7 @@ JSON_ROUTES = ("/", "/mini", "/mini/")
 UPLOAD_ROUTES = {"/jobs": "the benchmark file", "/policies": "the policy TOML"}
 FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data", "text/plain")
 LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
+WILDCARD = ("0.0.0.0", "::", "")
 
 
 @dataclass(frozen=True)
@@ -61,10 +64,12 @@ class Access:
 
     @classmethod
     def bound(cls, host: str, port: int, extra: tuple[str, ...] = (), token: str | None = None) -> Access:
-        """The server's loopback names and the bound address, with and without the port (a
-        browser leaves out port 80), plus `extra` names (`--allowed-host`)."""
-        bracketed = f"[{host}]" if ":" in host else host
-        names = {*LOOPBACK, bracketed.lower(), *(name.lower() for name in extra)}
+        """The server's loopback names and the bound address (on a wildcard bind, this
+        machine's names and addresses), with and without the port (a browser leaves out port
+        80), plus `extra` names (`--allowed-host`)."""
+        own = _machine_names() if host in WILDCARD else {host}
+        names = {*LOOPBACK, *(f"[{name}]" if ":" in name else name for name in own), *extra}
+        names = {name.lower() for name in names}
         return cls(frozenset({f"{name}:{port}" for name in names} | ({*names} if port == 80 else set())), token)
 
     def host_allowed(self, value: str) -> bool:
@@ -107,7 +112,7 @@ def check_request(scope: Scope, access: Access) -> None:
     """Host, Origin, token and content type, or Refused saying which is wrong."""
     host = _header(scope, b"host") or ""
     if not access.host_allowed(host):
-        raise Refused(421, f"Host {host!r} is not an address of this server (it answers to {', '.join(sorted(access.hosts))}; `audit serve --allowed-host` adds one)")
+        raise Refused(421, f"Host {host!r} is not an address of this server (it answers to its own address and localhost; `audit serve --allowed-host NAME` adds one)")
     origin = _header(scope, b"origin")
     if origin is not None and not access.origin_allowed(origin):
         raise Refused(403, f"cross-origin request from {origin!r} refused: this server answers its own origin only")
@@ -232,6 +237,17 @@ def _replay(body: bytes, receive: Receive) -> Receive:
         return pending.pop() if pending else await receive()
 
     return replay
+
+
+def _machine_names() -> set[str]:
+    """This machine's host name and the addresses it resolves to, as clients may name it."""
+    names = {socket.gethostname(), socket.getfqdn()}
+    with contextlib.suppress(OSError):
+        names |= {str(info[4][0]) for info in socket.getaddrinfo(socket.gethostname(), None)}
+    with contextlib.suppress(OSError), socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        probe.connect(("192.0.2.1", 9))  # a UDP connect sends nothing: it picks the outgoing address
+        names.add(probe.getsockname()[0])
+    return {name for name in names if name}
 
 
 def _client(scope: Scope) -> str:
