@@ -470,14 +470,27 @@ def seed_job(jobs: Path, job_id: str, finished: datetime, size: int) -> None:
     (folder / "audit.jsonl").write_bytes(b"x" * size)
 
 
+def hold_connections(listener: socket.socket) -> None:
+    """Accept every connection and keep it open, unanswered, until the listener closes."""
+    held = []
+    try:
+        while True:
+            held.append(listener.accept()[0])
+    except OSError:
+        for conn in held:
+            conn.close()
+
+
 def test_finished_jobs_are_pruned_by_age_and_size_and_running_ones_kept(wiki_index: Path, tmp_path: Path):
     now = datetime.now(UTC)
     seed_job(tmp_path / "jobs", "0000000000000001", now - timedelta(days=30), 100)
     seed_job(tmp_path / "jobs", "0000000000000002", now - timedelta(hours=2), 60_000)
     seed_job(tmp_path / "jobs", "0000000000000003", now - timedelta(hours=1), 60_000)
     with socket.socket() as silent:
+        # A model endpoint that takes every connection and never answers: a job probing it runs on.
         silent.bind(("127.0.0.1", 0))
-        silent.listen(8)
+        silent.listen(64)
+        threading.Thread(target=hold_connections, args=(silent,), daemon=True).start()
         model = {"OPENAI_BASE_URL": f"http://127.0.0.1:{silent.getsockname()[1]}/v1", "OPENAI_API_KEY": "x"}
         served = start(tmp_path, "--index", f"wiki={wiki_index}", "--jobs-max-bytes", "100000", "--probe-model", "openai:stuck", env=model)
         try:
@@ -486,7 +499,8 @@ def test_finished_jobs_are_pruned_by_age_and_size_and_running_ones_kept(wiki_ind
             stuck = requests.post(served.url + "jobs", params={"index": "wiki", "filename": "b.jsonl", "probe_model": "openai:stuck"}, data=BENCH, timeout=30).json()
             counted(requests.delete(served.url + f"jobs/{stuck['id']}", timeout=30), 409, "delete it once it is done or failed", served)
             assert (served.jobs / stuck["id"]).is_dir()
-            assert requests.get(served.url + f"jobs/{stuck['id']}", timeout=30).json()["status"] in ("queued", "running")
+            now_job = requests.get(served.url + f"jobs/{stuck['id']}", timeout=30).json()
+            assert now_job["status"] in ("queued", "running"), now_job
             done = requests.delete(served.url + "jobs/0000000000000003", timeout=30)
             counted(done, 200, '"deleted":"0000000000000003"', served)
             assert not (served.jobs / "0000000000000003").exists()
@@ -615,3 +629,33 @@ def test_a_wildcard_bind_answers_this_machines_names_with_the_token(wiki_index: 
         counted(query(served, headers={**auth, "Host": f"0.0.0.0:{served.port}"}), 421, "not an address of this server", served)
     finally:
         served.stop()
+
+
+def test_bodies_held_at_once_are_bounded(wiki_index: Path, tmp_path: Path):
+    """Five uploads of 95% of --max-job-bytes that stall: four fit the budget of four uploads
+    and wait out the body deadline (408), the one that passes it gets 503, and queries still run."""
+    served = start(tmp_path, "--index", f"wiki={wiki_index}", "--max-job-bytes", "1000000", "--body-timeout", "5")
+    head = f"POST /jobs?index=wiki HTTP/1.1\r\nHost: 127.0.0.1:{served.port}\r\nContent-Type: application/octet-stream\r\nContent-Length: 1000000\r\n\r\n".encode()
+    statuses: list[int] = []
+
+    def stall() -> None:
+        with socket.create_connection((served.host, served.port), timeout=30) as conn:
+            conn.sendall(head + b"x" * 950_000)
+            answer = conn.recv(4096)
+            statuses.append(int(answer.split(b" ", 2)[1]) if answer else 0)
+
+    clients = [threading.Thread(target=stall) for _ in range(5)]
+    try:
+        for client in clients:
+            client.start()
+        assert query(served).status_code == 200
+        for client in clients:
+            client.join(timeout=60)
+        assert sorted(statuses) == [408, 408, 408, 408, 503], statuses
+        assert query(served).status_code == 200
+    finally:
+        served.stop()
+    TALLY["cases"] += 1
+    TALLY["tracebacks"] += "Traceback" in served.log.read_text()
+    assert "Traceback" not in served.log.read_text()
+    TALLY["clear_errors"] += 1

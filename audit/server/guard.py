@@ -41,6 +41,7 @@ UPLOAD_ROUTES = {"/jobs": "the benchmark file", "/policies": "the policy TOML"}
 FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data", "text/plain")
 LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
 WILDCARD = ("0.0.0.0", "::", "")
+BODY_BUDGET = 4  # request bodies held at once: at most this many largest uploads' worth
 
 
 @dataclass(frozen=True)
@@ -142,6 +143,7 @@ class GuardMiddleware:
         self.limits = limits
         self.access = access
         self._slots: asyncio.Semaphore | None = None
+        self._buffered = 0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -156,8 +158,15 @@ class GuardMiddleware:
             return
         if body is None:
             return
+        try:
+            await self._dispatch(scope, _replay(body, receive), send)
+        finally:
+            self._buffered -= len(body)
+
+    async def _dispatch(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The route, once the request has a place (`/health` needs none)."""
         if scope["path"] == "/health":
-            await self._run(scope, _replay(body, receive), send)
+            await self._run(scope, receive, send)
             return
         if self._slots is None:
             self._slots = asyncio.Semaphore(self.limits.max_concurrent)
@@ -169,12 +178,14 @@ class GuardMiddleware:
             await send_json(send, 503, busy, ((b"retry-after", b"1"),))
             return
         try:
-            await self._run(scope, _replay(body, receive), send)
+            await self._run(scope, receive, send)
         finally:
             self._slots.release()
 
     async def _body(self, scope: Scope, receive: Receive) -> bytes | None:
-        """The whole body, or None when the client left (logged); Refused past the limits."""
+        """The whole body, or None when the client left (logged); Refused past the limits.
+        Bodies held at once share a budget of four uploads, so memory stays bounded however
+        many clients send at once; a body past it gets 503."""
         limit = self.limits.max_job_bytes if scope["path"].startswith(tuple(UPLOAD_ROUTES)) else self.limits.max_body_bytes
         close = ((b"connection", b"close"),)
         declared = _header(scope, b"content-length")
@@ -182,21 +193,31 @@ class GuardMiddleware:
             raise Refused(413, f"request body of {int(declared)} bytes is over the limit of {limit} bytes", close)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.limits.body_timeout
-        parts, received = [], 0
-        while True:
-            try:
-                message = await asyncio.wait_for(receive(), max(deadline - loop.time(), 0))
-            except TimeoutError:
-                raise Refused(408, f"request body not received within {self.limits.body_timeout:g} s ({received} bytes came)", close) from None
-            if message["type"] == "http.disconnect":
-                LOG.warning("client %s left during the body of %s %s, after %d bytes", _client(scope), scope["method"], scope["path"], received)
-                return None
-            parts.append(message.get("body", b""))
-            received += len(parts[-1])
-            if received > limit:
-                raise Refused(413, f"request body is over the limit of {limit} bytes", close)
-            if not message.get("more_body", False):
-                return b"".join(parts)
+        parts: list[bytes] = []
+        received = 0
+        try:
+            while True:
+                try:
+                    message = await asyncio.wait_for(receive(), max(deadline - loop.time(), 0))
+                except TimeoutError:
+                    raise Refused(408, f"request body not received within {self.limits.body_timeout:g} s ({received} bytes came)", close) from None
+                if message["type"] == "http.disconnect":
+                    LOG.warning("client %s left during the body of %s %s, after %d bytes", _client(scope), scope["method"], scope["path"], received)
+                    self._buffered -= received
+                    return None
+                chunk = message.get("body", b"")
+                if received + len(chunk) > limit:
+                    raise Refused(413, f"request body is over the limit of {limit} bytes", close)
+                if self._buffered + len(chunk) > BODY_BUDGET * self.limits.max_job_bytes:
+                    raise Refused(503, "server busy: too many request bodies in memory; retry shortly", (*close, (b"retry-after", b"1")))
+                parts.append(chunk)
+                received += len(chunk)
+                self._buffered += len(chunk)
+                if not message.get("more_body", False):
+                    return b"".join(parts)
+        except BaseException:
+            self._buffered -= received
+            raise
 
     async def _run(self, scope: Scope, receive: Receive, send: Send) -> None:
         """The route; an error it did not handle is one log line and a 500 naming no detail
