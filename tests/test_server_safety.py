@@ -88,7 +88,9 @@ def secrets(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def server(wiki_index: Path, secrets: Path, tmp_path_factory) -> Iterator[Server]:
     tmp = tmp_path_factory.mktemp("safety")
-    served = start(tmp, "--index", f"wiki={wiki_index}", "--registry", str(secrets / "registry.toml"), "--body-timeout", "3", "--header-timeout", "3")
+    served = start(tmp, "--index", f"wiki={wiki_index}", "--registry", str(secrets / "registry.toml"), "--body-timeout", "3", "--header-timeout", "3",
+        "--max-inflated-bytes", str(64 << 20),
+    )
     (served.jobs / "policies" / "linked.toml").symlink_to(secrets / "outside.toml")
     yield served
     served.stop()
@@ -342,7 +344,7 @@ def test_a_gzip_bomb_is_refused_by_its_inflated_size(server: Server):
     bomb = gzip_bomb(1 << 30)
     assert len(bomb) < 2 << 20
     response = requests.post(server.url + "jobs", params={"index": "wiki", "filename": "b.jsonl.gz"}, data=bomb, timeout=120)
-    counted(response, 413, "inflates to over 268435456 bytes", server)
+    counted(response, 413, f"inflates to over {64 << 20} bytes, the limit", server)
     assert sorted(p.name for p in server.jobs.iterdir()) == ["policies"]
     assert peak_memory(server.process) < 768 << 20
 
@@ -496,7 +498,12 @@ def test_finished_jobs_are_pruned_by_age_and_size_and_running_ones_kept(wiki_ind
         try:
             kept = sorted(p.name for p in served.jobs.iterdir())
             assert kept == ["0000000000000003", "policies"], kept
-            stuck = requests.post(served.url + "jobs", params={"index": "wiki", "filename": "b.jsonl", "probe_model": "openai:stuck"}, data=BENCH, timeout=30).json()
+            params = {"index": "wiki", "filename": SAMPLE.name, "langs": "en", "probe_model": "openai:stuck"}
+            stuck = requests.post(served.url + "jobs", params=params, data=SAMPLE.read_bytes(), timeout=30).json()
+            deadline = time.monotonic() + 60
+            while (prepare := requests.get(served.url + f"jobs/{stuck['id']}", timeout=30).json()["prepare"]) is None or not prepare["total"]:
+                assert time.monotonic() < deadline, prepare
+                time.sleep(0.1)
             counted(requests.delete(served.url + f"jobs/{stuck['id']}", timeout=30), 409, "delete it once it is done or failed", served)
             assert (served.jobs / stuck["id"]).is_dir()
             now_job = requests.get(served.url + f"jobs/{stuck['id']}", timeout=30).json()
