@@ -124,52 +124,56 @@ def create_app(indexes: dict[str, ServedIndex], jobs: JobManager | None = None, 
         return await _answer(indexes.get(parsed.index), parsed.index, lambda served: answer_mini(served, parsed))
 
     if jobs is not None:
-
-        @app.post("/policies", status_code=201)
-        async def add_policy(request: Request) -> JSONResponse:
-            body = await request.body()
-            try:
-                policy = await asyncio.to_thread(jobs.add_policy, body)
-            except JobError as exc:
-                return error(str(exc), exc.status)
-            return JSONResponse({"policy": policy.digest, "name": policy.name, "settings": policy.settings}, status_code=201)
-
-        @app.post("/jobs", status_code=202)
-        async def submit(
-            request: Request, index: str, format: str | None = None, langs: str | None = None, filename: str = "benchmark", policy: str | None = None,
-            map: str | None = None, source_lang: str | None = None, links: str | None = None, as_of: str | None = None, probe_model: str | None = None,
-        ) -> JSONResponse:
-            body = await request.body()
-            try:
-                job = await asyncio.to_thread(jobs.submit, index, body, filename, format, langs, policy, map, source_lang, links, as_of, probe_model)
-            except JobError as exc:
-                return error(str(exc), exc.status)
-            return JSONResponse(job.public(), status_code=202, headers={"Location": f"/jobs/{job.id}"})
-
-        @app.get("/jobs/{job_id}")
-        def status(job_id: str) -> JSONResponse:
-            try:
-                return JSONResponse(jobs.get(job_id).public())
-            except JobError as exc:
-                return error(str(exc), exc.status)
-
-        @app.get("/jobs/{job_id}/result", response_model=None)
-        def result(job_id: str) -> FileResponse | JSONResponse:
-            try:
-                path = jobs.result_path(job_id)
-            except JobError as exc:
-                return error(str(exc), exc.status)
-            return FileResponse(path, media_type="application/jsonl", filename=f"{job_id}.audit.jsonl")
-
-        @app.delete("/jobs/{job_id}")
-        def delete(job_id: str) -> JSONResponse:
-            try:
-                job = jobs.delete(job_id)
-            except JobError as exc:
-                return error(str(exc), exc.status)
-            return JSONResponse({"deleted": job.id, "status": job.status})
-
+        _job_routes(app, jobs)
     return app
+
+
+def _job_routes(app: FastAPI, jobs: JobManager) -> None:
+    """The audit-job routes: policies, jobs, their status, result and removal."""
+
+    @app.post("/policies", status_code=201)
+    async def add_policy(request: Request) -> JSONResponse:
+        body = await request.body()
+        try:
+            policy = await asyncio.to_thread(jobs.add_policy, body)
+        except JobError as exc:
+            return error(str(exc), exc.status)
+        return JSONResponse({"policy": policy.digest, "name": policy.name, "settings": policy.settings}, status_code=201)
+
+    @app.post("/jobs", status_code=202)
+    async def submit(
+        request: Request, index: str, format: str | None = None, langs: str | None = None, filename: str = "benchmark", policy: str | None = None,
+        map: str | None = None, source_lang: str | None = None, links: str | None = None, as_of: str | None = None, probe_model: str | None = None,
+    ) -> JSONResponse:
+        body = await request.body()
+        try:
+            job = await asyncio.to_thread(jobs.submit, index, body, filename, format, langs, policy, map, source_lang, links, as_of, probe_model)
+        except JobError as exc:
+            return error(str(exc), exc.status)
+        return JSONResponse(job.public(), status_code=202, headers={"Location": f"/jobs/{job.id}"})
+
+    @app.get("/jobs/{job_id}")
+    def status(job_id: str) -> JSONResponse:
+        try:
+            return JSONResponse(jobs.get(job_id).public())
+        except JobError as exc:
+            return error(str(exc), exc.status)
+
+    @app.get("/jobs/{job_id}/result", response_model=None)
+    def result(job_id: str) -> FileResponse | JSONResponse:
+        try:
+            path = jobs.result_path(job_id)
+        except JobError as exc:
+            return error(str(exc), exc.status)
+        return FileResponse(path, media_type="application/jsonl", filename=f"{job_id}.audit.jsonl")
+
+    @app.delete("/jobs/{job_id}")
+    def delete(job_id: str) -> JSONResponse:
+        try:
+            job = jobs.delete(job_id)
+        except JobError as exc:
+            return error(str(exc), exc.status)
+        return JSONResponse({"deleted": job.id, "status": job.status})
 
 
 def _describe(errors: list[Any]) -> str:

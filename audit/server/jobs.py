@@ -230,10 +230,16 @@ class JobManager:
                 mapping=mapping or None, source_lang=lang, links=sources, as_of=as_of, probe_model=probe_model, models=models,
             )
             self._jobs[job.id] = job
+        self._start(job, benchmark)
+        return job
+
+    def _start(self, job: Job, benchmark: bytes) -> None:
+        """Keep the upload in the job's folder (inflated, if compressed) and queue the job; a
+        failure leaves no folder and no job behind."""
         directory = self.root / job.id
         try:
             directory.mkdir()
-            job.benchmark = store_upload(directory, name, benchmark, self.max_inflated_bytes)
+            job.benchmark = store_upload(directory, job.benchmark, benchmark, self.max_inflated_bytes)
             self._save(job)
         except UploadError as error:
             self._forget(job)
@@ -242,7 +248,6 @@ class JobManager:
             self._forget(job)
             raise
         self._pool.submit(self._run, job)
-        return job
 
     def _forget(self, job: Job) -> None:
         with self._lock:
