@@ -180,6 +180,7 @@ def test_finished_jobs_are_pruned_by_age_and_size_and_running_ones_kept(wiki_ind
             assert (served.jobs / stuck["id"]).is_dir()
             now_job = requests.get(served.url + f"jobs/{stuck['id']}", timeout=30).json()
             assert now_job["status"] in ("queued", "running"), now_job
+            assert now_job["models"]["probe"]["model_id"] and "/tmp/" not in json.dumps(now_job), now_job  # no server path in a status
             done = requests.delete(served.url + "jobs/0000000000000003", timeout=30)
             counted(done, 200, '"deleted":"0000000000000003"', served)
             assert not (served.jobs / "0000000000000003").exists()

@@ -56,6 +56,7 @@ from audit.timestamps import utc_timestamp
 
 QUEUED, RUNNING, DONE, FAILED = "queued", "running", "done", "failed"
 FORMATS = ("eclektic-jsonl", "eclektic-csv", "bmlama", "jsonl")
+SERVER_PATHS = ("cache", "file", "path")
 
 
 @dataclass
@@ -83,7 +84,12 @@ class Job:
     restarts: int = 0
 
     def public(self) -> dict[str, Any]:
-        return asdict(self)
+        """The status a client sees: without the server's own paths (a model's cache and
+        files, the prompt templates' file), which job.json keeps."""
+        data = asdict(self)
+        if self.models:
+            data["models"] = {role: {k: v for k, v in part.items() if k not in SERVER_PATHS} for role, part in self.models.items()}
+        return data
 
     @classmethod
     def from_file(cls, path: Path) -> Job:
@@ -301,7 +307,7 @@ class JobManager:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
     def _save(self, job: Job) -> None:
-        atomic_write_text(self.root / job.id / "job.json", json.dumps(job.public(), indent=2))
+        atomic_write_text(self.root / job.id / "job.json", json.dumps(asdict(job), indent=2))
 
     def _update(self, job: Job, **changes: Any) -> None:
         with self._lock:
