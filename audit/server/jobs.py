@@ -46,7 +46,8 @@ from audit.probes.prompts import PromptError
 from audit.readers import BenchmarkError, load_benchmark
 from audit.readers.columns import MappingError, parse_inline
 from audit.readers.common import ReadOptions
-from audit.server.names import BadName, JobError, job_id, upload_name
+from audit.server.errors import JobError
+from audit.server.names import BadName, job_id, upload_name
 from audit.server.policies import PolicyFolder
 from audit.server.probing import ProbeModels
 from audit.server.retention import Kept, Retention, expired, folder_bytes

@@ -14,14 +14,6 @@ POLICY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 RESERVED = ("job.json", "audit.jsonl")
 
 
-class JobError(Exception):
-    """A job that cannot be accepted; `status` is the HTTP status to answer with."""
-
-    def __init__(self, message: str, status: int = 400) -> None:
-        super().__init__(message)
-        self.status = status
-
-
 class BadName(ValueError):
     """A parameter that is not a name of the kind asked for."""
 

@@ -8,7 +8,8 @@ import tomllib
 from pathlib import Path
 
 from audit.exposure import Policy, PolicyError, load_policy
-from audit.server.names import BadName, JobError, policy_file
+from audit.server.errors import JobError
+from audit.server.names import BadName, policy_file
 
 
 class PolicyFolder:
