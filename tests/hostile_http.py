@@ -4,6 +4,7 @@ request counts in the hostile suite's tally (tests/hostile.py); a traceback in t
 log counts as one."""
 from __future__ import annotations
 
+import contextlib
 import gzip
 import io
 import os
@@ -93,7 +94,8 @@ def counted(response: requests.Response, status: int, fragment: str, server: Ser
 def raw(server: Server, data: bytes, timeout: float = 20) -> tuple[int, bytes]:
     """Send `data` as is; the status and whole answer (the server closes or answers once)."""
     with socket.create_connection((server.host, server.port), timeout=timeout) as conn:
-        conn.sendall(data)
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            conn.sendall(data)  # the server may answer and close before it has read everything
         answer = b""
         while b"\r\n\r\n" not in answer or len(answer.split(b"\r\n\r\n", 1)[1]) < _length(answer):
             chunk = conn.recv(65536)

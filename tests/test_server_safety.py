@@ -139,11 +139,21 @@ def test_the_host_header_must_be_the_servers(server: Server, name: str, host: st
     counted(response, status, "is not an address of this server" if status == 421 else "count", server)
 
 
-def test_a_repeated_host_header_is_refused(server: Server):
-    request = f"GET /health HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\nHost: evil.example\r\nConnection: close\r\n\r\n".encode()
-    status, answer = raw(server, request)
+MALFORMED = [
+    ("repeated-host", "GET /health HTTP/1.1\r\nHost: {host}\r\nHost: evil.example\r\n\r\n", 400, "invalid HTTP request"),
+    ("endless-headers", "GET /health HTTP/1.1\r\nHost: {host}\r\nX-Pad: " + "a" * 40000, 400, "invalid HTTP request"),
+    ("garbage-request-line", "\x16\x03\x01 not http at all\r\n\r\n", 400, "invalid HTTP request"),
+    ("two-lengths", "POST / HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello", 400, "invalid HTTP request"),
+    ("length-and-chunked", "POST / HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400, "not valid JSON"),
+]
+
+
+@pytest.mark.parametrize(("name", "request_text", "status", "fragment"), MALFORMED, ids=[case[0] for case in MALFORMED])
+def test_a_malformed_request_gets_a_json_400(server: Server, name: str, request_text: str, status: int, fragment: str):
+    answered, answer = raw(server, request_text.format(host=f"127.0.0.1:{server.port}").encode("latin-1"))
     TALLY["cases"] += 1
-    assert status == 400 and b"invalid HTTP request" in answer and b"nosniff" in answer
+    TALLY["tracebacks"] += "Traceback" in server.log.read_text()
+    assert answered == status and fragment.encode() in answer and b"nosniff" in answer and b"default-src 'none'" in answer, answer
     TALLY["clear_errors"] += 1
 
 
