@@ -243,6 +243,9 @@ class ServedIndex:
     actors: int | None = None
 
     def __post_init__(self) -> None:
+        if "tokenized" in str(self.path):
+            # The engine tells its shard files by that word anywhere in their path, and crashes.
+            raise ValueError("infini-gram's engine crashes on an index whose path holds the word 'tokenized'; serve it from another path (a link will do)")
         if self.executor.distributed:
             self._open_actors()
         else:
@@ -268,9 +271,6 @@ class ServedIndex:
         # The files are checked first (LocalIndex checks a byte-level index): the engine asserts
         # on inconsistent sizes, which would abort the server, reads a cut table silently, and
         # reads an index of another width as garbage.
-        if "tokenized" in str(self.path):
-            # The engine tells its shard files by that word anywhere in their path, and crashes.
-            raise ValueError("infini-gram's engine crashes on an index whose path holds the word 'tokenized'; serve it from another path (a link will do)")
         tokenizer = self.tokenizer
         byte_level = tokenizer.kind == "bytes"
         self.local = LocalIndex(self.path, name=self.name) if byte_level else None
