@@ -255,7 +255,9 @@ def test_the_token_is_required_on_every_route(guarded: Server, name: str, author
 def test_an_allowed_host_is_answered(guarded: Server):
     headers = {"Host": f"audit.example:{guarded.port}", "Authorization": f"Bearer {TOKEN}"}
     counted(query(guarded, headers=headers), 200, "count", guarded)
+    counted(query(guarded, headers={**headers, "Host": "audit.example"}), 200, "count", guarded)
     counted(query(guarded, headers={**headers, "Host": f"other.example:{guarded.port}"}), 421, "not an address of this server", guarded)
+    counted(query(guarded, headers={**headers, "Host": "audit.example.evil.example"}), 421, "not an address of this server", guarded)
 
 
 def test_a_tokenless_job_never_runs(guarded: Server):

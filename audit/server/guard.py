@@ -66,12 +66,15 @@ class Access:
     @classmethod
     def bound(cls, host: str, port: int, extra: tuple[str, ...] = (), token: str | None = None) -> Access:
         """The server's loopback names and the bound address (on a wildcard bind, this
-        machine's names and addresses), with and without the port (a browser leaves out port
-        80), plus `extra` names (`--allowed-host`)."""
+        machine's names and addresses) with the port (and without it on port 80, which a
+        browser leaves out), plus `extra` names (`--allowed-host`, e.g. `proxy.example` or
+        `proxy.example:8443`)."""
         own = _machine_names() if host in WILDCARD else {host}
-        names = {*LOOPBACK, *(f"[{name}]" if ":" in name else name for name in own), *extra}
-        names = {name.lower() for name in names}
-        return cls(frozenset({f"{name}:{port}" for name in names} | ({*names} if port == 80 else set())), token)
+        names = {name.lower() for name in (*LOOPBACK, *(f"[{name}]" if ":" in name else name for name in own))}
+        hosts = {f"{name}:{port}" for name in names} | (names if port == 80 else set())
+        # An extra name is taken as given, and with this port: a proxy in front names its own.
+        hosts |= {form.lower() for name in extra for form in (name, f"{name}:{port}")}
+        return cls(frozenset(hosts), token)
 
     def host_allowed(self, value: str) -> bool:
         return not self.hosts or value.lower() in self.hosts
