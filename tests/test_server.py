@@ -26,6 +26,7 @@ from audit.corpora.local import LocalIndex
 from audit.indexing import pointer_width
 from audit.server.engine import Limits
 from audit.server.run import ServeError, load_indexes
+from audit.timestamps import utc_timestamp
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -310,7 +311,7 @@ def test_errors_are_structured_as_the_public_api_answers_them(served: Served, pa
 
 
 def test_malformed_oversize_and_unknown_requests_get_json_errors(served: Served):
-    response = requests.post(served.url, data=b"{not json", timeout=10)
+    response = requests.post(served.url, data=b"{not json", headers={"Content-Type": "application/json"}, timeout=10)
     assert response.status_code == 400 and response.json()["error"].startswith("request body is not valid JSON")
     response = requests.post(served.url, json={"index": "wiki", "query_type": "count", "query": "x" * 30000}, timeout=10)
     assert response.status_code == 413 and "over the limit of 20000 bytes" in response.json()["error"]
@@ -330,14 +331,25 @@ def test_health_and_index_listing(served: Served, wiki_index: Path):
 
 
 def test_requests_over_the_concurrency_limit_get_503(wiki_index: Path, tmp_path: Path):
+    """A download its client does not read holds the only place (a body that never comes does
+    not: bodies are read before a request takes a place)."""
+    held = tmp_path / "feedfacefeedface"
+    held.mkdir()
+    status = {"id": held.name, "index": "wiki", "format": None, "langs": None, "status": "done", "finished": utc_timestamp()}
+    (held / "job.json").write_text(json.dumps(status), encoding="utf-8")
+    with (held / "audit.jsonl").open("wb") as sparse:
+        sparse.truncate(256 << 20)
     server = start_server("--index", f"wiki={wiki_index}", "--max-concurrent", "1", "--queue-seconds", "0.2", "--jobs-dir", str(tmp_path))
     try:
         host, port = server.url.split("//")[1].rstrip("/").split(":")
-        with socket.create_connection((host, int(port)), timeout=10) as stalled:
-            # Headers promising a body that never comes hold the only slot.
-            stalled.sendall(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n")
-            time.sleep(0.2)
-            busy = server.post({"index": "wiki", "query_type": "count", "query": "the"})
+        with socket.socket() as stalled:
+            stalled.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            stalled.connect((host, int(port)))
+            stalled.sendall(f"GET /jobs/{held.name}/result HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode())
+            deadline = time.monotonic() + 30
+            while (busy := server.post({"index": "wiki", "query_type": "count", "query": "the"})).status_code == 200:
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
             assert busy.status_code == 503 and busy.headers["Retry-After"] == "1"
             assert busy.json()["error"].startswith("server busy")
             assert requests.get(server.url + "health", timeout=10).ok
@@ -396,7 +408,8 @@ def test_bad_jobs_are_refused_or_fail_readably(served: Served):
     assert garbage["status"] == "failed" and garbage["error"]
     early = requests.get(served.url + f"jobs/{garbage['id']}/result", timeout=10)
     assert early.status_code == 409 and "failed" in early.json()["error"]
-    assert requests.get(served.url + "jobs/0000", timeout=10).status_code == 404
+    assert requests.get(served.url + "jobs/0000", timeout=10).status_code == 400
+    assert requests.get(served.url + "jobs/0000000000000000", timeout=10).status_code == 404
 
 
 def test_a_job_reads_a_benchmark_through_a_column_mapping(served: Served, tmp_path: Path):

@@ -16,17 +16,19 @@ Routes:
   `done`/`total`: variants checked); `GET /jobs/{id}/result` the audit file once done.  `POST /policies` with a policy TOML as the body keeps it and answers its digest,
   for `policy=`; without one a job uses the server's policy (`--policy`, else the built-in).
 
-Every failure is JSON `{"error": "..."}`.  Request bodies over `max_body_bytes` get 413, and
-past `max_concurrent` requests in flight a request waits `queue_seconds` for a place, then gets
-503 with `Retry-After`, which the project's client retries with backoff; so does a query whose
-shard actor failed even after Ray's restarts and retries.
+`DELETE /jobs/{id}` removes a finished job and its folder (409 while it is queued or running).
+
+Every failure is JSON `{"error": "..."}`.  What a request must pass first (Host, Origin,
+token, content type, body size and deadline) is guard.py's.  Past `max_concurrent` requests in
+flight a request waits `queue_seconds` for a place, then gets 503 with `Retry-After`, which the
+project's client retries with backoff; so does a query whose shard actor failed even after
+Ray's restarts and retries.
 """
 from __future__ import annotations
 
 import asyncio
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from fastapi import FastAPI, Request
@@ -34,94 +36,20 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse
 from pydantic import BaseModel, ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from audit import __version__
 from audit.server.engine import QueryError, QueryRequest, ServedIndex
-from audit.server.jobs import JobError, JobManager, model_health
+from audit.server.guard import Access, GuardMiddleware, ServerLimits
+from audit.server.jobs import JobError, JobManager
 from audit.server.mini import MiniRequest, answer_mini
+from audit.server.probing import model_health
 
 Model = TypeVar("Model", bound=BaseModel)
-
-
-@dataclass(frozen=True)
-class ServerLimits:
-    max_body_bytes: int = 1 << 20
-    max_job_bytes: int = 64 << 20
-    max_concurrent: int = 16
-    queue_seconds: float = 2.0
+__all__ = ["ServerLimits", "create_app"]
 
 
 def error(message: str, status: int, headers: dict[str, str] | None = None) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=status, headers=headers)
-
-
-async def _send_json(send: Send, status: int, body: dict[str, Any], headers: list[tuple[bytes, bytes]] | None = None) -> None:
-    payload = json.dumps(body).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode()), *(headers or [])],
-        }
-    )
-    await send({"type": "http.response.body", "body": payload})
-
-
-class _TooLarge(Exception):
-    pass
-
-
-class GuardMiddleware:
-    """Request-size and concurrency limits, applied before a request reaches its route, so an
-    oversize or surplus request costs the server almost nothing.  `/health` is exempt."""
-
-    def __init__(self, app: ASGIApp, limits: ServerLimits) -> None:
-        self.app = app
-        self.limits = limits
-        self._slots: asyncio.Semaphore | None = None
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] == "/health":
-            await self.app(scope, receive, send)
-            return
-        limit = self.limits.max_job_bytes if scope["path"].startswith("/jobs") else self.limits.max_body_bytes
-        declared = dict(scope["headers"]).get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > limit:
-            await _send_json(send, 413, {"error": f"request body of {int(declared)} bytes is over the limit of {limit} bytes"})
-            return
-        if self._slots is None:
-            self._slots = asyncio.Semaphore(self.limits.max_concurrent)
-        try:
-            await asyncio.wait_for(self._slots.acquire(), timeout=self.limits.queue_seconds)
-        except TimeoutError:
-            busy = {"error": f"server busy: {self.limits.max_concurrent} requests in progress; retry shortly"}
-            await _send_json(send, 503, busy, [(b"retry-after", b"1")])
-            return
-        received = 0
-        started = False
-
-        async def counted() -> Message:
-            nonlocal received
-            message = await receive()
-            if message["type"] == "http.request":
-                received += len(message.get("body", b""))
-                if received > limit:
-                    raise _TooLarge
-            return message
-
-        async def tracked(message: Message) -> None:
-            nonlocal started
-            started = started or message["type"] == "http.response.start"
-            await send(message)
-
-        try:
-            await self.app(scope, counted, tracked)
-        except _TooLarge:
-            if not started:
-                await _send_json(send, 413, {"error": f"request body is over the limit of {limit} bytes"})
-        finally:
-            self._slots.release()
 
 
 def _parse(body: bytes, model: type[Model]) -> Model | JSONResponse:
@@ -148,11 +76,12 @@ async def _answer(served: ServedIndex | None, name: str, ask: Callable[[ServedIn
     return JSONResponse(result)
 
 
-def create_app(indexes: dict[str, ServedIndex], jobs: JobManager | None = None, limits: ServerLimits | None = None) -> FastAPI:
-    """The service over `indexes`; `jobs` enables the audit-job routes."""
+def create_app(indexes: dict[str, ServedIndex], jobs: JobManager | None = None, limits: ServerLimits | None = None, access: Access | None = None) -> FastAPI:
+    """The service over `indexes`; `jobs` enables the audit-job routes.  `access` says which
+    Host values and token requests must carry (see guard.py); without it any Host is taken."""
     limits = limits or ServerLimits()
-    app = FastAPI(title="corpus-audit", version=__version__, description=__doc__)
-    app.add_middleware(GuardMiddleware, limits=limits)
+    app = FastAPI(title="corpus-audit", version=__version__, description=__doc__, docs_url=None, redoc_url=None)
+    app.add_middleware(GuardMiddleware, limits=limits, access=access or Access())
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
@@ -161,10 +90,6 @@ def create_app(indexes: dict[str, ServedIndex], jobs: JobManager | None = None, 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         return error(_describe(exc.errors()), 400)
-
-    @app.exception_handler(Exception)
-    async def internal(request: Request, exc: Exception) -> JSONResponse:
-        return error(f"Internal server error: {type(exc).__name__}: {exc}", 500)
 
     @app.get("/health")
     def health() -> dict[str, Any]:
@@ -199,44 +124,56 @@ def create_app(indexes: dict[str, ServedIndex], jobs: JobManager | None = None, 
         return await _answer(indexes.get(parsed.index), parsed.index, lambda served: answer_mini(served, parsed))
 
     if jobs is not None:
-
-        @app.post("/policies", status_code=201)
-        async def add_policy(request: Request) -> JSONResponse:
-            body = await request.body()
-            try:
-                policy = await asyncio.to_thread(jobs.add_policy, body)
-            except JobError as exc:
-                return error(str(exc), exc.status)
-            return JSONResponse({"policy": policy.digest, "name": policy.name, "settings": policy.settings}, status_code=201)
-
-        @app.post("/jobs", status_code=202)
-        async def submit(
-            request: Request, index: str, format: str | None = None, langs: str | None = None, filename: str = "benchmark", policy: str | None = None,
-            map: str | None = None, source_lang: str | None = None, links: str | None = None, as_of: str | None = None, probe_model: str | None = None,
-        ) -> JSONResponse:
-            body = await request.body()
-            try:
-                job = await asyncio.to_thread(jobs.submit, index, body, filename, format, langs, policy, map, source_lang, links, as_of, probe_model)
-            except JobError as exc:
-                return error(str(exc), exc.status)
-            return JSONResponse(job.public(), status_code=202, headers={"Location": f"/jobs/{job.id}"})
-
-        @app.get("/jobs/{job_id}")
-        def status(job_id: str) -> JSONResponse:
-            try:
-                return JSONResponse(jobs.get(job_id).public())
-            except JobError as exc:
-                return error(str(exc), exc.status)
-
-        @app.get("/jobs/{job_id}/result", response_model=None)
-        def result(job_id: str) -> FileResponse | JSONResponse:
-            try:
-                path = jobs.result_path(job_id)
-            except JobError as exc:
-                return error(str(exc), exc.status)
-            return FileResponse(path, media_type="application/jsonl", filename=f"{job_id}.audit.jsonl")
-
+        _job_routes(app, jobs)
     return app
+
+
+def _job_routes(app: FastAPI, jobs: JobManager) -> None:
+    """The audit-job routes: policies, jobs, their status, result and removal."""
+
+    @app.post("/policies", status_code=201)
+    async def add_policy(request: Request) -> JSONResponse:
+        body = await request.body()
+        try:
+            policy = await asyncio.to_thread(jobs.add_policy, body)
+        except JobError as exc:
+            return error(str(exc), exc.status)
+        return JSONResponse({"policy": policy.digest, "name": policy.name, "settings": policy.settings}, status_code=201)
+
+    @app.post("/jobs", status_code=202)
+    async def submit(
+        request: Request, index: str, format: str | None = None, langs: str | None = None, filename: str = "benchmark", policy: str | None = None,
+        map: str | None = None, source_lang: str | None = None, links: str | None = None, as_of: str | None = None, probe_model: str | None = None,
+    ) -> JSONResponse:
+        body = await request.body()
+        try:
+            job = await asyncio.to_thread(jobs.submit, index, body, filename, format, langs, policy, map, source_lang, links, as_of, probe_model)
+        except JobError as exc:
+            return error(str(exc), exc.status)
+        return JSONResponse(job.public(), status_code=202, headers={"Location": f"/jobs/{job.id}"})
+
+    @app.get("/jobs/{job_id}")
+    def status(job_id: str) -> JSONResponse:
+        try:
+            return JSONResponse(jobs.get(job_id).public())
+        except JobError as exc:
+            return error(str(exc), exc.status)
+
+    @app.get("/jobs/{job_id}/result", response_model=None)
+    def result(job_id: str) -> FileResponse | JSONResponse:
+        try:
+            path = jobs.result_path(job_id)
+        except JobError as exc:
+            return error(str(exc), exc.status)
+        return FileResponse(path, media_type="application/jsonl", filename=f"{job_id}.audit.jsonl")
+
+    @app.delete("/jobs/{job_id}")
+    def delete(job_id: str) -> JSONResponse:
+        try:
+            job = jobs.delete(job_id)
+        except JobError as exc:
+            return error(str(exc), exc.status)
+        return JSONResponse({"deleted": job.id, "status": job.status})
 
 
 def _describe(errors: list[Any]) -> str:

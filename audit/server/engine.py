@@ -243,6 +243,9 @@ class ServedIndex:
     actors: int | None = None
 
     def __post_init__(self) -> None:
+        if "tokenized" in str(self.path):
+            # The engine tells its shard files by that word anywhere in their path, and crashes.
+            raise ValueError("infini-gram's engine crashes on an index whose path holds the word 'tokenized'; serve it from another path (a link will do)")
         if self.executor.distributed:
             self._open_actors()
         else:

@@ -22,11 +22,8 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
-import tempfile
 import threading
-import tomllib
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -42,27 +39,25 @@ from audit.executors import LOCAL, Executor
 from audit.exposure import Policy, PolicyError, load_policy
 from audit.langcodes import normalise_lang
 from audit.links.model import LinksError
-from audit.outputs import atomic_write_bytes, atomic_write_text
+from audit.outputs import atomic_write_text
 from audit.probes.cache import CachedModel
 from audit.probes.generation import ProbeError
-from audit.probes.prompts import PromptError, Templates
+from audit.probes.prompts import PromptError
 from audit.readers import BenchmarkError, load_benchmark
 from audit.readers.columns import MappingError, parse_inline
 from audit.readers.common import ReadOptions
+from audit.server.errors import JobError
+from audit.server.names import BadName, job_id, upload_name
+from audit.server.policies import PolicyFolder
+from audit.server.probing import ProbeModels
+from audit.server.retention import Kept, Retention, expired, folder_bytes
+from audit.server.uploads import UploadError, store_upload
 from audit.signals import configure, plan
-from audit.signals.probe import Prober
 from audit.timestamps import utc_timestamp
 
 QUEUED, RUNNING, DONE, FAILED = "queued", "running", "done", "failed"
 FORMATS = ("eclektic-jsonl", "eclektic-csv", "bmlama", "jsonl")
-
-
-class JobError(Exception):
-    """A job that cannot be accepted; `status` is the HTTP status to answer with."""
-
-    def __init__(self, message: str, status: int = 400) -> None:
-        super().__init__(message)
-        self.status = status
+SERVER_PATHS = ("cache", "file", "path")
 
 
 @dataclass
@@ -90,45 +85,18 @@ class Job:
     restarts: int = 0
 
     def public(self) -> dict[str, Any]:
-        return asdict(self)
+        """The status a client sees: without the server's own paths (a model's cache and
+        files, the prompt templates' file), which job.json keeps."""
+        data = asdict(self)
+        if self.models:
+            data["models"] = {role: {k: v for k, v in part.items() if k not in SERVER_PATHS} for role, part in self.models.items()}
+        return data
 
     @classmethod
     def from_file(cls, path: Path) -> Job:
         data = json.loads(path.read_text(encoding="utf-8"))
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in known})
-
-
-def model_health(model: CachedModel) -> dict[str, Any]:
-    """For `/health`: what a served model is, and how its prompts were answered since startup."""
-    return {"name": model.name, "model_id": model.model_id, "backend": model.describe().get("backend"), "offline": model.offline, "answered": model.answered()}
-
-
-@dataclass(frozen=True)
-class ProbeModels:
-    """The probe models jobs may name, one judge for all of them (None: each judges itself)
-    and the prompt templates."""
-
-    models: dict[str, CachedModel]
-    judge: CachedModel | None
-    templates: Templates
-    prompts_file: Path | None = None
-
-    def prober(self, name: str) -> Prober:
-        model = self.models[name]
-        return Prober(model, self.judge or model, self.templates, self.prompts_file)
-
-
-UPLOAD_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
-
-
-def upload_name(filename: str | None) -> str:
-    """The name the uploaded benchmark is kept under: the client's, when it is a plain file
-    name (its extension tells the loader the format), never a path or one of the job's files."""
-    name = filename or "benchmark"
-    if not UPLOAD_NAME.fullmatch(name) or ".." in name:
-        raise JobError(f"filename {name!r}: give a plain file name (letters, digits, '.', '_', '-'; no path), e.g. benchmark.jsonl")
-    return f"benchmark-{name}" if name in ("job.json", "audit.jsonl") else name
 
 
 class JobManager:
@@ -146,20 +114,25 @@ class JobManager:
         links: dict[str, Any] | None = None,
         probes: ProbeModels | None = None,
         executor: Executor = LOCAL,
+        retention: Retention | None = None,
+        max_inflated_bytes: int = 256 << 20,
     ) -> None:
         self.root = Path(root)
+        self.retention = retention or Retention()
+        self.max_inflated_bytes = max_inflated_bytes
         self.executor = executor
         self.links = links or {}
         self.probes = probes
-        (self.root / "policies").mkdir(parents=True, exist_ok=True)
         self.corpora = corpora
         self.policy = policy or load_policy(None)
+        self.policies = PolicyFolder(self.root, self.policy)
         self.max_pending = max_pending
         self.check_workers = check_workers
         self._jobs: dict[str, Job] = {}
         self._lock = threading.Lock()
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="audit-job")
         self._resume()
+        self.prune()
 
     def _resume(self) -> None:
         """Read back the jobs a previous server left, and queue again those it did not finish."""
@@ -204,29 +177,10 @@ class JobManager:
         return None
 
     def add_policy(self, text: bytes) -> Policy:
-        """Keep an uploaded policy (merged over the built-in one, as `audit check --policy`
-        merges) under its digest, so jobs can name it."""
-        try:
-            tomllib.loads(text.decode("utf-8"))
-        except (UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
-            raise JobError(f"policy: not valid UTF-8 TOML ({error})") from None
-        with tempfile.TemporaryDirectory(dir=self.root) as scratch:
-            staged = Path(scratch) / "policy.toml"
-            staged.write_bytes(text)
-            try:
-                policy = load_policy(staged)
-            except PolicyError as error:
-                raise JobError(f"policy: {str(error).removeprefix(f'{staged}: ')}") from None
-            os.replace(staged, self.root / "policies" / f"{policy.digest}.toml")
-        return policy
+        return self.policies.add(text)
 
-    def policy_for(self, digest: str | None) -> Policy:
-        if digest is None or digest == self.policy.digest:
-            return self.policy
-        path = self.root / "policies" / f"{digest}.toml"
-        if not path.is_file():
-            raise JobError(f"no policy {digest!r}; upload one with POST /policies", 404)
-        return load_policy(path)
+    def policy_for(self, name: str | None) -> Policy:
+        return self.policies.get(name)
 
     def submit(
         self, index: str, benchmark: bytes, filename: str, fmt: str | None, langs: str | None, policy: str | None = None,
@@ -269,7 +223,11 @@ class JobManager:
             raise JobError(f"probe_model: {probe_model!r} is {what} (it has {offered})")
         models = self.probes.prober(probe_model).describe() if self.probes and probe_model is not None else None
         digest = self.policy_for(policy).digest
-        name = upload_name(filename)
+        try:
+            name = upload_name(filename)
+        except BadName as error:
+            raise JobError(str(error)) from None
+        self.prune()
         with self._lock:
             pending = sum(1 for j in self._jobs.values() if j.status in (QUEUED, RUNNING))
             if pending >= self.max_pending:
@@ -279,25 +237,66 @@ class JobManager:
                 mapping=mapping or None, source_lang=lang, links=sources, as_of=as_of, probe_model=probe_model, models=models,
             )
             self._jobs[job.id] = job
+        self._start(job, benchmark)
+        return job
+
+    def _start(self, job: Job, benchmark: bytes) -> None:
+        """Keep the upload in the job's folder (inflated, if compressed) and queue the job; a
+        failure leaves no folder and no job behind."""
         directory = self.root / job.id
         try:
             directory.mkdir()
-            atomic_write_bytes(directory / name, benchmark)
+            job.benchmark = store_upload(directory, job.benchmark, benchmark, self.max_inflated_bytes)
             self._save(job)
+        except UploadError as error:
+            self._forget(job)
+            raise JobError(str(error), error.status) from None
         except BaseException:
-            with self._lock:
-                del self._jobs[job.id]
-            shutil.rmtree(directory, ignore_errors=True)
+            self._forget(job)
             raise
         self._pool.submit(self._run, job)
+
+    def _forget(self, job: Job) -> None:
+        with self._lock:
+            self._jobs.pop(job.id, None)
+        shutil.rmtree(self.root / job.id, ignore_errors=True)
+
+    def get(self, name: str) -> Job:
+        try:
+            key = job_id(name)
+        except BadName as error:
+            raise JobError(str(error)) from None
+        with self._lock:
+            job = self._jobs.get(key)
+        if job is None:
+            raise JobError(f"no job {key!r}", 404)
         return job
 
-    def get(self, job_id: str) -> Job:
+    def delete(self, name: str) -> Job:
+        """Remove a finished job and its folder; a queued or running one is refused (409), as
+        a job's worker may be reading or writing its folder."""
+        job = self.get(name)
         with self._lock:
-            job = self._jobs.get(job_id)
-        if job is None:
-            raise JobError(f"no job {job_id!r}", 404)
+            if job.status in (QUEUED, RUNNING):
+                raise JobError(f"job {job.id} is {job.status}; delete it once it is done or failed", 409)
+            self._jobs.pop(job.id, None)
+        shutil.rmtree(self.root / job.id, ignore_errors=True)
         return job
+
+    def prune(self) -> list[str]:
+        """Remove the finished jobs past the retention's age or size (see retention.py)."""
+        with self._lock:
+            jobs = list(self._jobs.values())
+        kept = [Kept(job.id, job.finished if job.status in (DONE, FAILED) else None, folder_bytes(self.root / job.id)) for job in jobs]
+        removed = expired(kept, self.retention)
+        for name in removed:
+            with self._lock:
+                job = self._jobs.get(name)
+                if job is None or job.status not in (DONE, FAILED):
+                    continue
+                del self._jobs[name]
+            shutil.rmtree(self.root / name, ignore_errors=True)
+        return removed
 
     def result_path(self, job_id: str) -> Path:
         job = self.get(job_id)
@@ -309,7 +308,7 @@ class JobManager:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
     def _save(self, job: Job) -> None:
-        atomic_write_text(self.root / job.id / "job.json", json.dumps(job.public(), indent=2))
+        atomic_write_text(self.root / job.id / "job.json", json.dumps(asdict(job), indent=2))
 
     def _update(self, job: Job, **changes: Any) -> None:
         with self._lock:
@@ -338,14 +337,17 @@ class JobManager:
 
     def _run(self, job: Job) -> None:
         self._update(job, status=RUNNING)
+        # Errors name the job's files by their names in the job, never by the server's path.
+        folder = f"{self.root / job.id}{os.sep}"
         try:
             summary = self._audit(job, self.root / job.id / job.benchmark)
         except (BenchmarkError, PolicyError, JobError, LinksError, ProbeError, PromptError, ValueError) as error:
-            self._update(job, status=FAILED, error=str(error), finished=utc_timestamp())
+            self._update(job, status=FAILED, error=str(error).replace(folder, ""), finished=utc_timestamp())
         except Exception as error:  # a job must end in a state a client can read, whatever broke
-            self._update(job, status=FAILED, error=f"internal error: {type(error).__name__}: {error}", finished=utc_timestamp())
+            self._update(job, status=FAILED, error=f"internal error: {type(error).__name__}: {error}".replace(folder, ""), finished=utc_timestamp())
         else:
             self._update(job, status=DONE, summary=summary, finished=utc_timestamp())
+        self.prune()
 
     def _audit(self, job: Job, benchmark: Path) -> dict[str, Any]:
         corpus = self.corpora[job.index]

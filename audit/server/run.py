@@ -3,10 +3,14 @@ where (`--executor`: in this process, or byte-level indexes held by Ray shard ac
 from __future__ import annotations
 
 import argparse
+import ipaddress
+import os
 import socket
 import sys
 from pathlib import Path
 from typing import Any
+
+import requests
 
 from audit.corpora.api import ApiCorpus, ApiOptions
 from audit.corpora.client import ClientSettings, InfiniGramClient
@@ -24,9 +28,16 @@ from audit.probes.cache import CachedModel
 from audit.probes.generation import ProbeError
 from audit.probes.models import open_model
 from audit.probes.prompts import PromptError, load_templates
-from audit.server.app import ServerLimits, create_app
+from audit.server.app import create_app
 from audit.server.engine import Limits, ServedIndex, Tokenizer
-from audit.server.jobs import JobError, JobManager, ProbeModels
+from audit.server.guard import Access, ServerLimits
+from audit.server.jobs import JobError, JobManager
+from audit.server.probing import ProbeModels
+from audit.server.protocol import header_deadline
+from audit.server.retention import Retention
+
+TOKEN_ENV = "AUDIT_SERVE_TOKEN"
+MIN_TOKEN = 16
 
 
 class ServeError(Exception):
@@ -96,10 +107,16 @@ def serve(
     probes: ProbeModels | None = None,
     executor: Executor = LOCAL,
     announce=print,
+    retention: Retention | None = None,
+    allowed_hosts: tuple[str, ...] = (),
+    token: str | None = None,
 ) -> None:
     """Serve until interrupted.  Port 0 binds a free port; the bound address is announced
     (on stdout by default) as `audit serve: listening on http://HOST:PORT`."""
     import uvicorn
+
+    limits = limits or ServerLimits()
+    require_token(host, token)
 
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
@@ -111,13 +128,16 @@ def serve(
         raise ServeError(f"cannot bind {host}:{port}: {error}") from None
     bound = sock.getsockname()[1]
     own_url = f"http://{_loopback(host)}:{bound}/"
-    corpora = {name: s.local if s.local is not None else _through_protocol(own_url, name) for name, s in indexes.items()}
+    corpora = {name: s.local if s.local is not None else _through_protocol(own_url, name, token) for name, s in indexes.items()}
     try:
-        jobs = JobManager(jobs_dir or cache_dir() / "jobs", corpora, policy=policy, workers=job_workers, links=links, probes=probes, executor=executor)
+        jobs = JobManager(
+            jobs_dir or cache_dir() / "jobs", corpora, policy=policy, workers=job_workers, links=links, probes=probes, executor=executor,
+            retention=retention, max_inflated_bytes=limits.max_inflated_bytes,
+        )
     except JobError as error:
         raise ServeError(str(error)) from None
-    app = create_app(indexes, jobs, limits)
-    config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=2)
+    app = create_app(indexes, jobs, limits, Access.bound(host, bound, allowed_hosts, token))
+    config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=2, http=header_deadline(limits.header_timeout))
     announce(f"audit serve: listening on http://{host if family == socket.AF_INET else f'[{host}]'}:{bound}")
     try:
         uvicorn.Server(config).run(sockets=[sock])
@@ -136,10 +156,35 @@ def _loopback(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
 
-def _through_protocol(url: str, name: str) -> ApiCorpus:
+def is_loopback(host: str) -> bool:
+    """Whether binding `host` keeps the server to this machine."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+class _Bearer(InfiniGramClient):
+    """The protocol client with this server's token on every request."""
+
+    def __init__(self, settings: ClientSettings, token: str) -> None:
+        super().__init__(settings)
+        self._token = token
+
+    def _session(self) -> requests.Session:
+        session = super()._session()
+        session.headers["Authorization"] = f"Bearer {self._token}"
+        return session
+
+
+def _through_protocol(url: str, name: str, token: str | None = None) -> ApiCorpus:
     """A tokenized index as audit jobs see it: through this server's own protocol, as the API
     backend sees the public indexes (count-derived longest matches, at token boundaries)."""
-    return ApiCorpus(InfiniGramClient(ClientSettings(url=url, index=name)), name, ApiOptions(longest_match="count"))
+    settings = ClientSettings(url=url, index=name)
+    client = _Bearer(settings, token) if token else InfiniGramClient(settings)
+    return ApiCorpus(client, name, ApiOptions(longest_match="count"))
 
 
 def _pairs(values: list[str], flag: str) -> dict[str, Path]:
@@ -165,6 +210,13 @@ def parser() -> argparse.ArgumentParser:
     parse.add_argument("--queue-seconds", type=float, default=2.0, help="how long a request waits for a place before 503")
     parse.add_argument("--max-body-bytes", type=int, default=1 << 20, help="largest query request body")
     parse.add_argument("--max-job-bytes", type=int, default=64 << 20, help="largest benchmark file a job may upload")
+    parse.add_argument("--max-inflated-bytes", type=int, default=256 << 20, help="most bytes a gzip or Zstandard upload may inflate to (413 past it)")
+    parse.add_argument("--header-timeout", type=float, default=10.0, help="seconds a client has to send a request's headers (408 and closed past it)")
+    parse.add_argument("--body-timeout", type=float, default=60.0, help="seconds a client has to send a request's whole body (408 past it)")
+    parse.add_argument("--allowed-host", action="append", default=[], help="a further name the server answers to in the Host header, e.g. behind a proxy (repeatable; its own address and localhost always)")
+    parse.add_argument("--token", help=f"a bearer token every request must carry (Authorization: Bearer TOKEN); required to bind other than loopback [default: ${TOKEN_ENV}]")
+    parse.add_argument("--job-retention-days", type=float, default=7.0, help="finished jobs older than this are removed")
+    parse.add_argument("--jobs-max-bytes", type=int, default=1 << 30, help="the oldest finished jobs are removed while the jobs folder holds more")
     parse.add_argument("--max-query-chars", type=int, default=MAX_QUERY_CHARS, help="longest query string, as the public API")
     parse.add_argument("--max-query-tokens", type=int, default=MAX_QUERY_TOKENS, help="most query tokens (bytes for byte-level indexes), as the public API")
     parse.add_argument("--jobs-dir", type=Path, help="where audit jobs keep their files [default: CACHE/jobs]")
@@ -226,10 +278,13 @@ def _open_model(flag: str, value: str, registry: Path | None, offline: bool, bat
 
 def check_limits(args: argparse.Namespace) -> None:
     """Every numeric option in its range, so a bad value is a message, not a crash later."""
-    positive = ("max_concurrent", "max_body_bytes", "max_job_bytes", "max_query_chars", "max_query_tokens", "job_workers")
+    positive = ("max_concurrent", "max_body_bytes", "max_job_bytes", "max_query_chars", "max_query_tokens", "job_workers", "max_inflated_bytes", "jobs_max_bytes")
     for name in positive:
         if getattr(args, name) < 1:
             raise ServeError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
+    for name in ("header_timeout", "body_timeout", "job_retention_days"):
+        if not getattr(args, name) > 0:
+            raise ServeError(f"--{name.replace('_', '-')} must be more than 0, got {getattr(args, name)}")
     if args.actors is not None and args.actors < 1:
         raise ServeError(f"--actors must be at least 1, got {args.actors}")
     if args.probe_batch_size is not None and args.probe_batch_size < 1:
@@ -238,6 +293,23 @@ def check_limits(args: argparse.Namespace) -> None:
         raise ServeError(f"--queue-seconds must be 0 or more, got {args.queue_seconds}")
     if not 0 <= args.port <= 65535:
         raise ServeError(f"--port must be between 0 and 65535, got {args.port}")
+
+
+def _token(given: str | None) -> str | None:
+    """The token from --token, else the environment; a short one is refused."""
+    token = given if given is not None else os.environ.get(TOKEN_ENV) or None
+    if token is not None and (len(token) < MIN_TOKEN or not token.isprintable() or " " in token):
+        raise ServeError(f"the token (--token or ${TOKEN_ENV}) must be at least {MIN_TOKEN} printable characters without spaces")
+    return token
+
+
+def require_token(host: str, token: str | None) -> None:
+    """A server others can reach answers only requests carrying its token."""
+    if token is None and not is_loopback(host):
+        raise ServeError(
+            f"--host {host} opens the server to other machines: give a token (--token or ${TOKEN_ENV}, at least {MIN_TOKEN} characters), "
+            "which every request must then carry as Authorization: Bearer TOKEN"
+        )
 
 
 def join_cluster(executor: Executor) -> None:
@@ -252,6 +324,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         check_limits(args)
+        token = _token(args.token)
+        require_token(args.host, token)
         executor = parse_executor(args.executor)
         if args.actors is not None and not executor.distributed:
             raise ServeError("--actors applies to a Ray executor (--executor ray or ray://HOST:PORT)")
@@ -261,7 +335,10 @@ def main(argv: list[str] | None = None) -> int:
         if executor.distributed:
             join_cluster(executor)
         indexes = load_indexes(args.index or [DEMO], _pairs(args.tokenizer, "--tokenizer"), args.registry, limits, executor, args.actors)
-        server_limits = ServerLimits(max_body_bytes=args.max_body_bytes, max_job_bytes=args.max_job_bytes, max_concurrent=args.max_concurrent, queue_seconds=args.queue_seconds)
+        server_limits = ServerLimits(
+            max_body_bytes=args.max_body_bytes, max_job_bytes=args.max_job_bytes, max_concurrent=args.max_concurrent, queue_seconds=args.queue_seconds,
+            header_timeout=args.header_timeout, body_timeout=args.body_timeout, max_inflated_bytes=args.max_inflated_bytes,
+        )
         serve(
             indexes,
             host=args.host,
@@ -274,6 +351,9 @@ def main(argv: list[str] | None = None) -> int:
             probes=probes,
             executor=executor,
             announce=lambda line: print(line, flush=True),
+            retention=Retention(max_age_seconds=args.job_retention_days * 86400, max_bytes=args.jobs_max_bytes),
+            allowed_hosts=tuple(args.allowed_host),
+            token=token,
         )
     except (ServeError, CorpusError, PolicyError, LinksError, ExecutorError) as error:
         print(f"audit serve: {error}", file=sys.stderr)

@@ -1,0 +1,10 @@
+"""The error the job routes answer with."""
+from __future__ import annotations
+
+
+class JobError(Exception):
+    """A job that cannot be accepted; `status` is the HTTP status to answer with."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status

@@ -1,0 +1,30 @@
+"""The probe models audit jobs may name, as the server offers them."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from audit.probes.cache import CachedModel
+from audit.probes.prompts import Templates
+from audit.signals.probe import Prober
+
+
+def model_health(model: CachedModel) -> dict[str, Any]:
+    """For `/health`: what a served model is, and how its prompts were answered since startup."""
+    return {"name": model.name, "model_id": model.model_id, "backend": model.describe().get("backend"), "offline": model.offline, "answered": model.answered()}
+
+
+@dataclass(frozen=True)
+class ProbeModels:
+    """The probe models jobs may name, one judge for all of them (None: each judges itself)
+    and the prompt templates."""
+
+    models: dict[str, CachedModel]
+    judge: CachedModel | None
+    templates: Templates
+    prompts_file: Path | None = None
+
+    def prober(self, name: str) -> Prober:
+        model = self.models[name]
+        return Prober(model, self.judge or model, self.templates, self.prompts_file)
