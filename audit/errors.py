@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import stat
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,14 +26,34 @@ class LocatedError(Exception):
         return f"{where}: {what}"
 
 
+# Longer than any real benchmark row (a TyDi QA line with its whole article is a few MB), short
+# enough that a file without newlines (/dev/zero, a disk image) is refused before memory runs out.
+MAX_LINE_BYTES = 128 * 2**20
+
+
+def regular_file(path: Path, error: type[LocatedError]) -> None:
+    """Refuse a device, FIFO or socket before opening it: reading one may never end."""
+    try:
+        mode = Path(path).stat().st_mode
+    except OSError:
+        return
+    if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+        kind = "a character device" if stat.S_ISCHR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "a block device" if stat.S_ISBLK(mode) else "a socket"
+        raise error(path, message=f"is {kind}, not a regular file")
+
+
 def text_lines(path: Path, error: type[LocatedError]) -> Iterator[str]:
     """Physical lines of a UTF-8 file, gzipped or not (told by content), with their endings and
-    no byte-order mark, decoded one by one so a bad byte is reported with its line number."""
+    no byte-order mark, decoded one by one so a bad byte is reported with its line number; a
+    line longer than `MAX_LINE_BYTES` is refused."""
+    regular_file(path, error)
     try:
         with path.open("rb") as probe:
             compressed = probe.read(2) == b"\x1f\x8b"
         with gzip.open(path, "rb") if compressed else path.open("rb") as handle:
-            for number, raw in enumerate(handle, 1):
+            for number, raw in enumerate(iter(lambda: handle.readline(MAX_LINE_BYTES + 1), b""), 1):
+                if len(raw) > MAX_LINE_BYTES:
+                    raise error(path, number, None, f"line longer than {MAX_LINE_BYTES // 2**20} MiB; not a text file of records")
                 try:
                     text = raw.decode("utf-8")
                 except UnicodeDecodeError as exc:

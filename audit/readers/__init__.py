@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from audit.errors import regular_file
 from audit.items import Item, LoadReport
 from audit.langcodes import normalise_lang
 from audit.readers.bmlama import read_bmlama
@@ -122,6 +123,7 @@ def load_benchmark(
     options = _checked(source, options or ReadOptions())
     if not is_glob(source) and not source.exists():
         raise BenchmarkError(source, message="no such file or directory")
+    regular_file(source, BenchmarkError)
     wanted = _requested_langs(source, langs) if langs else None
     fmt = fmt or detect_format(source, options)
     spec = FORMATS.get(fmt)
