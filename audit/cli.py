@@ -14,6 +14,7 @@ from pathlib import Path
 import click
 from pydantic import ValidationError
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     DownloadColumn,
@@ -25,6 +26,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 from rich.table import Table
+from rich.text import Text
 
 from audit import __version__
 from audit.auditfile import AuditFileError, is_audit_file, locate_benchmark, read_audit, write_audit
@@ -52,7 +54,7 @@ from audit.shardbuild import build_sharded
 from audit.signals import KNOWLEDGE_SIGNALS, SIGNALS, SignalError, configure, minhash, parse_signals, plan
 from audit.signals.probe import open_prober
 
-console = Console(stderr=True)
+console = Console(stderr=True, emoji=False)
 STRICT_EXIT = 3
 
 
@@ -379,11 +381,11 @@ def _print_read(report: LoadReport) -> None:
     line = f"read {report.path} ({report.format}): {len(report.items)} items, {variants} variants, {len(report.languages)} languages ({', '.join(f'{n} {k}' for k, n in sorted(kinds.items()))})"
     if report.excluded:
         line += f"; {report.excluded} rows excluded by the benchmark"
-    console.print(line, soft_wrap=True, highlight=False)
+    console.print(line, soft_wrap=True, highlight=False, markup=False)
     if report.language_codes:
-        console.print("language codes: " + ", ".join(f"{given} → {code}" for given, code in report.language_codes.items()), soft_wrap=True, highlight=False)
+        console.print("language codes: " + ", ".join(f"{given} → {code}" for given, code in report.language_codes.items()), soft_wrap=True, highlight=False, markup=False)
     if report.unused_fields:
-        console.print(f"not checked by any signal (kept in the audit's manifest): {', '.join(report.unused_fields)}", soft_wrap=True, highlight=False)
+        console.print(f"not checked by any signal (kept in the audit's manifest): {', '.join(report.unused_fields)}", soft_wrap=True, highlight=False, markup=False)
 
 
 def _default_out(bench: Path, corpora: tuple[str, ...]) -> Path:
@@ -415,7 +417,7 @@ def _warn_failed_sources(records: list[dict]) -> None:
         what = "could not be checked" if status == "failed" else "could not be told"
         tag = "undetermined" if signal in KNOWLEDGE_SIGNALS else "unknown"
         console.print(
-            f"[red]{status}[/red] {signal} on {source}: {count} field(s) {what}, leaving {unknown} of {len(records)} variant(s) {tag}; first error: {first[status, signal, source]}",
+            f"[red]{status}[/red] {signal} on {escape(source)}: {count} field(s) {what}, leaving {unknown} of {len(records)} variant(s) {tag}; first error: {escape(first[status, signal, source])}",
             soft_wrap=True,
         )
 
@@ -423,7 +425,7 @@ def _warn_failed_sources(records: list[dict]) -> None:
 def _print_summary(summary: dict, out: Path, elapsed: float) -> None:
     """Per language, in a stable order: the tags, the seen rate over decided variants (an
     unknown is neither seen nor unseen) and the unknown share beside it."""
-    table = Table(title=f"Exposure per language ({out})")
+    table = Table(title=Text(f"Exposure per language ({out})"))
     for column in ("language", "variants", "seen", "unseen", "unknown", "seen rate (decided)", "unknown share"):
         table.add_column(column, justify="left" if column == "language" else "right")
     rows = sorted(summary["languages"].items())
@@ -529,7 +531,7 @@ def check(
         raise InputError(str(error)) from None
     wanted = _wanted_languages(langs, report.languages) if langs else None
     for skipped in report.skipped:
-        console.print(f"[yellow]skipped[/yellow] {skipped}")
+        console.print(f"[yellow]skipped[/yellow] {escape(skipped)}")
     _print_read(report)
     progress, report_build = _build_progress()
     cutoff = as_of.date() if as_of else None  # type: ignore[attr-defined]
@@ -550,14 +552,14 @@ def check(
         console.print("[yellow]note[/yellow] --as-of applies to the langlinks signal, which runs only with --links")
     for run in runs:
         if not run.ran and run.source:
-            console.print(f"[yellow]skipped[/yellow] signal {run.signal} on {run.source}: {run.reason}")
+            console.print(f"[yellow]skipped[/yellow] signal {run.signal} on {escape(run.source)}: {escape(run.reason)}")
     _prepare(runners, report.items, wanted)
     variants = sum(1 for item in report.items for lang in item.variants if wanted is None or lang in wanted)
     processes = workers or os.cpu_count() or 1
     forked = not executor.distributed and processes > 1 and all(isinstance(source, LocalIndex) for source in sources)
     where = f" on {executor}" if executor.distributed else ""
     with variant_processes(runners, policy, processes) if forked else nullcontext() as pool, _progress() as progress:
-        task = progress.add_task(f"checking against {', '.join(s.info.name for s in sources)}{where}", total=variants)
+        task = progress.add_task(escape(f"checking against {', '.join(s.info.name for s in sources)}{where}"), total=variants)
         records = check_items(report.items, runners, policy, langs=wanted, workers=workers, on_done=lambda: progress.advance(task), processes=pool, executor=executor)
     links = {"sources": [source.describe() for source in link_sources], "as_of": cutoff.isoformat() if cutoff else None} if link_sources else None
     models = prober.describe() if prober else None
@@ -572,10 +574,10 @@ def check(
             raise InputError(f"{error} (the audit file {out} was written)") from None
     _print_summary(summary, out, time.perf_counter() - started)
     if report_dir is not None:
-        Console().print(f"report: {report_dir / 'report.html'}")
+        Console(emoji=False).print(f"report: {report_dir / 'report.html'}", markup=False)
     unknown = sum(counts["unknown"] for counts in summary["languages"].values())
     if strict and unknown:
-        console.print(f"[red]--strict:[/red] {unknown} variant(s) are unknown (see decided_by in {out})")
+        console.print(f"[red]--strict:[/red] {unknown} variant(s) are unknown (see decided_by in {escape(str(out))})")
         sys.exit(STRICT_EXIT)
 
 
@@ -701,7 +703,7 @@ def report_command(
                 )
             evaluation = result.to_dict()
             for problem in evaluation["problems"]:
-                console.print(f"[yellow]problem[/yellow] {problem}")
+                console.print(f"[yellow]problem[/yellow] {escape(problem)}")
         data = write_report(out, audit, str(audit_path), items, evaluation, item_pages, inputs=inputs)
     except (AuditFileError, BenchmarkError, MappingError, PredictionsError, EvaluationError, JudgeError, OutputError, FileNotFoundError) as error:
         raise InputError(str(error)) from None
@@ -743,8 +745,8 @@ def corpora_command(registry: Path | None, timeout: float) -> None:
     for entry in checks:
         reachable = {True: "yes", False: "no", None: "?"}[entry.reachable]
         cached = "" if entry.cached is None else f"{entry.cached:,}"
-        table.add_row(entry.name, entry.backend, entry.location, reachable, cached, entry.message or entry.description)
-    Console().print(table)
+        table.add_row(*(Text(cell) for cell in (entry.name, entry.backend, entry.location, reachable, cached, entry.message or entry.description)))
+    Console(emoji=False).print(table)
 
 
 @main.group("langlinks")
@@ -840,7 +842,7 @@ def serve_model(model: str, registry: Path | None, host: str, port: int, batch_s
         backend = opened.backend()
     except ProbeError as error:
         raise InputError(str(error)) from None
-    console.print(f"serving {opened.model_id} at http://{host}:{port}/v1 as model {model!r}")
+    console.print(f"serving {opened.model_id} at http://{host}:{port}/v1 as model {model!r}", markup=False)
     serve_forever(backend, host, port)
 
 
