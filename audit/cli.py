@@ -358,7 +358,10 @@ def index_verify(directory: Path) -> None:
 def _wanted_languages(option: str, present: list[str]) -> list[str]:
     """The --langs codes, normalised, each of which the benchmark must have."""
     wanted = []
-    for code in (part.strip() for part in option.split(",") if part.strip()):
+    codes = [part.strip() for part in option.split(",") if part.strip()]
+    if not codes:
+        raise InputError(f"--langs {option!r}: no language code given")
+    for code in codes:
         try:
             lang = normalise_lang(code)
         except ValueError as error:
@@ -735,7 +738,7 @@ def _fmt(stat: dict) -> str:
 
 @main.command("corpora")
 @click.option("--registry", type=click.Path(path_type=Path), help="Corpus registry TOML [default: indexes/corpora.toml].")
-@click.option("--timeout", type=float, default=3.0, show_default=True, help="Seconds to wait for each API endpoint.")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=3.0, show_default=True, help="Seconds to wait for each API endpoint.")
 def corpora_command(registry: Path | None, timeout: float) -> None:
     """List the corpora --corpus accepts, whether each answers now, and what is cached."""
     try:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import stat
 import tomllib
@@ -61,6 +62,16 @@ def text_lines(path: Path, error: type[LocatedError]) -> Iterator[str]:
                 yield text.removeprefix("\ufeff") if number == 1 else text
     except (OSError, EOFError) as exc:
         raise error(path, message=f"cannot read file: {exc}") from exc
+
+
+def json_problem(error: ValueError | RecursionError) -> str:
+    """What is wrong with a JSON text, however `json.loads` failed: a syntax error (with its
+    column), nesting deeper than Python's stack, or a number too long to convert."""
+    if isinstance(error, json.JSONDecodeError):
+        return f"invalid JSON: {error.msg} (column {error.colno})"
+    if isinstance(error, RecursionError):
+        return "invalid JSON: nested too deeply"
+    return f"invalid JSON: {str(error).split(';')[0]}"
 
 
 class UnreadableFile(Exception):

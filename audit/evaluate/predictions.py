@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from audit.errors import LocatedError, text_lines
+from audit.errors import LocatedError, json_problem, text_lines
 from audit.items import Item
 from audit.langcodes import normalise_lang
 
@@ -138,8 +138,8 @@ def _json_records(path: Path, first: tuple[int, str], rest: Iterator[tuple[int, 
             continue
         try:
             value = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise PredictionsError(path, number, None, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
+        except (ValueError, RecursionError) as exc:
+            raise PredictionsError(path, number, None, json_problem(exc)) from None
         if not isinstance(value, dict):
             raise PredictionsError(path, number, None, f"expected a JSON object, got {_type_name(value)}")
         yield number, value

@@ -89,7 +89,7 @@ def check_model_files(path: Path, gguf_file: str | None) -> None:
         return
     try:
         config = json.loads((path / "config.json").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as error:
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as error:
         raise ProbeError(f"{path / 'config.json'}: not a readable model config ({error})") from None
     if not isinstance(config, dict):
         raise ProbeError(f"{path / 'config.json'}: not a model config (a JSON object)")

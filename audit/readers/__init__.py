@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from audit.errors import regular_file
+from audit.errors import json_problem, regular_file
 from audit.items import Item, LoadReport
 from audit.langcodes import normalise_lang
 from audit.readers.bmlama import read_bmlama
@@ -231,6 +231,8 @@ def _detect_json(path: Path, line: int, text: str) -> str:
         if is_squad(path):
             return "squad"
         raise BenchmarkError(path, line, message="not one JSON object per line; pretty-printed JSON is read only as SQuAD-style data") from None
+    except (ValueError, RecursionError) as error:
+        raise BenchmarkError(path, line, message=json_problem(error)) from None
     if not isinstance(record, dict):
         raise BenchmarkError(path, line, message="expected a JSON object")
     keys = set(record)

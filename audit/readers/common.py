@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from audit.errors import LocatedError, text_lines
+from audit.errors import LocatedError, json_problem, text_lines
 from audit.items import Item, ItemKind, Origin, Variant
 from audit.langcodes import normalise_lang
 from audit.readers.columns import ColumnMap
@@ -104,8 +104,8 @@ def json_rows(path: Path, sink: Sink) -> Iterator[tuple[int, dict[str, Any]]]:
             continue
         try:
             value = json.loads(text)
-        except json.JSONDecodeError as exc:
-            sink.reject(BenchmarkError(path, number, None, f"invalid JSON: {exc.msg} (column {exc.colno})"))
+        except (ValueError, RecursionError) as exc:
+            sink.reject(BenchmarkError(path, number, None, json_problem(exc)))
             continue
         if isinstance(value, dict):
             yield number, value
