@@ -146,6 +146,8 @@ CHECK_CASES = [
     Case("check: --langs only commas", check("bench.jsonl", "--langs", ",,"), ("--langs",)),
     Case("check: --langs a language the benchmark lacks", check("bench.jsonl", "--langs", "sw"), ("--langs", "sw")),
     Case("check: --source-lang unknown", check("t.csv", "--map", "question=q,answer=a", "--source-lang", "klingonese"), ("source_lang",), prepare=write("t.csv", "q,a\nQ?,A\n")),
+    Case("check: --source-lang on a format that names it", check("bench.jsonl", "--source-lang", "fr"), ("bench.jsonl", "--source-lang")),
+    Case("check: --map on a format that reads its own fields", check("bench.jsonl", "--format", "jsonl", "--map", "question=q"), ("bench.jsonl", "--map")),
     Case("check: --policy a directory", check("bench.jsonl", "--policy", "mine"), ("mine",)),
     Case("check: --policy a table where a number goes", check("bench.jsonl", "--policy", "p.toml"), ("p.toml",), prepare=write("p.toml", "[rules]\nngram = 5\n")),
     Case("check: --registry corpus path missing", (*CHECK[:3], "gone", *NO_OUT, "--registry", "r.toml"), ("nowhere", "no such index directory"),
@@ -191,6 +193,9 @@ CHECK_CASES = [
     Case("check ok: --strict, nothing unknown", check("bench.jsonl", "--strict"), ("36 variants",), exit_code=0),
     Case("check ok: probe endpoint refusing connections", check("bench.jsonl", "--probe-model", "openai:m"), (CLOSED, "refused", "undetermined"), exit_code=0,
          env=(("OPENAI_BASE_URL", CLOSED), ("OPENAI_API_KEY", "x"), *NO_PROXY)),
+    Case("check ok: --langs with a code repeated and respelt", check("bench.jsonl", "--langs", "en,EN,eng,de"), ("│ all      │        6 │",), exit_code=0),
+    Case("check ok: markup and emoji in a corpus name", ("check", "bench.jsonl", "--corpus", "[red]x:x:", *NO_OUT, "--registry", "r.toml"), ("[red]x:x:",), exit_code=0,
+         prepare=write("r.toml", '[corpora."[red]x:x:"]\nbackend = "local"\npath = "index"\n')),
     Case("check ok: ids that are numbers", check("b.jsonl"), ("2 items",), exit_code=0, prepare=write("b.jsonl", item(1) + item(2))),
 ]
 

@@ -130,6 +130,7 @@ def load_benchmark(
     if spec is None:
         raise BenchmarkError(source, message=f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
     _check_shape(source, spec)
+    _check_options(source, spec, options)
     sink = Sink(skip_bad_rows)
     given: dict[str, str] = {}
     token = GIVEN_CODES.set(given)
@@ -168,6 +169,19 @@ def _checked(source: Path, options: ReadOptions) -> ReadOptions:
         return replace(options, source_lang=normalise_lang(options.source_lang))
     except ValueError as exc:
         raise BenchmarkError(source, None, "source_lang", str(exc)) from None
+
+
+# What reads a column mapping, and what names every item's source language itself: an option
+# the format would ignore is refused rather than silently dropped.
+_MAPPED = frozenset({"table", "per-language"})
+_OWN_SOURCE = frozenset({"eclektic-jsonl", "eclektic-csv", "bmlama", "jsonl", "tydiqa"})
+
+
+def _check_options(source: Path, spec: Format, options: ReadOptions) -> None:
+    if options.mapping is not None and spec.name not in _MAPPED:
+        raise BenchmarkError(source, message=f"--map applies to the table and per-language formats; the {spec.name} format reads its own fields")
+    if options.source_lang is not None and spec.name in _OWN_SOURCE:
+        raise BenchmarkError(source, message=f"--source-lang: the {spec.name} format names each item's source language itself; leave the option out")
 
 
 def _check_shape(source: Path, spec: Format) -> None:
