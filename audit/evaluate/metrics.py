@@ -101,7 +101,7 @@ class Difference:
 # Resamples and permutations are matrices of draws x questions (or pairs): bounded so a typo
 # cannot ask for more memory than a laptop has (about 32 bytes a cell at the peak).
 MAX_DRAWS = 100_000
-MAX_DRAW_CELLS = 2**25
+MAX_DRAW_CELLS = 2**26
 
 
 def too_many_draws(draws: int, questions: int, pairs: int) -> str | None:
