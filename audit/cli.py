@@ -666,7 +666,7 @@ METHODS = ("auto", "given", "eclektic", "robust", "judge")
 @click.option("--judge-model", help="Model name for --method judge [default: $AUDIT_JUDGE_MODEL].")
 @click.option("--judge-concurrency", type=click.IntRange(min=1), default=8, show_default=True, help="Judge requests in flight.")
 @click.option("--bootstrap", type=click.IntRange(min=0, max=100_000), default=1000, show_default=True, help="Bootstrap resamples over questions for the intervals (at most 100000, and as many as fit in about 2 GiB).")
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seeds the resamples and permutations.")
 @click.option("--item-pages", type=click.Path(path_type=Path), help="Link the provenance pages of this report of the same audit instead of writing copies.")
 def report_command(
     audit_path: Path,

@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 from hostile import BINARY, CHECK, REPORT, TALLY, Case, both, run_case, snapshot, write
 
+from audit.evaluate.metrics import MAX_DRAW_CELLS, MAX_DRAWS, too_many_draws
+
 NO_OUT = ("--out", "new.audit.jsonl", "--no-report")
 NO_PROXY = tuple((name, "") for name in ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "https_proxy", "http_proxy", "all_proxy"))
 
@@ -202,8 +204,8 @@ CHECK_CASES = [
 PREDICTIONS = ("--predictions", "p.jsonl", "--out", "r")
 REPORT_CASES = [
     Case("report: --bootstrap a billion", (*REPORT, "--out", "r", "--predictions", "predictions.jsonl", "--bootstrap", "1000000000"), ("--bootstrap", "100000")),
-    Case("report: predictions a character device", (*REPORT, "--out", "r", "--predictions", "/dev/zero"), ("/dev/zero", "not a file")),
-    Case("report: predictions a FIFO", (*REPORT, *PREDICTIONS), ("p.jsonl", "not a file"), prepare=fifo("p.jsonl")),
+    Case("report: predictions a character device", (*REPORT, "--out", "r", "--predictions", "/dev/zero"), ("/dev/zero", "not a regular file")),
+    Case("report: predictions a FIFO", (*REPORT, *PREDICTIONS), ("p.jsonl", "not a regular file"), prepare=fifo("p.jsonl")),
     Case("report: predictions UTF-16", (*REPORT, *PREDICTIONS), ("p.jsonl",), prepare=write("p.jsonl", predictions({"item_id": "33", "lang": "en", "prediction": "x"}).encode("utf-16"))),
     Case("report: predictions a JSON array", (*REPORT, *PREDICTIONS), ("p.jsonl:1",), prepare=write("p.jsonl", "[1, 2]\n")),
     Case("report: prediction a number", (*REPORT, *PREDICTIONS), ("p.jsonl:1", "prediction"), prepare=write("p.jsonl", predictions({"item_id": "33", "lang": "de", "prediction": 4}))),
@@ -218,10 +220,24 @@ REPORT_CASES = [
     Case("report: --method judge without a model", (*REPORT, "--predictions", "predictions.jsonl", "--out", "r", "--method", "judge"), ("AUDIT_JUDGE_MODEL",), env=(("AUDIT_JUDGE_MODEL", ""),)),
     Case("report: judge endpoint refusing connections", (*REPORT, "--predictions", "predictions.jsonl", "--out", "r", "--method", "judge"), ("judge endpoint", CLOSED, "refused"),
          env=(("AUDIT_JUDGE_MODEL", "m"), ("AUDIT_JUDGE_API_KEY", "x"), ("AUDIT_JUDGE_BASE_URL", CLOSED), *NO_PROXY)),
+    Case("report: --seed negative", (*REPORT, "--out", "r", "--predictions", "predictions.jsonl", "--seed", "-1"), ("--seed",)),
+    Case("report: predictions tab-separated", (*REPORT, "--predictions", "p.tsv", "--out", "r"), ("p.tsv:1", "tab-separated"), prepare=write("p.tsv", "item_id\tlang\tprediction\n33\tde\tx\n")),
+    Case("report: predictions without a language", (*REPORT, *PREDICTIONS), ("p.jsonl:1", "lang"), prepare=write("p.jsonl", predictions({"item_id": "33", "prediction": "x"}))),
+    Case("report: predictions with a null language", (*REPORT, *PREDICTIONS), ("p.jsonl:1", "lang"), prepare=write("p.jsonl", predictions({"item_id": "33", "lang": None, "prediction": "x"}))),
+    Case("report: prediction null and no judgment", (*REPORT, *PREDICTIONS), ("p.jsonl:1", "prediction"), prepare=write("p.jsonl", predictions({"item_id": "33", "lang": "de", "prediction": None}))),
+    Case("report: correct is 2", (*REPORT, *PREDICTIONS), ("p.jsonl:1", "correct"), prepare=write("p.jsonl", predictions({"item_id": "33", "lang": "de", "prediction": "x", "correct": 2}))),
+    Case("report: predictions nested too deeply", (*REPORT, *PREDICTIONS), ("p.jsonl:1", "nested too deeply"), prepare=write("p.jsonl", '{"item_id": ' + "[" * 100000 + "]" * 100000 + "}\n")),
+    Case("report: predictions 129 MiB without a newline", (*REPORT, *PREDICTIONS), ("p.jsonl:1", "longer than"), prepare=sparse("p.jsonl", 129 * 2**20)),
+    Case("report: predictions gzip of garbage", (*REPORT, "--predictions", "p.jsonl.gz", "--out", "r"), ("p.jsonl.gz",), prepare=write("p.jsonl.gz", b"\x1f\x8b" + BINARY)),
+    Case("report: CSV predictions, header only", (*REPORT, "--predictions", "p.csv", "--out", "r"), ("p.csv",), prepare=write("p.csv", "item_id,lang,prediction\n")),
     Case("report: --judge-concurrency 0", (*REPORT, "--out", "r", "--judge-concurrency", "0"), ("--judge-concurrency",)),
     Case("report: --item-pages missing", (*REPORT, "--out", "r", "--item-pages", "nowhere"), ("nowhere",)),
     Case("report: --bench another benchmark", (*REPORT, "--out", "r", "--bench", "o.jsonl"), ("o.jsonl",), prepare=write("o.jsonl", item("zz"))),
     Case("report: --method unknown", (*REPORT, "--out", "r", "--method", "vibes"), ("--method",)),
+    Case("report ok: ids as numbers, odd keys", (*REPORT, *PREDICTIONS), ("report.html",), exit_code=0,
+         prepare=write("p.jsonl", predictions({"item_id": 33, "lang": "en", "prediction": "Germany", "<script>": 1}, {"item_id": 33, "lang": "de", "prediction": "Deutschland", "$x$": "[red]"}))),
+    Case("report ok: gzipped predictions", (*REPORT, "--predictions", "p.jsonl.gz", "--out", "r"), ("report.html",), exit_code=0,
+         prepare=lambda root: (root / "p.jsonl.gz").write_bytes(gzip.compress((root / "predictions.jsonl").read_bytes()))),
     Case("report ok: --bootstrap 0", (*REPORT, "--out", "r", "--predictions", "predictions.jsonl", "--bootstrap", "0"), ("report.html",), exit_code=0),
     Case("report ok: BOM-prefixed CSV predictions", (*REPORT, "--predictions", "p.csv", "--out", "r"), ("report.html",), exit_code=0,
          prepare=lambda root: (root / "p.csv").write_text("\ufeffitem_id,lang,prediction\r\n" + "".join(
@@ -267,3 +283,12 @@ def test_closed_ray_address_fails_in_seconds(sandbox: Path):
     assert len(errors) == 1 and address in errors[0] and "RAY_ADDRESS" in errors[0], output
     assert not (sandbox / "new.audit.jsonl").exists()
     TALLY["clear_errors"] += 1
+
+
+def test_resamples_that_would_not_fit_are_refused_with_the_most_that_fit():
+    """Past the cell budget the default 1000 resamples of a large benchmark are refused, naming
+    the largest number that fits; within it, nothing is said."""
+    assert too_many_draws(1000, 384, 4600) is None
+    refused = too_many_draws(1000, 10_000, 260_000)
+    assert refused is not None and "--bootstrap 1000" in refused and f"at most {MAX_DRAW_CELLS // 260_000:,}" in refused
+    assert "at most 100,000" in str(too_many_draws(MAX_DRAWS + 1, 1, 1))

@@ -112,7 +112,7 @@ def load_predictions(path: str | os.PathLike[str], items: list[Item] | None = No
     """Read a predictions file; with `items`, also check it against the benchmark (see `bind`)."""
     source = Path(path)
     if not source.is_file():
-        raise PredictionsError(source, message="no such file" if not source.exists() else "not a file")
+        raise PredictionsError(source, message="no such file" if not source.exists() else "not a regular file")
     lines = _numbered_lines(source)
     first = next(((n, text) for n, text in lines if text.strip()), None)
     if first is None:
@@ -159,6 +159,8 @@ def _csv_records(path: Path, first: tuple[int, str], rest: Iterator[tuple[int, s
     try:
         header = [name.strip() for name in next(reader)]
         header_line = starts[0]
+        if len(header) == 1 and "\t" in header[0]:
+            raise PredictionsError(path, header_line, None, "a tab-separated header; predictions are JSON Lines or CSV (comma-separated)")
         twice = next((name for name in header if header.count(name) > 1), None)
         if twice is not None:
             raise PredictionsError(path, header_line, twice, "appears twice in the header")
