@@ -110,6 +110,17 @@ def _path(value: str, cache: ProbeCache | None, offline: bool, settings: dict[st
 
 
 def _entry(registry: Path, name: str, table: Any, cache: ProbeCache | None, offline: bool) -> CachedModel:
+    """A `[models.NAME]` entry; whatever is wrong with it, or with the files it names, is
+    reported with the registry file and the entry."""
+    where = f"{registry}: models.{name}"
+    try:
+        return _entry_model(registry, name, table, cache, offline)
+    except ProbeError as error:
+        message = str(error)
+        raise ProbeError(message if message.startswith(where) else f"{where}: {message}") from None
+
+
+def _entry_model(registry: Path, name: str, table: Any, cache: ProbeCache | None, offline: bool) -> CachedModel:
     where = f"{registry}: models.{name}"
     if not isinstance(table, dict):
         raise ProbeError(f"{where}: must be a table")
