@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -84,6 +85,21 @@ TYDI = {"example_id": 5, "question_text": "Where?", "document_plaintext": "Breme
         "passage_answer_candidates": [{"plaintext_start_byte": 0, "plaintext_end_byte": 26}]}
 
 
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+def bmlama_crlf(root: Path) -> None:
+    """Two BMLAMA files of three facts, with Windows line ends and a byte-order mark."""
+    (root / "bm").mkdir()
+    for lang in ("en", "fr"):
+        head = (FIXTURES / "bmlama17" / f"{lang}.tsv").read_text(encoding="utf-8").splitlines()[:4]
+        (root / "bm" / f"{lang}.tsv").write_bytes(b"\xef\xbb\xbf" + "\r\n".join(head).encode() + b"\r\n")
+
+
+def copy_fixture(name: str):
+    return lambda root: shutil.copytree(FIXTURES / name, root / name)
+
+
 def jline(record: dict) -> str:
     return json.dumps(record, ensure_ascii=False) + "\n"
 
@@ -118,6 +134,8 @@ CHECK_CASES = [
     Case("check eclektic-jsonl: a question a number", check("e.jsonl"), ("e.jsonl:1", "de_q"), prepare=write("e.jsonl", jline({**ECLEKTIC_WIDE, "de_q": 4}))),
     Case("check eclektic-jsonl: unknown original language", check("e.jsonl"), ("e.jsonl:1", "original_lang"), prepare=write("e.jsonl", jline({**ECLEKTIC_WIDE, "original_lang": "klingon"}))),
     Case("check eclektic-csv: unterminated quote", check("e.csv"), ("e.csv",), prepare=write("e.csv", ECLEKTIC_CSV_HEAD + "\n" + ECLEKTIC_ROW.replace("Where is", '"Where is') + "\n")),
+    Case("check eclektic-csv: UTF-16", check("e.csv"), ("e.csv:1", "UTF-8"), prepare=write("e.csv", f"{ECLEKTIC_CSV_HEAD}\n{ECLEKTIC_ROW}\n".encode("utf-16"))),
+    Case("check eclektic-csv: a lone surrogate cannot be in UTF-8", check("e.csv"), ("e.csv:2", "UTF-8"), prepare=write("e.csv", f"{ECLEKTIC_CSV_HEAD}\n".encode() + b"en,\xed\xa0\x80\n")),
     Case("check eclektic-csv: a row short of cells", check("e.csv"), ("e.csv:2",), prepare=write("e.csv", ECLEKTIC_CSV_HEAD + "\nen,text\n")),
     Case("check eclektic-csv: duplicate language of an item", check("e.csv"), ("e.csv:3", "duplicate"), prepare=write("e.csv", f"{ECLEKTIC_CSV_HEAD}\n{ECLEKTIC_ROW}\n{ECLEKTIC_ROW}\n")),
     Case("check bmlama: files of different lengths", check("bm"), ("bm",),
@@ -213,6 +231,17 @@ CHECK_CASES = [
     Case("check ok: --langs with a code repeated and respelt", check("bench.jsonl", "--langs", "en,EN,eng,de"), ("│ all      │        6 │",), exit_code=0),
     Case("check ok: markup and emoji in a corpus name", ("check", "bench.jsonl", "--corpus", "[red]x:x:", *NO_OUT, "--registry", "r.toml"), ("[red]x:x:",), exit_code=0,
          prepare=write("r.toml", '[corpora."[red]x:x:"]\nbackend = "local"\npath = "index"\n')),
+    Case("check ok: eclektic-jsonl with CRLF", check("e.jsonl"), ("eclektic-jsonl", "2 variants"), exit_code=0, prepare=write("e.jsonl", jline(ECLEKTIC_WIDE).replace("\n", "\r\n"))),
+    Case("check ok: bmlama with BOM and CRLF", check("bm"), ("bmlama", "3 items"), exit_code=0, prepare=bmlama_crlf),
+    Case("check ok: pretty-printed SQuAD with BOM and CRLF", check("xquad.en.json"), ("squad", "1 items"), exit_code=0,
+         prepare=write("xquad.en.json", b"\xef\xbb\xbf" + json.dumps(SQUAD, indent=1).replace("\n", "\r\n").encode())),
+    Case("check ok: mkqa with CRLF", check("m.jsonl"), ("mkqa", "2 variants"), exit_code=0, prepare=write("m.jsonl", jline(MKQA).replace("\n", "\r\n"))),
+    Case("check ok: tydiqa", check("t.jsonl"), ("tydiqa", "1 items"), exit_code=0, prepare=write("t.jsonl", jline(TYDI))),
+    Case("check ok: xfactr", check("xfactr"), ("xfactr", "30 items"), exit_code=0, prepare=copy_fixture("xfactr")),
+    Case("check ok: a semicolon in a mapped CSV cell", check("t.csv", "--map", "question=q,answer=a", "--source-lang", "de"), ("table", "1 items"), exit_code=0,
+         prepare=write("t.csv", 'q,a\r\n"Wo liegt Bremerhaven; und warum?",Deutschland\r\n')),
+    Case("check ok: per-language files joined by id", check("bylang", "--map", "question=q,answer=a,id=i"), ("per-language", "2 variants"), exit_code=0,
+         prepare=both(write("bylang/en.jsonl", '{"i": 1, "q": "Where?", "a": "Germany"}\n'), write("bylang/de.jsonl", '{"i": 1, "q": "Wo?", "a": "Deutschland"}\n'))),
     Case("check ok: ids that are numbers", check("b.jsonl"), ("2 items",), exit_code=0, prepare=write("b.jsonl", item(1) + item(2))),
 ]
 
