@@ -373,6 +373,19 @@ def _wanted_languages(option: str, present: list[str]) -> list[str]:
     return wanted
 
 
+def _recordable(params: dict[str, object]) -> None:
+    """Refuse, before any work, an argument the audit file could not record: a name of bytes
+    that are not UTF-8 (the system hands them over as lone surrogates)."""
+    for value in params.values():
+        for text in value if isinstance(value, tuple) else (value,):
+            if isinstance(text, str | Path) and _SURROGATE.search(str(text)):
+                shown = str(text).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+                raise InputError(f"{shown}: a name that is not valid UTF-8; rename it (the audit file records every name as UTF-8 text)")
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _default_report_dir(audit_path: Path) -> Path:
     return audit_path.with_name(audit_path.name.removesuffix(".jsonl").removesuffix(".audit") + ".report")
 
@@ -507,6 +520,7 @@ def check(
     """Tag every (item, language) of BENCH seen / unseen / unknown in one or more corpora, with
     the evidence of every signal."""
     started = time.perf_counter()
+    _recordable(click.get_current_context().params)
     try:
         executor = parse_executor(executor_name)
     except ExecutorError as error:
