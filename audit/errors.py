@@ -87,7 +87,16 @@ def read_toml_file(path: Path, what: str) -> dict[str, Any]:
 
 
 def read_text_file(path: Path, what: str) -> str:
-    """A user's whole UTF-8 text file (a policy, a registry), or one line saying why not."""
+    """A user's whole UTF-8 text file (a policy, a registry), or one line saying why not; a
+    device or FIFO is refused unopened, and a file larger than any such file is refused unread."""
+    try:
+        mode = Path(path).stat()
+    except OSError:
+        mode = None
+    if mode is not None and not stat.S_ISREG(mode.st_mode) and not stat.S_ISDIR(mode.st_mode):
+        raise UnreadableFile(f"{path}: not a regular file; not a {what}")
+    if mode is not None and mode.st_size > MAX_LINE_BYTES:
+        raise UnreadableFile(f"{path}: {mode.st_size:,} bytes, larger than any {what}")
     try:
         return Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
-import os
 import stat
 import struct
 from collections.abc import Sequence
@@ -77,8 +76,10 @@ def check_model_files(path: Path, gguf_file: str | None) -> None:
     if gguf_file is not None:
         file = path / gguf_file
         try:
+            if not stat.S_ISREG(file.stat().st_mode):
+                raise ProbeError(f"{file}: not a regular file, so not a GGUF model")
             with open(file, "rb") as handle:
-                header = handle.read(24) if stat.S_ISREG(os.fstat(handle.fileno()).st_mode) else b""
+                header = handle.read(24)
         except OSError as error:
             raise ProbeError(f"{file}: cannot read the model file ({error.strerror or error})") from None
         if len(header) < 24 or header[:4] != _GGUF_MAGIC:
