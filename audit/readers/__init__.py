@@ -159,7 +159,7 @@ def load_benchmark(
 
 def recorded_options(mapping: dict[str, object], source_lang: str | None) -> ReadOptions:
     """The options an audit manifest recorded, so `filter` and `report` read what `check` read."""
-    return ReadOptions(mapping_from_dict(mapping) if mapping else None, source_lang)
+    return ReadOptions(mapping_from_dict(mapping) if mapping else None, source_lang, recorded=True)
 
 
 def _checked(source: Path, options: ReadOptions) -> ReadOptions:
@@ -178,6 +178,8 @@ _OWN_SOURCE = frozenset({"eclektic-jsonl", "eclektic-csv", "bmlama", "jsonl", "t
 
 
 def _check_options(source: Path, spec: Format, options: ReadOptions) -> None:
+    if options.recorded:
+        return
     if options.mapping is not None and spec.name not in _MAPPED:
         raise BenchmarkError(source, message=f"--map applies to the table and per-language formats; the {spec.name} format reads its own fields")
     if options.source_lang is not None and spec.name in _OWN_SOURCE:

@@ -35,6 +35,8 @@ class ReadOptions:
 
     mapping: ColumnMap | None = None
     source_lang: str | None = None
+    # Options an audit recorded are read back as they were, even where a format ignores them.
+    recorded: bool = False
 
 
 @dataclass
