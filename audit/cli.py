@@ -373,6 +373,9 @@ def _wanted_languages(option: str, present: list[str]) -> list[str]:
     return wanted
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _recordable(params: dict[str, object]) -> None:
     """Refuse, before any work, an argument the audit file could not record: a name of bytes
     that are not UTF-8 (the system hands them over as lone surrogates)."""
@@ -381,9 +384,6 @@ def _recordable(params: dict[str, object]) -> None:
             if isinstance(text, str | Path) and _SURROGATE.search(str(text)):
                 shown = str(text).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
                 raise InputError(f"{shown}: a name that is not valid UTF-8; rename it (the audit file records every name as UTF-8 text)")
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _default_report_dir(audit_path: Path) -> Path:

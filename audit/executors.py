@@ -92,7 +92,7 @@ def connect(executor: Executor) -> ModuleType:
         return ray
     address = executor.address or os.environ.get("RAY_ADDRESS") or None
     if address is not None:
-        _reachable(_bootstrap(ray, address), f"the Ray cluster at {address}" + ("" if executor.address else " ($RAY_ADDRESS)"))
+        _reachable(_bootstrap(address), f"the Ray cluster at {address}" + ("" if executor.address else " ($RAY_ADDRESS)"))
     attempts = 0
     while True:
         attempts += 1
@@ -114,14 +114,18 @@ def connect(executor: Executor) -> ModuleType:
             raise ExecutorError(f"Ray Client needs its extra dependencies ({error}): {INSTALL_HINT}") from None
 
 
-def _bootstrap(ray: ModuleType, address: str) -> str | None:
+def _bootstrap(address: str) -> str | None:
     """The HOST:PORT an address names: a Ray Client address as given, `auto` as Ray resolves
     it (the cluster `ray start` last started here), None for `local` (a new cluster)."""
     if address == "local" or address.startswith("ray://"):
         return None if address == "local" else address
     if address == "auto":
         try:
-            return ray._private.services.canonicalize_bootstrap_address(address)
+            from ray._private.services import canonicalize_bootstrap_address
+        except ImportError:
+            return None
+        try:
+            return canonicalize_bootstrap_address(address)
         except (ConnectionError, ValueError) as error:
             raise ExecutorError(f"cannot reach the Ray cluster at {address} ($RAY_ADDRESS): {error}") from None
     host, _, port = address.rpartition(":")
