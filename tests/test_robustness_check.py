@@ -210,6 +210,8 @@ CHECK_CASES = [
     Case("check: --as-of not a date", check("bench.jsonl", "--as-of", "2020-13-45"), ("--as-of",)),
     Case("check: --probe-model a text file named .gguf", check("bench.jsonl", "--probe-model", "m.gguf"), ("m.gguf", "GGUF"), prepare=write("m.gguf", "not a model\n")),
     Case("check: --probe-model a GGUF of an unknown version", check("bench.jsonl", "--probe-model", "m.gguf"), ("m.gguf", "version 99"), prepare=write("m.gguf", b"GGUF" + (99).to_bytes(4, "little") + bytes(16))),
+    Case("check: --probe-model a GGUF cut in half", check("bench.jsonl", "--probe-model", "half.gguf"), ("half.gguf", "not a readable GGUF model"),
+         prepare=lambda root: (root / "half.gguf").write_bytes((data := (FIXTURES / "models" / "llama-2-tiny-random.gguf").read_bytes())[: len(data) // 2])),
     Case("check: --probe-model a directory without weights", check("bench.jsonl", "--probe-model", "md"), ("md", "weights"), prepare=write("md/config.json", '{"model_type": "llama"}')),
     Case("check: --probe-model a directory with a binary config", check("bench.jsonl", "--probe-model", "md"), ("md/config.json",), prepare=write("md/config.json", BINARY)),
     Case("check: --probe-model an empty directory", check("bench.jsonl", "--probe-model", "mine"), ("mine", "config.json")),

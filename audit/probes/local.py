@@ -85,8 +85,9 @@ def check_model_files(path: Path, gguf_file: str | None) -> None:
         if len(header) < 24 or header[:4] != _GGUF_MAGIC:
             raise ProbeError(f"{file}: not a GGUF model (no GGUF header)")
         version, tensors, keys = struct.unpack("<IQQ", header[4:])
-        if version not in _GGUF_VERSIONS or tensors > 2**20 or keys > 2**20:
+        if version not in _GGUF_VERSIONS or not 0 < tensors <= 2**20 or not 0 < keys <= 2**20:
             raise ProbeError(f"{file}: not a readable GGUF model (version {version}, {tensors} tensors, {keys} metadata keys)")
+        _read_gguf(file)
         return
     try:
         config = json.loads((path / "config.json").read_text(encoding="utf-8"))
@@ -96,6 +97,19 @@ def check_model_files(path: Path, gguf_file: str | None) -> None:
         raise ProbeError(f"{path / 'config.json'}: not a model config (a JSON object)")
     if not any(p.is_file() for pattern in _WEIGHTS for p in path.glob(pattern)):
         raise ProbeError(f"{path}: no model weights ({', '.join(_WEIGHTS)})")
+
+
+def _read_gguf(file: Path) -> None:
+    """Parse the whole header (metadata and tensor table) where the `gguf` package is installed
+    (with the probe extra): a file cut short or scrambled after its first bytes is refused too."""
+    try:
+        from gguf import GGUFReader
+    except ImportError:
+        return
+    try:
+        GGUFReader(file)
+    except (ValueError, IndexError, KeyError, TypeError, OSError, struct.error) as error:
+        raise ProbeError(f"{file}: not a readable GGUF model ({type(error).__name__}: {str(error)[:120]})") from None
 
 
 def _locate(path: Path, gguf_file: str | None) -> tuple[Path, str | None]:
