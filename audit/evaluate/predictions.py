@@ -20,6 +20,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -130,6 +131,9 @@ def _numbered_lines(path: Path) -> Iterator[tuple[int, str]]:
     return enumerate(text_lines(path, PredictionsError), 1)
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _json_records(path: Path, first: tuple[int, str], rest: Iterator[tuple[int, str]]) -> Iterator[tuple[int, dict[str, Any]]]:
     if first[1].lstrip().startswith("["):
         raise PredictionsError(path, first[0], None, "expected JSON Lines (one object per line), got a JSON array")
@@ -142,6 +146,10 @@ def _json_records(path: Path, first: tuple[int, str], rest: Iterator[tuple[int, 
             raise PredictionsError(path, number, None, json_problem(exc)) from None
         if not isinstance(value, dict):
             raise PredictionsError(path, number, None, f"expected a JSON object, got {_type_name(value)}")
+        for key, text in value.items():
+            if _SURROGATE.search(key) or (isinstance(text, str) and _SURROGATE.search(text)):
+                shown = key.encode("utf-8", "backslashreplace").decode()
+                raise PredictionsError(path, number, shown, "a lone surrogate (an unpaired \\ud800-\\udfff escape), not text")
         yield number, value
 
 
