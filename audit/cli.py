@@ -59,9 +59,16 @@ STRICT_EXIT = 3
 
 
 class InputError(click.ClickException):
-    """Bad input from the user: reported on one line, exit status 2."""
+    """Bad input from the user: reported on one line, exit status 2.  Control characters
+    quoted from the input are shown escaped, never sent to the terminal."""
 
     exit_code = 2
+
+    def __init__(self, message: str) -> None:
+        super().__init__(_CONTROL.sub(lambda match: f"\\x{ord(match[0]):02x}", message))
+
+
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 class _Commands(click.Group):
