@@ -870,9 +870,10 @@ def probe_group() -> None:
 def serve_model(model: str, registry: Path | None, host: str, port: int, batch_size: int | None) -> None:
     """Offer a local model on an OpenAI-compatible endpoint (/v1/chat/completions), so several
     audits, or `--probe-model openai:NAME`, share one loaded model."""
-    from audit.probes.compat_server import serve_forever
+    from audit.probes.compat_server import check_address, serve_forever
 
     try:
+        check_address(host, port)
         opened = open_model(model, registry, batch_size=batch_size)
         if opened.describe().get("backend") != "transformers":
             raise ProbeError(f"--probe-model {model}: already an endpoint; serve-model offers local models")

@@ -30,6 +30,8 @@ def closed_port() -> int:
 
 
 CLOSED = f"http://127.0.0.1:{closed_port()}/v1"
+# A port something listens on for the whole run.
+TAKEN = socket.create_server(("127.0.0.1", 0))
 
 
 def check(bench: str, *options: str) -> tuple[str, ...]:
@@ -319,6 +321,8 @@ OTHER_CASES = [
     Case("serve-model: an endpoint", ("probe", "serve-model", "--probe-model", "openai:x", "--port", "0"), ("endpoint",)),
     Case("serve-model: port out of range", ("probe", "serve-model", "--probe-model", "smollm2", "--port", "70000"), ("--port",)),
     Case("serve-model: batch size zero", ("probe", "serve-model", "--probe-model", "smollm2", "--batch-size", "0"), ("--batch-size",)),
+    Case("serve-model: a host that does not resolve", ("probe", "serve-model", "--probe-model", "smollm2", "--host", "no such host!"), ("--host no such host!",)),
+    Case("serve-model: a port already taken", ("probe", "serve-model", "--probe-model", "smollm2", "--port", str(TAKEN.getsockname()[1])), ("cannot listen there",)),
     Case("serve-model: missing model", ("probe", "serve-model", "--probe-model", "nope"), ("nope",)),
 ]
 
