@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import sys
 import time
@@ -14,6 +13,7 @@ from pathlib import Path
 import click
 from pydantic import ValidationError
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     DownloadColumn,
@@ -25,6 +25,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 from rich.table import Table
+from rich.text import Text
 
 from audit import __version__
 from audit.auditfile import AuditFileError, check_against_benchmark, is_audit_file, locate_benchmark, read_audit, write_audit
@@ -47,20 +48,28 @@ from audit.outputs import OutputError, atomic_write_text, check_directory_target
 from audit.probes.generation import ProbeError
 from audit.probes.models import open_model
 from audit.probes.prompts import PromptError
+from audit.ranges import check_workers
 from audit.readers import FORMATS, BenchmarkError, MappingError, ReadOptions, load_benchmark, parse_mapping, recorded_options
 from audit.report.render import REPORT, write_report
 from audit.shardbuild import build_sharded
 from audit.signals import KNOWLEDGE_SIGNALS, SIGNALS, SignalError, configure, minhash, parse_signals, plan
 from audit.signals.probe import open_prober
 
-console = Console(stderr=True)
+console = Console(stderr=True, emoji=False)
 STRICT_EXIT = 3
 
 
 class InputError(click.ClickException):
-    """Bad input from the user: reported on one line, exit status 2."""
+    """Bad input from the user: reported on one line, exit status 2.  Control characters
+    quoted from the input are shown escaped, never sent to the terminal."""
 
     exit_code = 2
+
+    def __init__(self, message: str) -> None:
+        super().__init__(_CONTROL.sub(lambda match: f"\\x{ord(match[0]):02x}", message))
+
+
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 class _Commands(click.Group):
@@ -356,16 +365,33 @@ def index_verify(directory: Path) -> None:
 
 def _wanted_languages(option: str, present: list[str]) -> list[str]:
     """The --langs codes, normalised, each of which the benchmark must have."""
-    wanted = []
-    for code in (part.strip() for part in option.split(",") if part.strip()):
+    wanted: list[str] = []
+    codes = [part.strip() for part in option.split(",") if part.strip()]
+    if not codes:
+        raise InputError(f"--langs {option!r}: no language code given")
+    for code in codes:
         try:
             lang = normalise_lang(code)
         except ValueError as error:
             raise InputError(f"--langs: {error}") from None
         if lang not in present:
             raise InputError(f"--langs: the benchmark has no '{lang}' variants (it has {', '.join(present)})")
-        wanted.append(lang)
+        if lang not in wanted:
+            wanted.append(lang)
     return wanted
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _recordable(params: dict[str, object]) -> None:
+    """Refuse, before any work, an argument the audit file could not record: a name of bytes
+    that are not UTF-8 (the system hands them over as lone surrogates)."""
+    for value in params.values():
+        for text in value if isinstance(value, tuple) else (value,):
+            if isinstance(text, str | Path) and _SURROGATE.search(str(text)):
+                shown = str(text).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+                raise InputError(f"{shown}: a name that is not valid UTF-8; rename it (the audit file records every name as UTF-8 text)")
 
 
 def _default_report_dir(audit_path: Path) -> Path:
@@ -380,11 +406,11 @@ def _print_read(report: LoadReport) -> None:
     line = f"read {report.path} ({report.format}): {len(report.items)} items, {variants} variants, {len(report.languages)} languages ({', '.join(f'{n} {k}' for k, n in sorted(kinds.items()))})"
     if report.excluded:
         line += f"; {report.excluded} rows excluded by the benchmark"
-    console.print(line, soft_wrap=True, highlight=False)
+    console.print(line, soft_wrap=True, highlight=False, markup=False)
     if report.language_codes:
-        console.print("language codes: " + ", ".join(f"{given} → {code}" for given, code in report.language_codes.items()), soft_wrap=True, highlight=False)
+        console.print("language codes: " + ", ".join(f"{given} → {code}" for given, code in report.language_codes.items()), soft_wrap=True, highlight=False, markup=False)
     if report.unused_fields:
-        console.print(f"not checked by any signal (kept in the audit's manifest): {', '.join(report.unused_fields)}", soft_wrap=True, highlight=False)
+        console.print(f"not checked by any signal (kept in the audit's manifest): {', '.join(report.unused_fields)}", soft_wrap=True, highlight=False, markup=False)
 
 
 def _default_out(bench: Path, corpora: tuple[str, ...]) -> Path:
@@ -416,7 +442,7 @@ def _warn_failed_sources(records: list[dict]) -> None:
         what = "could not be checked" if status == "failed" else "could not be told"
         tag = "undetermined" if signal in KNOWLEDGE_SIGNALS else "unknown"
         console.print(
-            f"[red]{status}[/red] {signal} on {source}: {count} field(s) {what}, leaving {unknown} of {len(records)} variant(s) {tag}; first error: {first[status, signal, source]}",
+            f"[red]{status}[/red] {signal} on {escape(source)}: {count} field(s) {what}, leaving {unknown} of {len(records)} variant(s) {tag}; first error: {escape(first[status, signal, source])}",
             soft_wrap=True,
         )
 
@@ -424,7 +450,7 @@ def _warn_failed_sources(records: list[dict]) -> None:
 def _print_summary(summary: dict, out: Path, elapsed: float) -> None:
     """Per language, in a stable order: the tags, the seen rate over decided variants (an
     unknown is neither seen nor unseen) and the unknown share beside it."""
-    table = Table(title=f"Exposure per language ({out})")
+    table = Table(title=Text(f"Exposure per language ({out})"))
     for column in ("language", "variants", "seen", "unseen", "unknown", "seen rate (decided)", "unknown share"):
         table.add_column(column, justify="left" if column == "language" else "right")
     rows = sorted(summary["languages"].items())
@@ -452,13 +478,13 @@ def _print_summary(summary: dict, out: Path, elapsed: float) -> None:
 @click.option("--signals", "signal_names", help=f"Comma-separated signals to run ({', '.join(SIGNALS)}) [default: every one the corpora support].")
 @click.option("--out", type=click.Path(path_type=Path), help="Audit file to write [default: BENCH.CORPUS.audit.jsonl, corpora joined by +].")
 @click.option("--langs", help="Comma-separated languages to check [default: all in the benchmark].")
-@click.option("--format", "fmt", type=click.Choice(list(FORMATS)), help="Benchmark format [default: detected]; `audit formats` lists them.")
+@click.option("--format", "fmt", type=click.Choice(list(FORMATS)), help="Benchmark format [default: detected from the path, the first record's keys or the columns]; the README's Benchmark formats section describes each.")
 @click.option("--map", "mapping", help="Which column holds what, for benchmarks without a reader: question=COL,answer=COL,context=COL,lang=COL,id=COL,options=A|B|C,answer_index=COL,exclude=COL,... or a TOML file of the same keys.")
 @click.option("--source-lang", help="The language items were written in, where the benchmark does not say (also the language of every row of a one-language table).")
 @click.option("--policy", "policy_path", type=click.Path(path_type=Path), help="Policy TOML merged over the built-in one.")
 @click.option("--registry", type=click.Path(path_type=Path), help="Corpus registry TOML [default: indexes/corpora.toml].")
 @click.option("--skip-bad-rows", is_flag=True, help="Skip (and count) malformed benchmark rows instead of stopping.")
-@click.option("--workers", type=click.IntRange(min=1), help="Processes (threads when a corpus is remote) for the search [default: all cores].")
+@click.option("--workers", type=click.IntRange(min=1), help="Processes (threads when a corpus is remote) for the search [default: all cores]; more than the variants or four per core are clamped, with a note.")
 @click.option("--links", "link_names", multiple=True, help="Run the langlinks signal with this source: `wikipedia-api` (the MediaWiki API, and Wikidata's for entity ids), a lookup directory built by `audit langlinks build`, or a [links.NAME] entry of the registry; repeat for several.")
 @click.option("--as-of", "as_of", type=click.DateTime(formats=["%Y-%m-%d"]), help="The model's training cutoff: the langlinks signal counts only articles that existed on this date (asking their creation dates from the API).")
 @click.option("--probe-model", help="Run the probe signal with this model: `smollm2`, `gemma3-270m`, `openai:MODEL` (at $OPENAI_BASE_URL), a [models.NAME] entry of the registry, a .gguf file or a model directory.  Opt-in: every variant costs model calls.")
@@ -502,6 +528,7 @@ def check(
     """Tag every (item, language) of BENCH seen / unseen / unknown in one or more corpora, with
     the evidence of every signal."""
     started = time.perf_counter()
+    _recordable(click.get_current_context().params)
     try:
         executor = parse_executor(executor_name)
     except ExecutorError as error:
@@ -530,7 +557,7 @@ def check(
         raise InputError(str(error)) from None
     wanted = _wanted_languages(langs, report.languages) if langs else None
     for skipped in report.skipped:
-        console.print(f"[yellow]skipped[/yellow] {skipped}")
+        console.print(f"[yellow]skipped[/yellow] {escape(skipped)}")
     _print_read(report)
     progress, report_build = _build_progress()
     cutoff = as_of.date() if as_of else None  # type: ignore[attr-defined]
@@ -551,14 +578,17 @@ def check(
         console.print("[yellow]note[/yellow] --as-of applies to the langlinks signal, which runs only with --links")
     for run in runs:
         if not run.ran and run.source:
-            console.print(f"[yellow]skipped[/yellow] signal {run.signal} on {run.source}: {run.reason}")
+            console.print(f"[yellow]skipped[/yellow] signal {run.signal} on {escape(run.source)}: {escape(run.reason)}")
     _prepare(runners, report.items, wanted)
     variants = sum(1 for item in report.items for lang in item.variants if wanted is None or lang in wanted)
-    processes = workers or os.cpu_count() or 1
+    processes, clamped = check_workers(workers, variants)
+    if clamped:
+        console.print(f"[yellow]note[/yellow] {clamped}")
+    workers = processes
     forked = not executor.distributed and processes > 1 and all(isinstance(source, LocalIndex) for source in sources)
     where = f" on {executor}" if executor.distributed else ""
     with variant_processes(runners, policy, processes) if forked else nullcontext() as pool, _progress() as progress:
-        task = progress.add_task(f"checking against {', '.join(s.info.name for s in sources)}{where}", total=variants)
+        task = progress.add_task(escape(f"checking against {', '.join(s.info.name for s in sources)}{where}"), total=variants)
         records = check_items(report.items, runners, policy, langs=wanted, workers=workers, on_done=lambda: progress.advance(task), processes=pool, executor=executor)
     links = {"sources": [source.describe() for source in link_sources], "as_of": cutoff.isoformat() if cutoff else None} if link_sources else None
     models = prober.describe() if prober else None
@@ -573,10 +603,10 @@ def check(
             raise InputError(f"{error} (the audit file {out} was written)") from None
     _print_summary(summary, out, time.perf_counter() - started)
     if report_dir is not None:
-        Console().print(f"report: {report_dir / 'report.html'}")
+        Console(emoji=False).print(f"report: {report_dir / 'report.html'}", markup=False)
     unknown = sum(counts["unknown"] for counts in summary["languages"].values())
     if strict and unknown:
-        console.print(f"[red]--strict:[/red] {unknown} variant(s) are unknown (see decided_by in {out})")
+        console.print(f"[red]--strict:[/red] {unknown} variant(s) are unknown (see decided_by in {escape(str(out))})")
         sys.exit(STRICT_EXIT)
 
 
@@ -660,8 +690,8 @@ METHODS = ("auto", "given", "eclektic", "robust", "judge")
 @click.option("--bench", type=click.Path(path_type=Path), help="The audited benchmark [default: the path in the audit's manifest].")
 @click.option("--judge-model", help="Model name for --method judge [default: $AUDIT_JUDGE_MODEL].")
 @click.option("--judge-concurrency", type=click.IntRange(min=1), default=8, show_default=True, help="Judge requests in flight.")
-@click.option("--bootstrap", type=click.IntRange(min=0), default=1000, show_default=True, help="Bootstrap resamples over questions for the intervals.")
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--bootstrap", type=click.IntRange(min=0, max=100_000), default=1000, show_default=True, help="Bootstrap resamples over questions for the intervals (at most 100000, and as many as fit in about 2 GiB).")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seeds the resamples and permutations.")
 @click.option("--item-pages", type=click.Path(path_type=Path), help="Link the provenance pages of this report of the same audit instead of writing copies.")
 def report_command(
     audit_path: Path,
@@ -685,9 +715,11 @@ def report_command(
         load_predictions,
     )
 
+    _regular_files(audit_path, bench)
     try:
         audit = read_audit(audit_path)
         bench, recorded = locate_benchmark(audit, audit_path, bench)
+        _regular_files(bench)
         inputs = [path for path in (audit_path, bench, predictions, item_pages) if path is not None]
         check_directory_target(out, REPORT, inputs=inputs)
         items = load_benchmark(bench, recorded.format, options=recorded_options(recorded.mapping, recorded.source_lang)).items
@@ -706,7 +738,7 @@ def report_command(
                 )
             evaluation = result.to_dict()
             for problem in evaluation["problems"]:
-                console.print(f"[yellow]problem[/yellow] {problem}")
+                console.print(f"[yellow]problem[/yellow] {escape(problem)}")
         data = write_report(out, audit, str(audit_path), items, evaluation, item_pages, inputs=inputs)
     except (AuditFileError, BenchmarkError, MappingError, PredictionsError, EvaluationError, JudgeError, OutputError, FileNotFoundError) as error:
         raise InputError(str(error)) from None
@@ -726,6 +758,13 @@ def report_command(
     click.echo(f"report: {out / 'report.html'} ({pages} provenance pages{f', linked from {item_pages}' if item_pages else ''})")
 
 
+def _regular_files(*paths: Path | None) -> None:
+    """Refuse a device or FIFO before it is read (or hashed): reading one may never end."""
+    for path in paths:
+        if path is not None and path.exists() and not path.is_dir() and not path.is_file():
+            raise InputError(f"{path}: not a regular file")
+
+
 def _fmt(stat: dict) -> str:
     if stat["value"] is None:
         return "n/a"
@@ -735,7 +774,7 @@ def _fmt(stat: dict) -> str:
 
 @main.command("corpora")
 @click.option("--registry", type=click.Path(path_type=Path), help="Corpus registry TOML [default: indexes/corpora.toml].")
-@click.option("--timeout", type=float, default=3.0, show_default=True, help="Seconds to wait for each API endpoint.")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=3.0, show_default=True, help="Seconds to wait for each API endpoint.")
 def corpora_command(registry: Path | None, timeout: float) -> None:
     """List the corpora --corpus accepts, whether each answers now, and what is cached."""
     try:
@@ -748,8 +787,8 @@ def corpora_command(registry: Path | None, timeout: float) -> None:
     for entry in checks:
         reachable = {True: "yes", False: "no", None: "?"}[entry.reachable]
         cached = "" if entry.cached is None else f"{entry.cached:,}"
-        table.add_row(entry.name, entry.backend, entry.location, reachable, cached, entry.message or entry.description)
-    Console().print(table)
+        table.add_row(*(Text(cell) for cell in (entry.name, entry.backend, entry.location, reachable, cached, entry.message or entry.description)))
+    Console(emoji=False).print(table)
 
 
 _SHAPES = {"file": "a file", "directory": "a directory", "any": "a file, directory or glob", "many": "a directory or glob"}
@@ -862,16 +901,17 @@ def probe_group() -> None:
 def serve_model(model: str, registry: Path | None, host: str, port: int, batch_size: int | None) -> None:
     """Offer a local model on an OpenAI-compatible endpoint (/v1/chat/completions), so several
     audits, or `--probe-model openai:NAME`, share one loaded model."""
-    from audit.probes.compat_server import serve_forever
+    from audit.probes.compat_server import check_address, serve_forever
 
     try:
+        check_address(host, port)
         opened = open_model(model, registry, batch_size=batch_size)
         if opened.describe().get("backend") != "transformers":
             raise ProbeError(f"--probe-model {model}: already an endpoint; serve-model offers local models")
         backend = opened.backend()
     except ProbeError as error:
         raise InputError(str(error)) from None
-    console.print(f"serving {opened.model_id} at http://{host}:{port}/v1 as model {model!r}")
+    console.print(f"serving {opened.model_id} at http://{host}:{port}/v1 as model {model!r}", markup=False)
     serve_forever(backend, host, port)
 
 

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import gzip
+import json
 import os
+import stat
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,14 +27,34 @@ class LocatedError(Exception):
         return f"{where}: {what}"
 
 
+# Longer than any real benchmark row (a TyDi QA line with its whole article is a few MB), short
+# enough that a file without newlines (/dev/zero, a disk image) is refused before memory runs out.
+MAX_LINE_BYTES = 128 * 2**20
+
+
+def regular_file(path: Path, error: type[LocatedError]) -> None:
+    """Refuse a device, FIFO or socket before opening it: reading one may never end."""
+    try:
+        mode = Path(path).stat().st_mode
+    except OSError:
+        return
+    if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+        kind = "a character device" if stat.S_ISCHR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "a block device" if stat.S_ISBLK(mode) else "a socket"
+        raise error(path, message=f"is {kind}, not a regular file")
+
+
 def text_lines(path: Path, error: type[LocatedError]) -> Iterator[str]:
     """Physical lines of a UTF-8 file, gzipped or not (told by content), with their endings and
-    no byte-order mark, decoded one by one so a bad byte is reported with its line number."""
+    no byte-order mark, decoded one by one so a bad byte is reported with its line number; a
+    line longer than `MAX_LINE_BYTES` is refused."""
+    regular_file(path, error)
     try:
         with path.open("rb") as probe:
             compressed = probe.read(2) == b"\x1f\x8b"
         with gzip.open(path, "rb") if compressed else path.open("rb") as handle:
-            for number, raw in enumerate(handle, 1):
+            for number, raw in enumerate(iter(lambda: handle.readline(MAX_LINE_BYTES + 1), b""), 1):
+                if len(raw) > MAX_LINE_BYTES:
+                    raise error(path, number, None, f"line longer than {MAX_LINE_BYTES // 2**20} MiB; not a text file of records")
                 try:
                     text = raw.decode("utf-8")
                 except UnicodeDecodeError as exc:
@@ -40,6 +62,16 @@ def text_lines(path: Path, error: type[LocatedError]) -> Iterator[str]:
                 yield text.removeprefix("\ufeff") if number == 1 else text
     except (OSError, EOFError) as exc:
         raise error(path, message=f"cannot read file: {exc}") from exc
+
+
+def json_problem(error: ValueError | RecursionError) -> str:
+    """What is wrong with a JSON text, however `json.loads` failed: a syntax error (with its
+    column), nesting deeper than Python's stack, or a number too long to convert."""
+    if isinstance(error, json.JSONDecodeError):
+        return f"invalid JSON: {error.msg} (column {error.colno})"
+    if isinstance(error, RecursionError):
+        return "invalid JSON: nested too deeply"
+    return f"invalid JSON: {str(error).split(';')[0]}"
 
 
 class UnreadableFile(Exception):
@@ -55,7 +87,16 @@ def read_toml_file(path: Path, what: str) -> dict[str, Any]:
 
 
 def read_text_file(path: Path, what: str) -> str:
-    """A user's whole UTF-8 text file (a policy, a registry), or one line saying why not."""
+    """A user's whole UTF-8 text file (a policy, a registry), or one line saying why not; a
+    device or FIFO is refused unopened, and a file larger than any such file is refused unread."""
+    try:
+        mode = Path(path).stat()
+    except OSError:
+        mode = None
+    if mode is not None and not stat.S_ISREG(mode.st_mode) and not stat.S_ISDIR(mode.st_mode):
+        raise UnreadableFile(f"{path}: not a regular file; not a {what}")
+    if mode is not None and mode.st_size > MAX_LINE_BYTES:
+        raise UnreadableFile(f"{path}: {mode.st_size:,} bytes, larger than any {what}")
     try:
         return Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:

@@ -91,8 +91,8 @@ def connect(executor: Executor) -> ModuleType:
     if ray.is_initialized():
         return ray
     address = executor.address or os.environ.get("RAY_ADDRESS") or None
-    if executor.address:
-        _reachable(executor.address)
+    if address is not None:
+        _reachable(_bootstrap(address), f"the Ray cluster at {address}" + ("" if executor.address else " ($RAY_ADDRESS)"))
     attempts = 0
     while True:
         attempts += 1
@@ -114,10 +114,33 @@ def connect(executor: Executor) -> ModuleType:
             raise ExecutorError(f"Ray Client needs its extra dependencies ({error}): {INSTALL_HINT}") from None
 
 
-def _reachable(address: str) -> None:
-    """Fail at once when nothing listens at a Ray Client address (Ray Client would retry for 30 s)."""
+def _bootstrap(address: str) -> str | None:
+    """The HOST:PORT an address names: a Ray Client address as given, `auto` as Ray resolves
+    it (the cluster `ray start` last started here), None for `local` (a new cluster)."""
+    if address == "local" or address.startswith("ray://"):
+        return None if address == "local" else address
+    if address == "auto":
+        try:
+            from ray._private.services import canonicalize_bootstrap_address
+        except ImportError:
+            return None
+        try:
+            return canonicalize_bootstrap_address(address)
+        except (ConnectionError, ValueError) as error:
+            raise ExecutorError(f"cannot reach the Ray cluster at {address} ($RAY_ADDRESS): {error}") from None
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():
+        raise ExecutorError(f"$RAY_ADDRESS {address}: expected HOST:PORT (the cluster's GCS address), auto, local or ray://HOST:PORT")
+    return address
+
+
+def _reachable(address: str | None, what: str) -> None:
+    """Fail at once when nothing listens at a cluster's address: Ray Client would retry for
+    30 s, a GCS client for minutes."""
+    if address is None:
+        return
     host, _, port = address.removeprefix("ray://").rpartition(":")
     try:
         socket.create_connection((host.strip("[]"), int(port)), timeout=5).close()
     except OSError as error:
-        raise ExecutorError(f"cannot reach the Ray cluster at {address}: nothing answers at {host}:{port} ({error.strerror or error})") from None
+        raise ExecutorError(f"cannot reach {what}: nothing answers at {host}:{port} ({error.strerror or error})") from None

@@ -25,7 +25,7 @@ from audit.auditfile import AuditFile
 from audit.evaluate.judge import FOUND, JudgeConfig, JudgeRequest, Progress
 from audit.evaluate.judge import OK as JUDGE_OK
 from audit.evaluate.judge import judge as run_judge
-from audit.evaluate.metrics import METRICS, Estimator, PairScores, Stat
+from audit.evaluate.metrics import METRICS, Estimator, PairScores, Stat, too_many_draws
 from audit.evaluate.predictions import Prediction, PredictionSet, load_predictions
 from audit.evaluate.stratify import KNOWLEDGE_STRATA, KNOWN, NOT_KNOWN, STRATA, Exposure, ExposureError, read_exposure
 from audit.evaluate.string_metric import eclektic_recall, robust_recall
@@ -194,6 +194,9 @@ def evaluate(
         raise EvaluationError(f"unknown method {method!r}; expected one of {', '.join(METHODS)}")
     if bootstrap < 0 or (permutations is not None and permutations < 0):
         raise EvaluationError("bootstrap and permutations must be 0 or more")
+    draws = bootstrap if permutations is None else max(bootstrap, permutations)
+    if too_many := too_many_draws(draws, 0, 0):
+        raise EvaluationError(too_many)
     if not items:
         raise EvaluationError("no benchmark items to evaluate")
     bound = predictions if isinstance(predictions, PredictionSet) else load_predictions(predictions, items)
@@ -219,6 +222,8 @@ def evaluate(
     if not scored:
         raise EvaluationError(f"{bound.path}: no pair could be scored:" + "".join(f"\n  {p}" for p in problems[:5]))
     table = _table(scored)
+    if too_many := too_many_draws(draws, table.n_questions, table.size):
+        raise EvaluationError(too_many)
     estimator = Estimator(table, draws=bootstrap, permutations=bootstrap if permutations is None else permutations, seed=seed)
     targets = len({lang for item in items for lang in item.variants}) - 1
     everything = np.ones(table.size, dtype=bool)

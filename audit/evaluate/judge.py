@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from audit.paths import cache_dir
+from audit.probes.remote import unreachable
 
 PROMPT_VERSION = 1
 OK, FOUND, AMBIGUOUS, UNPARSED, EMPTY, ERROR, SKIPPED = "ok", "found", "ambiguous", "unparsed", "empty", "error", "skipped"
@@ -249,6 +250,9 @@ def _ask_all(
     from openai import OpenAI
 
     model = str(config.model)
+    url = config.base_url or "https://api.openai.com/v1"
+    if refused := unreachable(url):
+        raise JudgeError(f"the judge endpoint {refused}")
     client = OpenAI(base_url=config.base_url, api_key=config.api_key, timeout=config.timeout, max_retries=config.retries)
     answers: dict[str, JudgeResult] = {}
     try:
@@ -269,7 +273,7 @@ def _ask_all(
         client.close()
     if all(result.status == ERROR for result in answers.values()):
         first = next(iter(answers.values()))
-        raise JudgeError(f"the judge endpoint answered none of {len(answers)} requests: {first.error}")
+        raise JudgeError(f"the judge endpoint {url} answered none of {len(answers)} requests: {first.error}")
     return answers
 
 

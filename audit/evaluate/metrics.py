@@ -98,6 +98,25 @@ class Difference:
     test: str
 
 
+# Resamples and permutations are matrices of draws x questions (or pairs): bounded so a typo
+# cannot ask for more memory than a laptop has (about 32 bytes a cell at the peak).
+MAX_DRAWS = 100_000
+MAX_DRAW_CELLS = 2**26
+
+
+def too_many_draws(draws: int, questions: int, pairs: int) -> str | None:
+    """Why `draws` resamples of this table are refused before any is drawn, or None."""
+    if draws > MAX_DRAWS:
+        return f"--bootstrap {draws}: at most {MAX_DRAWS:,} resamples"
+    width = max(questions, pairs, 1)
+    if draws * width <= MAX_DRAW_CELLS:
+        return None
+    return (
+        f"--bootstrap {draws}: {draws:,} resamples of {questions:,} questions ({pairs:,} pairs) need about "
+        f"{draws * width * 32 / 2**30:.1f} GiB; at most {MAX_DRAW_CELLS // width:,} for these predictions"
+    )
+
+
 class Estimator:
     """Figures, intervals and tests over subsets of one table of scored pairs."""
 

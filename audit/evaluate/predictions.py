@@ -20,12 +20,13 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from audit.errors import LocatedError, text_lines
+from audit.errors import LocatedError, json_problem, text_lines
 from audit.items import Item
 from audit.langcodes import normalise_lang
 
@@ -112,7 +113,7 @@ def load_predictions(path: str | os.PathLike[str], items: list[Item] | None = No
     """Read a predictions file; with `items`, also check it against the benchmark (see `bind`)."""
     source = Path(path)
     if not source.is_file():
-        raise PredictionsError(source, message="no such file" if not source.exists() else "not a file")
+        raise PredictionsError(source, message="no such file" if not source.exists() else "not a regular file")
     lines = _numbered_lines(source)
     first = next(((n, text) for n, text in lines if text.strip()), None)
     if first is None:
@@ -130,6 +131,9 @@ def _numbered_lines(path: Path) -> Iterator[tuple[int, str]]:
     return enumerate(text_lines(path, PredictionsError), 1)
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _json_records(path: Path, first: tuple[int, str], rest: Iterator[tuple[int, str]]) -> Iterator[tuple[int, dict[str, Any]]]:
     if first[1].lstrip().startswith("["):
         raise PredictionsError(path, first[0], None, "expected JSON Lines (one object per line), got a JSON array")
@@ -138,10 +142,14 @@ def _json_records(path: Path, first: tuple[int, str], rest: Iterator[tuple[int, 
             continue
         try:
             value = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise PredictionsError(path, number, None, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
+        except (ValueError, RecursionError) as exc:
+            raise PredictionsError(path, number, None, json_problem(exc)) from None
         if not isinstance(value, dict):
             raise PredictionsError(path, number, None, f"expected a JSON object, got {_type_name(value)}")
+        for key, text in value.items():
+            if _SURROGATE.search(key) or (isinstance(text, str) and _SURROGATE.search(text)):
+                shown = key.encode("utf-8", "backslashreplace").decode()
+                raise PredictionsError(path, number, shown, "a lone surrogate (an unpaired \\ud800-\\udfff escape), not text")
         yield number, value
 
 
@@ -159,6 +167,8 @@ def _csv_records(path: Path, first: tuple[int, str], rest: Iterator[tuple[int, s
     try:
         header = [name.strip() for name in next(reader)]
         header_line = starts[0]
+        if len(header) == 1 and "\t" in header[0]:
+            raise PredictionsError(path, header_line, None, "a tab-separated header; predictions are JSON Lines or CSV (comma-separated)")
         twice = next((name for name in header if header.count(name) > 1), None)
         if twice is not None:
             raise PredictionsError(path, header_line, twice, "appears twice in the header")

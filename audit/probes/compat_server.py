@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import queue
+import socket
 import threading
 import time
 import uuid
@@ -23,7 +24,7 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from audit.probes.generation import Backend, Decoding, Message, Output, Request, Role
+from audit.probes.generation import Backend, Decoding, Message, Output, ProbeError, Request, Role
 
 WINDOW = 0.010
 MAX_BODY = 16 << 20
@@ -296,6 +297,21 @@ class CompatServer:
 def serve(backend: Backend, host: str = "127.0.0.1", port: int = 0, *, batch_size: int | None = None) -> CompatServer:
     """Serves `backend` from daemon threads; port 0 picks a free port (see `.url`)."""
     return CompatServer(backend, host, port, batch_size=batch_size).start()
+
+
+def check_address(host: str, port: int) -> None:
+    """Refuse a host that does not resolve or an address already taken before the model is
+    loaded, which takes seconds to minutes."""
+    try:
+        family, kind, _, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    except (socket.gaierror, UnicodeError) as error:
+        raise ProbeError(f"--host {host}: not a host name or address this machine can resolve ({getattr(error, 'strerror', None) or error})") from None
+    with socket.socket(family, kind) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as error:
+            raise ProbeError(f"--host {host} --port {port}: cannot listen there ({error.strerror or error})") from None
 
 
 def serve_forever(backend: Backend, host: str = "127.0.0.1", port: int = 8000, *, batch_size: int | None = None, ready: Callable[[str], None] | None = None) -> None:

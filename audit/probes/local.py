@@ -17,6 +17,9 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
+import stat
+import struct
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -59,6 +62,54 @@ def _require(*packages: str) -> None:
     missing = [name for name in packages if importlib.util.find_spec(name) is None]
     if missing:
         raise ProbeError(f"a local model needs {', '.join(missing)}: {INSTALL_HINT}")
+
+
+_GGUF_MAGIC = b"GGUF"
+_GGUF_VERSIONS = (1, 2, 3)
+_WEIGHTS = ("*.safetensors", "*.bin", "*.pt", "*.pth")
+
+
+def check_model_files(path: Path, gguf_file: str | None) -> None:
+    """Refuse, before any work, what cannot be a model: a `.gguf` without GGUF's magic and a
+    readable header, or a model directory without a config object and weights.  Otherwise a
+    text file named `.gguf` fails only at the first uncached prompt, after the corpora ran."""
+    if gguf_file is not None:
+        file = path / gguf_file
+        try:
+            if not stat.S_ISREG(file.stat().st_mode):
+                raise ProbeError(f"{file}: not a regular file, so not a GGUF model")
+            with open(file, "rb") as handle:
+                header = handle.read(24)
+        except OSError as error:
+            raise ProbeError(f"{file}: cannot read the model file ({error.strerror or error})") from None
+        if len(header) < 24 or header[:4] != _GGUF_MAGIC:
+            raise ProbeError(f"{file}: not a GGUF model (no GGUF header)")
+        version, tensors, keys = struct.unpack("<IQQ", header[4:])
+        if version not in _GGUF_VERSIONS or not 0 < tensors <= 2**20 or not 0 < keys <= 2**20:
+            raise ProbeError(f"{file}: not a readable GGUF model (version {version}, {tensors} tensors, {keys} metadata keys)")
+        _read_gguf(file)
+        return
+    try:
+        config = json.loads((path / "config.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as error:
+        raise ProbeError(f"{path / 'config.json'}: not a readable model config ({error})") from None
+    if not isinstance(config, dict):
+        raise ProbeError(f"{path / 'config.json'}: not a model config (a JSON object)")
+    if not any(p.is_file() for pattern in _WEIGHTS for p in path.glob(pattern)):
+        raise ProbeError(f"{path}: no model weights ({', '.join(_WEIGHTS)})")
+
+
+def _read_gguf(file: Path) -> None:
+    """Parse the whole header (metadata and tensor table) where the `gguf` package is installed
+    (with the probe extra): a file cut short or scrambled after its first bytes is refused too."""
+    try:
+        from gguf import GGUFReader
+    except ImportError:
+        return
+    try:
+        GGUFReader(file)
+    except (ValueError, IndexError, KeyError, TypeError, OSError, struct.error) as error:
+        raise ProbeError(f"{file}: not a readable GGUF model ({type(error).__name__}: {str(error)[:120]})") from None
 
 
 def _locate(path: Path, gguf_file: str | None) -> tuple[Path, str | None]:

@@ -22,7 +22,7 @@ from typing import Any
 from audit.paths import cache_dir, registry_entries
 from audit.probes.cache import CachedModel, ProbeCache
 from audit.probes.generation import Backend, ProbeError
-from audit.probes.local import INSTALL_HINT, fingerprint
+from audit.probes.local import INSTALL_HINT, check_model_files, fingerprint
 from audit.probes.remote import RemoteModel, RemoteSettings
 
 SMOLLM2 = "smollm2"
@@ -94,9 +94,11 @@ def _local_at(name: str | None, path: Path, gguf_file: str | None, settings: dic
     if gguf_file is None and path.suffix == ".gguf":
         path, gguf_file = path.parent, path.name
     if gguf_file is not None:
+        check_model_files(path, gguf_file)
         return _local(name or Path(gguf_file).stem, path, gguf_file, fingerprint(path, gguf_file), settings, cache, offline)
     if not (path / "config.json").is_file():
         raise ProbeError(f"{path}: not a .gguf file nor a model directory (no config.json)")
+    check_model_files(path, None)
     return _local(name or path.resolve().name, path, None, fingerprint(path), settings, cache, offline)
 
 
@@ -108,6 +110,17 @@ def _path(value: str, cache: ProbeCache | None, offline: bool, settings: dict[st
 
 
 def _entry(registry: Path, name: str, table: Any, cache: ProbeCache | None, offline: bool) -> CachedModel:
+    """A `[models.NAME]` entry; whatever is wrong with it, or with the files it names, is
+    reported with the registry file and the entry."""
+    where = f"{registry}: models.{name}"
+    try:
+        return _entry_model(registry, name, table, cache, offline)
+    except ProbeError as error:
+        message = str(error)
+        raise ProbeError(message if message.startswith(where) else f"{where}: {message}") from None
+
+
+def _entry_model(registry: Path, name: str, table: Any, cache: ProbeCache | None, offline: bool) -> CachedModel:
     where = f"{registry}: models.{name}"
     if not isinstance(table, dict):
         raise ProbeError(f"{where}: must be a table")

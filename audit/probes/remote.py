@@ -7,11 +7,36 @@ error, never an answer.  At most `concurrency` requests are in flight.
 """
 from __future__ import annotations
 
+import os
+import socket
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from audit.probes.generation import Output, ProbeError, Progress, Request
+
+_PROXIES = ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "https_proxy", "http_proxy", "all_proxy")
+
+
+def unreachable(base_url: str, timeout: float = 5.0) -> str | None:
+    """Why nothing can answer at an endpoint (refused, no such host), or None: checked once, so
+    a closed port fails in seconds instead of after every request's retries.  Behind a proxy
+    the endpoint is the proxy's business, and is not checked."""
+    if any(os.environ.get(name) for name in _PROXIES):
+        return None
+    parts = urlsplit(base_url)
+    try:
+        host, port = parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError as error:
+        return f"{base_url}: not a URL ({error})"
+    if not host:
+        return f"{base_url}: no host in the URL"
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+    except OSError as error:
+        return f"{base_url}: nothing answers at {host}:{port} ({error.strerror or error})"
+    return None
 
 
 @dataclass(frozen=True)
@@ -60,7 +85,7 @@ class RemoteModel:
                 n=1,
             )
         except OpenAIError as error:
-            return Output(None, error=f"{type(error).__name__}: {error}")
+            return Output(None, error=f"{self.settings.base_url}: {type(error).__name__}: {error}")
         if not completion.choices:
             return Output(None, error="the endpoint answered with no choices")
         choice = completion.choices[0]
@@ -70,6 +95,8 @@ class RemoteModel:
         return Output(content, finish_reason=choice.finish_reason)
 
     def generate(self, requests: Sequence[Request], progress: Progress | None = None) -> list[Output]:
+        if requests and (refused := unreachable(self.settings.base_url)):
+            raise ProbeError(refused)
         outputs: list[Output | None] = [None] * len(requests)
         with ThreadPoolExecutor(max_workers=self.settings.concurrency) as pool:
             futures = {pool.submit(self._ask, request): index for index, request in enumerate(requests)}

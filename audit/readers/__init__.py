@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from audit.errors import json_problem, regular_file
 from audit.items import Item, LoadReport
 from audit.langcodes import normalise_lang
 from audit.readers.bmlama import read_bmlama
@@ -122,12 +123,14 @@ def load_benchmark(
     options = _checked(source, options or ReadOptions())
     if not is_glob(source) and not source.exists():
         raise BenchmarkError(source, message="no such file or directory")
+    regular_file(source, BenchmarkError)
     wanted = _requested_langs(source, langs) if langs else None
     fmt = fmt or detect_format(source, options)
     spec = FORMATS.get(fmt)
     if spec is None:
         raise BenchmarkError(source, message=f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
     _check_shape(source, spec)
+    _check_options(source, spec, options)
     sink = Sink(skip_bad_rows)
     given: dict[str, str] = {}
     token = GIVEN_CODES.set(given)
@@ -156,7 +159,7 @@ def load_benchmark(
 
 def recorded_options(mapping: dict[str, object], source_lang: str | None) -> ReadOptions:
     """The options an audit manifest recorded, so `filter` and `report` read what `check` read."""
-    return ReadOptions(mapping_from_dict(mapping) if mapping else None, source_lang)
+    return ReadOptions(mapping_from_dict(mapping) if mapping else None, source_lang, recorded=True)
 
 
 def _checked(source: Path, options: ReadOptions) -> ReadOptions:
@@ -166,6 +169,21 @@ def _checked(source: Path, options: ReadOptions) -> ReadOptions:
         return replace(options, source_lang=normalise_lang(options.source_lang))
     except ValueError as exc:
         raise BenchmarkError(source, None, "source_lang", str(exc)) from None
+
+
+# What reads a column mapping, and what names every item's source language itself: an option
+# the format would ignore is refused rather than silently dropped.
+_MAPPED = frozenset({"table", "per-language"})
+_OWN_SOURCE = frozenset({"eclektic-jsonl", "eclektic-csv", "bmlama", "jsonl", "tydiqa"})
+
+
+def _check_options(source: Path, spec: Format, options: ReadOptions) -> None:
+    if options.recorded:
+        return
+    if options.mapping is not None and spec.name not in _MAPPED:
+        raise BenchmarkError(source, message=f"--map applies to the table and per-language formats; the {spec.name} format reads its own fields")
+    if options.source_lang is not None and spec.name in _OWN_SOURCE:
+        raise BenchmarkError(source, message=f"--source-lang: the {spec.name} format names each item's source language itself; leave the option out")
 
 
 def _check_shape(source: Path, spec: Format) -> None:
@@ -229,6 +247,8 @@ def _detect_json(path: Path, line: int, text: str) -> str:
         if is_squad(path):
             return "squad"
         raise BenchmarkError(path, line, message="not one JSON object per line; pretty-printed JSON is read only as SQuAD-style data") from None
+    except (ValueError, RecursionError) as error:
+        raise BenchmarkError(path, line, message=json_problem(error)) from None
     if not isinstance(record, dict):
         raise BenchmarkError(path, line, message="expected a JSON object")
     keys = set(record)

@@ -72,6 +72,8 @@ def parse_inline(spec: str, where: str) -> ColumnMap:
         key, column = key.strip(), column.strip()
         if not sep or not column:
             raise MappingError(f"{where}: {part!r} is not key=column")
+        if key in values:
+            raise MappingError(f"{where}: {key} given twice")
         values[key] = tuple(c.strip() for c in column.split("|") if c.strip()) if key == "options" else column
     return _build(values, where)
 

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from collections.abc import Callable, Iterable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from audit.errors import LocatedError, text_lines
+from audit.errors import LocatedError, json_problem, text_lines
 from audit.items import Item, ItemKind, Origin, Variant
 from audit.langcodes import normalise_lang
 from audit.readers.columns import ColumnMap
@@ -34,6 +35,8 @@ class ReadOptions:
 
     mapping: ColumnMap | None = None
     source_lang: str | None = None
+    # Options an audit recorded are read back as they were, even where a format ignores them.
+    recorded: bool = False
 
 
 @dataclass
@@ -103,8 +106,8 @@ def json_rows(path: Path, sink: Sink) -> Iterator[tuple[int, dict[str, Any]]]:
             continue
         try:
             value = json.loads(text)
-        except json.JSONDecodeError as exc:
-            sink.reject(BenchmarkError(path, number, None, f"invalid JSON: {exc.msg} (column {exc.colno})"))
+        except (ValueError, RecursionError) as exc:
+            sink.reject(BenchmarkError(path, number, None, json_problem(exc)))
             continue
         if isinstance(value, dict):
             yield number, value
@@ -268,9 +271,51 @@ def apply_source(
                 setattr(variant, name, value)
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _surrogate_in(value: Any, name: str) -> str | None:
+    """The field (dotted) of the first lone surrogate in a value, or None."""
+    if isinstance(value, str):
+        return name if _SURROGATE.search(value) else None
+    if isinstance(value, dict):
+        pairs = [(str(key), item) for key, item in value.items()]
+    elif isinstance(value, list | tuple):
+        pairs = [(f"[{n}]", item) for n, item in enumerate(value)]
+    else:
+        return None
+    for key, item in pairs:
+        found = _surrogate_in(key, f"{name}.{key}") or _surrogate_in(item, f"{name}{key}" if key.startswith("[") else f"{name}.{key}")
+        if found:
+            return found
+    return None
+
+
+def _surrogate(draft: Draft) -> BenchmarkError | None:
+    """A lone UTF-16 surrogate (JSON's `"\\ud800"`) decodes but cannot be encoded again, so no
+    corpus could be asked for it and no audit file written: named here, by item and field,
+    rather than by a codec."""
+    fields = [(None, "item_id", draft.item_id), (None, "meta", draft.meta)]
+    fields += [(lang, f"variants.{lang}", vars(variant)) for lang, variant in draft.variants.items()]
+    for lang, name, value in fields:
+        found = _surrogate_in(value, name)
+        if found is None:
+            continue
+        index = list(draft.variants).index(lang) if lang is not None else 0
+        path, line = draft.rows[index] if len(draft.rows) == len(draft.variants) else (draft.path, None)
+        if line is None and draft.lines:
+            line = draft.lines[index] if len(draft.lines) == len(draft.variants) else draft.lines[0]
+        shown, found = (text.encode("utf-8", "backslashreplace").decode() for text in (draft.item_id, found))
+        return BenchmarkError(path, line, found, f"item '{shown}': a lone surrogate (an unpaired \\ud800-\\udfff escape), not text")
+    return None
+
+
 def finish_items(drafts: Iterable[Draft], source_field: str | None, sink: Sink) -> list[Item]:
     items = []
     for draft in drafts:
+        if (bad := _surrogate(draft)) is not None:
+            sink.reject(bad)
+            continue
         if draft.source_required and draft.source_lang not in draft.variants:
             sink.reject(BenchmarkError(draft.path, draft.lines[0], source_field, (
                 f"item '{draft.item_id}' has no variant in its source language '{draft.source_lang}'"

@@ -53,6 +53,8 @@ def _generic_variant(
     path: str, line: int, prefix: str, record: dict[str, Any], known: Iterable[str]
 ) -> Variant:
     fields = {name: text_field(path, line, prefix + name, record.get(name)) for name in FIELDS}
+    if not any(fields[name] for name in ("question", "answer", "context")):
+        raise BenchmarkError(path, line, prefix.rstrip(".") or "question", "no question, answer or context: nothing to check")
     return Variant(**fields, meta=extras(record, known))
 
 

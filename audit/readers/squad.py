@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from audit.errors import text_lines
+from audit.errors import json_problem, text_lines
 from audit.items import Item, Variant
 from audit.readers.common import BenchmarkError, Draft, ReadOptions, Sink, finish_items, text_field, type_name
 from audit.readers.tables import is_glob, language_of
@@ -84,8 +84,8 @@ def _document(path: Path) -> dict[str, Any]:
     text = "".join(text_lines(path, BenchmarkError))
     try:
         value = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise BenchmarkError(path, error.lineno, None, f"invalid JSON: {error.msg} (column {error.colno})") from None
+    except (ValueError, RecursionError) as error:
+        raise BenchmarkError(path, getattr(error, "lineno", None), None, json_problem(error)) from None
     if not isinstance(value, dict) or not isinstance(value.get("data"), list):
         raise BenchmarkError(path, None, "data", "expected a SQuAD-style object with a 'data' list of articles")
     return value

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from audit.errors import json_problem
 from audit.items import Item, ItemKind, Variant
 from audit.langcodes import ISO_639_1, LEGACY_CODES, normalise_lang
 from audit.readers.columns import ColumnMap
@@ -156,8 +157,10 @@ def _datasets_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
 def _json_file(path: Path) -> dict[str, Any]:
     try:
         value = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+    except (OSError, UnicodeDecodeError) as error:
         raise BenchmarkError(path, message=f"cannot read: {error}") from None
+    except (ValueError, RecursionError) as error:
+        raise BenchmarkError(path, message=json_problem(error)) from None
     if not isinstance(value, dict):
         raise BenchmarkError(path, message=f"expected a JSON object, got {type_name(value)}")
     return value
