@@ -478,7 +478,7 @@ def _print_summary(summary: dict, out: Path, elapsed: float) -> None:
 @click.option("--signals", "signal_names", help=f"Comma-separated signals to run ({', '.join(SIGNALS)}) [default: every one the corpora support].")
 @click.option("--out", type=click.Path(path_type=Path), help="Audit file to write [default: BENCH.CORPUS.audit.jsonl, corpora joined by +].")
 @click.option("--langs", help="Comma-separated languages to check [default: all in the benchmark].")
-@click.option("--format", "fmt", type=click.Choice(list(FORMATS)), help="Benchmark format [default: detected from the path, the first record's keys or the columns]; the README's Benchmark formats section describes each.")
+@click.option("--format", "fmt", type=click.Choice(list(FORMATS)), help="Benchmark format [default: detected from the path, the first record's keys or the columns]; `audit formats` lists them.")
 @click.option("--map", "mapping", help="Which column holds what, for benchmarks without a reader: question=COL,answer=COL,context=COL,lang=COL,id=COL,options=A|B|C,answer_index=COL,exclude=COL,... or a TOML file of the same keys.")
 @click.option("--source-lang", help="The language items were written in, where the benchmark does not say (also the language of every row of a one-language table).")
 @click.option("--policy", "policy_path", type=click.Path(path_type=Path), help="Policy TOML merged over the built-in one.")
