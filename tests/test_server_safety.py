@@ -338,3 +338,28 @@ def test_a_wildcard_bind_answers_this_machines_names_with_the_token(wiki_index: 
         counted(query(served, headers={**auth, "Host": f"0.0.0.0:{served.port}"}), 421, "not an address of this server", served)
     finally:
         served.stop()
+
+
+def test_a_registry_entry_reaches_a_token_server_with_the_token_from_its_environment(guarded: Server, tmp_path: Path, monkeypatch):
+    """The API backend sends the token the entry's `token_env` names; without it the server
+    refuses every query (the variant is unknown), and an unset variable is a clear error."""
+    from click.testing import CliRunner
+
+    from audit.auditfile import read_audit
+    from audit.cli import main
+
+    registry = tmp_path / "registry.toml"
+    registry.write_text(f'[corpora.team]\nbackend = "infini-gram-api"\nurl = "{guarded.url}"\nindex = "wiki"\ntoken_env = "TEAM_TOKEN"\ncache = "c.sqlite"\n', encoding="utf-8")
+    (tmp_path / "b.jsonl").write_bytes(BENCH)
+    monkeypatch.chdir(tmp_path)
+    args = ["check", "b.jsonl", "--corpus", "team", "--registry", str(registry), "--no-report", "--signals", "ngram"]
+    unset = CliRunner().invoke(main, [*args, "--out", "unset.audit.jsonl"], env={"TEAM_TOKEN": ""})
+    assert unset.exit_code == 2 and "corpora.team.token_env" in unset.output and "TEAM_TOKEN is not set" in unset.output, unset.output
+    # Refused answers are not cached, so the right token's run after it asks the server again.
+    wrong = CliRunner().invoke(main, [*args, "--out", "w.audit.jsonl"], env={"TEAM_TOKEN": TOKEN[:-1] + "x"})
+    assert wrong.exit_code == 0 and all(record["exposure"] == "unknown" for record in read_audit(tmp_path / "w.audit.jsonl").records)
+    done = CliRunner().invoke(main, [*args, "--out", "a.audit.jsonl"], env={"TEAM_TOKEN": TOKEN})
+    assert done.exit_code == 0, done.output
+    records = read_audit(tmp_path / "a.audit.jsonl").records
+    assert records and all(record["exposure"] != "unknown" for record in records)
+    assert TOKEN not in (tmp_path / "a.audit.jsonl").read_text(encoding="utf-8")

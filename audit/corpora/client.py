@@ -16,7 +16,7 @@ import random
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import requests
@@ -61,6 +61,9 @@ class ClientSettings:
     concurrency: int = 4
     max_response_bytes: int = 16 << 20
     offline: bool = False
+    # Sent as `Authorization: Bearer TOKEN` to a server that asks for one (`audit serve --token`);
+    # never part of a cache key, a manifest or a repr.
+    token: str = field(default="", repr=False)
 
     def __post_init__(self) -> None:
         if not self.url.startswith(("http://", "https://")):
@@ -105,6 +108,8 @@ class InfiniGramClient:
         session = getattr(self._local, "session", None)
         if session is None:
             session = self._local.session = requests.Session()
+            if self.settings.token:
+                session.headers["Authorization"] = f"Bearer {self.settings.token}"
         return session
 
     def query(self, query_type: str, **params: Any) -> dict[str, Any]:

@@ -12,6 +12,7 @@ Registry entries (`indexes/corpora.toml` documents every key):
     url = "http://127.0.0.1:8000/"   # default: the public endpoint
     index = "wiki"                   # the index id the server knows
     cache = "cache/team.sqlite"      # optional; default CACHE/api-cache.sqlite
+    token_env = "TEAM_TOKEN"         # optional; the environment variable holding the server's token
 
 The demo and the public infini-gram indexes (`olmo`, `dolma`, `dclm`, `rpj`, `pile`, `c4`, ...)
 are built in, so `--corpus olmo` works from any directory; an entry of the same name in the
@@ -19,6 +20,8 @@ user's registry replaces one.
 """
 from __future__ import annotations
 
+import os
+import re
 import tomllib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
@@ -46,7 +49,8 @@ BACKENDS = ("local", "demo", API, MINI)
 CLIENT_KEYS = {"timeout", "attempts", "backoff", "max_backoff", "concurrency", "max_response_bytes"}
 OPTION_KEYS = {f.name for f in fields(ApiOptions)}
 LOCAL_KEYS = {"backend", "path", "description", "minhash_redis"}
-ENTRY_KEYS = LOCAL_KEYS | {"url", "index", "cache"} | CLIENT_KEYS | OPTION_KEYS
+ENTRY_KEYS = LOCAL_KEYS | {"url", "index", "cache", "token_env"} | CLIENT_KEYS | OPTION_KEYS
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 @dataclass
@@ -77,6 +81,18 @@ class Entry:
     cache: Path | None = None
     settings: dict[str, Any] = field(default_factory=dict)
     minhash_redis: str | None = None
+    token_env: str | None = None
+    where: str = ""
+
+    def token(self) -> str:
+        """The server's token from the environment variable the entry names, read when the
+        corpus is opened so that the registry file never holds the secret."""
+        if not self.token_env:
+            return ""
+        value = os.environ.get(self.token_env, "")
+        if not value:
+            raise CorpusError(f"{self.where}.token_env: the environment variable {self.token_env} is not set (it holds the server's token)")
+        return value
 
 
 def _entry(path: Path, name: str, table: Any) -> Entry:
@@ -110,6 +126,9 @@ def _entry(path: Path, name: str, table: Any) -> Entry:
     cache = table.get("cache")
     if cache is not None and not isinstance(cache, str):
         raise CorpusError(f"{where}.cache must be a file path")
+    token_env = table.get("token_env")
+    if token_env is not None and not (isinstance(token_env, str) and _ENV_NAME.fullmatch(token_env)):
+        raise CorpusError(f"{where}.token_env: {token_env!r} is not the name of an environment variable")
     settings = {key: table[key] for key in CLIENT_KEYS | OPTION_KEYS if key in table}
     try:
         _, options = _settings(url, index, settings)
@@ -117,11 +136,11 @@ def _entry(path: Path, name: str, table: Any) -> Entry:
             raise ValueError("longest_match 'creativity' is not offered by the infini-gram mini API; use count")
     except (TypeError, ValueError) as error:
         raise CorpusError(f"{where}: {error}") from None
-    return Entry(name, backend, None, description, url, index, (path.parent / cache) if cache else None, settings)
+    return Entry(name, backend, None, description, url, index, (path.parent / cache) if cache else None, settings, token_env=token_env, where=where)
 
 
-def _settings(url: str, index: str, settings: dict[str, Any], offline: bool = False) -> tuple[ClientSettings, ApiOptions]:
-    client = ClientSettings(url=url, index=index, offline=offline, **{k: v for k, v in settings.items() if k in CLIENT_KEYS})
+def _settings(url: str, index: str, settings: dict[str, Any], offline: bool = False, token: str = "") -> tuple[ClientSettings, ApiOptions]:
+    client = ClientSettings(url=url, index=index, offline=offline, token=token, **{k: v for k, v in settings.items() if k in CLIENT_KEYS})
     return client, ApiOptions(**{k: v for k, v in settings.items() if k in OPTION_KEYS})
 
 
@@ -173,7 +192,7 @@ def open_api(entry: Entry, offline: bool = False, profile: str | None = None) ->
     """An infini-gram or infini-gram mini corpus: same client, cache and decisions."""
     assert entry.url is not None and entry.index is not None
     settings = {**entry.settings, **({"profile": profile} if profile else {})}
-    client_settings, options = _settings(entry.url, entry.index, settings, offline)
+    client_settings, options = _settings(entry.url, entry.index, settings, offline, entry.token())
     kind = MiniCorpus if entry.backend == MINI else ApiCorpus
     return kind(InfiniGramClient(client_settings, api_cache(entry)), entry.name, options, entry.description)
 
@@ -216,7 +235,11 @@ def _check(entry: Entry, timeout: float) -> CorpusCheck:
             check.cached = ResponseCache(cache).entries(entry.url, entry.index) if cache.exists() else 0
         except CacheError as error:
             check.message = str(error)
-        client_settings, _ = _settings(entry.url or PUBLIC_ENDPOINT, entry.index or "", {**entry.settings, "timeout": timeout, "attempts": 1})
+        try:
+            client_settings, _ = _settings(entry.url or PUBLIC_ENDPOINT, entry.index or "", {**entry.settings, "timeout": timeout, "attempts": 1}, token=entry.token())
+        except CorpusError as error:
+            check.message = "; ".join(m for m in (check.message, str(error)) if m)
+            return check
         check.reachable, detail = probe(InfiniGramClient(client_settings))
         check.message = "; ".join(m for m in (check.message, detail) if m)
         return check

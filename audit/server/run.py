@@ -10,8 +10,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import requests
-
 from audit.corpora.api import ApiCorpus, ApiOptions
 from audit.corpora.client import ClientSettings, InfiniGramClient
 from audit.corpora.demo import DEMO, demo_index
@@ -166,25 +164,10 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-class _Bearer(InfiniGramClient):
-    """The protocol client with this server's token on every request."""
-
-    def __init__(self, settings: ClientSettings, token: str) -> None:
-        super().__init__(settings)
-        self._token = token
-
-    def _session(self) -> requests.Session:
-        session = super()._session()
-        session.headers["Authorization"] = f"Bearer {self._token}"
-        return session
-
-
 def _through_protocol(url: str, name: str, token: str | None = None) -> ApiCorpus:
     """A tokenized index as audit jobs see it: through this server's own protocol, as the API
     backend sees the public indexes (count-derived longest matches, at token boundaries)."""
-    settings = ClientSettings(url=url, index=name)
-    client = _Bearer(settings, token) if token else InfiniGramClient(settings)
-    return ApiCorpus(client, name, ApiOptions(longest_match="count"))
+    return ApiCorpus(InfiniGramClient(ClientSettings(url=url, index=name, token=token or "")), name, ApiOptions(longest_match="count"))
 
 
 def _pairs(values: list[str], flag: str) -> dict[str, Path]:
