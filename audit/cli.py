@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 import time
 from collections import Counter
@@ -46,6 +45,7 @@ from audit.outputs import OutputError, atomic_write_text, check_directory_target
 from audit.probes.generation import ProbeError
 from audit.probes.models import open_model
 from audit.probes.prompts import PromptError
+from audit.ranges import RangeError, memory_budget, worker_count
 from audit.readers import FORMATS, BenchmarkError, MappingError, ReadOptions, load_benchmark, parse_mapping, recorded_options
 from audit.report.render import REPORT, write_report
 from audit.shardbuild import build_sharded
@@ -120,13 +120,6 @@ def _shard_progress() -> tuple[Progress, IndexProgress]:
     return progress, report
 
 
-def _parse_size(value: str) -> int:
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)i?B?\s*", value, re.IGNORECASE)
-    if not match:
-        raise click.BadParameter(f"{value!r} is not a size like 512M or 8G")
-    return int(float(match[1]) * 1024 ** " KMGT".index(match[2].upper() or " "))
-
-
 @click.group(cls=_Commands)
 @click.version_option(__version__, prog_name="audit")
 def main() -> None:
@@ -141,7 +134,7 @@ def index() -> None:
 @index.command("build")
 @click.argument("sources", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--out", "out", required=True, type=click.Path(path_type=Path), help="Index directory to create.")
-@click.option("--mem", "memory", default="8G", show_default=True, help="Memory budget; larger corpora are split into shards that fit it.")
+@click.option("--mem", "memory", default="8G", show_default=True, help="Memory budget, 16M up to this machine's memory; larger corpora are split into shards that fit it.")
 @click.option(
     "--normalize",
     "normalization",
@@ -175,7 +168,7 @@ def index() -> None:
     help="Cut the input into N byte-balanced shards built apart (--mem bounds each), resumable: run the same command again after a failure.",
 )
 @click.option("--executor", default="local", show_default=True, help="Where --shards builds run: `local` (--workers processes), `ray` ($RAY_ADDRESS or a new local Ray), or `ray://HOST:PORT`.")
-@click.option("--workers", type=click.IntRange(min=1), help="Local processes: parsers of the plain build, or shards built at once with --shards [default: CPU count].")
+@click.option("--workers", type=click.IntRange(min=1), help="Local processes: parsers of the plain build, or shards built at once with --shards [default: CPU count; more than the CPUs or the shards are not started].")
 def index_build(
     sources: tuple[Path, ...],
     out: Path,
@@ -209,8 +202,14 @@ def index_build(
         raise InputError(f"--executor {executor} builds shards: give --shards N")
     if where.distributed and workers is not None:
         raise InputError("--workers sets local processes; on Ray each shard takes one CPU of the cluster")
+    try:
+        budget, processes = memory_budget(memory), worker_count(workers, shards)
+    except RangeError as error:
+        raise InputError(str(error)) from None
+    if processes.note:
+        console.print(f"[yellow]note[/yellow] {processes.note}", markup=True, highlight=False)
     params = None if no_minhash else _minhash_params(policy_path, None)
-    options = {"memory_bytes": _parse_size(memory), "normalization": normalization, "text_field": text_field, "text_docs": text_docs, "force": force, "workers": workers}
+    options = {"memory_bytes": budget, "normalization": normalization, "text_field": text_field, "text_docs": text_docs, "force": force, "workers": processes.count}
     progress, report = _build_progress() if shards is None else _shard_progress()
     try:
         if shards is None:
