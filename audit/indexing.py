@@ -37,6 +37,7 @@ import zstandard
 
 from audit import __version__
 from audit.documents import NORMALIZERS, IndexBuildError, ParsedChunk, parse_batch, parse_lines, parse_text
+from audit.nospace import is_full_disk, no_space
 from audit.outputs import OutputError, check_directory_target, commit_directory, discard_staging, staging_directory
 from audit.timestamps import utc_timestamp
 
@@ -772,6 +773,11 @@ def build_index(
     except OutputError as error:
         discard_staging(staging)
         raise IndexBuildError(str(error)) from None
+    except OSError as error:
+        discard_staging(staging)
+        if is_full_disk(error):
+            raise IndexBuildError(str(no_space(out))) from None
+        raise
     except BaseException:
         discard_staging(staging)
         raise

@@ -71,6 +71,7 @@ from audit.indexing import (
     source_info,
     write_suffix_array,
 )
+from audit.nospace import is_full_disk, no_space
 from audit.outputs import STAGING_TAG, OutputError, atomic_write_text, discard_staging
 from audit.timestamps import utc_timestamp
 
@@ -738,6 +739,7 @@ def build_sharded(
                     progress("shards", len(records), len(tasks))
     except (IndexBuildError, KeyboardInterrupt, BrokenProcessPool, OSError) as error:
         reason = {KeyboardInterrupt: "interrupted", BrokenProcessPool: "a shard's process died (out of memory?)"}.get(type(error), str(error))
+        reason = str(no_space(staging)) if is_full_disk(error) else reason
         raise IndexBuildError(f"{reason}; {_finished_count(staging, plan)} of {len(tasks)} shards finished; run the same command again to resume") from None
     manifest = _assemble(plan, [records[k] for k in range(len(tasks))], executor, time.perf_counter() - started)
     atomic_write_text(staging / MANIFEST, manifest.to_json())

@@ -35,7 +35,8 @@ from audit.indexing import hash_file
 from audit.links.entities import WIKIDATA, dump_entity, is_qid, sitelink_links
 from audit.links.model import Link, LinksError, Resolution, display_title, link_to, page_title
 from audit.links.sqldump import DumpError, DumpInfo, file_date, read_rows
-from audit.links.wikis import WikiError, dbname_language
+from audit.links.wikis import WikiError, dbname_language, wiki_prefix
+from audit.nospace import is_full_disk, no_space
 from audit.outputs import check_directory_target, commit_directory, discard_staging, staging_directory
 from audit.timestamps import utc_timestamp
 
@@ -43,6 +44,8 @@ DATABASE = "langlinks.sqlite"
 MANIFEST = "audit-langlinks.json"
 KIND = "langlinks lookup"
 _BATCH = 50_000
+# Lookups up to this size get SQLite's whole-file `quick_check` at every open (well under a second).
+QUICK_CHECK_BYTES = 64 << 20
 # Entities between progress reports: most items carry no Wikipedia sitelink to fill a batch.
 _ENTITY_STEP = 5_000
 ENTITIES = "entities"
@@ -77,13 +80,14 @@ class DumpFile:
         name = path.name
         if _ENTITY_DUMP.search(name):
             return cls(path, WIKIDATA, ENTITIES)
-        table = next((t for t in ("langlinks", "page", "redirect") if f"-{t}.sql" in name), None)
+        table = next((t for t in ("langlinks", "page", "redirect") if f"-{t}.sql" in name or name.startswith(f"{t}.sql")), None)
         if table is None:
             raise LinksError(f"{path}: not a langlinks, page or redirect dump, nor a Wikidata entity dump (expected a name like enwiki-20230701-langlinks.sql.gz or wikidata-20230703-all.json.gz)")
         try:
-            found = wiki or dbname_language(name.split("-", 1)[0])
+            found = wiki_prefix(wiki if wiki else dbname_language(name.split("-", 1)[0]))
         except WikiError as error:
-            raise LinksError(f"{path}: {error}; give --wiki") from None
+            hint = "give its wiki's prefix (like en)" if wiki else f"name the file after its wiki, like enwiki-20230701-{table}.sql.gz, or give --wiki (like en)"
+            raise LinksError(f"{path}: {error}; {hint}") from None
         return cls(path, found, table)
 
 
@@ -162,6 +166,8 @@ def _load(database: sqlite3.Connection, dump: DumpFile, on_rows: Callable[[int],
         database.executemany(statement, batch)
         loaded += len(batch)
         on_rows(len(batch))
+    if info.rows == 0 and not info.whole_dump:
+        raise LinksError(f"{dump.path}: no rows: the file is empty or holds no INSERT INTO `{dump.table}` statement (not a {dump.table} dump?)")
     return loaded, info.completed
 
 
@@ -268,6 +274,12 @@ def build(paths: list[Path], out: Path, *, wiki: str | None = None, dump_date: d
     try:
         manifest = _build_into(staging, dumps, dump_date, on_rows)
         commit_directory(staging, out, KIND, inputs=paths)
+    except (OSError, sqlite3.OperationalError) as error:
+        discard_staging(staging)
+        if is_full_disk(error):
+            name = Path(getattr(error, "filename", None) or DATABASE).name
+            raise no_space(out / name) from None
+        raise
     except BaseException:
         discard_staging(staging)
         raise
@@ -349,8 +361,33 @@ class LanglinksLookup:
         size = database_path.stat().st_size if database_path.is_file() else None
         if size != expected:
             raise LinksError(f"{database_path}: {size if size is not None else 'no'} bytes where the manifest says {expected}: the lookup is damaged; build it again")
-        database = sqlite3.connect(f"file:{database_path}?mode=ro", uri=True, check_same_thread=False)
-        return cls(directory, manifest, database)
+        lookup = cls(directory, manifest, sqlite3.connect(f"file:{database_path}?mode=ro", uri=True, check_same_thread=False))
+        lookup.check(thorough=size <= QUICK_CHECK_BYTES)
+        return lookup
+
+    def check(self, thorough: bool) -> None:
+        """The database's tables are there and readable, and, when `thorough`, every page is
+        sound (SQLite's `quick_check`, which reads the whole file, so only small lookups get it
+        at open; `verify` hashes a large one)."""
+        found = {name for (name,) in self._rows("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        missing = sorted({"pages", "redirects", "links", "sitelinks"} - found)
+        if missing:
+            raise LinksError(f"{self.directory / DATABASE}: not a langlinks database (no table {', '.join(missing)}): the lookup is damaged; build it again")
+        for table in ("pages", "redirects", "links", "sitelinks"):
+            self._rows(f"SELECT * FROM {table} LIMIT 1")
+        if thorough and (problems := self._rows("PRAGMA quick_check(3)")) != [("ok",)]:
+            raise LinksError(f"{self.directory / DATABASE}: damaged pages ({'; '.join(str(row[0]) for row in problems)}): the lookup is damaged; build it again")
+
+    def _rows(self, query: str, args: tuple = ()) -> list[tuple]:
+        """A query's rows, or LinksError naming the database when SQLite finds it damaged."""
+        try:
+            return self.database.execute(query, args).fetchall()
+        except sqlite3.DatabaseError as error:
+            raise LinksError(f"{self.directory / DATABASE}: cannot be read ({error}): the lookup is damaged; build it again") from None
+
+    def _row(self, query: str, args: tuple = ()) -> tuple | None:
+        rows = self._rows(query, args)
+        return rows[0] if rows else None
 
     def verify(self) -> None:
         """Re-hash the database against the manifest (a slow, whole-file check)."""
@@ -383,7 +420,7 @@ class LanglinksLookup:
         return Resolution(WIKIDATA, qid, True, as_of, source, qid=qid, links=links)
 
     def _sitelinks(self, qid: str) -> tuple[Link, ...]:
-        rows = self.database.execute("SELECT wiki, title FROM sitelinks WHERE qid = ? ORDER BY wiki", (qid,)).fetchall()
+        rows = self._rows("SELECT wiki, title FROM sitelinks WHERE qid = ? ORDER BY wiki", (qid,))
         return tuple(link_to(wiki, title) for wiki, title in rows)
 
     def _by_sitelink(self, wiki: str, title: str, redirected_from: str | None = None) -> Resolution | None:
@@ -391,7 +428,7 @@ class LanglinksLookup:
         if self.wikidata_as_of is None:
             return None
         keys = (page_title(title), sitelink_title(title))
-        row = self.database.execute("SELECT qid, title FROM sitelinks WHERE wiki = ? AND title IN (?, ?) ORDER BY length(qid), qid LIMIT 1", (wiki, *keys)).fetchone()
+        row = self._row("SELECT qid, title FROM sitelinks WHERE wiki = ? AND title IN (?, ?) ORDER BY length(qid), qid LIMIT 1", (wiki, *keys))
         if row is None:
             return None
         qid, key = row
@@ -414,21 +451,21 @@ class LanglinksLookup:
             held = ", ".join(self.wikis) or "none"
             return Resolution(wiki, title, False, self.wikidata_as_of, source, reason=f"no {wiki} dump in this lookup (it has {held}){self._no_sitelink(wiki, title)}")
         key, as_of = page_title(title), self.as_of(wiki)
-        page = self.database.execute("SELECT page_id, redirect FROM pages WHERE wiki = ? AND title = ?", (wiki, key)).fetchone()
+        page = self._row("SELECT page_id, redirect FROM pages WHERE wiki = ? AND title = ?", (wiki, key))
         redirected_from = None
         if page is not None and page[1]:
-            target = self.database.execute("SELECT target FROM redirects WHERE wiki = ? AND page_id = ?", (wiki, page[0])).fetchone()
+            target = self._row("SELECT target FROM redirects WHERE wiki = ? AND page_id = ?", (wiki, page[0]))
             if target is None:
                 return Resolution(wiki, title, False, as_of, source, reason=f"{display_title(key)!r} is a redirect and the lookup has no {wiki} redirect dump")
             redirected_from, key = display_title(key), target[0]
-            page = self.database.execute("SELECT page_id, redirect FROM pages WHERE wiki = ? AND title = ?", (wiki, key)).fetchone()
+            page = self._row("SELECT page_id, redirect FROM pages WHERE wiki = ? AND title = ?", (wiki, key))
         if page is None:
             if found := self._by_sitelink(wiki, key if redirected_from else title, redirected_from):
                 return found
             has_pages = self.manifest["wikis"][wiki].get("pages", 0) > 0
             reason = f"no article {display_title(key)!r} in the {wiki} page dump" if has_pages else f"the lookup has no {wiki} page dump to find {display_title(key)!r} by title"
             return Resolution(wiki, title, False, as_of, source, reason=reason + self._no_sitelink(wiki, key))
-        rows = self.database.execute("SELECT lang, title FROM links WHERE wiki = ? AND page_id = ? ORDER BY lang", (wiki, page[0])).fetchall()
+        rows = self._rows("SELECT lang, title FROM links WHERE wiki = ? AND page_id = ? ORDER BY lang", (wiki, page[0]))
         links = tuple(link_to(code, linked) for code, linked in rows)
         return Resolution(wiki, display_title(key), True, as_of, source, page_id=page[0], redirected_from=redirected_from, links=links)
 
