@@ -34,7 +34,7 @@ from audit.corpora.registry import CorpusError, check_corpora, open_corpus
 from audit.executors import ExecutorError, parse_executor
 from audit.exposure import UNKNOWN, Knowledge, PolicyError, load_policy
 from audit.filter import FILTERED, RULES, FilterError, FilterPolicy, filter_benchmark, writes_directory
-from audit.indexing import IndexBuildError, build_index, describe_size, read_manifest
+from audit.indexing import IndexBuildError, build_index, describe_size, nested_outputs, read_manifest
 from audit.indexing import ProgressHook as IndexProgress
 from audit.items import LoadReport
 from audit.langcodes import normalise_lang
@@ -208,6 +208,8 @@ def index_build(
         raise InputError(str(error)) from None
     if processes.note:
         console.print(f"[yellow]note[/yellow] {processes.note}", markup=True, highlight=False)
+    for nested in nested_outputs(list(sources)):
+        console.print(f"[yellow]note[/yellow] skipping {nested}: a directory audit wrote, not corpus files", markup=True, highlight=False)
     params = None if no_minhash else _minhash_params(policy_path, None)
     options = {"memory_bytes": budget, "normalization": normalization, "text_field": text_field, "text_docs": text_docs, "force": force, "workers": processes.count}
     progress, report = _build_progress() if shards is None else _shard_progress()

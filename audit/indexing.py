@@ -12,6 +12,7 @@ rather than read as absence.
 """
 from __future__ import annotations
 
+import fcntl
 import gzip
 import hashlib
 import io
@@ -27,9 +28,10 @@ import zlib
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 import pydivsufsort
@@ -38,7 +40,7 @@ import zstandard
 from audit import __version__
 from audit.documents import NORMALIZERS, IndexBuildError, ParsedChunk, parse_batch, parse_lines, parse_text
 from audit.nospace import is_full_disk, no_space
-from audit.outputs import OutputError, check_directory_target, commit_directory, discard_staging, staging_directory
+from audit.outputs import MARKER, STAGING_TAG, OutputError, check_directory_target, commit_directory, discard_staging, staging_directory
 from audit.timestamps import utc_timestamp
 
 MANIFEST = "audit-index.json"
@@ -252,20 +254,49 @@ def datasets_files(directory: Path) -> list[CorpusFile]:
     return found
 
 
+# Files that mark a directory as one this tool wrote (an index, a langlinks lookup, a report) or
+# is writing (a build's staging directory).
+OUTPUT_MARKERS = (MANIFEST, "audit-langlinks.json", MARKER, STAGING_TAG)
+
+
+def is_tool_output(directory: Path) -> bool:
+    return any((directory / marker).is_file() for marker in OUTPUT_MARKERS)
+
+
+def nested_outputs(paths: list[Path]) -> list[Path]:
+    """Directories below the source directories that this tool wrote (an index built inside
+    its own sources, a report): their files are never documents, and a build skips them."""
+    found: set[Path] = set()
+    for path in paths:
+        if path.is_dir() and not is_datasets_directory(path):
+            found.update(marker.parent for name in OUTPUT_MARKERS for marker in path.glob(f"**/{name}") if marker.parent != path)
+    return sorted(found)
+
+
+def _directory_files(path: Path) -> list[Path]:
+    """Every `*.json*` file below a source directory, but none inside a directory this tool wrote."""
+    if is_tool_output(path):
+        raise IndexBuildError(f"{path}: a directory audit wrote (an index, a lookup or a report), not a corpus; name the corpus files instead")
+    skipped = {directory.relative_to(path) for directory in nested_outputs([path])}
+    files = (p for p in path.glob("**/*.json*") if p.is_file())
+    return sorted(p for p in files if not any(parent in skipped for parent in p.relative_to(path).parents))
+
+
 def discover_sources(paths: list[Path]) -> list[CorpusFile]:
     """Each file of documents with the name its documents' metadata records.
 
     A file is read by its suffix (`file_format`); a `datasets` directory contributes its Arrow
     files.  Any other directory contributes every `*.json*` file below it in sorted order,
     named relative to the directory, which is how infini-gram's indexer orders and names them;
-    other formats in it are left alone, so a README or a notes file never becomes a document.
+    other formats in it are left alone, so a README or a notes file never becomes a document,
+    and so are directories this tool wrote (`nested_outputs`).
     """
     found: list[CorpusFile] = []
     for path in paths:
         if path.is_dir() and is_datasets_directory(path):
             found.extend(datasets_files(path))
         elif path.is_dir():
-            files = sorted(p for p in path.glob("**/*.json*") if p.is_file())
+            files = _directory_files(path)
             if not files:
                 raise IndexBuildError(f"{path}: no *.json, *.jsonl or *.jsonl.gz files below it (Parquet, Arrow and text files are read when named one by one)")
             nested = next((p for p in sorted({f.parent for f in files}) if is_datasets_directory(p)), None)
@@ -642,8 +673,47 @@ def _written_before_markers(path: Path, inputs: Iterable[Path] = ()) -> bool:
     return isinstance(tool, str) and tool.startswith("corpus-audit") and names_ok
 
 
+def _lock_holder(handle: IO[str]) -> str:
+    handle.seek(0)
+    return handle.read().strip() or "?"
+
+
+@contextmanager
+def build_lock(out: Path) -> Iterator[None]:
+    """Hold the lock of builds of `out` (a hidden sibling file holding the builder's pid), or
+    IndexBuildError naming the build that holds it: two builds of one index would take each
+    other's staging directory away."""
+    path = out.parent / f".{out.name}.audit-build.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    while True:
+        handle = open(path, "a+", encoding="utf-8")  # noqa: SIM115 (held until the build ends)
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _lock_holder(handle)
+            handle.close()
+            raise IndexBuildError(f"another build (pid {holder}) is writing {out}; wait for it to end, or stop it, and run again") from None
+        # The lock counts only if the file is still the one at `path` (a finishing build removes it).
+        if path.exists() and path.stat().st_ino == os.fstat(handle.fileno()).st_ino:
+            break
+        handle.close()
+    try:
+        handle.seek(0)
+        handle.truncate()
+        handle.write(str(os.getpid()))
+        handle.flush()
+        yield
+    finally:
+        path.unlink(missing_ok=True)
+        handle.close()
+
+
 def check_target(out: Path, inputs: list[Path], force: bool) -> None:
-    """Refuse, before the long build, an `out` the build may not replace."""
+    """Refuse, before the long build, an `out` the build may not replace, or one inside a source
+    directory, where the next build of that directory would find it."""
+    for source in inputs:
+        if source.is_dir() and holds(source, out) and not holds(out, source):
+            raise IndexBuildError(f"{out}: inside the source directory {source}; give --out outside it, so the index is never read back as a source")
     if (out.exists() or out.is_symlink()) and not force:
         raise IndexBuildError(f"{out}: already exists (use --force to replace it)")
     if _written_before_markers(out, inputs):
@@ -720,6 +790,12 @@ def build_index(
     inputs = [Path(p) for p in sources]
     check_target(out, inputs, force)
     files = discover_sources(inputs)
+    with build_lock(out):
+        return _write_index(files, out, inputs, options, memory_bytes, workers or os.cpu_count() or 1, progress)
+
+
+def _write_index(files: list[CorpusFile], out: Path, inputs: list[Path], options: ReadOptions, memory_bytes: int, workers: int, progress: ProgressHook | None) -> IndexManifest:
+    """The build proper, in a staging directory moved into place when whole (see `build_index`)."""
     total_input = sum(file.path.stat().st_size for file in files)
     staging = staging_directory(out)
     started = time.perf_counter()
@@ -735,13 +811,13 @@ def build_index(
                 progress("read", done_input, total_input)
 
         source_infos = [source_info(file.name, file.format, options) for file in files]
-        for source, chunk in parsed_chunks(files, options, advance, workers or os.cpu_count() or 1):
+        for source, chunk in parsed_chunks(files, options, advance, workers):
             writer.add(chunk)
             source_infos[source].documents += len(chunk.text_sizes)
             source_infos[source].skipped_blank_lines += chunk.blank_lines
         shards = writer.close()
         if not shards:
-            raise IndexBuildError(f"no documents found in {', '.join(str(p) for p in sources)}")
+            raise IndexBuildError(f"no documents found in {', '.join(str(p) for p in inputs)}")
         tables = []
         for i, shard in enumerate(shards):
             if progress:
@@ -755,7 +831,7 @@ def build_index(
             version=4,
             manifest_version=MANIFEST_VERSION,
             token_dtype="u8",
-            normalization=normalization,
+            normalization=options.normalization,
             shards=shards,
             sources=source_infos,
             documents=sum(s.documents for s in shards),

@@ -56,6 +56,7 @@ from audit.indexing import (
     ShardInfo,
     ShardWriter,
     Span,
+    build_lock,
     check_target,
     code_fingerprint,
     commit_index,
@@ -712,6 +713,25 @@ def build_sharded(
     staging = staging_path(out)
     _check_staging(staging, inputs)
     planned = planned_sources(discover_sources(inputs))
+    with build_lock(out):
+        return _build_planned(planned, out, inputs, staging, options, shards=shards, executor=executor, memory_bytes=memory_bytes, force=force, workers=workers, progress=progress)
+
+
+def _build_planned(
+    planned: tuple[PlannedSource, ...],
+    out: Path,
+    inputs: list[Path],
+    staging: Path,
+    options: ReadOptions,
+    *,
+    shards: int,
+    executor: Executor,
+    memory_bytes: int,
+    force: bool,
+    workers: int | None,
+    progress: ProgressHook | None,
+) -> ShardedBuild:
+    """The sharded build proper, under the build lock of `out` (see `build_sharded`)."""
     code = code_fingerprint()
     digest = plan_digest(planned, options, shards, code)
     plan = _resumable(staging, digest)
