@@ -45,7 +45,7 @@ from audit.outputs import OutputError, atomic_write_text, check_directory_target
 from audit.probes.generation import ProbeError
 from audit.probes.models import open_model
 from audit.probes.prompts import PromptError
-from audit.ranges import RangeError, memory_budget, worker_count
+from audit.ranges import RangeError, document_limit, memory_budget, worker_count
 from audit.readers import FORMATS, BenchmarkError, MappingError, ReadOptions, load_benchmark, parse_mapping, recorded_options
 from audit.report.render import REPORT, write_report
 from audit.shardbuild import build_sharded
@@ -168,6 +168,7 @@ def index() -> None:
     help="Cut the input into N byte-balanced shards built apart (--mem bounds each), resumable: run the same command again after a failure.",
 )
 @click.option("--executor", default="local", show_default=True, help="Where --shards builds run: `local` (--workers processes), `ray` ($RAY_ADDRESS or a new local Ray), or `ray://HOST:PORT`.")
+@click.option("--max-document", "max_document", default="64M", show_default=True, help="The longest document (a line, a text block or a text file read whole) read; a longer one, as a small gzip or zstd file can inflate to, is an error.")
 @click.option("--workers", type=click.IntRange(min=1), help="Local processes: parsers of the plain build, or shards built at once with --shards [default: CPU count; more than the CPUs or the shards are not started].")
 def index_build(
     sources: tuple[Path, ...],
@@ -181,6 +182,7 @@ def index_build(
     policy_path: Path | None,
     shards: int | None,
     executor: str,
+    max_document: str,
     workers: int | None,
 ) -> None:
     """Index corpus documents: JSONL(.gz), Parquet, `datasets` directories, plain text.
@@ -203,7 +205,7 @@ def index_build(
     if where.distributed and workers is not None:
         raise InputError("--workers sets local processes; on Ray each shard takes one CPU of the cluster")
     try:
-        budget, processes = memory_budget(memory), worker_count(workers, shards)
+        budget, processes, longest = memory_budget(memory), worker_count(workers, shards), document_limit(max_document)
     except RangeError as error:
         raise InputError(str(error)) from None
     if processes.note:
@@ -211,7 +213,7 @@ def index_build(
     for nested in nested_outputs(list(sources)):
         console.print(f"[yellow]note[/yellow] skipping {nested}: a directory audit wrote, not corpus files", markup=True, highlight=False)
     params = None if no_minhash else _minhash_params(policy_path, None)
-    options = {"memory_bytes": budget, "normalization": normalization, "text_field": text_field, "text_docs": text_docs, "force": force, "workers": processes.count}
+    options = {"memory_bytes": budget, "normalization": normalization, "text_field": text_field, "text_docs": text_docs, "force": force, "workers": processes.count, "max_document": longest}
     progress, report = _build_progress() if shards is None else _shard_progress()
     try:
         if shards is None:

@@ -53,6 +53,10 @@ BUILD_CODE = ("indexing.py", "documents.py", "text.py")
 SA_CHUNK = 1 << 24
 WRITE_BUFFER = 1 << 22
 CHUNK_BYTES = 1 << 22
+# The largest document (line, block or whole text file) a build reads, unless told otherwise.
+MAX_DOCUMENT = 64 << 20
+# Compressed bytes fed to Zstandard at a time: at most ~64 MiB out, whatever the file holds.
+ZSTD_READ = 2048
 TEXT_SUFFIXES = (".txt", ".txt.gz", ".txt.zst", ".md")
 DATASETS_MARKERS = ("state.json", "dataset_info.json", "dataset_dict.json")
 TEXT_DOCS = ("file", "block")
@@ -114,6 +118,7 @@ class ReadOptions:
     normalization: str = "text"
     text_field: str = "text"
     text_docs: str = "file"
+    max_document: int = MAX_DOCUMENT
 
 
 @dataclass
@@ -310,23 +315,37 @@ def discover_sources(paths: list[Path]) -> list[CorpusFile]:
     return found
 
 
-def _decompressed(raw: io.BufferedReader, path: Path) -> Iterable[bytes]:
+def _decompressed(raw: io.BufferedReader, path: Path, limit: int) -> Iterable[bytes]:
     """The lines of a `.gz` or `.zst` file (Dolma and DCLM ship both), or of the file itself."""
     name = path.name.lower()
     if name.endswith(".gz"):
-        return gzip.open(raw)
+        return _bounded_lines(gzip.open(raw), limit)
     if name.endswith(".zst"):
-        return _zstd_lines(raw)
-    return raw
+        return _zstd_lines(raw, limit)
+    return _bounded_lines(raw, limit)
 
 
-def _zstd_lines(raw: io.BufferedReader) -> Iterator[bytes]:
+class _LineTooLong(Exception):
+    """A line past the document limit, found before it was held whole."""
+
+
+def _bounded_lines(stream: Any, limit: int) -> Iterator[bytes]:
+    """Lines of a file object, none read past `limit + 1` bytes, so one endless line (a small
+    gzip file can inflate to gigabytes of one line) is refused, not held."""
+    while line := stream.readline(limit + 1):
+        yield line
+
+
+def _zstd_lines(raw: io.BufferedReader, limit: int) -> Iterator[bytes]:
     """Lines of a Zstandard stream of one or more frames; a stream that ends inside a frame is
-    cut short, which zstandard's own reader passes over in silence."""
+    cut short, which zstandard's own reader passes over in silence.  Input is fed ZSTD_READ
+    bytes at a time, since Zstandard inflates a byte to as many as 32,000; a line growing past
+    `limit` is refused before it is held whole."""
     decompressor = zstandard.ZstdDecompressor()
     frame = decompressor.decompressobj()
-    pending = b""
-    while chunk := raw.read(1 << 20):
+    pending: list[bytes] = []
+    held = 0
+    while chunk := raw.read(ZSTD_READ):
         try:
             data = frame.decompress(chunk)
             while frame.eof and frame.unused_data:
@@ -334,33 +353,45 @@ def _zstd_lines(raw: io.BufferedReader) -> Iterator[bytes]:
                 data += frame.decompress(rest)
         except zstandard.ZstdError as error:
             raise OSError(str(error)) from None
-        lines = (pending + data).split(b"\n")
-        pending = lines.pop()
-        yield from (line + b"\n" for line in lines)
+        *lines, tail = data.split(b"\n")
+        if lines:
+            yield b"".join([*pending, lines[0], b"\n"])
+            yield from (line + b"\n" for line in lines[1:])
+            pending, held = [], 0
+        pending.append(tail)
+        held += len(tail)
+        if held > limit:
+            raise _LineTooLong
     if not frame.eof:
         raise EOFError("the Zstandard stream ends inside a frame")
-    if pending:
-        yield pending
+    if held:
+        yield b"".join(pending)
 
 
-def _span_lines(raw: io.BufferedReader, span: Span) -> Iterator[bytes]:
-    """The lines of `span` of an uncompressed file."""
+def _span_lines(raw: io.BufferedReader, span: Span, limit: int) -> Iterator[bytes]:
+    """The lines of `span` of an uncompressed file, none read past `limit + 1` bytes."""
     raw.seek(span.start)
     left = span.end - span.start
-    while left > 0 and (line := raw.readline(left)):
+    while left > 0 and (line := raw.readline(min(left, limit + 1))):
         left -= len(line)
         yield line
 
 
-def line_chunks(path: Path, on_bytes: Callable[[int], None], span: Span | None = None) -> Iterator[tuple[int, list[bytes]]]:
+def too_long(path: Path, line: int, limit: int, what: str = "line") -> IndexBuildError:
+    return IndexBuildError(f"{path}: line {line}: a {what} longer than {describe_size(limit)}, the largest document a build reads (--max-document); raise it to read this one")
+
+
+def line_chunks(path: Path, on_bytes: Callable[[int], None], span: Span | None = None, limit: int = MAX_DOCUMENT) -> Iterator[tuple[int, list[bytes]]]:
     """(first line number, lines) in runs of about CHUNK_BYTES, reporting input bytes consumed;
-    of `span` only, when given.  A compressed file cut short or damaged is an error naming the
-    line it stopped at."""
+    of `span` only, when given.  A compressed file cut short or damaged, or a line longer than
+    `limit`, is an error naming the line it stopped at."""
     with open(path, "rb") as raw:
-        stream = _decompressed(raw, path) if span is None else _span_lines(raw, span)
+        stream = _decompressed(raw, path, limit) if span is None else _span_lines(raw, span, limit)
         first, lines, size, position = (1, [], 0, 0) if span is None else (span.first_line, [], 0, span.start)
         try:
             for line in stream:
+                if len(line) > limit:
+                    raise _LineTooLong
                 lines.append(line)
                 size += len(line)
                 if size >= CHUNK_BYTES:
@@ -370,29 +401,41 @@ def line_chunks(path: Path, on_bytes: Callable[[int], None], span: Span | None =
                     first, lines, size = first + len(lines), [], 0
         except (EOFError, OSError, zlib.error) as error:
             raise IndexBuildError(f"{path}: line {first + len(lines)}: cannot be read, the compressed file is cut short or damaged ({error})") from None
+        except _LineTooLong:
+            raise too_long(path, first + len(lines), limit) from None
         on_bytes(raw.tell() - position)
         if lines:
             yield first, lines
 
 
-def whole_texts(path: Path, on_bytes: Callable[[int], None]) -> Iterator[list[tuple[int, bytes]]]:
+def whole_texts(path: Path, on_bytes: Callable[[int], None], limit: int = MAX_DOCUMENT) -> Iterator[list[tuple[int, bytes]]]:
     """A text file as one document starting at line 1; a blank file holds none."""
-    data = b"".join(line for _, lines in line_chunks(path, on_bytes) for line in lines)
+    parts: list[bytes] = []
+    held = 0
+    for first, lines in line_chunks(path, on_bytes, limit=limit):
+        held += sum(map(len, lines))
+        if held > limit:
+            raise too_long(path, first, limit, "text file (one document)")
+        parts += lines
+    data = b"".join(parts)
     if data.strip():
         yield [(1, data)]
 
 
-def text_blocks(path: Path, on_bytes: Callable[[int], None], span: Span | None = None) -> Iterator[list[tuple[int, bytes]]]:
+def text_blocks(path: Path, on_bytes: Callable[[int], None], span: Span | None = None, limit: int = MAX_DOCUMENT) -> Iterator[list[tuple[int, bytes]]]:
     """Blank-line-separated blocks as (first line number, bytes without the line break that
     ends the block), in runs of about CHUNK_BYTES; of `span` only (cut where a block starts),
     when given."""
     run: list[tuple[int, bytes]] = []
     block: list[bytes] = []
-    start = size = 0
-    for first, lines in line_chunks(path, on_bytes, span):
+    start = size = held = 0
+    for first, lines in line_chunks(path, on_bytes, span, limit):
         for number, line in enumerate(lines, start=first):
             if line.strip():
-                start = start if block else number
+                start, held = (start, held) if block else (number, 0)
+                held += len(line)
+                if held > limit:
+                    raise too_long(path, start, limit, "block (one document)")
                 block.append(line)
                 continue
             if block:
@@ -506,13 +549,13 @@ def read_tasks(file: CorpusFile, options: ReadOptions, on_bytes: Callable[[int],
     file, or a text file read in blocks, to part of it."""
     path = str(file.path)
     if file.format == "jsonl":
-        for first, lines in line_chunks(file.path, on_bytes, span):
+        for first, lines in line_chunks(file.path, on_bytes, span, options.max_document):
             yield parse_lines, (path, file.name, first, lines, options.normalization, options.text_field)
     elif file.format == "text" and options.text_docs == "block":
-        for blocks in text_blocks(file.path, on_bytes, span):
+        for blocks in text_blocks(file.path, on_bytes, span, options.max_document):
             yield parse_text, (path, file.name, blocks, options.normalization)
     elif file.format == "text":
-        for blocks in whole_texts(file.path, on_bytes):
+        for blocks in whole_texts(file.path, on_bytes, options.max_document):
             yield parse_text, (path, file.name, blocks, options.normalization)
     else:
         for first, batch in record_batches(file, options.text_field, on_bytes):
@@ -745,7 +788,7 @@ def file_order(info: FileInfo) -> tuple[int, int]:
     return int(number), KINDS.index(kind)
 
 
-def read_options(normalization: str, text_field: str, text_docs: str) -> ReadOptions:
+def read_options(normalization: str, text_field: str, text_docs: str, max_document: int = MAX_DOCUMENT) -> ReadOptions:
     """The options of a build, refused before any work when one is not understood."""
     if normalization not in NORMALIZERS:
         raise IndexBuildError(f"normalization {normalization!r} is not one of {', '.join(NORMALIZERS)}")
@@ -753,7 +796,9 @@ def read_options(normalization: str, text_field: str, text_docs: str) -> ReadOpt
         raise IndexBuildError(f"text_docs {text_docs!r} is not one of {', '.join(TEXT_DOCS)}")
     if not text_field:
         raise IndexBuildError("the text field's name is empty")
-    return ReadOptions(normalization, text_field, text_docs)
+    if max_document < 1:
+        raise IndexBuildError(f"the largest document size {max_document} is not a positive number of bytes")
+    return ReadOptions(normalization, text_field, text_docs, max_document)
 
 
 def source_info(name: str, format: str, options: ReadOptions) -> SourceInfo:
@@ -773,6 +818,7 @@ def build_index(
     force: bool = False,
     workers: int | None = None,
     progress: ProgressHook | None = None,
+    max_document: int = MAX_DOCUMENT,
 ) -> IndexManifest:
     """Build an index at `out` from corpus files (see `discover_sources`).
 
@@ -783,9 +829,10 @@ def build_index(
     `normalization="text"` stores every document as queries are issued (NFC, whitespace runs
     collapsed to one space), so a passage matches whatever its line breaks or Unicode form;
     `"none"` stores the raw bytes, exactly as infini-gram's own indexer does.  With `force`, an
-    existing `out` is replaced only if this tool wrote it (see `audit.outputs`).
+    existing `out` is replaced only if this tool wrote it (see `audit.outputs`).  A document
+    (a line, a block, a text file read whole) longer than `max_document` bytes is an error.
     """
-    options = read_options(normalization, text_field, text_docs)
+    options = read_options(normalization, text_field, text_docs, max_document)
     out = Path(out)
     inputs = [Path(p) for p in sources]
     check_target(out, inputs, force)

@@ -43,13 +43,30 @@ def _size_text(n: int) -> str:
     return f"{n}{' KMGT'[exponent].strip()}"
 
 
-def memory_budget(value: str, option: str = "--mem") -> int:
-    """A memory budget like 512M or 8G, in bytes, between MIN_MEMORY and the machine's memory:
-    a smaller one cannot hold a shard worth the name, a larger one would be swapped, not used."""
+def parse_size(value: str, option: str) -> int:
+    """A size like 512M, 8G or 4096, in bytes (powers of 1024)."""
     match = _SIZE.fullmatch(value)
     if not match:
         raise RangeError(f"{option} {value!r}: not a size like 512M or 8G")
-    size = int(float(match[1]) * 1024 ** " KMGT".index(match[2].upper() or " "))
+    return int(float(match[1]) * 1024 ** " KMGT".index(match[2].upper() or " "))
+
+
+def document_limit(value: str, option: str = "--max-document") -> int:
+    """The largest document (or line) a build reads, at least 1K: a bound on what one line of
+    a compressed corpus file can make the build hold in memory."""
+    size = parse_size(value, option)
+    if size < 1024:
+        raise RangeError(f"{option} {value!r}: too small; give at least 1K")
+    total = machine_memory()
+    if total is not None and size > total // 4:
+        raise RangeError(f"{option} {value!r}: more than a quarter of this machine's memory ({total / (1 << 30):.1f} GiB); a document is held several times over while it is read")
+    return size
+
+
+def memory_budget(value: str, option: str = "--mem") -> int:
+    """A memory budget like 512M or 8G, in bytes, between MIN_MEMORY and the machine's memory:
+    a smaller one cannot hold a shard worth the name, a larger one would be swapped, not used."""
+    size = parse_size(value, option)
     if size < MIN_MEMORY:
         raise RangeError(f"{option} {value!r}: too small; give at least {_size_text(MIN_MEMORY)} (a shard's text and its suffix array must fit)")
     total = machine_memory()

@@ -48,6 +48,7 @@ from audit.executors import LOCAL, Executor, ExecutorError, connect
 from audit.indexing import (
     MANIFEST,
     MANIFEST_VERSION,
+    MAX_DOCUMENT,
     CorpusFile,
     FileInfo,
     IndexManifest,
@@ -694,6 +695,7 @@ def build_sharded(
     force: bool = False,
     workers: int | None = None,
     progress: ProgressHook | None = None,
+    max_document: int = MAX_DOCUMENT,
 ) -> ShardedBuild:
     """Build an index at `out` in `shards` shards, each built apart by `executor`.
 
@@ -706,7 +708,7 @@ def build_sharded(
     """
     if shards < 1:
         raise IndexBuildError(f"--shards {shards}: a build needs at least one shard")
-    options = read_options(normalization, text_field, text_docs)
+    options = read_options(normalization, text_field, text_docs, max_document)
     out = Path(out)
     inputs = [Path(p) for p in sources]
     check_target(out, inputs, force)
