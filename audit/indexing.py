@@ -310,6 +310,8 @@ def discover_sources(paths: list[Path]) -> list[CorpusFile]:
             found.extend(CorpusFile(f, str(f.relative_to(path)), "jsonl") for f in files)
         elif path.is_file():
             found.append(CorpusFile(path, path.name, file_format(path)))
+        elif path.exists():
+            raise IndexBuildError(f"{path}: not a regular file or a directory (a pipe, a socket or a device); name corpus files")
         else:
             raise IndexBuildError(f"{path}: no such file or directory")
     return found

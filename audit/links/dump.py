@@ -44,8 +44,8 @@ DATABASE = "langlinks.sqlite"
 MANIFEST = "audit-langlinks.json"
 KIND = "langlinks lookup"
 _BATCH = 50_000
-# Lookups up to this size get SQLite's whole-file `quick_check` at every open (well under a second).
-QUICK_CHECK_BYTES = 64 << 20
+# Lookups up to this size get SQLite's whole-file `integrity_check` at every open (under a second).
+THOROUGH_CHECK_BYTES = 16 << 20
 # Entities between progress reports: most items carry no Wikipedia sitelink to fill a batch.
 _ENTITY_STEP = 5_000
 ENTITIES = "entities"
@@ -362,20 +362,20 @@ class LanglinksLookup:
         if size != expected:
             raise LinksError(f"{database_path}: {size if size is not None else 'no'} bytes where the manifest says {expected}: the lookup is damaged; build it again")
         lookup = cls(directory, manifest, sqlite3.connect(f"file:{database_path}?mode=ro", uri=True, check_same_thread=False))
-        lookup.check(thorough=size <= QUICK_CHECK_BYTES)
+        lookup.check(thorough=size <= THOROUGH_CHECK_BYTES)
         return lookup
 
     def check(self, thorough: bool) -> None:
         """The database's tables are there and readable, and, when `thorough`, every page is
-        sound (SQLite's `quick_check`, which reads the whole file, so only small lookups get it
-        at open; `verify` hashes a large one)."""
+        sound and every index agrees with its table (SQLite's `integrity_check`, which reads the
+        whole file, so only small lookups get it at open; `verify` hashes a large one)."""
         found = {name for (name,) in self._rows("SELECT name FROM sqlite_master WHERE type = 'table'")}
         missing = sorted({"pages", "redirects", "links", "sitelinks"} - found)
         if missing:
             raise LinksError(f"{self.directory / DATABASE}: not a langlinks database (no table {', '.join(missing)}): the lookup is damaged; build it again")
         for table in ("pages", "redirects", "links", "sitelinks"):
             self._rows(f"SELECT * FROM {table} LIMIT 1")
-        if thorough and (problems := self._rows("PRAGMA quick_check(3)")) != [("ok",)]:
+        if thorough and (problems := self._rows("PRAGMA integrity_check(3)")) != [("ok",)]:
             raise LinksError(f"{self.directory / DATABASE}: damaged pages ({'; '.join(str(row[0]) for row in problems)}): the lookup is damaged; build it again")
 
     def _rows(self, query: str, args: tuple = ()) -> list[tuple]:
