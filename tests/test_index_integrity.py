@@ -172,7 +172,7 @@ def test_a_flipped_byte_is_found_by_verify_only(index: Path, pristine: Path):
 
 def test_verify_lists_unexpected_files_and_refuses_what_is_no_index(index: Path, tmp_path: Path):
     (index / "notes.txt").write_text("mine", encoding="utf-8")
-    with pytest.raises(IndexOpenError, match="notes.txt: a file the index did not write"):
+    with pytest.raises(IndexOpenError, match=r"notes\.txt: a file the index did not write"):
         LocalIndex(index)
     result = verify(index)
     assert result.exit_code == 1 and f"{'unexpected extra file':<22} notes.txt" in result.output
@@ -388,7 +388,7 @@ def test_force_replaces_an_index_from_before_markers_only_if_it_holds_nothing_el
     with pytest.raises(IndexBuildError, match="was not written by audit"):
         build_index([docs / "xquad-en.jsonl"], out, force=True)
     assert (out / "notes.txt").exists()
-    with pytest.raises(IndexOpenError, match="notes.txt: a file the index did not write"):
+    with pytest.raises(IndexOpenError, match=r"notes\.txt: a file the index did not write"):
         LocalIndex(out)
     (out / "notes.txt").unlink()
     assert LocalIndex(out).info.documents == 300
