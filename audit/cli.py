@@ -31,6 +31,7 @@ from audit.check import audit_manifest, check_items, variant_processes
 from audit.corpora.base import Profile
 from audit.corpora.local import EXTRA, IndexOpenError, LocalIndex, verify_index
 from audit.corpora.registry import CorpusError, check_corpora, open_corpus
+from audit.corpora.soundness import OPEN_CHECKS
 from audit.executors import ExecutorError, parse_executor
 from audit.exposure import UNKNOWN, Knowledge, PolicyError, load_policy
 from audit.filter import FILTERED, RULES, FilterError, FilterPolicy, filter_benchmark, writes_directory
@@ -307,13 +308,14 @@ def index_minhash(directory: Path, redis_url: str | None, sketcher: str | None, 
 @index.command("info")
 @click.argument("directory", type=click.Path(path_type=Path))
 def index_info(directory: Path) -> None:
-    """Describe an index: documents, size, shards, sources, fingerprint (after the open checks)."""
+    """Describe an index: documents, size, shards, sources, fingerprint (after the open checks;
+    `checked` says what they cover and what only `audit index verify` finds)."""
     try:
         corpus = LocalIndex(directory)
     except IndexOpenError as error:
         raise InputError(str(error)) from None
     manifest = read_manifest(directory)
-    info = {"corpus": corpus.info.__dict__, "manifest": json.loads(manifest.to_json()) if manifest else None}
+    info = {"corpus": corpus.info.__dict__, "checked": OPEN_CHECKS, "manifest": json.loads(manifest.to_json()) if manifest else None}
     click.echo(json.dumps(info, indent=2, ensure_ascii=False))
 
 

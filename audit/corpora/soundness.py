@@ -19,6 +19,13 @@ import numpy as np
 from audit.indexing import INDEX_FILE, MANIFEST, IndexManifest
 from audit.outputs import MARKER, marker_files
 
+# What an open has checked, and what it cannot: `audit index info` prints this with the index.
+OPEN_CHECKS = (
+    "opened after the checks every open runs: file names and sizes against the manifest, no file the index did not write, "
+    "offsets in order and on document separators, and a sample of each suffix array in order; damage that keeps every size "
+    "and the sampled order (a changed byte of text or metadata, two neighbouring pointers swapped) is found only by `audit index verify`, "
+    "which re-hashes every file"
+)
 # Ranks sampled per shard: a chain of ranks spread over the whole table, and as many adjacent pairs.
 SAMPLED_RANKS = 256
 # Bytes of two suffixes compared; suffixes equal that far are left undecided.
