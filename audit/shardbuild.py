@@ -43,20 +43,17 @@ from types import ModuleType
 from typing import BinaryIO
 
 from audit import __version__
+from audit.corpusread import MAX_DOCUMENT, CorpusFile, ReadOptions, Span, read_tasks
 from audit.documents import IndexBuildError
 from audit.executors import LOCAL, Executor, ExecutorError, connect
 from audit.indexing import (
     MANIFEST,
     MANIFEST_VERSION,
-    MAX_DOCUMENT,
-    CorpusFile,
     FileInfo,
     IndexManifest,
     ProgressHook,
-    ReadOptions,
     ShardInfo,
     ShardWriter,
-    Span,
     build_lock,
     check_target,
     code_fingerprint,
@@ -68,7 +65,6 @@ from audit.indexing import (
     holds,
     new_file_hash,
     read_options,
-    read_tasks,
     shard_budget,
     source_info,
     write_suffix_array,

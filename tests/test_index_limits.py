@@ -148,7 +148,7 @@ def test_a_build_after_another_ended_takes_the_lock(docs: Path, tmp_path: Path):
 def test_the_longest_document_is_bounded_in_every_reader(tmp_path: Path):
     blocks = tmp_path / "notes.txt"
     blocks.write_text("short block\n\n" + "long line of a block\n" * 100, encoding="utf-8")
-    with pytest.raises(IndexBuildError, match=r"notes\.txt: line 3: a block \(one document\) longer than 1\.0 KiB"):
+    with pytest.raises(IndexBuildError, match=r"notes\.txt: line 3: a block \(one document\) longer than 1,024 bytes"):
         build_index([blocks], tmp_path / "a", text_docs="block", max_document=1024)
     with pytest.raises(IndexBuildError, match=r"notes\.txt: line 1: a text file \(one document\) longer"):
         build_index([blocks], tmp_path / "b", max_document=1024)
