@@ -21,8 +21,9 @@ from conftest import FIXTURES
 
 from audit.cli import main
 from audit.links.cache import LinksCache
-from audit.links.dump import MANIFEST, DumpFile, LanglinksLookup, LinksError, build, entity_dump_date, parse_article
+from audit.links.dump import MANIFEST, DumpFile, LinksError, build, entity_dump_date, parse_article
 from audit.links.entities import sitelink_links
+from audit.links.lookup import LanglinksLookup
 from audit.links.sqldump import DumpError, DumpInfo, parse_tuple, read_rows
 from audit.links.wikis import WikiError, dbname_language, wiki_for, wiki_language, wiki_prefix
 
