@@ -240,10 +240,14 @@ def is_tool_output(directory: Path) -> bool:
 def nested_outputs(paths: list[Path]) -> list[Path]:
     """Directories below the source directories that this tool wrote (an index built inside
     its own sources, a report): their files are never documents, and a build skips them."""
-    found: set[Path] = set()
+    found: list[Path] = []
     for path in paths:
-        if path.is_dir() and not is_datasets_directory(path):
-            found.update(marker.parent for name in OUTPUT_MARKERS for marker in path.glob(f"**/{name}") if marker.parent != path)
+        if not path.is_dir() or is_datasets_directory(path):
+            continue
+        for folder, directories, files in os.walk(path):
+            if folder != str(path) and not set(OUTPUT_MARKERS).isdisjoint(files):
+                found.append(Path(folder))
+                directories.clear()
     return sorted(found)
 
 

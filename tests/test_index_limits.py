@@ -139,8 +139,9 @@ def test_a_second_build_of_one_index_names_the_first(docs: Path, tmp_path: Path)
     assert LocalIndex(tmp_path / "idx").info.documents > 0 and not lock.exists()
 
 
-def test_a_build_after_another_ended_takes_the_lock(docs: Path, tmp_path: Path):
+def test_a_build_after_another_ended_or_was_killed_takes_the_lock(docs: Path, tmp_path: Path):
     build_index([docs], tmp_path / "idx")
+    (tmp_path / ".idx.audit-build.lock").write_text("99999999")  # what a killed build leaves
     build_index([docs], tmp_path / "idx", force=True)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["idx"]
 
