@@ -155,3 +155,14 @@ def test_the_longest_document_is_bounded_in_every_reader(tmp_path: Path):
         build_index([blocks], tmp_path / "b", max_document=1024)
     assert build_index([blocks], tmp_path / "c", text_docs="block", max_document=4096).documents == 2
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c", "notes.txt"]
+
+
+@pytest.mark.parametrize("damage", ["a user's file", "a scrambled table"])
+def test_the_server_refuses_to_serve_a_damaged_index(index: Path, tmp_path: Path, damage: str):
+    if damage == "a user's file":
+        (index / "notes.txt").write_text("mine", encoding="utf-8")
+    else:
+        shuffled(index, 5)
+    result = subprocess.run([sys.executable, "-m", "audit.server", "--index", f"x={index}", "--port", "0"], capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert ("notes.txt: a file the index did not write" if damage == "a user's file" else "table.0: the suffixes at ranks") in result.stderr
