@@ -24,7 +24,7 @@ class SqliteStore:
             connection = self._connection()
             problems = connection.execute("PRAGMA quick_check(3)").fetchall()
             if problems != [("ok",)]:
-                raise error(f"{self.path}: the {what} is damaged ({'; '.join(str(row[0]) for row in problems)}); delete the file to start afresh")
+                raise error(f"{self.path}: the {what} is damaged ({' '.join(' '.join(str(row[0]).split()) for row in problems)}); delete the file to start afresh")
             connection.executescript(schema)
         except (OSError, sqlite3.Error) as problem:
             if is_full_disk(problem):

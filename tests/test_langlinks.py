@@ -10,6 +10,7 @@ import gzip
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from datetime import date
@@ -26,6 +27,8 @@ from audit.links.entities import sitelink_links
 from audit.links.lookup import LanglinksLookup
 from audit.links.sqldump import DumpError, DumpInfo, parse_tuple, read_rows
 from audit.links.wikis import WikiError, dbname_language, wiki_for, wiki_language, wiki_prefix
+from audit.probes.cache import ProbeCache
+from audit.probes.generation import ProbeError
 
 EXCERPT = FIXTURES / "langlinks" / "langlinks_excerpts.sql"
 LANGLINKS = ("ll_from", "ll_lang", "ll_title")
@@ -384,13 +387,27 @@ def test_a_damaged_lookup_database_of_the_right_size_is_named(dumps, tmp_path, d
     assert result.exit_code == 2 and "langlinks.sqlite" in result.output and isinstance(result.exception, SystemExit)
 
 
-def test_a_damaged_cache_is_named_and_left_alone(tmp_path):
-    cache = tmp_path / "langlinks-cache.sqlite"
-    cache.write_bytes(b"SQLite format 3\0" + os.urandom(8192))
-    before = cache.read_bytes()
+@pytest.mark.parametrize("damage", ["garbage", "pages reversed"])
+def test_a_damaged_cache_is_named_and_left_alone(tmp_path, damage):
+    """The langlinks and probe caches share one SQLite store; both name a damaged file."""
+    links, probes = tmp_path / "langlinks-cache.sqlite", tmp_path / "probe-cache.sqlite"
+    if damage == "garbage":
+        for cache in (links, probes):
+            cache.write_bytes(b"SQLite format 3\0" + os.urandom(8192))
+    else:
+        filled = LinksCache(links)
+        for n in range(400):
+            filled.put_created("en", f"Title {n} " + "x" * 200, None)
+        del filled
+        shutil.copy(links, probes)
+        for cache in (links, probes):
+            reversed_pages(cache)
+    before = links.read_bytes()
     with pytest.raises(LinksError, match=r"langlinks-cache\.sqlite: .*delete the file to start afresh"):
-        LinksCache(cache)
-    assert cache.read_bytes() == before
+        LinksCache(links)
+    with pytest.raises(ProbeError, match=r"probe-cache\.sqlite: .*delete the file to start afresh"):
+        ProbeCache(probes)
+    assert links.read_bytes() == before
 
 
 def test_a_full_disk_leaves_no_lookup_and_says_where(dumps, tmp_path):

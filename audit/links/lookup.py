@@ -56,7 +56,7 @@ class LanglinksLookup:
         for table in ("pages", "redirects", "links", "sitelinks"):
             self._rows(f"SELECT * FROM {table} LIMIT 1")
         if thorough and (problems := self._rows("PRAGMA integrity_check(3)")) != [("ok",)]:
-            raise LinksError(f"{self.directory / DATABASE}: damaged pages ({'; '.join(str(row[0]) for row in problems)}): the lookup is damaged; build it again")
+            raise LinksError(f"{self.directory / DATABASE}: damaged pages ({' '.join(' '.join(str(row[0]).split()) for row in problems)}): the lookup is damaged; build it again")
 
     def _rows(self, query: str, args: tuple = ()) -> list[tuple]:
         """A query's rows, or LinksError naming the database when SQLite finds it damaged."""
