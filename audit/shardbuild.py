@@ -60,6 +60,7 @@ from audit.indexing import (
     commit_index,
     describe_size,
     discover_sources,
+    end_with_parent,
     file_order,
     hash_file,
     holds,
@@ -590,7 +591,7 @@ def _local_results(tasks: list[ShardTask], workers: int) -> Iterator[Iterator[Sh
     a shard outlasts a fresh interpreter's start many times over."""
     count = max(1, min(workers, len(tasks)))
     waiting = iter(tasks)
-    with ProcessPoolExecutor(max_workers=count, mp_context=multiprocessing.get_context("spawn")) as pool:
+    with ProcessPoolExecutor(max_workers=count, mp_context=multiprocessing.get_context("spawn"), initializer=end_with_parent, initargs=(os.getpid(),)) as pool:
         with _sort_threads(max(1, (os.cpu_count() or 1) // count)):
             running = {pool.submit(build_shard, task) for task in islice(waiting, count)}
 

@@ -166,3 +166,37 @@ def test_the_server_refuses_to_serve_a_damaged_index(index: Path, tmp_path: Path
     result = subprocess.run([sys.executable, "-m", "audit.server", "--index", f"x={index}", "--port", "0"], capture_output=True, text=True, cwd=tmp_path, timeout=60)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert ("notes.txt: a file the index did not write" if damage == "a user's file" else "table.0: the suffixes at ranks") in result.stderr
+
+
+def session_processes(session: int) -> list[int]:
+    """Live processes of a session, from /proc (zombies, already ended, left out)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[3]) == session and fields[0] != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.parametrize("shards", [None, 2])
+def test_a_killed_build_leaves_no_worker_behind(tmp_path: Path, shards: int | None):
+    big = tmp_path / "big"
+    big.mkdir()
+    with (big / "all.jsonl").open("wb") as out:
+        for source in sorted(CORPUS.glob("*.jsonl.gz")):
+            out.write(gzip.decompress(source.read_bytes()))
+    extra = ["--shards", str(shards), "--workers", "2"] if shards else ["--workers", "2"]
+    build = subprocess.Popen([AUDIT, "index", "build", str(big), "--out", str(tmp_path / "idx"), "--no-minhash", *extra],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while len(session_processes(build.pid)) < 3 and build.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert build.poll() is None, "the build ended before its workers could be seen"
+    build.kill()
+    build.wait(timeout=60)
+    while session_processes(build.pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert session_processes(build.pid) == []
