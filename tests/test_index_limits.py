@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -192,11 +193,15 @@ def test_a_killed_build_leaves_no_worker_behind(tmp_path: Path, shards: int | No
     build = subprocess.Popen([AUDIT, "index", "build", str(big), "--out", str(tmp_path / "idx"), "--no-minhash", *extra],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.monotonic() + 120
-    while len(session_processes(build.pid)) < 3 and build.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert build.poll() is None, "the build ended before its workers could be seen"
-    build.kill()
-    build.wait(timeout=60)
-    while session_processes(build.pid) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert session_processes(build.pid) == []
+    try:
+        while len(session_processes(build.pid)) < 3 and build.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert build.poll() is None, "the build ended before its workers could be seen"
+        build.kill()
+        build.wait(timeout=60)
+        while session_processes(build.pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert session_processes(build.pid) == []
+    finally:
+        if session_processes(build.pid):
+            os.killpg(build.pid, signal.SIGKILL)
