@@ -616,6 +616,19 @@ def build_index(
         return _write_index(files, out, inputs, options, memory_bytes, workers or os.cpu_count() or 1, progress)
 
 
+def _sort_shards(staging: Path, shards: list[ShardInfo], progress: ProgressHook | None) -> list[FileInfo]:
+    """Each shard's suffix array, written beside its text; the tables' file records."""
+    tables = []
+    for i, shard in enumerate(shards):
+        if progress:
+            progress("sort", i, len(shards))
+        shard.ratio, table = write_suffix_array(staging / f"tokenized.{shard.name}", staging / f"table.{shard.name}")
+        tables.append(table)
+    if progress:
+        progress("sort", len(shards), len(shards))
+    return tables
+
+
 def _write_index(files: list[CorpusFile], out: Path, inputs: list[Path], options: ReadOptions, memory_bytes: int, workers: int, progress: ProgressHook | None) -> IndexManifest:
     """The build proper, in a staging directory moved into place when whole (see `build_index`)."""
     total_input = sum(file.path.stat().st_size for file in files)
@@ -640,14 +653,7 @@ def _write_index(files: list[CorpusFile], out: Path, inputs: list[Path], options
         shards = writer.close()
         if not shards:
             raise IndexBuildError(f"no documents found in {', '.join(str(p) for p in inputs)}")
-        tables = []
-        for i, shard in enumerate(shards):
-            if progress:
-                progress("sort", i, len(shards))
-            shard.ratio, table = write_suffix_array(staging / f"tokenized.{shard.name}", staging / f"table.{shard.name}")
-            tables.append(table)
-        if progress:
-            progress("sort", len(shards), len(shards))
+        tables = _sort_shards(staging, shards, progress)
         manifest = IndexManifest(
             format="infini-gram",
             version=4,
