@@ -205,16 +205,9 @@ def index_build(
         raise InputError(f"--executor {executor} builds shards: give --shards N")
     if where.distributed and workers is not None:
         raise InputError("--workers sets local processes; on Ray each shard takes one CPU of the cluster")
-    try:
-        budget, processes, longest = memory_budget(memory), worker_count(workers, shards), document_limit(max_document)
-    except RangeError as error:
-        raise InputError(str(error)) from None
-    if processes.note:
-        console.print(f"[yellow]note[/yellow] {processes.note}", markup=True, highlight=False)
-    for nested in nested_outputs(list(sources)):
-        console.print(f"[yellow]note[/yellow] skipping {nested}: a directory audit wrote, not corpus files", markup=True, highlight=False)
+    limits = _build_limits(list(sources), memory, workers, shards, max_document)
     params = None if no_minhash else _minhash_params(policy_path, None)
-    options = {"memory_bytes": budget, "normalization": normalization, "text_field": text_field, "text_docs": text_docs, "force": force, "workers": processes.count, "max_document": longest}
+    options = {"normalization": normalization, "text_field": text_field, "text_docs": text_docs, "force": force, **limits}
     progress, report = _build_progress() if shards is None else _shard_progress()
     try:
         if shards is None:
@@ -232,6 +225,21 @@ def index_build(
     )
     if params is not None:
         _add_minhash(out, params, force=False)
+
+
+def _build_limits(sources: list[Path], memory: str, workers: int | None, shards: int | None, max_document: str) -> dict[str, int]:
+    """The memory budget, worker count and longest document of a build, refused out of range
+    before any work, with a note for workers clamped and for directories audit wrote that the
+    build skips."""
+    try:
+        budget, processes, longest = memory_budget(memory), worker_count(workers, shards), document_limit(max_document)
+    except RangeError as error:
+        raise InputError(str(error)) from None
+    if processes.note:
+        console.print(f"[yellow]note[/yellow] {processes.note}", markup=True, highlight=False)
+    for nested in nested_outputs(sources):
+        console.print(f"[yellow]note[/yellow] skipping {nested}: a directory audit wrote, not corpus files", markup=True, highlight=False)
+    return {"memory_bytes": budget, "workers": processes.count, "max_document": longest}
 
 
 def _minhash_params(policy_path: Path | None, sketcher: str | None) -> NearDupParams:
