@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 import time
@@ -33,11 +34,12 @@ from audit.check import audit_manifest, check_items, variant_processes
 from audit.corpora.base import Profile
 from audit.corpora.local import EXTRA, IndexOpenError, LocalIndex, verify_index
 from audit.corpora.registry import CorpusError, check_corpora, open_corpus
+from audit.corpora.soundness import OPEN_CHECKS
 from audit.executors import ExecutorError, parse_executor
 from audit.exposure import UNKNOWN, Knowledge, PolicyError, load_policy
 from audit.filter import FILTERED, RULES, FilterError, FilterPolicy, filter_benchmark, writes_directory
 from audit.filteroutput import check_manifest_name, check_output_name
-from audit.indexing import IndexBuildError, build_index, describe_size, read_manifest
+from audit.indexing import IndexBuildError, build_index, describe_size, nested_outputs, read_manifest
 from audit.indexing import ProgressHook as IndexProgress
 from audit.items import LoadReport
 from audit.langcodes import normalise_lang
@@ -48,7 +50,7 @@ from audit.outputs import OutputError, atomic_write_text, check_directory_target
 from audit.probes.generation import ProbeError
 from audit.probes.models import open_model
 from audit.probes.prompts import PromptError
-from audit.ranges import check_workers
+from audit.ranges import RangeError, check_workers, document_limit, memory_budget, worker_count
 from audit.readers import FORMATS, BenchmarkError, MappingError, ReadOptions, load_benchmark, parse_mapping, recorded_options
 from audit.report.render import REPORT, write_report
 from audit.shardbuild import build_sharded
@@ -130,13 +132,6 @@ def _shard_progress() -> tuple[Progress, IndexProgress]:
     return progress, report
 
 
-def _parse_size(value: str) -> int:
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)i?B?\s*", value, re.IGNORECASE)
-    if not match:
-        raise click.BadParameter(f"{value!r} is not a size like 512M or 8G")
-    return int(float(match[1]) * 1024 ** " KMGT".index(match[2].upper() or " "))
-
-
 @click.group(cls=_Commands)
 @click.version_option(__version__, prog_name="audit")
 def main() -> None:
@@ -151,7 +146,7 @@ def index() -> None:
 @index.command("build")
 @click.argument("sources", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--out", "out", required=True, type=click.Path(path_type=Path), help="Index directory to create.")
-@click.option("--mem", "memory", default="8G", show_default=True, help="Memory budget; larger corpora are split into shards that fit it.")
+@click.option("--mem", "memory", default="8G", show_default=True, help="Memory budget, 16M up to this machine's memory; larger corpora are split into shards that fit it.")
 @click.option(
     "--normalize",
     "normalization",
@@ -185,7 +180,8 @@ def index() -> None:
     help="Cut the input into N byte-balanced shards built apart (--mem bounds each), resumable: run the same command again after a failure.",
 )
 @click.option("--executor", default="local", show_default=True, help="Where --shards builds run: `local` (--workers processes), `ray` ($RAY_ADDRESS or a new local Ray), or `ray://HOST:PORT`.")
-@click.option("--workers", type=click.IntRange(min=1), help="Local processes: parsers of the plain build, or shards built at once with --shards [default: CPU count].")
+@click.option("--max-document", "max_document", default="64M", show_default=True, help="The longest document (a line, a text block or a text file read whole) read; a longer one, as a small gzip or zstd file can inflate to, is an error.")
+@click.option("--workers", type=click.IntRange(min=1), help="Local processes: parsers of the plain build, or shards built at once with --shards [default: CPU count; more than the CPUs or the shards are not started].")
 def index_build(
     sources: tuple[Path, ...],
     out: Path,
@@ -198,6 +194,7 @@ def index_build(
     policy_path: Path | None,
     shards: int | None,
     executor: str,
+    max_document: str,
     workers: int | None,
 ) -> None:
     """Index corpus documents: JSONL(.gz), Parquet, `datasets` directories, plain text.
@@ -219,8 +216,9 @@ def index_build(
         raise InputError(f"--executor {executor} builds shards: give --shards N")
     if where.distributed and workers is not None:
         raise InputError("--workers sets local processes; on Ray each shard takes one CPU of the cluster")
+    limits = _build_limits(list(sources), memory, workers, shards, max_document)
     params = None if no_minhash else _minhash_params(policy_path, None)
-    options = {"memory_bytes": _parse_size(memory), "normalization": normalization, "text_field": text_field, "text_docs": text_docs, "force": force, "workers": workers}
+    options = {"normalization": normalization, "text_field": text_field, "text_docs": text_docs, "force": force, **limits}
     progress, report = _build_progress() if shards is None else _shard_progress()
     try:
         if shards is None:
@@ -238,6 +236,21 @@ def index_build(
     )
     if params is not None:
         _add_minhash(out, params, force=False)
+
+
+def _build_limits(sources: list[Path], memory: str, workers: int | None, shards: int | None, max_document: str) -> dict[str, int]:
+    """The memory budget, worker count and longest document of a build, refused out of range
+    before any work, with a note for workers clamped and for directories audit wrote that the
+    build skips."""
+    try:
+        budget, processes, longest = memory_budget(memory), worker_count(workers, shards), document_limit(max_document)
+    except RangeError as error:
+        raise InputError(str(error)) from None
+    if processes.note:
+        console.print(f"[yellow]note[/yellow] {processes.note}", markup=True, highlight=False)
+    for nested in nested_outputs(sources):
+        console.print(f"[yellow]note[/yellow] skipping {nested}: a directory audit wrote, not corpus files", markup=True, highlight=False)
+    return {"memory_bytes": budget, "workers": processes.count, "max_document": longest}
 
 
 def _minhash_params(policy_path: Path | None, sketcher: str | None) -> NearDupParams:
@@ -314,13 +327,14 @@ def index_minhash(directory: Path, redis_url: str | None, sketcher: str | None, 
 @index.command("info")
 @click.argument("directory", type=click.Path(path_type=Path))
 def index_info(directory: Path) -> None:
-    """Describe an index: documents, size, shards, sources, fingerprint (after the open checks)."""
+    """Describe an index: documents, size, shards, sources, fingerprint (after the open checks;
+    `checked` says what they cover and what only `audit index verify` finds)."""
     try:
         corpus = LocalIndex(directory)
     except IndexOpenError as error:
         raise InputError(str(error)) from None
     manifest = read_manifest(directory)
-    info = {"corpus": corpus.info.__dict__, "manifest": json.loads(manifest.to_json()) if manifest else None}
+    info = {"corpus": corpus.info.__dict__, "checked": OPEN_CHECKS, "manifest": json.loads(manifest.to_json()) if manifest else None}
     click.echo(json.dumps(info, indent=2, ensure_ascii=False))
 
 

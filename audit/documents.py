@@ -95,7 +95,10 @@ def parse_lines(path: str, name: str, first_line: int, lines: list[bytes], norma
         text = record.pop(text_field, None)
         if not isinstance(text, str):
             raise IndexBuildError(f"{path}:{number}: field {text_field!r} is {_not_a_string(text)}")
-        chunk.add(text, name, number - 1, record)
+        try:
+            chunk.add(text, name, number - 1, record)
+        except UnicodeEncodeError as error:
+            raise IndexBuildError(f"{path}:{number}: field {text_field!r} holds a lone surrogate ({error.object[error.start]!r} at character {error.start}), which is no text") from None
     return chunk.done(blank)
 
 

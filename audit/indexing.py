@@ -12,7 +12,8 @@ rather than read as absence.
 """
 from __future__ import annotations
 
-import gzip
+import ctypes
+import fcntl
 import hashlib
 import io
 import json
@@ -21,23 +22,25 @@ import multiprocessing
 import os
 import re
 import shutil
+import signal
 import sys
 import time
-import zlib
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 import pydivsufsort
-import zstandard
 
 from audit import __version__
-from audit.documents import NORMALIZERS, IndexBuildError, ParsedChunk, parse_batch, parse_lines, parse_text
-from audit.outputs import OutputError, check_directory_target, commit_directory, discard_staging, staging_directory
+from audit.corpusread import MAX_DOCUMENT, CorpusFile, ReadOptions, read_tasks
+from audit.documents import NORMALIZERS, IndexBuildError, ParsedChunk
+from audit.nospace import is_full_disk, no_space
+from audit.outputs import MARKER, STAGING_TAG, OutputError, check_directory_target, commit_directory, discard_staging, staging_directory
 from audit.timestamps import utc_timestamp
 
 MANIFEST = "audit-index.json"
@@ -46,16 +49,14 @@ KINDS = ("tokenized", "table", "offset", "metadata", "metaoff")
 INDEX_FILE = re.compile(rf"({'|'.join(KINDS)})\.(\d+)")
 HASH_BLOCK = 1 << 24
 # The modules whose code decides the bytes of an index; their hash is the `code` a manifest records.
-BUILD_CODE = ("indexing.py", "documents.py", "text.py")
+BUILD_CODE = ("indexing.py", "corpusread.py", "documents.py", "text.py")
 SA_CHUNK = 1 << 24
 WRITE_BUFFER = 1 << 22
-CHUNK_BYTES = 1 << 22
 TEXT_SUFFIXES = (".txt", ".txt.gz", ".txt.zst", ".md")
 DATASETS_MARKERS = ("state.json", "dataset_info.json", "dataset_dict.json")
 TEXT_DOCS = ("file", "block")
 
 ProgressHook = Callable[[str, int, int], None]
-Task = tuple[Callable[..., ParsedChunk], tuple]
 
 
 @dataclass
@@ -85,32 +86,10 @@ class SourceInfo:
     text_docs: str | None = None
 
 
-@dataclass(frozen=True)
-class CorpusFile:
-    """A file of documents, the name its documents' metadata records, and its reader."""
-
-    path: Path
-    name: str
-    format: str
 
 
-@dataclass(frozen=True)
-class Span:
-    """Bytes `start` to `end` of an uncompressed file, cut at line starts, whose first line is
-    line `first_line` of the file: the part of a file one shard of a sharded build reads."""
-
-    start: int
-    end: int
-    first_line: int
 
 
-@dataclass(frozen=True)
-class ReadOptions:
-    """How every source of one build is read (see `build_index`)."""
-
-    normalization: str = "text"
-    text_field: str = "text"
-    text_docs: str = "file"
 
 
 @dataclass
@@ -251,20 +230,53 @@ def datasets_files(directory: Path) -> list[CorpusFile]:
     return found
 
 
+# Files that mark a directory as one this tool wrote (an index, a langlinks lookup, a report) or
+# is writing (a build's staging directory).
+OUTPUT_MARKERS = (MANIFEST, "audit-langlinks.json", MARKER, STAGING_TAG)
+
+
+def is_tool_output(directory: Path) -> bool:
+    return any((directory / marker).is_file() for marker in OUTPUT_MARKERS)
+
+
+def nested_outputs(paths: list[Path]) -> list[Path]:
+    """Directories below the source directories that this tool wrote (an index built inside
+    its own sources, a report): their files are never documents, and a build skips them."""
+    found: list[Path] = []
+    for path in paths:
+        if not path.is_dir() or is_datasets_directory(path):
+            continue
+        for folder, directories, files in os.walk(path):
+            if folder != str(path) and not set(OUTPUT_MARKERS).isdisjoint(files):
+                found.append(Path(folder))
+                directories.clear()
+    return sorted(found)
+
+
+def _directory_files(path: Path) -> list[Path]:
+    """Every `*.json*` file below a source directory, but none inside a directory this tool wrote."""
+    if is_tool_output(path):
+        raise IndexBuildError(f"{path}: a directory audit wrote (an index, a lookup or a report), not a corpus; name the corpus files instead")
+    skipped = {directory.relative_to(path) for directory in nested_outputs([path])}
+    files = (p for p in path.glob("**/*.json*") if p.is_file())
+    return sorted(p for p in files if not any(parent in skipped for parent in p.relative_to(path).parents))
+
+
 def discover_sources(paths: list[Path]) -> list[CorpusFile]:
     """Each file of documents with the name its documents' metadata records.
 
     A file is read by its suffix (`file_format`); a `datasets` directory contributes its Arrow
     files.  Any other directory contributes every `*.json*` file below it in sorted order,
     named relative to the directory, which is how infini-gram's indexer orders and names them;
-    other formats in it are left alone, so a README or a notes file never becomes a document.
+    other formats in it are left alone, so a README or a notes file never becomes a document,
+    and so are directories this tool wrote (`nested_outputs`).
     """
     found: list[CorpusFile] = []
     for path in paths:
         if path.is_dir() and is_datasets_directory(path):
             found.extend(datasets_files(path))
         elif path.is_dir():
-            files = sorted(p for p in path.glob("**/*.json*") if p.is_file())
+            files = _directory_files(path)
             if not files:
                 raise IndexBuildError(f"{path}: no *.json, *.jsonl or *.jsonl.gz files below it (Parquet, Arrow and text files are read when named one by one)")
             nested = next((p for p in sorted({f.parent for f in files}) if is_datasets_directory(p)), None)
@@ -273,219 +285,41 @@ def discover_sources(paths: list[Path]) -> list[CorpusFile]:
             found.extend(CorpusFile(f, str(f.relative_to(path)), "jsonl") for f in files)
         elif path.is_file():
             found.append(CorpusFile(path, path.name, file_format(path)))
+        elif path.exists():
+            raise IndexBuildError(f"{path}: not a regular file or a directory (a pipe, a socket or a device); name corpus files")
         else:
             raise IndexBuildError(f"{path}: no such file or directory")
     return found
 
 
-def _decompressed(raw: io.BufferedReader, path: Path) -> Iterable[bytes]:
-    """The lines of a `.gz` or `.zst` file (Dolma and DCLM ship both), or of the file itself."""
-    name = path.name.lower()
-    if name.endswith(".gz"):
-        return gzip.open(raw)
-    if name.endswith(".zst"):
-        return _zstd_lines(raw)
-    return raw
 
 
-def _zstd_lines(raw: io.BufferedReader) -> Iterator[bytes]:
-    """Lines of a Zstandard stream of one or more frames; a stream that ends inside a frame is
-    cut short, which zstandard's own reader passes over in silence."""
-    decompressor = zstandard.ZstdDecompressor()
-    frame = decompressor.decompressobj()
-    pending = b""
-    while chunk := raw.read(1 << 20):
-        try:
-            data = frame.decompress(chunk)
-            while frame.eof and frame.unused_data:
-                rest, frame = frame.unused_data, decompressor.decompressobj()
-                data += frame.decompress(rest)
-        except zstandard.ZstdError as error:
-            raise OSError(str(error)) from None
-        lines = (pending + data).split(b"\n")
-        pending = lines.pop()
-        yield from (line + b"\n" for line in lines)
-    if not frame.eof:
-        raise EOFError("the Zstandard stream ends inside a frame")
-    if pending:
-        yield pending
 
 
-def _span_lines(raw: io.BufferedReader, span: Span) -> Iterator[bytes]:
-    """The lines of `span` of an uncompressed file."""
-    raw.seek(span.start)
-    left = span.end - span.start
-    while left > 0 and (line := raw.readline(left)):
-        left -= len(line)
-        yield line
 
 
-def line_chunks(path: Path, on_bytes: Callable[[int], None], span: Span | None = None) -> Iterator[tuple[int, list[bytes]]]:
-    """(first line number, lines) in runs of about CHUNK_BYTES, reporting input bytes consumed;
-    of `span` only, when given.  A compressed file cut short or damaged is an error naming the
-    line it stopped at."""
-    with open(path, "rb") as raw:
-        stream = _decompressed(raw, path) if span is None else _span_lines(raw, span)
-        first, lines, size, position = (1, [], 0, 0) if span is None else (span.first_line, [], 0, span.start)
-        try:
-            for line in stream:
-                lines.append(line)
-                size += len(line)
-                if size >= CHUNK_BYTES:
-                    on_bytes(raw.tell() - position)
-                    position = raw.tell()
-                    yield first, lines
-                    first, lines, size = first + len(lines), [], 0
-        except (EOFError, OSError, zlib.error) as error:
-            raise IndexBuildError(f"{path}: line {first + len(lines)}: cannot be read, the compressed file is cut short or damaged ({error})") from None
-        on_bytes(raw.tell() - position)
-        if lines:
-            yield first, lines
 
 
-def whole_texts(path: Path, on_bytes: Callable[[int], None]) -> Iterator[list[tuple[int, bytes]]]:
-    """A text file as one document starting at line 1; a blank file holds none."""
-    data = b"".join(line for _, lines in line_chunks(path, on_bytes) for line in lines)
-    if data.strip():
-        yield [(1, data)]
 
 
-def text_blocks(path: Path, on_bytes: Callable[[int], None], span: Span | None = None) -> Iterator[list[tuple[int, bytes]]]:
-    """Blank-line-separated blocks as (first line number, bytes without the line break that
-    ends the block), in runs of about CHUNK_BYTES; of `span` only (cut where a block starts),
-    when given."""
-    run: list[tuple[int, bytes]] = []
-    block: list[bytes] = []
-    start = size = 0
-    for first, lines in line_chunks(path, on_bytes, span):
-        for number, line in enumerate(lines, start=first):
-            if line.strip():
-                start = start if block else number
-                block.append(line)
-                continue
-            if block:
-                run.append((start, b"".join(block).rstrip(b"\r\n")))
-                size += len(run[-1][1])
-                block = []
-            if size >= CHUNK_BYTES:
-                yield run
-                run, size = [], 0
-    if block:
-        run.append((start, b"".join(block).rstrip(b"\r\n")))
-    if run:
-        yield run
 
 
-def _check_text_column(path: Path, schema: Any, text_field: str) -> None:
-    """Refuse, before any row is read, a file whose text column is absent or not text."""
-    import pyarrow as pa
-
-    if text_field not in schema.names:
-        raise IndexBuildError(f"{path}: row 0: field {text_field!r} is missing (its columns: {', '.join(schema.names)})")
-    kind = schema.field(text_field).type
-    value = kind.value_type if pa.types.is_dictionary(kind) else kind
-    # string_view (pyarrow 16 on; Polars writes it) is named, not tested, so older pyarrow works.
-    if not (pa.types.is_string(value) or pa.types.is_large_string(value) or str(value) == "string_view"):
-        raise IndexBuildError(f"{path}: row 0: field {text_field!r} is {kind}, not a string")
 
 
-def record_batches(file: CorpusFile, text_field: str, on_bytes: Callable[[int], None]) -> Iterator[tuple[int, Any]]:
-    """(first row, record batch) of a Parquet file or an Arrow IPC file (stream or file format),
-    read a batch at a time; rows are numbered from 0, as pyarrow and pandas number them.
-
-    Parquet batches hold about CHUNK_BYTES (rows sized from the footer); Arrow files come in the
-    batches they were written in (`datasets` writes 1,000 rows each).  The batches are parsed in
-    the worker processes like JSONL chunks.  An unreadable file is an error naming it and the
-    row reading stopped at."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    path, size = file.path, file.path.stat().st_size
-    row = reported = 0
-
-    def advance(position: int) -> None:
-        nonlocal reported
-        if position > reported:
-            on_bytes(position - reported)
-            reported = position
-
-    try:
-        if file.format == "parquet":
-            with pq.ParquetFile(path) as reader:
-                _check_text_column(path, reader.schema_arrow, text_field)
-                meta = reader.metadata
-                row_bytes = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups)) / max(meta.num_rows, 1)
-                for batch in reader.iter_batches(batch_size=max(1, min(1 << 16, int(CHUNK_BYTES / max(row_bytes, 1))))):
-                    yield row, batch
-                    row += batch.num_rows
-                    advance(size * row // max(meta.num_rows, 1))
-        else:
-            with pa.OSFile(str(path)) as source:
-                if source.read(6) == b"ARROW1":
-                    reader = pa.ipc.open_file(source)
-                    batches = (reader.get_batch(i) for i in range(reader.num_record_batches))
-                else:
-                    source.seek(0)
-                    reader = pa.ipc.open_stream(source)
-                    batches = iter(reader)
-                _check_text_column(path, reader.schema, text_field)
-                for batch in batches:
-                    yield row, batch
-                    row += batch.num_rows
-                    advance(source.tell())
-                if isinstance(reader, pa.ipc.RecordBatchStreamReader) and not _ends_stream(path, size):
-                    raise IndexBuildError(f"{path}: row {row}: the Arrow stream stops without its end marker; the file is truncated")
-    except (pa.ArrowException, OSError) as error:
-        kind = "a Parquet file" if file.format == "parquet" else "an Arrow IPC file"
-        raise IndexBuildError(f"{path}: row {row}: cannot be read, the file is damaged or not {kind} ({error})") from None
-    advance(size)
 
 
-def _ends_stream(path: Path, size: int) -> bool:
-    """Whether an Arrow IPC stream ends with its end-of-stream marker.  A stream cut between two
-    batches otherwise reads as a shorter, whole one; every writer that closes a stream (as
-    `datasets` does) writes the marker."""
-    with open(path, "rb") as handle:
-        handle.seek(max(0, size - 8))
-        return handle.read(8) == b"\xff\xff\xff\xff\x00\x00\x00\x00"
 
 
-def _slices(batch: Any) -> Iterator[tuple[int, Any]]:
-    """A record batch in pieces of about CHUNK_BYTES, so one large batch is not one huge task."""
-    step = max(1, batch.num_rows * CHUNK_BYTES // batch.nbytes if batch.nbytes > CHUNK_BYTES else batch.num_rows)
-    for start in range(0, batch.num_rows, step):
-        yield start, batch.slice(start, step)
 
 
-def _ipc_stream(batch: Any) -> Any:
-    """One record batch as an Arrow IPC stream, the form a worker process is sent it in."""
-    import pyarrow as pa
-
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, batch.schema) as writer:
-        writer.write_batch(batch)
-    return sink.getvalue()
 
 
-def read_tasks(file: CorpusFile, options: ReadOptions, on_bytes: Callable[[int], None], span: Span | None = None) -> Iterator[Task]:
-    """The parsing work for one file, as (function, arguments) for a worker process, read in
-    order and in pieces of about CHUNK_BYTES, so no file is ever held whole in memory (a text
-    file read as one document is, being one document).  `span` limits an uncompressed JSONL
-    file, or a text file read in blocks, to part of it."""
-    path = str(file.path)
-    if file.format == "jsonl":
-        for first, lines in line_chunks(file.path, on_bytes, span):
-            yield parse_lines, (path, file.name, first, lines, options.normalization, options.text_field)
-    elif file.format == "text" and options.text_docs == "block":
-        for blocks in text_blocks(file.path, on_bytes, span):
-            yield parse_text, (path, file.name, blocks, options.normalization)
-    elif file.format == "text":
-        for blocks in whole_texts(file.path, on_bytes):
-            yield parse_text, (path, file.name, blocks, options.normalization)
-    else:
-        for first, batch in record_batches(file, options.text_field, on_bytes):
-            for start, part in _slices(batch):
-                yield parse_batch, (path, file.name, first + start, _ipc_stream(part), options.text_field, options.normalization)
+
+
+
+
+
+
 
 
 class _HashedFile:
@@ -570,6 +404,22 @@ class ShardWriter:
         return self.shards
 
 
+# prctl's option that has the kernel signal a process when its parent ends (Linux).
+_PR_SET_PDEATHSIG = 1
+
+
+def end_with_parent(parent: int) -> None:
+    """Make a worker process end when the build's process does: killed (SIGKILL, SIGTERM), it
+    would otherwise leave its workers blocked on their task queue for ever, holding the
+    caller's pipes open.  Linux only; elsewhere a no-op."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:
+        os._exit(1)
+
+
 def parsed_chunks(
     files: list[CorpusFile], options: ReadOptions, on_bytes: Callable[[int], None], workers: int
 ) -> Iterator[tuple[int, ParsedChunk]]:
@@ -580,7 +430,7 @@ def parsed_chunks(
     Workers are forked (a spawned one would re-import the caller's whole program) and forced
     to start before the first line is read, so they are forked before any progress callback
     can have started a display thread in this process."""
-    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork")) as pool:
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"), initializer=end_with_parent, initargs=(os.getpid(),)) as pool:
         for ready in [pool.submit(os.getpid) for _ in range(workers)]:
             ready.result()
         pending: deque[tuple[int, Future]] = deque()
@@ -641,8 +491,47 @@ def _written_before_markers(path: Path, inputs: Iterable[Path] = ()) -> bool:
     return isinstance(tool, str) and tool.startswith("corpus-audit") and names_ok
 
 
+def _lock_holder(handle: IO[str]) -> str:
+    handle.seek(0)
+    return handle.read().strip() or "?"
+
+
+@contextmanager
+def build_lock(out: Path) -> Iterator[None]:
+    """Hold the lock of builds of `out` (a hidden sibling file holding the builder's pid), or
+    IndexBuildError naming the build that holds it: two builds of one index would take each
+    other's staging directory away."""
+    path = out.parent / f".{out.name}.audit-build.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    while True:
+        handle = open(path, "a+", encoding="utf-8")  # noqa: SIM115 (held until the build ends)
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _lock_holder(handle)
+            handle.close()
+            raise IndexBuildError(f"another build (pid {holder}) is writing {out}; wait for it to end, or stop it, and run again") from None
+        # The lock counts only if the file is still the one at `path` (a finishing build removes it).
+        if path.exists() and path.stat().st_ino == os.fstat(handle.fileno()).st_ino:
+            break
+        handle.close()
+    try:
+        handle.seek(0)
+        handle.truncate()
+        handle.write(str(os.getpid()))
+        handle.flush()
+        yield
+    finally:
+        path.unlink(missing_ok=True)
+        handle.close()
+
+
 def check_target(out: Path, inputs: list[Path], force: bool) -> None:
-    """Refuse, before the long build, an `out` the build may not replace."""
+    """Refuse, before the long build, an `out` the build may not replace, or one inside a source
+    directory, where the next build of that directory would find it."""
+    for source in inputs:
+        if source.is_dir() and holds(source, out) and not holds(out, source):
+            raise IndexBuildError(f"{out}: inside the source directory {source}; give --out outside it, so the index is never read back as a source")
     if (out.exists() or out.is_symlink()) and not force:
         raise IndexBuildError(f"{out}: already exists (use --force to replace it)")
     if _written_before_markers(out, inputs):
@@ -674,7 +563,7 @@ def file_order(info: FileInfo) -> tuple[int, int]:
     return int(number), KINDS.index(kind)
 
 
-def read_options(normalization: str, text_field: str, text_docs: str) -> ReadOptions:
+def read_options(normalization: str, text_field: str, text_docs: str, max_document: int = MAX_DOCUMENT) -> ReadOptions:
     """The options of a build, refused before any work when one is not understood."""
     if normalization not in NORMALIZERS:
         raise IndexBuildError(f"normalization {normalization!r} is not one of {', '.join(NORMALIZERS)}")
@@ -682,7 +571,9 @@ def read_options(normalization: str, text_field: str, text_docs: str) -> ReadOpt
         raise IndexBuildError(f"text_docs {text_docs!r} is not one of {', '.join(TEXT_DOCS)}")
     if not text_field:
         raise IndexBuildError("the text field's name is empty")
-    return ReadOptions(normalization, text_field, text_docs)
+    if max_document < 1:
+        raise IndexBuildError(f"the largest document size {max_document} is not a positive number of bytes")
+    return ReadOptions(normalization, text_field, text_docs, max_document)
 
 
 def source_info(name: str, format: str, options: ReadOptions) -> SourceInfo:
@@ -702,6 +593,7 @@ def build_index(
     force: bool = False,
     workers: int | None = None,
     progress: ProgressHook | None = None,
+    max_document: int = MAX_DOCUMENT,
 ) -> IndexManifest:
     """Build an index at `out` from corpus files (see `discover_sources`).
 
@@ -712,13 +604,33 @@ def build_index(
     `normalization="text"` stores every document as queries are issued (NFC, whitespace runs
     collapsed to one space), so a passage matches whatever its line breaks or Unicode form;
     `"none"` stores the raw bytes, exactly as infini-gram's own indexer does.  With `force`, an
-    existing `out` is replaced only if this tool wrote it (see `audit.outputs`).
+    existing `out` is replaced only if this tool wrote it (see `audit.outputs`).  A document
+    (a line, a block, a text file read whole) longer than `max_document` bytes is an error.
     """
-    options = read_options(normalization, text_field, text_docs)
+    options = read_options(normalization, text_field, text_docs, max_document)
     out = Path(out)
     inputs = [Path(p) for p in sources]
     check_target(out, inputs, force)
     files = discover_sources(inputs)
+    with build_lock(out):
+        return _write_index(files, out, inputs, options, memory_bytes, workers or os.cpu_count() or 1, progress)
+
+
+def _sort_shards(staging: Path, shards: list[ShardInfo], progress: ProgressHook | None) -> list[FileInfo]:
+    """Each shard's suffix array, written beside its text; the tables' file records."""
+    tables = []
+    for i, shard in enumerate(shards):
+        if progress:
+            progress("sort", i, len(shards))
+        shard.ratio, table = write_suffix_array(staging / f"tokenized.{shard.name}", staging / f"table.{shard.name}")
+        tables.append(table)
+    if progress:
+        progress("sort", len(shards), len(shards))
+    return tables
+
+
+def _write_index(files: list[CorpusFile], out: Path, inputs: list[Path], options: ReadOptions, memory_bytes: int, workers: int, progress: ProgressHook | None) -> IndexManifest:
+    """The build proper, in a staging directory moved into place when whole (see `build_index`)."""
     total_input = sum(file.path.stat().st_size for file in files)
     staging = staging_directory(out)
     started = time.perf_counter()
@@ -734,27 +646,20 @@ def build_index(
                 progress("read", done_input, total_input)
 
         source_infos = [source_info(file.name, file.format, options) for file in files]
-        for source, chunk in parsed_chunks(files, options, advance, workers or os.cpu_count() or 1):
+        for source, chunk in parsed_chunks(files, options, advance, workers):
             writer.add(chunk)
             source_infos[source].documents += len(chunk.text_sizes)
             source_infos[source].skipped_blank_lines += chunk.blank_lines
         shards = writer.close()
         if not shards:
-            raise IndexBuildError(f"no documents found in {', '.join(str(p) for p in sources)}")
-        tables = []
-        for i, shard in enumerate(shards):
-            if progress:
-                progress("sort", i, len(shards))
-            shard.ratio, table = write_suffix_array(staging / f"tokenized.{shard.name}", staging / f"table.{shard.name}")
-            tables.append(table)
-        if progress:
-            progress("sort", len(shards), len(shards))
+            raise IndexBuildError(f"no documents found in {', '.join(str(p) for p in inputs)}")
+        tables = _sort_shards(staging, shards, progress)
         manifest = IndexManifest(
             format="infini-gram",
             version=4,
             manifest_version=MANIFEST_VERSION,
             token_dtype="u8",
-            normalization=normalization,
+            normalization=options.normalization,
             shards=shards,
             sources=source_infos,
             documents=sum(s.documents for s in shards),
@@ -772,6 +677,11 @@ def build_index(
     except OutputError as error:
         discard_staging(staging)
         raise IndexBuildError(str(error)) from None
+    except OSError as error:
+        discard_staging(staging)
+        if is_full_disk(error):
+            raise IndexBuildError(str(no_space(out))) from None
+        raise
     except BaseException:
         discard_staging(staging)
         raise

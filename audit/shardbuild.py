@@ -43,34 +43,34 @@ from types import ModuleType
 from typing import BinaryIO
 
 from audit import __version__
+from audit.corpusread import MAX_DOCUMENT, CorpusFile, ReadOptions, Span, read_tasks
 from audit.documents import IndexBuildError
 from audit.executors import LOCAL, Executor, ExecutorError, connect
 from audit.indexing import (
     MANIFEST,
     MANIFEST_VERSION,
-    CorpusFile,
     FileInfo,
     IndexManifest,
     ProgressHook,
-    ReadOptions,
     ShardInfo,
     ShardWriter,
-    Span,
+    build_lock,
     check_target,
     code_fingerprint,
     commit_index,
     describe_size,
     discover_sources,
+    end_with_parent,
     file_order,
     hash_file,
     holds,
     new_file_hash,
     read_options,
-    read_tasks,
     shard_budget,
     source_info,
     write_suffix_array,
 )
+from audit.nospace import is_full_disk, no_space
 from audit.outputs import STAGING_TAG, OutputError, atomic_write_text, discard_staging
 from audit.timestamps import utc_timestamp
 
@@ -591,7 +591,7 @@ def _local_results(tasks: list[ShardTask], workers: int) -> Iterator[Iterator[Sh
     a shard outlasts a fresh interpreter's start many times over."""
     count = max(1, min(workers, len(tasks)))
     waiting = iter(tasks)
-    with ProcessPoolExecutor(max_workers=count, mp_context=multiprocessing.get_context("spawn")) as pool:
+    with ProcessPoolExecutor(max_workers=count, mp_context=multiprocessing.get_context("spawn"), initializer=end_with_parent, initargs=(os.getpid(),)) as pool:
         with _sort_threads(max(1, (os.cpu_count() or 1) // count)):
             running = {pool.submit(build_shard, task) for task in islice(waiting, count)}
 
@@ -692,6 +692,7 @@ def build_sharded(
     force: bool = False,
     workers: int | None = None,
     progress: ProgressHook | None = None,
+    max_document: int = MAX_DOCUMENT,
 ) -> ShardedBuild:
     """Build an index at `out` in `shards` shards, each built apart by `executor`.
 
@@ -704,13 +705,32 @@ def build_sharded(
     """
     if shards < 1:
         raise IndexBuildError(f"--shards {shards}: a build needs at least one shard")
-    options = read_options(normalization, text_field, text_docs)
+    options = read_options(normalization, text_field, text_docs, max_document)
     out = Path(out)
     inputs = [Path(p) for p in sources]
     check_target(out, inputs, force)
     staging = staging_path(out)
     _check_staging(staging, inputs)
     planned = planned_sources(discover_sources(inputs))
+    with build_lock(out):
+        return _build_planned(planned, out, inputs, staging, options, shards=shards, executor=executor, memory_bytes=memory_bytes, force=force, workers=workers, progress=progress)
+
+
+def _build_planned(
+    planned: tuple[PlannedSource, ...],
+    out: Path,
+    inputs: list[Path],
+    staging: Path,
+    options: ReadOptions,
+    *,
+    shards: int,
+    executor: Executor,
+    memory_bytes: int,
+    force: bool,
+    workers: int | None,
+    progress: ProgressHook | None,
+) -> ShardedBuild:
+    """The sharded build proper, under the build lock of `out` (see `build_sharded`)."""
     code = code_fingerprint()
     digest = plan_digest(planned, options, shards, code)
     plan = _resumable(staging, digest)
@@ -738,6 +758,7 @@ def build_sharded(
                     progress("shards", len(records), len(tasks))
     except (IndexBuildError, KeyboardInterrupt, BrokenProcessPool, OSError) as error:
         reason = {KeyboardInterrupt: "interrupted", BrokenProcessPool: "a shard's process died (out of memory?)"}.get(type(error), str(error))
+        reason = str(no_space(staging)) if is_full_disk(error) else reason
         raise IndexBuildError(f"{reason}; {_finished_count(staging, plan)} of {len(tasks)} shards finished; run the same command again to resume") from None
     manifest = _assemble(plan, [records[k] for k in range(len(tasks))], executor, time.perf_counter() - started)
     atomic_write_text(staging / MANIFEST, manifest.to_json())

@@ -7,8 +7,13 @@ import sqlite3
 import threading
 from pathlib import Path
 
+from audit.nospace import is_full_disk, no_space
+
 
 class SqliteStore:
+    """A cache file, checked whole at open (`quick_check`: caches are small, and a damaged one
+    would otherwise answer from garbage or fail mid-run)."""
+
     def __init__(self, path: Path, schema: str, what: str, error: type[Exception]) -> None:
         self.path = Path(path)
         self._what = what
@@ -16,9 +21,15 @@ class SqliteStore:
         self._local = threading.local()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._connection().executescript(schema)
+            connection = self._connection()
+            problems = connection.execute("PRAGMA quick_check(3)").fetchall()
+            if problems != [("ok",)]:
+                raise error(f"{self.path}: the {what} is damaged ({' '.join(' '.join(str(row[0]).split()) for row in problems)}); delete the file to start afresh")
+            connection.executescript(schema)
         except (OSError, sqlite3.Error) as problem:
-            raise error(f"{self.path}: cannot open the {what} ({problem})") from None
+            if is_full_disk(problem):
+                raise error(str(no_space(self.path))) from None
+            raise error(f"{self.path}: cannot open the {what} ({problem}); delete the file to start afresh if it is damaged") from None
 
     def _connection(self) -> sqlite3.Connection:
         connection = getattr(self._local, "connection", None)
@@ -32,4 +43,6 @@ class SqliteStore:
         try:
             return self._connection().execute(query, args).fetchall()
         except sqlite3.Error as problem:
+            if is_full_disk(problem):
+                raise self._error(str(no_space(self.path))) from None
             raise self._error(f"{self.path}: the {self._what} cannot be used ({problem}); delete the file to start afresh") from None

@@ -108,7 +108,7 @@ def build_lookup(langlinks: str, page: str, out: str) -> dict[str, Any]:
 
 
 def look_up(lookup_dir: str, titles_file: str) -> dict[str, Any]:
-    from audit.links.dump import LanglinksLookup
+    from audit.links.lookup import LanglinksLookup
 
     lookup = LanglinksLookup.open(Path(lookup_dir))
     times = []

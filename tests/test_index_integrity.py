@@ -172,7 +172,8 @@ def test_a_flipped_byte_is_found_by_verify_only(index: Path, pristine: Path):
 
 def test_verify_lists_unexpected_files_and_refuses_what_is_no_index(index: Path, tmp_path: Path):
     (index / "notes.txt").write_text("mine", encoding="utf-8")
-    LocalIndex(index)
+    with pytest.raises(IndexOpenError, match=r"notes\.txt: a file the index did not write"):
+        LocalIndex(index)
     result = verify(index)
     assert result.exit_code == 1 and f"{'unexpected extra file':<22} notes.txt" in result.output
     (tmp_path / "empty").mkdir()
@@ -330,7 +331,7 @@ def test_a_demo_cache_holding_a_foreign_file_is_reported_not_replaced(cache: Pat
     stamp_path(target).unlink()
     result = CliRunner().invoke(main, ["check", str(SAMPLE), "--corpus", "demo", "--langs", "en", "--out", str(tmp_path / "o.jsonl"), "--no-report"])
     assert result.exit_code == 2
-    assert "unusable (notes.txt: unexpected extra file) and cannot be rebuilt" in result.output
+    assert "unusable (notes.txt: a file the index did not write) and cannot be rebuilt" in result.output
     assert (target / "notes.txt").read_text(encoding="utf-8") == "mine"
     assert not (tmp_path / "o.jsonl").exists()
 
@@ -386,7 +387,11 @@ def test_force_replaces_an_index_from_before_markers_only_if_it_holds_nothing_el
     (out / "notes.txt").write_text("mine", encoding="utf-8")
     with pytest.raises(IndexBuildError, match="was not written by audit"):
         build_index([docs / "xquad-en.jsonl"], out, force=True)
-    assert (out / "notes.txt").exists() and LocalIndex(out).info.documents == 300
+    assert (out / "notes.txt").exists()
+    with pytest.raises(IndexOpenError, match=r"notes\.txt: a file the index did not write"):
+        LocalIndex(out)
+    (out / "notes.txt").unlink()
+    assert LocalIndex(out).info.documents == 300
 
 
 def test_stale_staging_of_a_dead_build_is_removed_and_untagged_ones_left(docs: Path, tmp_path: Path):

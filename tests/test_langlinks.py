@@ -8,7 +8,11 @@ from __future__ import annotations
 import bz2
 import gzip
 import json
+import os
 import re
+import shutil
+import subprocess
+import sys
 from datetime import date
 from pathlib import Path
 
@@ -17,10 +21,14 @@ from click.testing import CliRunner
 from conftest import FIXTURES
 
 from audit.cli import main
-from audit.links.dump import MANIFEST, DumpFile, LanglinksLookup, LinksError, build, entity_dump_date, parse_article
+from audit.links.cache import LinksCache
+from audit.links.dump import MANIFEST, DumpFile, LinksError, build, entity_dump_date, parse_article
 from audit.links.entities import sitelink_links
+from audit.links.lookup import LanglinksLookup
 from audit.links.sqldump import DumpError, DumpInfo, parse_tuple, read_rows
-from audit.links.wikis import dbname_language, wiki_for, wiki_language
+from audit.links.wikis import WikiError, dbname_language, wiki_for, wiki_language, wiki_prefix
+from audit.probes.cache import ProbeCache
+from audit.probes.generation import ProbeError
 
 EXCERPT = FIXTURES / "langlinks" / "langlinks_excerpts.sql"
 LANGLINKS = ("ll_from", "ll_lang", "ll_title")
@@ -338,3 +346,79 @@ def test_cli_build_reports_the_entity_dump(tmp_path):
     built = CliRunner().invoke(main, ["langlinks", "build", str(dump), "--out", str(tmp_path / "lookup")])
     assert built.exit_code == 0, built.output
     assert "wikidata as of 2023-07-03: 3 entities, 192 Wikipedia sitelinks" in built.output
+
+
+def test_wiki_names_are_prefixes_or_database_names_of_real_wikis():
+    assert [wiki_prefix(name) for name in ("en", "zh-yue", "enwiki", "zh_min_nanwiki", " simple ")] == ["en", "zh-yue", "en", "zh-min-nan", "simple"]
+    for bad in ("x y!", "", "EN", "../en", "qqq", "xxwiki"):
+        with pytest.raises(WikiError):
+            wiki_prefix(bad)
+    with pytest.raises(LinksError, match=r"langlinks\.sql: .*name the file after its wiki, like enwiki-20230701-langlinks\.sql\.gz, or give --wiki"):
+        DumpFile.of(Path("langlinks.sql"))
+    assert DumpFile.of(Path("langlinks.sql"), wiki="dewiki").wiki == "de"
+
+
+def test_an_empty_dump_is_refused_and_a_whole_dump_of_no_rows_is_not(tmp_path):
+    empty = write_dump(tmp_path / "enwiki-20230701-langlinks.sql.gz", "")
+    with pytest.raises(LinksError, match="no rows: the file is empty"):
+        build([empty], tmp_path / "lookup")
+    assert not (tmp_path / "lookup").exists()
+    none = write_dump(tmp_path / "dewiki-20230701-langlinks.sql", whole_dump([]).replace("INSERT INTO `langlinks` VALUES ;\n", ""))
+    assert build([none], tmp_path / "lookup")["wikis"]["de"]["links"] == 0
+
+
+def reversed_pages(path: Path) -> None:
+    data = path.read_bytes()
+    pages = [data[i : i + 4096] for i in range(0, len(data), 4096)]
+    path.write_bytes(b"".join([pages[0], *reversed(pages[1:])]))
+
+
+@pytest.mark.parametrize("damage", ["garbage", "pages reversed"])
+def test_a_damaged_lookup_database_of_the_right_size_is_named(dumps, tmp_path, damage):
+    build(dumps, tmp_path / "lookup")
+    database = tmp_path / "lookup" / "langlinks.sqlite"
+    if damage == "garbage":
+        database.write_bytes(os.urandom(database.stat().st_size))
+    else:
+        reversed_pages(database)
+    with pytest.raises(LinksError, match=r"langlinks\.sqlite: .*the lookup is damaged; build it again"):
+        LanglinksLookup.open(tmp_path / "lookup")
+    result = CliRunner().invoke(main, ["langlinks", "lookup", "1640", "--lang", "en", "--links", str(tmp_path / "lookup")])
+    assert result.exit_code == 2 and "langlinks.sqlite" in result.output and isinstance(result.exception, SystemExit)
+
+
+@pytest.mark.parametrize("damage", ["garbage", "pages reversed"])
+def test_a_damaged_cache_is_named_and_left_alone(tmp_path, damage):
+    """The langlinks and probe caches share one SQLite store; both name a damaged file."""
+    links, probes = tmp_path / "langlinks-cache.sqlite", tmp_path / "probe-cache.sqlite"
+    if damage == "garbage":
+        for cache in (links, probes):
+            cache.write_bytes(b"SQLite format 3\0" + os.urandom(8192))
+    else:
+        filled = LinksCache(links)
+        for n in range(400):
+            filled.put_created("en", f"Title {n} " + "x" * 200, None)
+        del filled
+        shutil.copy(links, probes)
+        for cache in (links, probes):
+            reversed_pages(cache)
+    before = links.read_bytes()
+    with pytest.raises(LinksError, match=r"langlinks-cache\.sqlite: .*delete the file to start afresh"):
+        LinksCache(links)
+    with pytest.raises(ProbeError, match=r"probe-cache\.sqlite: .*delete the file to start afresh"):
+        ProbeCache(probes)
+    assert links.read_bytes() == before
+
+
+def test_a_full_disk_leaves_no_lookup_and_says_where(dumps, tmp_path):
+    """A real 256 KiB tmpfs in a mount namespace of its own, filled by the build."""
+    big = tmp_path / "enwiki-20230701-langlinks.sql"
+    big.write_text("INSERT INTO `langlinks` VALUES " + ",".join(f"({n},'fr','Titre_{n}_{n * 7919}')" for n in range(30000)) + ";\n", encoding="utf-8")
+    (tmp_path / "full").mkdir()
+    script = 'mount -t tmpfs -o size=256k tmpfs full || exit 99; "$@"; status=$?; echo "left: $(ls -A full)"; exit $status'
+    audit = str(Path(sys.executable).with_name("audit"))
+    done = subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", script, "sh", audit, "langlinks", "build", big.name, "--out", "full/lookup"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300, env={**os.environ, "AUDIT_CACHE_DIR": str(tmp_path / "cache")})
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert f"no space left on {tmp_path / 'full'} while writing full/lookup/langlinks.sqlite" in done.stderr and "Traceback" not in done.stderr
+    assert done.stdout.splitlines()[-1].strip() == "left:"

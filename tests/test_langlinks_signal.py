@@ -13,7 +13,8 @@ from conftest import ECLEKTIC_CSV, FIXTURES
 
 from audit.cli import main
 from audit.items import Item, Variant
-from audit.links.dump import LanglinksLookup, build
+from audit.links.dump import build
+from audit.links.lookup import LanglinksLookup
 from audit.links.sources import DumpSource
 from audit.readers import load_benchmark
 from audit.signals.langlinks import LinkChecker, item_article, variant_evidence

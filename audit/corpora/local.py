@@ -2,9 +2,10 @@
 
 Any u8 index in infini-gram's v4 format opens here, whether `audit index build` or
 `python -m infini_gram.indexing --token_dtype u8` wrote it.  Opening checks, cheaply, that the
-files are the ones the manifest records at the sizes it records, and that their sizes and
-offsets agree with each other by infini-gram's rules: a damaged index is an error, never a
-silent "not found".  `verify_index` also re-hashes every file.
+files are the ones the manifest records at the sizes it records, that no other file is in the
+directory, that their sizes and offsets agree with each other by infini-gram's rules, and that
+a sample of each suffix array is in order (`audit.corpora.soundness`): a damaged index is an
+error, never a silent "not found".  `verify_index` also re-hashes every file.
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ import numpy as np
 
 from audit import _suffix
 from audit.corpora.base import CorpusInfo, DocumentHit, MatchLengths, MatchQuestions, Occurrence, cut_snippet
+from audit.corpora.soundness import foreign_files, suffix_order_problem
 from audit.indexing import INDEX_FILE, KINDS, MANIFEST, FileInfo, IndexManifest, hash_file, pointer_width, read_manifest
 from audit.outputs import MARKER
 
@@ -196,7 +198,10 @@ def _open_shard(path: Path, n: int, width: int, first: int) -> _Shard:
             raise _Damage(f"metadata.{n}", "is empty")
         metadata = _map(path / f"metadata.{n}")
         _check_metaoff(n, metaoff, len(offsets), metadata)
-    return _Shard(data=data, table=_map(path / f"table.{n}"), ratio=ratio, offsets=offsets, metadata=metadata, metaoff=metaoff, first_document=first)
+    table = _map(path / f"table.{n}")
+    if problem := suffix_order_problem(data, table, ratio, width):
+        raise _Damage(f"table.{n}", problem)
+    return _Shard(data=data, table=table, ratio=ratio, offsets=offsets, metadata=metadata, metaoff=metaoff, first_document=first)
 
 
 def _check_layout(path: Path, token_width: int) -> tuple[IndexManifest | None, list[int]]:
@@ -209,6 +214,9 @@ def _check_layout(path: Path, token_width: int) -> tuple[IndexManifest | None, l
     if manifest is not None and manifest.token_dtype != dtype:
         raise IndexOpenError(f"{path}: token dtype {manifest.token_dtype} is not {'byte-level (u8)' if token_width == 1 else dtype}")
     numbers = _check_names(path, manifest)
+    if foreign := foreign_files(path, manifest):
+        more = f" (and {len(foreign) - 1} more)" if len(foreign) > 1 else ""
+        raise IndexOpenError(f"{path / foreign[0]}: a file the index did not write{more}; move it out of the index directory {path}, which must hold only the index's own files", detail=f"{foreign[0]}: a file the index did not write")
     if manifest is not None:
         _check_recorded(path, manifest)
     return manifest, numbers

@@ -6,8 +6,8 @@ ids, and optionally its `redirect` dump), and the Wikidata JSON entity dump's Wi
 sitelinks, into one SQLite file in a staging directory, which is renamed into place with a
 manifest: the wikis, their dump dates, the files (with sizes and hashes), the row counts, and
 the SQLite file's own size and hash (blake2b-128, as index manifests record).
-`LanglinksLookup.open` checks the manifest and the file's size before answering, so a cut or
-swapped file is an error, never an empty answer.
+`audit.links.lookup.LanglinksLookup` opens it after checking the manifest, the file's size and
+its tables, so a cut, swapped or damaged file is an error, never an empty answer.
 
 The entity dump answers by Wikidata item (`resolve_qid`), and answers a title question that the
 SQL dumps cannot (no page of that title, or no dump of that wiki) from the item whose sitelink
@@ -32,10 +32,11 @@ from urllib.parse import unquote, urlparse
 
 from audit import __version__
 from audit.indexing import hash_file
-from audit.links.entities import WIKIDATA, dump_entity, is_qid, sitelink_links
-from audit.links.model import Link, LinksError, Resolution, display_title, link_to, page_title
+from audit.links.entities import WIKIDATA, dump_entity, sitelink_links
+from audit.links.model import LinksError
 from audit.links.sqldump import DumpError, DumpInfo, file_date, read_rows
-from audit.links.wikis import WikiError, dbname_language
+from audit.links.wikis import WikiError, dbname_language, wiki_prefix
+from audit.nospace import is_full_disk, no_space
 from audit.outputs import check_directory_target, commit_directory, discard_staging, staging_directory
 from audit.timestamps import utc_timestamp
 
@@ -77,13 +78,14 @@ class DumpFile:
         name = path.name
         if _ENTITY_DUMP.search(name):
             return cls(path, WIKIDATA, ENTITIES)
-        table = next((t for t in ("langlinks", "page", "redirect") if f"-{t}.sql" in name), None)
+        table = next((t for t in ("langlinks", "page", "redirect") if f"-{t}.sql" in name or name.startswith(f"{t}.sql")), None)
         if table is None:
             raise LinksError(f"{path}: not a langlinks, page or redirect dump, nor a Wikidata entity dump (expected a name like enwiki-20230701-langlinks.sql.gz or wikidata-20230703-all.json.gz)")
         try:
-            found = wiki or dbname_language(name.split("-", 1)[0])
+            found = wiki_prefix(wiki if wiki else dbname_language(name.split("-", 1)[0]))
         except WikiError as error:
-            raise LinksError(f"{path}: {error}; give --wiki") from None
+            hint = "give its wiki's prefix (like en)" if wiki else f"name the file after its wiki, like enwiki-20230701-{table}.sql.gz, or give --wiki (like en)"
+            raise LinksError(f"{path}: {error}; {hint}") from None
         return cls(path, found, table)
 
 
@@ -162,6 +164,8 @@ def _load(database: sqlite3.Connection, dump: DumpFile, on_rows: Callable[[int],
         database.executemany(statement, batch)
         loaded += len(batch)
         on_rows(len(batch))
+    if info.rows == 0 and not info.whole_dump:
+        raise LinksError(f"{dump.path}: no rows: the file is empty or holds no INSERT INTO `{dump.table}` statement (not a {dump.table} dump?)")
     return loaded, info.completed
 
 
@@ -268,6 +272,12 @@ def build(paths: list[Path], out: Path, *, wiki: str | None = None, dump_date: d
     try:
         manifest = _build_into(staging, dumps, dump_date, on_rows)
         commit_directory(staging, out, KIND, inputs=paths)
+    except (OSError, sqlite3.OperationalError) as error:
+        discard_staging(staging)
+        if is_full_disk(error):
+            name = Path(getattr(error, "filename", None) or DATABASE).name
+            raise no_space(out / name) from None
+        raise
     except BaseException:
         discard_staging(staging)
         raise
@@ -323,112 +333,3 @@ def summary(manifest: dict[str, Any]) -> list[str]:
     if wikidata := manifest.get("wikidata"):
         lines.append(f"wikidata as of {wikidata['dump_date']}: {wikidata['entities']:,} entities, {wikidata['sitelinks']:,} Wikipedia sitelinks")
     return lines
-
-
-class LanglinksLookup:
-    """A built lookup, opened after its checks."""
-
-    def __init__(self, directory: Path, manifest: dict, database: sqlite3.Connection) -> None:
-        self.directory, self.manifest, self.database = directory, manifest, database
-
-    @classmethod
-    def open(cls, directory: Path) -> LanglinksLookup:
-        manifest_path, database_path = directory / MANIFEST, directory / DATABASE
-        try:
-            manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-            expected = int(manifest["database"]["bytes"])
-            wikis = manifest["wikis"]
-            if not isinstance(wikis, dict):
-                raise TypeError("wikis is not a table")
-            if not isinstance(manifest.get("wikidata") or {}, dict):
-                raise TypeError("wikidata is not a table")
-        except FileNotFoundError:
-            raise LinksError(f"{directory}: no langlinks lookup here ({MANIFEST} missing); build one with `audit langlinks build`") from None
-        except (OSError, ValueError, KeyError, TypeError) as error:
-            raise LinksError(f"{manifest_path}: damaged manifest ({error})") from None
-        size = database_path.stat().st_size if database_path.is_file() else None
-        if size != expected:
-            raise LinksError(f"{database_path}: {size if size is not None else 'no'} bytes where the manifest says {expected}: the lookup is damaged; build it again")
-        database = sqlite3.connect(f"file:{database_path}?mode=ro", uri=True, check_same_thread=False)
-        return cls(directory, manifest, database)
-
-    def verify(self) -> None:
-        """Re-hash the database against the manifest (a slow, whole-file check)."""
-        if hash_file(self.directory / DATABASE) != self.manifest["database"]["blake2b"]:
-            raise LinksError(f"{self.directory / DATABASE}: its hash differs from the manifest's: the lookup is damaged")
-
-    @property
-    def wikis(self) -> list[str]:
-        return list(self.manifest["wikis"])
-
-    def as_of(self, wiki: str) -> str | None:
-        return self.manifest["wikis"].get(wiki, {}).get("dump_date")
-
-    @property
-    def wikidata_as_of(self) -> str | None:
-        """The entity dump's date, None when the lookup was built without one."""
-        return (self.manifest.get("wikidata") or {}).get("dump_date")
-
-    def resolve_qid(self, qid: str) -> Resolution:
-        """A Wikidata item's Wikipedia articles, from the entity dump's sitelinks."""
-        qid = qid.strip().upper()
-        source, as_of = f"wikidata entity dump {self.directory}", self.wikidata_as_of
-        if not is_qid(qid):
-            return Resolution(WIKIDATA, qid, False, as_of, source, qid=qid, reason=f"{qid!r} is not a Wikidata item id (Q and a number, like Q571)")
-        if as_of is None:
-            return Resolution(WIKIDATA, qid, False, None, source, qid=qid, reason="no Wikidata entity dump in this lookup (build it with a wikidata-YYYYMMDD-all.json.gz)")
-        links = self._sitelinks(qid)
-        if not links:
-            return Resolution(WIKIDATA, qid, False, as_of, source, qid=qid, reason=f"no Wikipedia sitelink of {qid} in the Wikidata dump of {as_of} (no such item, or no Wikipedia has its article)")
-        return Resolution(WIKIDATA, qid, True, as_of, source, qid=qid, links=links)
-
-    def _sitelinks(self, qid: str) -> tuple[Link, ...]:
-        rows = self.database.execute("SELECT wiki, title FROM sitelinks WHERE qid = ? ORDER BY wiki", (qid,)).fetchall()
-        return tuple(link_to(wiki, title) for wiki, title in rows)
-
-    def _by_sitelink(self, wiki: str, title: str, redirected_from: str | None = None) -> Resolution | None:
-        """The answer of the item whose sitelink names (wiki, title), when the SQL dumps had none."""
-        if self.wikidata_as_of is None:
-            return None
-        keys = (page_title(title), sitelink_title(title))
-        row = self.database.execute("SELECT qid, title FROM sitelinks WHERE wiki = ? AND title IN (?, ?) ORDER BY length(qid), qid LIMIT 1", (wiki, *keys)).fetchone()
-        if row is None:
-            return None
-        qid, key = row
-        links = tuple(link for link in self._sitelinks(qid) if link.wiki != wiki)
-        source = f"wikidata entity dump {self.directory} (sitelinks of {qid})"
-        return Resolution(wiki, display_title(key), True, self.wikidata_as_of, source, redirected_from=redirected_from, links=links, qid=qid)
-
-    def _no_sitelink(self, wiki: str, title: str) -> str:
-        if self.wikidata_as_of is None:
-            return ""
-        return f"; no item of the Wikidata dump of {self.wikidata_as_of} has a sitelink to {wiki}:{display_title(title)!r}"
-
-    def resolve(self, wiki: str, title: str) -> Resolution:
-        """An article's langlinks from the SQL dumps, or else from the Wikidata item whose
-        sitelink names it."""
-        source = f"langlinks dump {self.directory}"
-        if wiki not in self.manifest["wikis"]:
-            if found := self._by_sitelink(wiki, title):
-                return found
-            held = ", ".join(self.wikis) or "none"
-            return Resolution(wiki, title, False, self.wikidata_as_of, source, reason=f"no {wiki} dump in this lookup (it has {held}){self._no_sitelink(wiki, title)}")
-        key, as_of = page_title(title), self.as_of(wiki)
-        page = self.database.execute("SELECT page_id, redirect FROM pages WHERE wiki = ? AND title = ?", (wiki, key)).fetchone()
-        redirected_from = None
-        if page is not None and page[1]:
-            target = self.database.execute("SELECT target FROM redirects WHERE wiki = ? AND page_id = ?", (wiki, page[0])).fetchone()
-            if target is None:
-                return Resolution(wiki, title, False, as_of, source, reason=f"{display_title(key)!r} is a redirect and the lookup has no {wiki} redirect dump")
-            redirected_from, key = display_title(key), target[0]
-            page = self.database.execute("SELECT page_id, redirect FROM pages WHERE wiki = ? AND title = ?", (wiki, key)).fetchone()
-        if page is None:
-            if found := self._by_sitelink(wiki, key if redirected_from else title, redirected_from):
-                return found
-            has_pages = self.manifest["wikis"][wiki].get("pages", 0) > 0
-            reason = f"no article {display_title(key)!r} in the {wiki} page dump" if has_pages else f"the lookup has no {wiki} page dump to find {display_title(key)!r} by title"
-            return Resolution(wiki, title, False, as_of, source, reason=reason + self._no_sitelink(wiki, key))
-        rows = self.database.execute("SELECT lang, title FROM links WHERE wiki = ? AND page_id = ? ORDER BY lang", (wiki, page[0])).fetchall()
-        links = tuple(link_to(code, linked) for code, linked in rows)
-        return Resolution(wiki, display_title(key), True, as_of, source, page_id=page[0], redirected_from=redirected_from, links=links)
-

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from audit.links.cache import LinksCache
-from audit.links.dump import LanglinksLookup
+from audit.links.lookup import LanglinksLookup
 from audit.links.model import Answers, Article, LinksError
 from audit.paths import cache_dir, registry_entries
 

@@ -8,6 +8,8 @@ that knows; every other module asks it.
 """
 from __future__ import annotations
 
+import re
+
 from audit.langcodes import normalise_lang
 
 # Wiki prefixes whose language code differs, and the language each holds.
@@ -63,9 +65,27 @@ def wiki_language(wiki: str) -> str | None:
         raise WikiError(f"wiki {wiki!r}: {error}") from None
 
 
+# A Wikipedia database name (`enwiki`, `zh_min_nanwiki`) and a wiki prefix (`en`, `zh-min-nan`).
+_DBNAME = re.compile(r"[a-z][a-z0-9_]*wiki")
+_PREFIX = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
+
+
 def dbname_language(dbname: str) -> str:
     """`enwiki` → `en`, `zh_yuewiki` → `zh-yue`: the wiki prefix of a database name, as dump
     files are named (`enwiki-20230701-langlinks.sql.gz`)."""
     if not dbname.endswith("wiki") or len(dbname) <= 4:
         raise WikiError(f"{dbname!r} is not a Wikipedia database name (like enwiki or zh_yuewiki)")
     return dbname.removesuffix("wiki").replace("_", "-")
+
+
+def wiki_prefix(value: str) -> str:
+    """A wiki as a user names one (`en`, `zh-yue`, or the database name `enwiki`), as its prefix,
+    or WikiError: a name that is no Wikipedia's would file every row under a wiki no question
+    ever asks about."""
+    name = value.strip()
+    if _DBNAME.fullmatch(name):
+        name = dbname_language(name)
+    if not _PREFIX.fullmatch(name):
+        raise WikiError(f"wiki {value!r}: not a Wikipedia's prefix (like en or zh-yue) nor its database name (like enwiki)")
+    wiki_language(name)
+    return name
