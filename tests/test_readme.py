@@ -225,7 +225,7 @@ def test_index_verify_prints_what_the_readme_shows(small_index: Path, tmp_path: 
 
 
 def test_index_info_of_a_cut_index_prints_what_the_readme_shows(small_index: Path, tmp_path: Path):
-    (shown,) = output_block(section("### `audit index info DIR`"), "A damaged index is an error").strip().splitlines()
+    (shown,) = output_block(section("### `audit index info DIR`"), "A damaged index, or one holding a file it did not write, is an error").strip().splitlines()
     copy = tmp_path / "indexes" / "my-wiki"
     shutil.copytree(small_index / "indexes" / "my-wiki", copy)
     table_file = copy / "table.0"
