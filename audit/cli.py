@@ -248,7 +248,7 @@ def _build_limits(sources: list[Path], memory: str, workers: int | None, shards:
     if processes.note:
         console.print(f"[yellow]note[/yellow] {processes.note}", markup=True, highlight=False)
     for nested in nested_outputs(sources):
-        console.print(f"[yellow]note[/yellow] skipping {nested}: a directory audit wrote, not corpus files", markup=True, highlight=False)
+        console.print(f"[yellow]note[/yellow] skipping {escape(str(nested))}: a directory audit wrote, not corpus files", markup=True, highlight=False)
     return {"memory_bytes": budget, "workers": processes.count, "max_document": longest}
 
 
@@ -472,14 +472,14 @@ def _print_summary(summary: dict, out: Path, elapsed: float) -> None:
         decided = counts["seen"] + counts["unseen"]
         rate = f"{counts['seen'] / decided:.1%}" if decided else "–"
         share = f"{counts['unknown'] / counts['total']:.1%}" if counts["total"] else "–"
-        table.add_row(lang, str(counts["total"]), str(counts["seen"]), str(counts["unseen"]), str(counts["unknown"]), rate, share, end_section=lang == rows[-1][0] if rows else False)
+        table.add_row(Text(lang), str(counts["total"]), str(counts["seen"]), str(counts["unseen"]), str(counts["unknown"]), rate, share, end_section=lang == rows[-1][0] if rows else False)
     Console().print(table)
     if "knowledge" in summary:
         known = Table(title="What the probed model knows, per language")
         for column in ("language", "variants", *(tag.value for tag in Knowledge)):
             known.add_column(column, justify="left" if column == "language" else "right")
         for lang, counts in sorted(summary["knowledge"].items()):
-            known.add_row(lang, str(counts["total"]), *(str(counts[tag.value]) for tag in Knowledge))
+            known.add_row(Text(lang), str(counts["total"]), *(str(counts[tag.value]) for tag in Knowledge))
         Console().print(known)
     items = ", ".join(f"{name}: {count}" for name, count in sorted(summary["items"].items()))
     Console().print(f"items: {items}   ({elapsed:.1f} s)")
