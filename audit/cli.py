@@ -1,15 +1,18 @@
 """The `audit` command line: the one place that knows every loader, corpus and signal."""
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
+import sqlite3
 import sys
 import time
 from collections import Counter
 from collections.abc import Callable
 from contextlib import nullcontext
 from pathlib import Path
+from signal import SIGINT, Signals
 
 import click
 from pydantic import ValidationError
@@ -29,6 +32,7 @@ from rich.table import Table
 from audit import __version__
 from audit.auditfile import AuditFileError, is_audit_file, locate_benchmark, read_audit, write_audit
 from audit.check import audit_manifest, check_items, variant_processes
+from audit.children import received, signals_caught
 from audit.corpora.base import Profile
 from audit.corpora.local import EXTRA, IndexOpenError, LocalIndex, verify_index
 from audit.corpora.registry import CorpusError, check_corpora, open_corpus
@@ -42,7 +46,7 @@ from audit.langcodes import normalise_lang
 from audit.links.model import LinksError
 from audit.links.sources import open_links
 from audit.neardup import NEARDUP_DIR, NearDupError, NearDupParams, add_neardup, load_redis
-from audit.outputs import OutputError, atomic_write_text, check_directory_target, check_file_target
+from audit.outputs import OutputError, atomic_write_text, check_directory_target, check_file_target, disk_full
 from audit.probes.generation import ProbeError
 from audit.probes.models import open_model
 from audit.probes.prompts import PromptError
@@ -62,16 +66,59 @@ class InputError(click.ClickException):
     exit_code = 2
 
 
+class Stopped(click.ClickException):
+    """SIGINT or SIGTERM ended the command: one line saying what was kept, exit 128 + signal."""
+
+    def __init__(self, signum: int, detail: str) -> None:
+        super().__init__(f"interrupted by {Signals(signum).name}: {detail}")
+        self.exit_code = 128 + signum
+
+    def show(self, file: object = None) -> None:
+        click.echo(self.format_message(), err=True)
+
+
+# What the running command has written whole so far, for the line an interruption prints.
+KEPT: list[str] = []
+
+
+def _kept() -> str:
+    return "; ".join(KEPT) if KEPT else "nothing written"
+
+
 class _Commands(click.Group):
     """Reports a file the system refused (no room, no permission) as one line naming the file,
-    never as a traceback."""
+    never as a traceback; and an interruption (SIGINT, SIGTERM) as one line saying what was kept."""
 
     def invoke(self, ctx: click.Context) -> object:
-        try:
-            return super().invoke(ctx)
-        except OSError as error:
-            where = f"{error.filename}: " if error.filename else ""
-            raise click.ClickException(f"{where}{error.strerror or error}") from None
+        KEPT.clear()
+        with signals_caught():
+            try:
+                return super().invoke(ctx)
+            except KeyboardInterrupt as stop:
+                raise Stopped(getattr(stop, "signum", SIGINT), _kept()) from None
+            except click.ClickException as error:
+                if (signum := received()) is not None:
+                    message = error.format_message()
+                    raise Stopped(signum, message.removeprefix("interrupted; ") if message.startswith("interrupted; ") else _kept()) from None
+                raise
+            except (OSError, sqlite3.OperationalError) as error:
+                if (signum := received()) is not None:
+                    raise Stopped(signum, _kept()) from None
+                raise click.ClickException(_system_error(error)) from None
+
+
+def _system_error(error: OSError | sqlite3.OperationalError) -> str:
+    """A system's refusal as one line naming the file: a full disk as `audit.outputs` words it."""
+    if isinstance(error, sqlite3.OperationalError):
+        if "disk is full" in str(error):
+            full = disk_full(OSError(errno.ENOSPC, str(error)))
+            return str(full) if full else str(error)
+        return f"database error: {error}"
+    full = disk_full(error)
+    if full is not None:
+        return str(full)
+    where = f"{error.filename}: " if error.filename else ""
+    return f"{where}{error.strerror or error}"
 
 
 def _progress(counter: ProgressColumn | None = None) -> Progress:
@@ -565,11 +612,14 @@ def check(
     summary = manifest["summary"]
     _warn_failed_sources(records)
     written = write_audit(out, manifest, records)
+    KEPT.append(f"the audit file {out} was written whole")
     if report_dir is not None:
         try:
             write_report(report_dir, written, str(out), report.items, inputs=inputs)
         except OutputError as error:
             raise InputError(f"{error} (the audit file {out} was written)") from None
+        except OSError as error:
+            raise click.ClickException(f"{_system_error(error)}; no report written (the audit file {out} was written whole)") from None
     _print_summary(summary, out, time.perf_counter() - started)
     if report_dir is not None:
         Console().print(f"report: {report_dir / 'report.html'}")

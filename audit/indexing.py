@@ -26,7 +26,7 @@ import time
 import zlib
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,6 +36,7 @@ import pydivsufsort
 import zstandard
 
 from audit import __version__
+from audit.children import WorkerPool
 from audit.documents import NORMALIZERS, IndexBuildError, ParsedChunk, parse_batch, parse_lines, parse_text
 from audit.outputs import OutputError, check_directory_target, commit_directory, discard_staging, staging_directory
 from audit.timestamps import utc_timestamp
@@ -580,7 +581,7 @@ def parsed_chunks(
     Workers are forked (a spawned one would re-import the caller's whole program) and forced
     to start before the first line is read, so they are forked before any progress callback
     can have started a display thread in this process."""
-    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork")) as pool:
+    with WorkerPool(max_workers=workers, mp_context=multiprocessing.get_context("fork")) as pool:
         for ready in [pool.submit(os.getpid) for _ in range(workers)]:
             ready.result()
         pending: deque[tuple[int, Future]] = deque()
