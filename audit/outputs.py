@@ -12,6 +12,7 @@ import ctypes
 import errno
 import json
 import os
+import re
 import shutil
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -34,10 +35,20 @@ DISK_FULL = {errno.ENOSPC: "", errno.EDQUOT: " (disk quota exceeded)", errno.EFB
 # Staging directories being written, each with the output it becomes: a write error inside one
 # names the output, not the hidden staging path.
 _BUILDING: dict[Path, Path] = {}
+# The output this process began writing last: the one a full disk reported with no file
+# name (a database's "disk is full") was being written.
+_LATEST: list[Path] = []
+
+
+# numpy's `tofile` reports a write the disk cut short with no error number.
+SHORT_WRITE = re.compile(r"\d+ requested and \d+ written")
 
 
 class DiskFull(OSError):
     """A write that found no room; its message names the device and the output."""
+
+    def __str__(self) -> str:
+        return str(self.strerror)
 
 
 def _device(path: Path) -> str:
@@ -59,7 +70,7 @@ def _device(path: Path) -> str:
 def _output_of(path: Path | None) -> Path | None:
     """The output a written path belongs to: itself, or the target of the staging holding it."""
     if path is None:
-        return next((target for staging, target in reversed(_BUILDING.items()) if staging.exists()), None)
+        return next((target for staging, target in reversed(_BUILDING.items()) if staging.exists()), _LATEST[-1] if _LATEST else None)
     absolute = Path(os.path.abspath(path))
     for staging, target in _BUILDING.items():
         if _inside(absolute, staging):
@@ -71,6 +82,8 @@ def disk_full(error: BaseException, path: Path | None = None) -> DiskFull | None
     """`error` as "no space left on DEVICE while writing FILE", when it is a full disk (or an
     exhausted quota or size limit), else None.  The one translation every writer relies on."""
     number = getattr(error, "errno", None)
+    if number is None and isinstance(error, OSError) and SHORT_WRITE.fullmatch(str(error)):
+        number = errno.ENOSPC
     if isinstance(error, DiskFull) or number not in DISK_FULL:
         return error if isinstance(error, DiskFull) else None
     target = _output_of(Path(error.filename) if getattr(error, "filename", None) else path)
@@ -113,6 +126,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         if stale.is_file():
             stale.unlink(missing_ok=True)
     staging = _staging_file(path)
+    _LATEST[:] = [path]
     try:
         with writing(path), open(staging, "wb") as out:
             out.write(data)
@@ -237,6 +251,7 @@ def staging_directory(path: Path) -> Path:
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir()
     _BUILDING[Path(os.path.abspath(staging))] = path
+    _LATEST[:] = [path]
     with writing(path):
         (staging / STAGING_TAG).touch()
     return staging

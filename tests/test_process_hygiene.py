@@ -11,7 +11,9 @@ walking /proc, whoever its parent is now.
 """
 from __future__ import annotations
 
+import errno
 import os
+import resource
 import shutil
 import signal
 import subprocess
@@ -210,3 +212,90 @@ def test_a_killed_sharded_build_leaves_no_worker_and_no_resource_tracker(folder:
     assert not none_left(marker)
     TALLY["cases"] += 1
     TALLY["handled"] += 1
+
+
+# A full disk: a real small file system (tmpfs, where mounting is permitted), filled up to the
+# last few KiB; elsewhere a file size limit (RLIMIT_FSIZE), which fails writes with EFBIG.
+ROOM = 16 * 1024
+
+
+@dataclass(frozen=True)
+class Full:
+    """A writer whose output goes to the full disk ({disk} in `args`)."""
+
+    name: str
+    args: tuple[str, ...]
+    output: str
+    kept: tuple[str, ...] = ()
+    says: str = ""
+    copy: str = ""
+    # Under a file size limit the audit file itself is too big, and SQLite reports EFBIG as an
+    # I/O error: these are told apart only on a file system that is really full.
+    full_only: bool = False
+
+
+FULL = [
+    Full("audit-file", ("check", "bench.jsonl", "--corpus", "index", "--out", "{disk}/a.audit.jsonl", "--no-report"), "a.audit.jsonl"),
+    Full("report-after-audit", ("check", "bench.jsonl", "--corpus", "index", "--out", "a2.audit.jsonl", "--report-dir", "{disk}/r"), "r", kept=("a2.audit.jsonl",), says="the audit file a2.audit.jsonl was written whole", full_only=True),
+    Full("report", ("report", "--audit", "bench.audit.jsonl", "--out", "{disk}/r"), "r"),
+    Full("filter", ("filter", "bench.audit.jsonl", "--out", "{disk}/clean.jsonl"), "clean.jsonl"),
+    Full("index-build", ("index", "build", "docs", "--out", "{disk}/idx"), "idx"),
+    Full("index-minhash", ("index", "minhash", "{disk}/index"), "index", copy="index"),
+    Full("langlinks-build", ("langlinks", "build", "enwiki-20230701-langlinks.sql", "--out", "{disk}/links"), "links", full_only=True),
+]
+
+
+def _fill(disk: Path) -> None:
+    """Take all the room of the file system but ROOM bytes."""
+    filler = disk / "filler"
+    with open(filler, "wb") as handle:
+        try:
+            while True:
+                handle.write(b"\0" * 65536)
+                handle.flush()
+        except OSError as error:
+            assert error.errno == errno.ENOSPC
+    os.truncate(filler, max(0, filler.stat().st_size - ROOM))
+
+
+@pytest.fixture
+def disk(tmp_path: Path):
+    """A 4 MiB file system of its own when this process may mount one, else None."""
+    place = tmp_path / "disk"
+    place.mkdir()
+    mounted = os.geteuid() == 0 and subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(place)], capture_output=True).returncode == 0
+    yield place, mounted
+    if mounted:
+        subprocess.run(["umount", str(place)], check=True)
+
+
+def _limited() -> None:
+    resource.setrlimit(resource.RLIMIT_FSIZE, (ROOM, ROOM))
+
+
+@pytest.mark.parametrize("case", FULL, ids=[c.name for c in FULL])
+def test_a_full_disk_is_named_and_leaves_nothing_half_written(case: Full, folder: Path, disk: tuple[Path, bool]):
+    place, mounted = disk
+    if case.copy:
+        shutil.copytree(folder / case.copy, place / case.copy)
+    if mounted:
+        _fill(place)
+    before, there = snapshot(folder), snapshot(place)
+    args = [arg.replace("{disk}", str(place)) for arg in case.args]
+    done = subprocess.run([str(AUDIT), *args], cwd=folder, capture_output=True, text=True, timeout=300, preexec_fn=None if mounted else _limited)
+    changed, shown = visible(before, snapshot(folder))
+    TALLY["cases"] += 1
+    TALLY["files_lost_or_changed"] += len(changed)
+    TALLY["tracebacks"] += "Traceback" in done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == 1, done.stderr
+    line = done.stderr.strip().splitlines()[-1]
+    assert line.startswith("Error: "), done.stderr
+    if mounted or not case.full_only:
+        assert "no space left on" in line and f"while writing {place / case.output}" in line, done.stderr
+    if mounted:
+        assert "tmpfs" in line and case.says in line, line
+    assert not changed and shown == (sorted(case.kept) if mounted else []), (changed, shown)
+    assert snapshot(place) == there, "nothing half-written on the full disk, and nothing there changed"
+    assert {p.name for p in place.iterdir()} == {Path(name).parts[0] for name in there}, "no hidden staging left"
+    TALLY["clear_errors"] += 1
