@@ -9,10 +9,11 @@ import sqlite3
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable
-from contextlib import nullcontext
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from signal import SIGINT, Signals
+from typing import Any
 
 import click
 from pydantic import ValidationError
@@ -23,6 +24,7 @@ from rich.progress import (
     MofNCompleteColumn,
     Progress,
     ProgressColumn,
+    TaskID,
     TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
@@ -121,20 +123,51 @@ def _system_error(error: OSError | sqlite3.OperationalError) -> str:
     return f"{where}{error.strerror or error}"
 
 
+class _Steps(Progress):
+    """Bars on a terminal; elsewhere (a log, a pipe) one line when a step starts and one when
+    it ends, so a long step is never silent.  Steps run one after another: a new one ends the
+    one before."""
+
+    def __init__(self, *columns: ProgressColumn) -> None:
+        super().__init__(*columns, console=console, transient=True, disable=not console.is_terminal)
+        self._open: dict[TaskID, float] = {}
+
+    def add_task(self, description: str, *args: Any, **kwargs: Any) -> TaskID:
+        self.end_steps()
+        task = super().add_task(description, *args, **kwargs)
+        if self.disable:
+            click.echo(f"{description} ...", err=True)
+            self._open[task] = time.perf_counter()
+        return task
+
+    def end_steps(self) -> None:
+        for task, started in self._open.items():
+            click.echo(f"{self._tasks[task].description}: done in {time.perf_counter() - started:.1f} s", err=True)
+        self._open.clear()
+
+    def stop(self) -> None:
+        if sys.exc_info()[0] is None:
+            self.end_steps()
+        self._open.clear()
+        super().stop()
+
+
+@contextmanager
+def _step(description: str) -> Iterator[None]:
+    """A step with nothing to count (drawing a report's figures and pages): a line when it
+    starts and one when it ends, on a terminal or not.  A step that fails says nothing more:
+    the error or the interruption does."""
+    click.echo(f"{description} ...", err=True)
+    started = time.perf_counter()
+    yield
+    click.echo(f"{description}: done in {time.perf_counter() - started:.1f} s", err=True)
+
+
 def _progress(counter: ProgressColumn | None = None) -> Progress:
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        counter or MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-        console=console,
-        transient=True,
-        disable=not console.is_terminal,
-    )
+    return _Steps(TextColumn("{task.description}"), BarColumn(), counter or MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn())
 
 
-def _build_progress() -> tuple[Progress, IndexProgress]:
+def _build_progress() -> tuple[_Steps, IndexProgress]:
     """A display for index builds and the hook that feeds it.  The display starts on the first
     report, which comes after the build has forked its workers: no thread exists at the fork."""
     progress = _progress(DownloadColumn())
@@ -149,6 +182,8 @@ def _build_progress() -> tuple[Progress, IndexProgress]:
             progress.update(tasks[stage], completed=done)
         else:
             progress.update(tasks[stage], description=f"sorting suffixes, shard {min(done + 1, total)} of {total}")
+            if done >= total:
+                progress.end_steps()
 
     return progress, report
 
@@ -615,7 +650,8 @@ def check(
     KEPT.append(f"the audit file {out} was written whole")
     if report_dir is not None:
         try:
-            write_report(report_dir, written, str(out), report.items, inputs=inputs)
+            with _step(f"writing the report {report_dir}"):
+                write_report(report_dir, written, str(out), report.items, inputs=inputs)
         except OutputError as error:
             raise InputError(f"{error} (the audit file {out} was written)") from None
         except OSError as error:
@@ -752,7 +788,8 @@ def report_command(
             evaluation = result.to_dict()
             for problem in evaluation["problems"]:
                 console.print(f"[yellow]problem[/yellow] {problem}")
-        data = write_report(out, audit, str(audit_path), items, evaluation, item_pages, inputs=inputs)
+        with _step(f"writing the report {out}"):
+            data = write_report(out, audit, str(audit_path), items, evaluation, item_pages, inputs=inputs)
     except (AuditFileError, BenchmarkError, MappingError, PredictionsError, EvaluationError, JudgeError, OutputError, FileNotFoundError) as error:
         raise InputError(str(error)) from None
     if evaluation:

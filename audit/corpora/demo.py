@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
+import time
 from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
@@ -105,11 +106,15 @@ def demo_index(cache: Path, progress: ProgressHook | None = None, notify: Callab
         if not (target / NEARDUP_DIR).exists():
             _add_neardup(target)
         return target
+    started = time.perf_counter()
+    notify(f"building the demo index at {target} (once; later runs reuse it) ...")
     try:
         build_index(sources, target, force=True, progress=progress)
+        notify(f"adding the demo index's near-duplicate index ({time.perf_counter() - started:.1f} s so far) ...")
         _add_neardup(target)
     except IndexBuildError as error:
         raise IndexBuildError(f"the cached demo index was unusable ({problem}) and cannot be rebuilt: {error}" if problem else str(error)) from None
     if problem:
         notify(f"the cached demo index was unusable ({problem}); rebuilt it at {target}")
+    notify(f"built the demo index in {time.perf_counter() - started:.1f} s")
     return target
