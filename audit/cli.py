@@ -924,7 +924,8 @@ def serve_model(model: str, registry: Path | None, host: str, port: int, batch_s
         opened = open_model(model, registry, batch_size=batch_size)
         if opened.describe().get("backend") != "transformers":
             raise ProbeError(f"--probe-model {model}: already an endpoint; serve-model offers local models")
-        backend = opened.backend()
+        with _step(f"loading the model {opened.model_id}"):
+            backend = opened.backend()
     except ProbeError as error:
         raise InputError(str(error)) from None
     console.print(f"serving {opened.model_id} at http://{host}:{port}/v1 as model {model!r}")

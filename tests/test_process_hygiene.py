@@ -299,3 +299,35 @@ def test_a_full_disk_is_named_and_leaves_nothing_half_written(case: Full, folder
     assert snapshot(place) == there, "nothing half-written on the full disk, and nothing there changed"
     assert {p.name for p in place.iterdir()} == {Path(name).parts[0] for name in there}, "no hidden staging left"
     TALLY["clear_errors"] += 1
+
+
+def _steps(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.endswith(" ...") or " done in " in line or "built the demo index" in line]
+
+
+def test_a_first_run_in_a_log_says_what_it_builds_step_by_step(folder: Path, tmp_path: Path):
+    """Without a terminal (stderr is a pipe here) the demo index build, the check and the
+    report each say when they start and end: nothing runs silent."""
+    done = subprocess.run(
+        [str(AUDIT), "check", "bench.jsonl", "--corpus", "demo", "--out", "d.audit.jsonl", "--report-dir", "d.report"],
+        cwd=folder, capture_output=True, text=True, timeout=600, env={**os.environ, "AUDIT_CACHE_DIR": str(tmp_path / "fresh-cache")},
+    )
+    assert done.returncode == 0, done.stderr
+    steps = [line.split(": done in")[0] if ": done in" in line else line.split(" in ")[0] if line.startswith("audit: built") else line for line in _steps(done.stderr)]
+    assert steps[0].startswith("audit: building the demo index at "), done.stderr
+    assert steps[1:] == [
+        "reading documents ...", "reading documents",
+        "sorting suffixes ...", "sorting suffixes, shard 1 of 1",
+        steps[5], "audit: built the demo index",
+        "checking against demo ...", "checking against demo",
+        "writing the report d.report ...", "writing the report d.report",
+    ], done.stderr
+    assert steps[5].startswith("audit: adding the demo index's near-duplicate index")
+
+
+def test_the_near_duplicate_build_reports_its_own_steps(folder: Path):
+    done = subprocess.run([str(AUDIT), "index", "minhash", "index"], cwd=folder, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert [line.split(": done in")[0] for line in _steps(done.stderr)] == [
+        "sketching windows (documents) ...", "sketching windows (documents)", "sorting LSH bands ...", "sorting LSH bands",
+    ], done.stderr
