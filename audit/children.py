@@ -36,10 +36,6 @@ class Interrupted(KeyboardInterrupt):
         super().__init__("interrupted")
         self.signum = signum
 
-    @property
-    def exit_code(self) -> int:
-        return 128 + self.signum
-
 
 def _die_with(parent: int) -> None:
     """Ask the kernel for SIGKILL when the parent dies, then make sure it had not already died
@@ -54,21 +50,19 @@ def _die_with(parent: int) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-def worker_setup(parent: int, then: Callable[..., Any] | None = None, *args: Any) -> None:
-    """Pool initializer: die with `parent`, leave SIGINT to it, stop at once on SIGTERM (the
-    signal pools end their workers with; a handler inherited from the parent could delay it),
-    then run the pool's own initializer, if any."""
+def worker_setup(parent: int) -> None:
+    """Pool initializer: die with `parent`, leave SIGINT to it, and stop at once on SIGTERM
+    (the signal pools end their workers with; a handler inherited from the parent, such as the
+    one `ray.init` installs, could delay it)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     _die_with(parent)
-    if then is not None:
-        then(*args)
 
 
-def pool_options(then: Callable[..., Any] | None = None, *args: Any) -> dict[str, Any]:
+def pool_options() -> dict[str, Any]:
     """`initializer` and `initargs` for a ProcessPoolExecutor or multiprocessing Pool."""
-    return {"initializer": worker_setup, "initargs": (os.getpid(), then, *args)}
+    return {"initializer": worker_setup, "initargs": (os.getpid(),)}
 
 
 @contextmanager
