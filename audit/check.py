@@ -26,7 +26,7 @@ from typing import Any
 
 from audit import __version__
 from audit.auditfile import benchmark_digest
-from audit.children import pool_options, sigint_blocked
+from audit.children import end_pool, pool_options, sigint_blocked
 from audit.corpora.base import CorpusInfo
 from audit.evidence import Evidence, SignalRun
 from audit.executors import LOCAL, Executor, connect
@@ -63,8 +63,12 @@ def variant_processes(runners: list[SignalRunner], policy: Policy, workers: int)
     try:
         with sigint_blocked():
             pool = multiprocessing.get_context("fork").Pool(workers, **pool_options())
-        with pool:
+        try:
             yield pool
+        except BaseException:
+            end_pool(pool)
+            raise
+        pool.terminate()
     finally:
         _FORKED.clear()
 

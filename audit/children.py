@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import contextmanager
 from multiprocessing.context import BaseContext
+from multiprocessing.pool import TERMINATE, Pool
 from types import TracebackType
 from typing import Any
 
@@ -100,6 +101,23 @@ class WorkerPool(ProcessPoolExecutor):
                     process.kill()
             self.shutdown(wait=True, cancel_futures=True)
         return super().__exit__(kind, value, traceback)
+
+
+def end_pool(pool: Pool) -> None:
+    """End a multiprocessing pool left by an exception at once: stop it from starting new
+    workers, kill the ones it has and forget it.  Its own `terminate` first drains the task
+    queue under a lock a dead worker may still hold, then joins a thread that may be blocked
+    writing to a pipe nobody reads any more; either can wait forever, and after an
+    interruption nothing in the pool is wanted."""
+    pool._state = TERMINATE
+    pool._worker_handler._state = TERMINATE
+    pool._change_notifier.put(None)
+    pool._worker_handler.join()
+    for process in pool._pool:
+        process.kill()
+    for process in pool._pool:
+        process.join()
+    pool._terminate.cancel()
 
 
 _received: list[int] = []
