@@ -12,7 +12,6 @@ import hashlib
 import json
 import multiprocessing
 import os
-import signal
 import statistics
 import threading
 import uuid
@@ -27,6 +26,7 @@ from typing import Any
 
 from audit import __version__
 from audit.auditfile import benchmark_digest
+from audit.children import end_pool, pool_options, sigint_blocked
 from audit.corpora.base import CorpusInfo
 from audit.evidence import Evidence, SignalRun
 from audit.executors import LOCAL, Executor, connect
@@ -61,17 +61,16 @@ def variant_processes(runners: list[SignalRunner], policy: Policy, workers: int)
     thread starts (a progress display), so no child inherits a lock another thread held."""
     _FORKED.append((runners, policy))
     try:
-        with multiprocessing.get_context("fork").Pool(workers, initializer=_end_on_sigterm) as pool:
+        with sigint_blocked():
+            pool = multiprocessing.get_context("fork").Pool(workers, **pool_options())
+        try:
             yield pool
+        except BaseException:
+            end_pool(pool)
+            raise
+        pool.terminate()
     finally:
         _FORKED.clear()
-
-
-def _end_on_sigterm() -> None:
-    """A forked worker ends at once when the pool is closed: the pool stops its workers with
-    SIGTERM, and a handler inherited from the parent (`ray.init` installs one that exits through
-    Python) can leave a worker blocked on the task queue's lock and the pool's close waiting."""
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def _check_forked(task: tuple[Item, str]) -> ExposureRecord:

@@ -1,14 +1,18 @@
 """The `audit` command line: the one place that knows every loader, corpus and signal."""
 from __future__ import annotations
 
+import errno
 import json
 import re
+import sqlite3
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable
-from contextlib import nullcontext
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
+from signal import SIGINT, Signals
+from typing import Any
 
 import click
 from pydantic import ValidationError
@@ -20,6 +24,7 @@ from rich.progress import (
     MofNCompleteColumn,
     Progress,
     ProgressColumn,
+    TaskID,
     TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
@@ -30,6 +35,7 @@ from rich.text import Text
 from audit import __version__
 from audit.auditfile import AuditFileError, check_against_benchmark, is_audit_file, locate_benchmark, read_audit, write_audit
 from audit.check import audit_manifest, check_items, variant_processes
+from audit.children import received, signals_caught
 from audit.corpora.base import Profile
 from audit.corpora.local import EXTRA, IndexOpenError, LocalIndex, verify_index
 from audit.corpora.registry import CorpusError, check_corpora, open_corpus
@@ -45,7 +51,7 @@ from audit.langcodes import normalise_lang
 from audit.links.model import LinksError
 from audit.links.sources import open_links
 from audit.neardup import NEARDUP_DIR, NearDupError, NearDupParams, add_neardup, load_redis
-from audit.outputs import OutputError, atomic_write_text, check_directory_target, check_file_target
+from audit.outputs import OutputError, atomic_write_text, check_directory_target, check_file_target, disk_full
 from audit.probes.generation import ProbeError
 from audit.probes.models import open_model
 from audit.probes.prompts import PromptError
@@ -73,32 +79,106 @@ class InputError(click.ClickException):
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
+class Stopped(click.ClickException):
+    """SIGINT or SIGTERM ended the command: one line saying what was kept, exit 128 + signal."""
+
+    def __init__(self, signum: int, detail: str) -> None:
+        super().__init__(f"interrupted by {Signals(signum).name}: {detail}")
+        self.exit_code = 128 + signum
+
+    def show(self, file: object = None) -> None:
+        click.echo(self.format_message(), err=True)
+
+
+# What the running command has written whole so far, for the line an interruption prints.
+KEPT: list[str] = []
+
+
+def _kept() -> str:
+    return "; ".join(KEPT) if KEPT else "nothing written"
+
+
 class _Commands(click.Group):
     """Reports a file the system refused (no room, no permission) as one line naming the file,
-    never as a traceback."""
+    never as a traceback; and an interruption (SIGINT, SIGTERM) as one line saying what was kept."""
 
     def invoke(self, ctx: click.Context) -> object:
-        try:
-            return super().invoke(ctx)
-        except OSError as error:
-            where = f"{error.filename}: " if error.filename else ""
-            raise click.ClickException(f"{where}{error.strerror or error}") from None
+        KEPT.clear()
+        with signals_caught():
+            try:
+                return super().invoke(ctx)
+            except KeyboardInterrupt as stop:
+                raise Stopped(getattr(stop, "signum", SIGINT), _kept()) from None
+            except click.ClickException as error:
+                if (signum := received()) is not None:
+                    message = error.format_message()
+                    raise Stopped(signum, message.removeprefix("interrupted; ") if message.startswith("interrupted; ") else _kept()) from None
+                raise
+            except (OSError, sqlite3.OperationalError) as error:
+                if (signum := received()) is not None:
+                    raise Stopped(signum, _kept()) from None
+                raise click.ClickException(_system_error(error)) from None
+
+
+def _system_error(error: OSError | sqlite3.OperationalError) -> str:
+    """A system's refusal as one line naming the file: a full disk as `audit.outputs` words it."""
+    if isinstance(error, sqlite3.OperationalError):
+        if "disk is full" in str(error):
+            full = disk_full(OSError(errno.ENOSPC, str(error)))
+            return str(full) if full else str(error)
+        return f"database error: {error}"
+    full = disk_full(error)
+    if full is not None:
+        return str(full)
+    where = f"{error.filename}: " if error.filename else ""
+    return f"{where}{error.strerror or error}"
+
+
+class _Steps(Progress):
+    """Bars on a terminal; elsewhere (a log, a pipe) one line when a step starts and one when
+    it ends, so a long step is never silent.  Steps run one after another: a new one ends the
+    one before."""
+
+    def __init__(self, *columns: ProgressColumn) -> None:
+        super().__init__(*columns, console=console, transient=True, disable=not console.is_terminal)
+        self._open: dict[TaskID, float] = {}
+
+    def add_task(self, description: str, *args: Any, **kwargs: Any) -> TaskID:
+        self.end_steps()
+        task = super().add_task(description, *args, **kwargs)
+        if self.disable:
+            click.echo(f"{description} ...", err=True)
+            self._open[task] = time.perf_counter()
+        return task
+
+    def end_steps(self) -> None:
+        for task, started in self._open.items():
+            click.echo(f"{self._tasks[task].description}: done in {time.perf_counter() - started:.1f} s", err=True)
+        self._open.clear()
+
+    def stop(self) -> None:
+        if sys.exc_info()[0] is None:
+            self.end_steps()
+        self._open.clear()
+        super().stop()
+
+
+@contextmanager
+def _step(description: str) -> Iterator[None]:
+    """A step with nothing to count (drawing a report's figures and pages): a line when it
+    starts and one when it ends, on a terminal or not.  A step that fails says nothing more:
+    the error or the interruption does."""
+    click.echo(f"{description} ...", err=True)
+    started = time.perf_counter()
+    yield
+    click.echo(f"{description}: done in {time.perf_counter() - started:.1f} s", err=True)
 
 
 def _progress(counter: ProgressColumn | None = None) -> Progress:
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        counter or MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-        console=console,
-        transient=True,
-        disable=not console.is_terminal,
-    )
+    return _Steps(TextColumn("{task.description}"), BarColumn(), counter or MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn())
 
 
-def _build_progress() -> tuple[Progress, IndexProgress]:
+def _build_progress() -> tuple[_Steps, IndexProgress]:
     """A display for index builds and the hook that feeds it.  The display starts on the first
     report, which comes after the build has forked its workers: no thread exists at the fork."""
     progress = _progress(DownloadColumn())
@@ -113,6 +193,8 @@ def _build_progress() -> tuple[Progress, IndexProgress]:
             progress.update(tasks[stage], completed=done)
         else:
             progress.update(tasks[stage], description=f"sorting suffixes, shard {min(done + 1, total)} of {total}")
+            if done >= total:
+                progress.end_steps()
 
     return progress, report
 
@@ -609,11 +691,15 @@ def check(
     summary = manifest["summary"]
     _warn_failed_sources(records)
     written = write_audit(out, manifest, records)
+    KEPT.append(f"the audit file {out} was written whole")
     if report_dir is not None:
         try:
-            write_report(report_dir, written, str(out), report.items, inputs=inputs)
+            with _step(f"writing the report {report_dir}"):
+                write_report(report_dir, written, str(out), report.items, inputs=inputs)
         except OutputError as error:
             raise InputError(f"{error} (the audit file {out} was written)") from None
+        except OSError as error:
+            raise click.ClickException(f"{_system_error(error)}; no report written (the audit file {out} was written whole)") from None
     _print_summary(summary, out, time.perf_counter() - started)
     if report_dir is not None:
         Console(emoji=False).print(f"report: {report_dir / 'report.html'}", markup=False)
@@ -752,7 +838,8 @@ def report_command(
             evaluation = result.to_dict()
             for problem in evaluation["problems"]:
                 console.print(f"[yellow]problem[/yellow] {escape(problem)}")
-        data = write_report(out, audit, str(audit_path), items, evaluation, item_pages, inputs=inputs)
+        with _step(f"writing the report {out}"):
+            data = write_report(out, audit, str(audit_path), items, evaluation, item_pages, inputs=inputs)
     except (AuditFileError, BenchmarkError, MappingError, PredictionsError, EvaluationError, JudgeError, OutputError, FileNotFoundError) as error:
         raise InputError(str(error)) from None
     if evaluation:
@@ -921,7 +1008,8 @@ def serve_model(model: str, registry: Path | None, host: str, port: int, batch_s
         opened = open_model(model, registry, batch_size=batch_size)
         if opened.describe().get("backend") != "transformers":
             raise ProbeError(f"--probe-model {model}: already an endpoint; serve-model offers local models")
-        backend = opened.backend()
+        with _step(f"loading the model {opened.model_id}"):
+            backend = opened.backend()
     except ProbeError as error:
         raise InputError(str(error)) from None
     console.print(f"serving {opened.model_id} at http://{host}:{port}/v1 as model {model!r}", markup=False)

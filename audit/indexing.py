@@ -12,7 +12,6 @@ rather than read as absence.
 """
 from __future__ import annotations
 
-import ctypes
 import fcntl
 import hashlib
 import io
@@ -22,12 +21,11 @@ import multiprocessing
 import os
 import re
 import shutil
-import signal
 import sys
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -37,6 +35,7 @@ import numpy as np
 import pydivsufsort
 
 from audit import __version__
+from audit.children import WorkerPool
 from audit.corpusread import MAX_DOCUMENT, CorpusFile, ReadOptions, read_tasks
 from audit.documents import NORMALIZERS, IndexBuildError, ParsedChunk
 from audit.nospace import is_full_disk, no_space
@@ -404,22 +403,6 @@ class ShardWriter:
         return self.shards
 
 
-# prctl's option that has the kernel signal a process when its parent ends (Linux).
-_PR_SET_PDEATHSIG = 1
-
-
-def end_with_parent(parent: int) -> None:
-    """Make a worker process end when the build's process does: killed (SIGKILL, SIGTERM), it
-    would otherwise leave its workers blocked on their task queue for ever, holding the
-    caller's pipes open.  Linux only; elsewhere a no-op."""
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    except (OSError, AttributeError):
-        return
-    if os.getppid() != parent:
-        os._exit(1)
-
-
 def parsed_chunks(
     files: list[CorpusFile], options: ReadOptions, on_bytes: Callable[[int], None], workers: int
 ) -> Iterator[tuple[int, ParsedChunk]]:
@@ -430,7 +413,7 @@ def parsed_chunks(
     Workers are forked (a spawned one would re-import the caller's whole program) and forced
     to start before the first line is read, so they are forked before any progress callback
     can have started a display thread in this process."""
-    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"), initializer=end_with_parent, initargs=(os.getpid(),)) as pool:
+    with WorkerPool(max_workers=workers, mp_context=multiprocessing.get_context("fork")) as pool:
         for ready in [pool.submit(os.getpid) for _ in range(workers)]:
             ready.result()
         pending: deque[tuple[int, Future]] = deque()

@@ -61,7 +61,7 @@ import time
 import unicodedata
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -71,6 +71,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from audit import __version__
+from audit.children import WorkerPool
 from audit.corpora.base import DocumentHit, Occurrence
 from audit.corpora.local import IndexOpenError, LocalIndex
 from audit.indexing import MANIFEST, FileInfo, IndexManifest, hash_file, read_manifest
@@ -548,7 +549,7 @@ def _sketch_corpus(corpus: LocalIndex, params: NearDupParams, workers: int, prog
                 progress("minhash", stop, total)
     else:
         path, settings = str(corpus.path), params.model_dump_json()
-        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork")) as pool:
+        with WorkerPool(max_workers=workers, mp_context=multiprocessing.get_context("fork")) as pool:
             for ready in [pool.submit(os.getpid) for _ in range(workers)]:
                 ready.result()
             pending: deque[tuple[int, Future]] = deque()

@@ -1,6 +1,6 @@
-"""A full disk, said in one line naming the filesystem and the file: the index, langlinks and
-cache writers catch it (an `OSError` with ENOSPC, or SQLite's "database or disk is full") and
-raise this instead of a traceback, after removing what they had half written."""
+"""A full disk met by the writers that catch it themselves (the index builds, langlinks and the
+SQLite stores) so they can remove what they had half written first: they raise the one message
+`audit.outputs.disk_full` words for every writer, as an `OutputError`."""
 from __future__ import annotations
 
 import errno
@@ -8,26 +8,17 @@ import os
 import sqlite3
 from pathlib import Path
 
-from audit.outputs import OutputError
+from audit.outputs import OutputError, disk_full
 
 
 def is_full_disk(error: BaseException) -> bool:
     """Whether an error means the filesystem (or the user's quota on it) ran out of room."""
-    if isinstance(error, OSError):
-        return error.errno in (errno.ENOSPC, errno.EDQUOT)
-    return isinstance(error, sqlite3.OperationalError) and "disk is full" in str(error)
-
-
-def mount_point(path: Path) -> Path:
-    """The mount point of the filesystem holding `path` (or the nearest existing folder above)."""
-    at = Path(os.path.abspath(path))
-    while not at.exists() and at != at.parent:
-        at = at.parent
-    while not os.path.ismount(at) and at != at.parent:
-        at = at.parent
-    return at
+    if isinstance(error, sqlite3.OperationalError):
+        return "disk is full" in str(error)
+    return disk_full(error) is not None
 
 
 def no_space(path: Path) -> OutputError:
     """The error a writer raises when the disk filled while it wrote `path`."""
-    return OutputError(f"no space left on {mount_point(path)} while writing {path} (free some room and run it again)")
+    full = disk_full(OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)), path)
+    return OutputError(f"{full} (free some room and run it again)")

@@ -8,10 +8,14 @@ or holds, one of the command's own inputs or the current directory.
 """
 from __future__ import annotations
 
+import ctypes
+import errno
 import json
 import os
+import re
 import shutil
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from audit import __version__
@@ -22,6 +26,81 @@ STAGING_TAG = ".corpus-audit-staging"
 
 class OutputError(Exception):
     """An output that cannot be written without risking a file the tool did not write."""
+
+
+AT_FDCWD = -100
+RENAME_EXCHANGE = 2
+# What a full disk (or quota, or size limit) looks like to a writer.
+DISK_FULL = {errno.ENOSPC: "", errno.EDQUOT: " (disk quota exceeded)", errno.EFBIG: " (file size limit reached)"}
+# Staging directories being written, each with the output it becomes: a write error inside one
+# names the output, not the hidden staging path.
+_BUILDING: dict[Path, Path] = {}
+# The output this process began writing last: the one a full disk reported with no file
+# name (a database's "disk is full") was being written.
+_LATEST: list[Path] = []
+
+
+# numpy's `tofile` reports a write the disk cut short with no error number.
+SHORT_WRITE = re.compile(r"\d+ requested and \d+ written")
+
+
+class DiskFull(OSError):
+    """A write that found no room; its message names the device and the output."""
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+
+def _device(path: Path) -> str:
+    """The device (or file system) holding `path`, and where it is mounted."""
+    here = Path(os.path.abspath(path))
+    while not here.exists() and here != here.parent:
+        here = here.parent
+    device = here.stat().st_dev
+    while here != here.parent and here.parent.stat().st_dev == device:
+        here = here.parent
+    try:
+        mounts = [line.split()[:2] for line in Path("/proc/self/mounts").read_text().splitlines()]
+    except OSError:
+        mounts = []
+    names = [name for name, point in mounts if point.replace("\\040", " ") == str(here)]
+    return f"{names[-1]} (mounted at {here})" if names else str(here)
+
+
+def _output_of(path: Path | None) -> Path | None:
+    """The output a written path belongs to: itself, or the target of the staging holding it."""
+    if path is None:
+        return next((target for staging, target in reversed(_BUILDING.items()) if staging.exists()), _LATEST[-1] if _LATEST else None)
+    absolute = Path(os.path.abspath(path))
+    for staging, target in _BUILDING.items():
+        if _inside(absolute, staging):
+            return target
+    return Path(path)
+
+
+def disk_full(error: BaseException, path: Path | None = None) -> DiskFull | None:
+    """`error` as "no space left on DEVICE while writing FILE", when it is a full disk (or an
+    exhausted quota or size limit), else None.  The one translation every writer relies on."""
+    number = getattr(error, "errno", None)
+    if number is None and isinstance(error, OSError) and SHORT_WRITE.fullmatch(str(error)):
+        number = errno.ENOSPC
+    if isinstance(error, DiskFull) or number not in DISK_FULL:
+        return error if isinstance(error, DiskFull) else None
+    target = _output_of(Path(error.filename) if getattr(error, "filename", None) else path)
+    where = _device(target) if target is not None else "the device"
+    return DiskFull(number, f"no space left on {where} while writing {target or 'an output'}{DISK_FULL[number]}")
+
+
+@contextmanager
+def writing(path: Path) -> Iterator[None]:
+    """Raise a full disk met while writing `path` as `DiskFull`, naming it."""
+    try:
+        yield
+    except OSError as error:
+        full = disk_full(error, path)
+        if full is None or full is error:
+            raise
+        raise full from None
 
 
 def _staging_file(path: Path) -> Path:
@@ -47,8 +126,9 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         if stale.is_file():
             stale.unlink(missing_ok=True)
     staging = _staging_file(path)
+    _LATEST[:] = [path]
     try:
-        with open(staging, "wb") as out:
+        with writing(path), open(staging, "wb") as out:
             out.write(data)
             out.flush()
             os.fsync(out.fileno())
@@ -170,7 +250,10 @@ def staging_directory(path: Path) -> Path:
     staging = path.parent / f".{path.name}.building-{os.getpid()}"
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir()
-    (staging / STAGING_TAG).touch()
+    _BUILDING[Path(os.path.abspath(staging))] = path
+    _LATEST[:] = [path]
+    with writing(path):
+        (staging / STAGING_TAG).touch()
     return staging
 
 
@@ -181,10 +264,15 @@ def commit_directory(staging: Path, path: Path, kind: str, *, inputs: Iterable[P
     inputs = list(inputs)
     check_directory_target(path, kind, inputs=inputs)
     files = sorted(_written_files(staging) - {MARKER, STAGING_TAG})
-    (staging / MARKER).write_text(_marker_text(kind, files), encoding="utf-8")
+    with writing(path):
+        (staging / MARKER).write_text(_marker_text(kind, files), encoding="utf-8")
     (staging / STAGING_TAG).unlink()
+    _BUILDING.pop(Path(os.path.abspath(staging)), None)
     if not path.exists():
         staging.rename(path)
+        return
+    if _exchange(staging, path):
+        shutil.rmtree(staging, ignore_errors=True)
         return
     retired = path.parent / f".{path.name}.replaced-{os.getpid()}"
     shutil.rmtree(retired, ignore_errors=True)
@@ -193,5 +281,19 @@ def commit_directory(staging: Path, path: Path, kind: str, *, inputs: Iterable[P
     shutil.rmtree(retired, ignore_errors=True)
 
 
+def _exchange(first: Path, second: Path) -> bool:
+    """Swap two directories in one step (Linux renameat2 RENAME_EXCHANGE), so a replaced
+    output is never absent nor half there, even for a process killed mid-way; False where the
+    system cannot."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    done = renameat2(AT_FDCWD, os.fsencode(first), AT_FDCWD, os.fsencode(second), RENAME_EXCHANGE)
+    return done == 0
+
+
 def discard_staging(staging: Path) -> None:
+    _BUILDING.pop(Path(os.path.abspath(staging)), None)
     shutil.rmtree(staging, ignore_errors=True)

@@ -33,7 +33,7 @@ import socket
 import time
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, wait
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
@@ -43,6 +43,7 @@ from types import ModuleType
 from typing import BinaryIO
 
 from audit import __version__
+from audit.children import WorkerPool
 from audit.corpusread import MAX_DOCUMENT, CorpusFile, ReadOptions, Span, read_tasks
 from audit.documents import IndexBuildError
 from audit.executors import LOCAL, Executor, ExecutorError, connect
@@ -60,7 +61,6 @@ from audit.indexing import (
     commit_index,
     describe_size,
     discover_sources,
-    end_with_parent,
     file_order,
     hash_file,
     holds,
@@ -591,7 +591,7 @@ def _local_results(tasks: list[ShardTask], workers: int) -> Iterator[Iterator[Sh
     a shard outlasts a fresh interpreter's start many times over."""
     count = max(1, min(workers, len(tasks)))
     waiting = iter(tasks)
-    with ProcessPoolExecutor(max_workers=count, mp_context=multiprocessing.get_context("spawn"), initializer=end_with_parent, initargs=(os.getpid(),)) as pool:
+    with WorkerPool(max_workers=count, mp_context=multiprocessing.get_context("spawn")) as pool:
         with _sort_threads(max(1, (os.cpu_count() or 1) // count)):
             running = {pool.submit(build_shard, task) for task in islice(waiting, count)}
 

@@ -167,7 +167,7 @@ def test_the_readme_shows_what_the_main_command_prints(cache, tmp_path: Path, mo
     assert result.exit_code == 0, result.output
 
     def untimed(text: str) -> list[str]:
-        return [line.rstrip() if "items:" not in line else line.split("(")[0].rstrip() for line in text.strip().splitlines()]
+        return [line.split("(")[0].rstrip() if "items:" in line else line.split(": done in")[0].rstrip() for line in text.strip().splitlines()]
 
     assert untimed(result.output) == untimed(shown)
     assert (tmp_path / "eclektic_sample.demo.audit.jsonl").is_file() and (tmp_path / "eclektic_sample.demo.report" / "report.html").is_file()

@@ -144,13 +144,16 @@ def test_report_killed_before_it_is_moved_into_place(work: Path):
     assert not list(work.glob(".a.report.building-*"))
 
 
-def test_report_killed_between_the_two_renames_of_a_replacement(work: Path):
+def test_report_replacement_killed_keeps_the_previous_report(work: Path):
+    """The new report takes the old one's place in one exchange of the two directories: killed
+    at it, the previous complete report is still there, never an absent or half one."""
     invoke(work, *CHECK, "--report-dir", "a.report")
-    run_killed(work, ("os", "rename", 1), *CHECK, "--report-dir", "a.report")
-    assert "a.report" not in visible(work), "neither half-old nor half-new is left in place"
+    before = digest(work / "a.report")
+    run_killed(work, ("audit.outputs", "_exchange", 0), *CHECK, "--report-dir", "a.report")
+    assert digest(work / "a.report") == before
     invoke(work, *CHECK, "--report-dir", "a.report")
     assert (work / "a.report" / "report.html").is_file()
-    assert not list(work.glob(".a.report.*")), "the moved-aside old report and the dead staging are cleared"
+    assert not list(work.glob(".a.report.*")), "the dead run's staging is cleared"
 
 
 def test_index_build_killed_while_sorting(work: Path):
@@ -167,9 +170,10 @@ def test_index_build_killed_while_sorting(work: Path):
 
 def test_index_replacement_killed_keeps_no_half_index(work: Path):
     invoke(work, "index", "build", "docs", "--out", "fresh")
-    run_killed(work, ("os", "rename", 1), "index", "build", "docs", "--out", "fresh", "--force")
-    assert "fresh" not in visible(work)
-    invoke(work, "index", "build", "docs", "--out", "fresh")
+    before = digest(work / "fresh")
+    run_killed(work, ("audit.outputs", "_exchange", 0), "index", "build", "docs", "--out", "fresh", "--force")
+    assert digest(work / "fresh") == before, "the previous index stays whole"
+    invoke(work, "index", "build", "docs", "--out", "fresh", "--force")
     LocalIndex(work / "fresh")
 
 

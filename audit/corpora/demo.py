@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
+import time
 from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
@@ -95,9 +96,10 @@ def _add_neardup(target: Path) -> None:
     _record_verified(target)
 
 
-def demo_index(cache: Path, progress: ProgressHook | None = None, notify: Callable[[str], None] = _note) -> Path:
+def demo_index(cache: Path, progress: ProgressHook | None = None, notify: Callable[[str], None] = _note, steps: Callable[[str], None] = _note) -> Path:
     """The demo index in `cache`, built on first use and rebuilt (saying so through `notify`)
-    when the cached one is damaged."""
+    when the cached one is damaged.  The build's steps are told through `steps`: it takes
+    seconds, and a first run must not look stuck."""
     sources = demo_sources()
     target = demo_location(cache, sources)
     problem = cache_problem(target) if target.exists() else ""
@@ -105,11 +107,15 @@ def demo_index(cache: Path, progress: ProgressHook | None = None, notify: Callab
         if not (target / NEARDUP_DIR).exists():
             _add_neardup(target)
         return target
+    started = time.perf_counter()
+    steps(f"building the demo index at {target} (once; later runs reuse it) ...")
     try:
         build_index(sources, target, force=True, progress=progress)
+        steps(f"adding the demo index's near-duplicate index ({time.perf_counter() - started:.1f} s so far) ...")
         _add_neardup(target)
     except IndexBuildError as error:
         raise IndexBuildError(f"the cached demo index was unusable ({problem}) and cannot be rebuilt: {error}" if problem else str(error)) from None
     if problem:
         notify(f"the cached demo index was unusable ({problem}); rebuilt it at {target}")
+    steps(f"built the demo index in {time.perf_counter() - started:.1f} s")
     return target

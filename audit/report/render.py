@@ -9,7 +9,6 @@ import multiprocessing
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from audit.auditfile import AuditFile
+from audit.children import WorkerPool
 from audit.evaluate.stratify import Exposure
 from audit.items import Item
 from audit.outputs import commit_directory, discard_staging, staging_directory
@@ -121,7 +121,7 @@ def _drawing(data: dict[str, Any]) -> Iterator[Callable[[], dict[str, Any]]]:
     if "fork" not in multiprocessing.get_all_start_methods() or threading.active_count() > 1:
         yield lambda: figures(data)
         return
-    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork")) as pool:
+    with WorkerPool(max_workers=1, mp_context=multiprocessing.get_context("fork")) as pool:
         drawn = pool.submit(figures, data)
         yield drawn.result
 

@@ -1,0 +1,163 @@
+"""Child processes that end with their parent, and signals that end a command in one line.
+
+A pool worker blocked on its task pipe never learns that its parent was killed (SIGKILL runs
+no clean-up), so every pool the tool starts runs `worker_setup` first: on Linux the kernel
+sends the worker SIGKILL when its parent dies.  Workers also ignore SIGINT: Ctrl-C reaches the
+whole process group, and a worker that dies of it mid-message leaves the pool's pipes and
+locks in a state its parent can wait on forever; the parent alone is interrupted and ends
+the pool.  A spawned pool's resource tracker needs nothing: it exits when the last process
+holding its pipe does.
+
+SIGINT and SIGTERM in the command's own process raise `Interrupted` (a KeyboardInterrupt,
+so every `finally` and staging clean-up runs); the CLI turns it into one line and the
+conventional exit status 128 + signal.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from contextlib import contextmanager
+from multiprocessing.context import BaseContext
+from multiprocessing.pool import TERMINATE, Pool
+from types import TracebackType
+from typing import Any
+
+PR_SET_PDEATHSIG = 1
+
+
+class Interrupted(KeyboardInterrupt):
+    """The command received SIGINT or SIGTERM."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__("interrupted")
+        self.signum = signum
+
+
+def _die_with(parent: int) -> None:
+    """Ask the kernel for SIGKILL when the parent dies, then make sure it had not already died
+    (the request covers only deaths after it)."""
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def worker_setup(parent: int) -> None:
+    """Pool initializer: die with `parent`, leave SIGINT to it, and stop at once on SIGTERM
+    (the signal pools end their workers with; a handler inherited from the parent, such as the
+    one `ray.init` installs, could delay it)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    _die_with(parent)
+
+
+def pool_options() -> dict[str, Any]:
+    """`initializer` and `initargs` for a ProcessPoolExecutor or multiprocessing Pool."""
+    return {"initializer": worker_setup, "initargs": (os.getpid(),)}
+
+
+@contextmanager
+def sigint_blocked() -> Iterator[None]:
+    """Hold SIGINT back while workers start (a pool starts them as tasks are submitted): a
+    child inherits the blocked signal, so Ctrl-C cannot reach it before `worker_setup` makes
+    it ignore SIGINT, even in a spawned child still importing; here the signal is delivered
+    when the block ends."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+class WorkerPool(ProcessPoolExecutor):
+    """A process pool whose workers are set up by `worker_setup`, and which, left by an
+    exception (an interruption, a failed task), kills its workers instead of waiting for their
+    tasks to finish: nobody will read those results, and a shard or a figure can take minutes."""
+
+    def __init__(self, max_workers: int, mp_context: BaseContext) -> None:
+        super().__init__(max_workers=max_workers, mp_context=mp_context, **pool_options())
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future:
+        with sigint_blocked():
+            return super().submit(fn, *args, **kwargs)
+
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None, traceback: TracebackType | None) -> bool | None:
+        if kind is not None:
+            for process in list((self._processes or {}).values()):
+                if process.is_alive():
+                    process.kill()
+            self.shutdown(wait=True, cancel_futures=True)
+        return super().__exit__(kind, value, traceback)
+
+
+def end_pool(pool: Pool) -> None:
+    """End a multiprocessing pool left by an exception at once: stop it from starting new
+    workers, kill the ones it has and forget it.  Its own `terminate` first drains the task
+    queue under a lock a dead worker may still hold, then joins a thread that may be blocked
+    writing to a pipe nobody reads any more; either can wait forever, and after an
+    interruption nothing in the pool is wanted."""
+    pool._state = TERMINATE
+    pool._worker_handler._state = TERMINATE
+    pool._change_notifier.put(None)
+    pool._worker_handler.join()
+    for process in pool._pool:
+        process.kill()
+    for process in pool._pool:
+        process.join()
+    pool._terminate.cancel()
+
+
+_received: list[int] = []
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    """Raise `Interrupted` once; a second signal while the first is being cleaned up ends the
+    process at once, as a user pressing Ctrl-C twice expects."""
+    if _received:
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+        return
+    _received.append(signum)
+    raise Interrupted(signum)
+
+
+def catch_signals() -> None:
+    """Turn SIGINT and SIGTERM into `Interrupted` in this process (the main thread only)."""
+    _received.clear()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, _interrupt)
+
+
+@contextmanager
+def signals_caught() -> Iterator[None]:
+    """SIGINT and SIGTERM raise `Interrupted` while a command runs in the main thread; the
+    handlers before are restored after, for callers that embed the CLI."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    catch_signals()
+    try:
+        yield
+    finally:
+        for signum, handler in before.items():
+            signal.signal(signum, handler)
+
+
+def received() -> int | None:
+    """The signal that interrupted the command, if one did (errors raised while unwinding
+    from it are then reported as the interruption)."""
+    return _received[0] if _received else None
