@@ -1,33 +1,23 @@
 """The `audit` command line: the one place that knows every loader, corpus and signal."""
 from __future__ import annotations
 
-import errno
 import json
 import re
-import sqlite3
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, nullcontext
+from collections.abc import Callable
+from contextlib import nullcontext
 from pathlib import Path
-from signal import SIGINT, Signals
-from typing import Any
 
 import click
 from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import (
-    BarColumn,
     DownloadColumn,
-    MofNCompleteColumn,
     Progress,
-    ProgressColumn,
-    TaskID,
     TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
 )
 from rich.table import Table
 from rich.text import Text
@@ -35,7 +25,6 @@ from rich.text import Text
 from audit import __version__
 from audit.auditfile import AuditFileError, check_against_benchmark, is_audit_file, locate_benchmark, read_audit, write_audit
 from audit.check import audit_manifest, check_items, variant_processes
-from audit.children import received, signals_caught
 from audit.corpora.base import Profile
 from audit.corpora.local import EXTRA, IndexOpenError, LocalIndex, verify_index
 from audit.corpora.registry import CorpusError, check_corpora, open_corpus
@@ -51,7 +40,7 @@ from audit.langcodes import normalise_lang
 from audit.links.model import LinksError
 from audit.links.sources import open_links
 from audit.neardup import NEARDUP_DIR, NearDupError, NearDupParams, add_neardup, load_redis
-from audit.outputs import OutputError, atomic_write_text, check_directory_target, check_file_target, disk_full
+from audit.outputs import OutputError, atomic_write_text, check_directory_target, check_file_target
 from audit.probes.generation import ProbeError
 from audit.probes.models import open_model
 from audit.probes.prompts import PromptError
@@ -59,129 +48,17 @@ from audit.ranges import RangeError, check_workers, document_limit, memory_budge
 from audit.readers import FORMATS, BenchmarkError, MappingError, ReadOptions, load_benchmark, parse_mapping, recorded_options
 from audit.report.render import REPORT, write_report
 from audit.shardbuild import build_sharded
+from audit.shell import KEPT, Commands, InputError, Steps, console, progress_display, step, system_error
 from audit.signals import KNOWLEDGE_SIGNALS, SIGNALS, SignalError, configure, minhash, parse_signals, plan
 from audit.signals.probe import open_prober
 
-console = Console(stderr=True, emoji=False)
 STRICT_EXIT = 3
 
 
-class InputError(click.ClickException):
-    """Bad input from the user: reported on one line, exit status 2.  Control characters
-    quoted from the input are shown escaped, never sent to the terminal."""
-
-    exit_code = 2
-
-    def __init__(self, message: str) -> None:
-        super().__init__(_CONTROL.sub(lambda match: f"\\x{ord(match[0]):02x}", message))
-
-
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-class Stopped(click.ClickException):
-    """SIGINT or SIGTERM ended the command: one line saying what was kept, exit 128 + signal."""
-
-    def __init__(self, signum: int, detail: str) -> None:
-        super().__init__(f"interrupted by {Signals(signum).name}: {detail}")
-        self.exit_code = 128 + signum
-
-    def show(self, file: object = None) -> None:
-        click.echo(self.format_message(), err=True)
-
-
-# What the running command has written whole so far, for the line an interruption prints.
-KEPT: list[str] = []
-
-
-def _kept() -> str:
-    return "; ".join(KEPT) if KEPT else "nothing written"
-
-
-class _Commands(click.Group):
-    """Reports a file the system refused (no room, no permission) as one line naming the file,
-    never as a traceback; and an interruption (SIGINT, SIGTERM) as one line saying what was kept."""
-
-    def invoke(self, ctx: click.Context) -> object:
-        KEPT.clear()
-        with signals_caught():
-            try:
-                return super().invoke(ctx)
-            except KeyboardInterrupt as stop:
-                raise Stopped(getattr(stop, "signum", SIGINT), _kept()) from None
-            except click.ClickException as error:
-                if (signum := received()) is not None:
-                    message = error.format_message()
-                    raise Stopped(signum, message.removeprefix("interrupted; ") if message.startswith("interrupted; ") else _kept()) from None
-                raise
-            except (OSError, sqlite3.OperationalError) as error:
-                if (signum := received()) is not None:
-                    raise Stopped(signum, _kept()) from None
-                raise click.ClickException(_system_error(error)) from None
-
-
-def _system_error(error: OSError | sqlite3.OperationalError) -> str:
-    """A system's refusal as one line naming the file: a full disk as `audit.outputs` words it."""
-    if isinstance(error, sqlite3.OperationalError):
-        if "disk is full" in str(error):
-            full = disk_full(OSError(errno.ENOSPC, str(error)))
-            return str(full) if full else str(error)
-        return f"database error: {error}"
-    full = disk_full(error)
-    if full is not None:
-        return str(full)
-    where = f"{error.filename}: " if error.filename else ""
-    return f"{where}{error.strerror or error}"
-
-
-class _Steps(Progress):
-    """Bars on a terminal; elsewhere (a log, a pipe) one line when a step starts and one when
-    it ends, so a long step is never silent.  Steps run one after another: a new one ends the
-    one before."""
-
-    def __init__(self, *columns: ProgressColumn) -> None:
-        super().__init__(*columns, console=console, transient=True, disable=not console.is_terminal)
-        self._open: dict[TaskID, float] = {}
-
-    def add_task(self, description: str, *args: Any, **kwargs: Any) -> TaskID:
-        self.end_steps()
-        task = super().add_task(description, *args, **kwargs)
-        if self.disable:
-            click.echo(f"{description} ...", err=True)
-            self._open[task] = time.perf_counter()
-        return task
-
-    def end_steps(self) -> None:
-        for task, started in self._open.items():
-            click.echo(f"{self._tasks[task].description}: done in {time.perf_counter() - started:.1f} s", err=True)
-        self._open.clear()
-
-    def stop(self) -> None:
-        if sys.exc_info()[0] is None:
-            self.end_steps()
-        self._open.clear()
-        super().stop()
-
-
-@contextmanager
-def _step(description: str) -> Iterator[None]:
-    """A step with nothing to count (drawing a report's figures and pages): a line when it
-    starts and one when it ends, on a terminal or not.  A step that fails says nothing more:
-    the error or the interruption does."""
-    click.echo(f"{description} ...", err=True)
-    started = time.perf_counter()
-    yield
-    click.echo(f"{description}: done in {time.perf_counter() - started:.1f} s", err=True)
-
-
-def _progress(counter: ProgressColumn | None = None) -> Progress:
-    return _Steps(TextColumn("{task.description}"), BarColumn(), counter or MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn())
-
-
-def _build_progress() -> tuple[_Steps, IndexProgress]:
+def _buildprogress_display() -> tuple[Steps, IndexProgress]:
     """A display for index builds and the hook that feeds it.  The display starts on the first
     report, which comes after the build has forked its workers: no thread exists at the fork."""
-    progress = _progress(DownloadColumn())
+    progress = progress_display(DownloadColumn())
     tasks: dict[str, int] = {}
 
     def report(stage: str, done: int, total: int) -> None:
@@ -199,9 +76,9 @@ def _build_progress() -> tuple[_Steps, IndexProgress]:
     return progress, report
 
 
-def _shard_progress() -> tuple[Progress, IndexProgress]:
+def _shardprogress_display() -> tuple[Progress, IndexProgress]:
     """A display of shards finished, for sharded builds (`audit.shardbuild`)."""
-    progress = _progress()
+    progress = progress_display()
     tasks: dict[str, int] = {}
 
     def report(stage: str, done: int, total: int) -> None:
@@ -213,7 +90,7 @@ def _shard_progress() -> tuple[Progress, IndexProgress]:
     return progress, report
 
 
-@click.group(cls=_Commands)
+@click.group(cls=Commands)
 @click.version_option(__version__, prog_name="audit")
 def main() -> None:
     """Audit multilingual benchmarks for pretraining-corpus contamination, with provenance."""
@@ -300,7 +177,7 @@ def index_build(
     limits = _build_limits(list(sources), memory, workers, shards, max_document)
     params = None if no_minhash else _minhash_params(policy_path, None)
     options = {"normalization": normalization, "text_field": text_field, "text_docs": text_docs, "force": force, **limits}
-    progress, report = _build_progress() if shards is None else _shard_progress()
+    progress, report = _buildprogress_display() if shards is None else _shardprogress_display()
     try:
         if shards is None:
             manifest, note = build_index(list(sources), out, progress=report, **options), ""
@@ -345,10 +222,10 @@ def _minhash_params(policy_path: Path | None, sketcher: str | None) -> NearDupPa
         raise InputError(f"{policy_path or 'the built-in policy'}: [minhash.index]: {error.errors()[0]['msg'].removeprefix('Value error, ')}") from None
 
 
-def _minhash_progress() -> tuple[Progress, IndexProgress]:
+def _minhashprogress_display() -> tuple[Progress, IndexProgress]:
     """A display for the near-duplicate build and Redis load; like `_build_progress`, it starts
     on the first report, after the build has forked its workers."""
-    progress = _progress()
+    progress = progress_display()
     tasks: dict[str, int] = {}
     labels = {"minhash": "sketching windows (documents)", "bands": "sorting LSH bands", "redis": "loading bands into Redis (windows)"}
 
@@ -363,7 +240,7 @@ def _minhash_progress() -> tuple[Progress, IndexProgress]:
 
 
 def _add_minhash(directory: Path, params: NearDupParams, force: bool) -> None:
-    progress, report = _minhash_progress()
+    progress, report = _minhashprogress_display()
     try:
         built = add_neardup(directory, params, force=force, progress=report)
     except NearDupError as error:
@@ -395,7 +272,7 @@ def index_minhash(directory: Path, redis_url: str | None, sketcher: str | None, 
     if force or not exists or not redis_url:
         _add_minhash(directory, _minhash_params(policy_path, sketcher), force=force)
     if redis_url:
-        progress, report = _minhash_progress()
+        progress, report = _minhashprogress_display()
         try:
             windows = load_redis(directory, redis_url, report)
         except NearDupError as error:
@@ -427,7 +304,7 @@ def index_verify(directory: Path) -> None:
     Indexes whose manifest records no hashes (built by infini-gram's indexer, or by an older
     corpus-audit) get the structural checks only, and exit 0 if those pass.
     """
-    progress = _progress(DownloadColumn())
+    progress = progress_display(DownloadColumn())
     tasks: list[int] = []
 
     def report(done: int, total: int) -> None:
@@ -654,7 +531,7 @@ def check(
     for skipped in report.skipped:
         console.print(f"[yellow]skipped[/yellow] {escape(skipped)}")
     _print_read(report)
-    progress, report_build = _build_progress()
+    progress, report_build = _buildprogress_display()
     cutoff = as_of.date() if as_of else None  # type: ignore[attr-defined]
     try:
         sources = [open_corpus(corpus, registry, progress=report_build, offline=offline, profile=profile, executor=executor, actors=actors) for corpus in corpora]
@@ -682,7 +559,7 @@ def check(
     workers = processes
     forked = not executor.distributed and processes > 1 and all(isinstance(source, LocalIndex) for source in sources)
     where = f" on {executor}" if executor.distributed else ""
-    with variant_processes(runners, policy, processes) if forked else nullcontext() as pool, _progress() as progress:
+    with variant_processes(runners, policy, processes) if forked else nullcontext() as pool, progress_display() as progress:
         task = progress.add_task(escape(f"checking against {', '.join(s.info.name for s in sources)}{where}"), total=variants)
         records = check_items(report.items, runners, policy, langs=wanted, workers=workers, on_done=lambda: progress.advance(task), processes=pool, executor=executor)
     links = {"sources": [source.describe() for source in link_sources], "as_of": cutoff.isoformat() if cutoff else None} if link_sources else None
@@ -694,12 +571,12 @@ def check(
     KEPT.append(f"the audit file {out} was written whole")
     if report_dir is not None:
         try:
-            with _step(f"writing the report {report_dir}"):
+            with step(f"writing the report {report_dir}"):
                 write_report(report_dir, written, str(out), report.items, inputs=inputs)
         except OutputError as error:
             raise InputError(f"{error} (the audit file {out} was written)") from None
         except OSError as error:
-            raise click.ClickException(f"{_system_error(error)}; no report written (the audit file {out} was written whole)") from None
+            raise click.ClickException(f"{system_error(error)}; no report written (the audit file {out} was written whole)") from None
     _print_summary(summary, out, time.perf_counter() - started)
     if report_dir is not None:
         Console(emoji=False).print(f"report: {report_dir / 'report.html'}", markup=False)
@@ -716,7 +593,7 @@ def _prepare(runners: list, items: list, langs: list[str] | None) -> None:
     preparing = [runner for runner in runners if runner.prepare is not None]
     if not preparing:
         return
-    with _progress() as progress:
+    with progress_display() as progress:
 
         def step(description: str, total: int | None) -> Callable[[int], None]:
             task = progress.add_task(description, total=total)
@@ -829,7 +706,7 @@ def report_command(
             if method == "auto":
                 method = "given" if all(p.correct is not None for p in answers.predictions.values()) else "robust"
             judge = JudgeConfig(model=judge_model, concurrency=judge_concurrency) if method == "judge" else None
-            with _progress() as progress:
+            with progress_display() as progress:
                 task = progress.add_task(f"scoring ({method})", total=None)
                 result = evaluate(
                     items, answers, audit, method, judge=judge, bootstrap=bootstrap, seed=seed,
@@ -838,7 +715,7 @@ def report_command(
             evaluation = result.to_dict()
             for problem in evaluation["problems"]:
                 console.print(f"[yellow]problem[/yellow] {escape(problem)}")
-        with _step(f"writing the report {out}"):
+        with step(f"writing the report {out}"):
             data = write_report(out, audit, str(audit_path), items, evaluation, item_pages, inputs=inputs)
     except (AuditFileError, BenchmarkError, MappingError, PredictionsError, EvaluationError, JudgeError, OutputError, FileNotFoundError) as error:
         raise InputError(str(error)) from None
@@ -933,7 +810,7 @@ def langlinks_build(dumps: tuple[Path, ...], out: Path, wiki: str | None, dump_d
     dumps (`wikidata-YYYYMMDD-all.json.gz`), whose sitelinks answer by entity id or by title."""
     from audit.links.dump import build, summary
 
-    progress = _progress(TextColumn("{task.completed:,} rows"))
+    progress = progress_display(TextColumn("{task.completed:,} rows"))
     task = progress.add_task("reading dump rows", total=None)
     started = time.perf_counter()
     try:
@@ -1008,7 +885,7 @@ def serve_model(model: str, registry: Path | None, host: str, port: int, batch_s
         opened = open_model(model, registry, batch_size=batch_size)
         if opened.describe().get("backend") != "transformers":
             raise ProbeError(f"--probe-model {model}: already an endpoint; serve-model offers local models")
-        with _step(f"loading the model {opened.model_id}"):
+        with step(f"loading the model {opened.model_id}"):
             backend = opened.backend()
     except ProbeError as error:
         raise InputError(str(error)) from None

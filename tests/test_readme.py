@@ -221,7 +221,7 @@ def test_index_verify_prints_what_the_readme_shows(small_index: Path, tmp_path: 
     with contextlib.chdir(tmp_path):
         result = run(*shown[0].removeprefix("$ audit ").split(), cache=tmp_path / "cache")
     assert result.exit_code == 1
-    assert [shape(line) for line in result.output.strip().splitlines()] == [shape(line) for line in shown[1:]]
+    assert [shape(line) for line in result.stdout.strip().splitlines()] == [shape(line) for line in shown[1:]]
 
 
 def test_index_info_of_a_cut_index_prints_what_the_readme_shows(small_index: Path, tmp_path: Path):

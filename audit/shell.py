@@ -1,0 +1,135 @@
+"""The command line's shell, shared by every command: bad input and system refusals as one
+line (never a traceback), SIGINT and SIGTERM as one line saying what was kept, and progress
+that is never silent (bars on a terminal, a line per step in a log)."""
+from __future__ import annotations
+
+import errno
+import re
+import sqlite3
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from signal import SIGINT, Signals
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TaskID, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from audit.children import received, signals_caught
+from audit.outputs import disk_full
+
+console = Console(stderr=True, emoji=False)
+
+
+class InputError(click.ClickException):
+    """Bad input from the user: reported on one line, exit status 2.  Control characters
+    quoted from the input are shown escaped, never sent to the terminal."""
+
+    exit_code = 2
+
+    def __init__(self, message: str) -> None:
+        super().__init__(_CONTROL.sub(lambda match: f"\\x{ord(match[0]):02x}", message))
+
+
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+class Stopped(click.ClickException):
+    """SIGINT or SIGTERM ended the command: one line saying what was kept, exit 128 + signal."""
+
+    def __init__(self, signum: int, detail: str) -> None:
+        super().__init__(f"interrupted by {Signals(signum).name}: {detail}")
+        self.exit_code = 128 + signum
+
+    def show(self, file: object = None) -> None:
+        click.echo(self.format_message(), err=True)
+
+
+# What the running command has written whole so far, for the line an interruption prints.
+KEPT: list[str] = []
+
+
+def kept() -> str:
+    return "; ".join(KEPT) if KEPT else "nothing written"
+
+
+class Commands(click.Group):
+    """Reports a file the system refused (no room, no permission) as one line naming the file,
+    never as a traceback; and an interruption (SIGINT, SIGTERM) as one line saying what was kept."""
+
+    def invoke(self, ctx: click.Context) -> object:
+        KEPT.clear()
+        with signals_caught():
+            try:
+                return super().invoke(ctx)
+            except KeyboardInterrupt as stop:
+                raise Stopped(getattr(stop, "signum", SIGINT), kept()) from None
+            except click.ClickException as error:
+                if (signum := received()) is not None:
+                    message = error.format_message()
+                    raise Stopped(signum, message.removeprefix("interrupted; ") if message.startswith("interrupted; ") else kept()) from None
+                raise
+            except (OSError, sqlite3.OperationalError) as error:
+                if (signum := received()) is not None:
+                    raise Stopped(signum, kept()) from None
+                raise click.ClickException(system_error(error)) from None
+
+
+def system_error(error: OSError | sqlite3.OperationalError) -> str:
+    """A system's refusal as one line naming the file: a full disk as `audit.outputs` words it."""
+    if isinstance(error, sqlite3.OperationalError):
+        if "disk is full" in str(error):
+            full = disk_full(OSError(errno.ENOSPC, str(error)))
+            return str(full) if full else str(error)
+        return f"database error: {error}"
+    full = disk_full(error)
+    if full is not None:
+        return str(full)
+    where = f"{error.filename}: " if error.filename else ""
+    return f"{where}{error.strerror or error}"
+
+
+class Steps(Progress):
+    """Bars on a terminal; elsewhere (a log, a pipe) one line when a step starts and one when
+    it ends, so a long step is never silent.  Steps run one after another: a new one ends the
+    one before."""
+
+    def __init__(self, *columns: ProgressColumn) -> None:
+        super().__init__(*columns, console=console, transient=True, disable=not console.is_terminal)
+        self._open: dict[TaskID, float] = {}
+
+    def add_task(self, description: str, *args: Any, **kwargs: Any) -> TaskID:
+        self.end_steps()
+        task = super().add_task(description, *args, **kwargs)
+        if self.disable:
+            click.echo(f"{description} ...", err=True)
+            self._open[task] = time.perf_counter()
+        return task
+
+    def end_steps(self) -> None:
+        for task, started in self._open.items():
+            click.echo(f"{self._tasks[task].description}: done in {time.perf_counter() - started:.1f} s", err=True)
+        self._open.clear()
+
+    def stop(self) -> None:
+        if sys.exc_info()[0] is None:
+            self.end_steps()
+        self._open.clear()
+        super().stop()
+
+
+@contextmanager
+def step(description: str) -> Iterator[None]:
+    """A step with nothing to count (drawing a report's figures and pages): a line when it
+    starts and one when it ends, on a terminal or not.  A step that fails says nothing more:
+    the error or the interruption does."""
+    click.echo(f"{description} ...", err=True)
+    started = time.perf_counter()
+    yield
+    click.echo(f"{description}: done in {time.perf_counter() - started:.1f} s", err=True)
+
+
+def progress_display(counter: ProgressColumn | None = None) -> Progress:
+    return Steps(TextColumn("{task.description}"), BarColumn(), counter or MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn())
