@@ -268,9 +268,6 @@ def _machine_names() -> set[str]:
     names = {socket.gethostname(), socket.getfqdn()}
     with contextlib.suppress(OSError):
         names |= {str(info[4][0]) for info in socket.getaddrinfo(socket.gethostname(), None)}
-    with contextlib.suppress(OSError), socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-        probe.connect(("192.0.2.1", 9))  # a UDP connect sends nothing: it picks the outgoing address
-        names.add(probe.getsockname()[0])
     return {name for name in names if name}
 
 
