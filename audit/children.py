@@ -96,11 +96,22 @@ class WorkerPool(ProcessPoolExecutor):
 
     def __exit__(self, kind: type[BaseException] | None, value: BaseException | None, traceback: TracebackType | None) -> bool | None:
         if kind is not None:
-            for process in list((self._processes or {}).values()):
-                if process.is_alive():
-                    process.kill()
+            self._kill_workers()
             self.shutdown(wait=True, cancel_futures=True)
         return super().__exit__(kind, value, traceback)
+
+    def _kill_workers(self) -> None:
+        """Kill the workers and reap them.  One killed while writing a result leaves half a
+        message in the result pipe, and the pool's manager thread would wait for the rest
+        forever; with every worker gone, closing this process's own writing end of that pipe
+        turns the wait into end-of-file, which the pool takes for a broken pool and ends."""
+        processes = list((self._processes or {}).values())
+        for process in processes:
+            if process.is_alive():
+                process.kill()
+        for process in processes:
+            process.join()
+        self._result_queue._writer.close()
 
 
 def end_pool(pool: Pool) -> None:

@@ -331,3 +331,32 @@ def test_the_near_duplicate_build_reports_its_own_steps(folder: Path):
     assert [line.split(": done in")[0] for line in _steps(done.stderr)] == [
         "sketching windows (documents) ...", "sketching windows (documents)", "sorting LSH bands ...", "sorting LSH bands",
     ], done.stderr
+
+
+POOL_LEFT = """
+import multiprocessing, sys, time
+from audit.children import WorkerPool
+
+def result(_):
+    return b"x" * (4 << 20)
+
+if __name__ == "__main__":
+    for attempt in range(40):
+        try:
+            with WorkerPool(max_workers=2, mp_context=multiprocessing.get_context("fork")) as pool:
+                futures = [pool.submit(result, n) for n in range(8)]
+                time.sleep(0.005 * (attempt % 6))
+                raise ValueError("a failed read")
+        except ValueError:
+            print(attempt, flush=True)
+"""
+
+
+def test_a_pool_left_while_its_workers_send_results_ends(tmp_path: Path):
+    """A pool left by an error kills its workers, some of them mid-way through writing a result
+    to the pipe; leaving it must still end (it once waited forever for the rest of a message)."""
+    script = tmp_path / "pool_left.py"
+    script.write_text(POOL_LEFT, encoding="utf-8")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=240, cwd=tmp_path)
+    assert done.returncode == 0 and done.stdout.split() == [str(n) for n in range(40)], done.stderr
+    assert "Traceback" not in done.stderr
