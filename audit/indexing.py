@@ -663,7 +663,7 @@ def _write_index(files: list[CorpusFile], out: Path, inputs: list[Path], options
     except OSError as error:
         discard_staging(staging)
         if is_full_disk(error):
-            raise IndexBuildError(str(no_space(out))) from None
+            raise no_space(out) from None
         raise
     except BaseException:
         discard_staging(staging)

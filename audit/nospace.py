@@ -1,6 +1,7 @@
 """A full disk met by the writers that catch it themselves (the index builds, langlinks and the
 SQLite stores) so they can remove what they had half written first: they raise the one message
-`audit.outputs.disk_full` words for every writer, as an `OutputError`."""
+`audit.outputs.disk_full` words for every writer, as the `DiskFull` (an OSError) every command
+reports with exit status 1."""
 from __future__ import annotations
 
 import errno
@@ -8,7 +9,7 @@ import os
 import sqlite3
 from pathlib import Path
 
-from audit.outputs import OutputError, disk_full
+from audit.outputs import DiskFull, disk_full
 
 
 def is_full_disk(error: BaseException) -> bool:
@@ -18,7 +19,8 @@ def is_full_disk(error: BaseException) -> bool:
     return disk_full(error) is not None
 
 
-def no_space(path: Path) -> OutputError:
-    """The error a writer raises when the disk filled while it wrote `path`."""
+def no_space(path: Path, after: str = "") -> DiskFull:
+    """The error a writer raises when the disk filled while it wrote `path`; `after` adds what
+    was kept (a sharded build's finished shards)."""
     full = disk_full(OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)), path)
-    return OutputError(f"{full} (free some room and run it again)")
+    return DiskFull(errno.ENOSPC, f"{full} (free some room and run it again){after}")

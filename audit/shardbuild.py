@@ -758,8 +758,10 @@ def _build_planned(
                     progress("shards", len(records), len(tasks))
     except (IndexBuildError, KeyboardInterrupt, BrokenProcessPool, OSError) as error:
         reason = {KeyboardInterrupt: "interrupted", BrokenProcessPool: "a shard's process died (out of memory?)"}.get(type(error), str(error))
-        reason = str(no_space(staging)) if is_full_disk(error) else reason
-        raise IndexBuildError(f"{reason}; {_finished_count(staging, plan)} of {len(tasks)} shards finished; run the same command again to resume") from None
+        kept = f"; {_finished_count(staging, plan)} of {len(tasks)} shards finished; run the same command again to resume"
+        if is_full_disk(error):
+            raise no_space(staging, kept) from None
+        raise IndexBuildError(f"{reason}{kept}") from None
     manifest = _assemble(plan, [records[k] for k in range(len(tasks))], executor, time.perf_counter() - started)
     atomic_write_text(staging / MANIFEST, manifest.to_json())
     check_target(out, inputs, force)

@@ -28,7 +28,7 @@ class SqliteStore:
             connection.executescript(schema)
         except (OSError, sqlite3.Error) as problem:
             if is_full_disk(problem):
-                raise error(str(no_space(self.path))) from None
+                raise no_space(self.path) from None
             raise error(f"{self.path}: cannot open the {what} ({problem}); delete the file to start afresh if it is damaged") from None
 
     def _connection(self) -> sqlite3.Connection:
@@ -44,5 +44,5 @@ class SqliteStore:
             return self._connection().execute(query, args).fetchall()
         except sqlite3.Error as problem:
             if is_full_disk(problem):
-                raise self._error(str(no_space(self.path))) from None
+                raise no_space(self.path) from None
             raise self._error(f"{self.path}: the {self._what} cannot be used ({problem}); delete the file to start afresh") from None

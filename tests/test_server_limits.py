@@ -173,7 +173,7 @@ def test_finished_jobs_are_pruned_by_age_and_size_and_running_ones_kept(wiki_ind
             params = {"index": "wiki", "filename": SAMPLE.name, "langs": "en", "probe_model": "openai:stuck"}
             stuck = requests.post(served.url + "jobs", params=params, data=SAMPLE.read_bytes(), timeout=30).json()
             deadline = time.monotonic() + 60
-            while (prepare := requests.get(served.url + f"jobs/{stuck['id']}", timeout=30).json()["prepare"]) is None or not prepare["total"]:
+            while (prepare := requests.get(served.url + f"jobs/{stuck['id']}", timeout=30).json().get("prepare")) is None or not prepare["total"]:
                 assert time.monotonic() < deadline, prepare
                 time.sleep(0.1)
             counted(requests.delete(served.url + f"jobs/{stuck['id']}", timeout=30), 409, "delete it once it is done or failed", served)
