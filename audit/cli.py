@@ -9,6 +9,7 @@ from collections import Counter
 from collections.abc import Callable
 from contextlib import nullcontext
 from pathlib import Path
+from typing import Any
 
 import click
 from pydantic import ValidationError
@@ -720,19 +721,24 @@ def report_command(
     except (AuditFileError, BenchmarkError, MappingError, PredictionsError, EvaluationError, JudgeError, OutputError, FileNotFoundError) as error:
         raise InputError(str(error)) from None
     if evaluation:
-        total = evaluation["total"]
-        click.echo(
-            f"overall success {_fmt(total['overall_success'])}, transfer {_fmt(total['transfer_score'])} "
-            f"({method}, {evaluation['questions']} questions)"
-        )
-        clean = (evaluation.get("strata") or {}).get("clean_transfer")
-        if clean:
-            click.echo(f"clean transfer (targets unseen by every signal) {_fmt(clean['transfer_score'])}")
-        unknown = (evaluation.get("strata") or {}).get("unknown_to_model")
-        if unknown:
-            click.echo(f"transfer to targets the probed model did not know {_fmt(unknown['total']['transfer_score'])}")
+        _print_evaluation(evaluation, method)
     pages = len(data["exposure"]["items"])
     click.echo(f"report: {out / 'report.html'} ({pages} provenance pages{f', linked from {item_pages}' if item_pages else ''})")
+
+
+def _print_evaluation(evaluation: dict[str, Any], method: str) -> None:
+    """The headline scores: overall, clean transfer, and transfer to what the model did not know."""
+    total = evaluation["total"]
+    click.echo(
+        f"overall success {_fmt(total['overall_success'])}, transfer {_fmt(total['transfer_score'])} "
+        f"({method}, {evaluation['questions']} questions)"
+    )
+    clean = (evaluation.get("strata") or {}).get("clean_transfer")
+    if clean:
+        click.echo(f"clean transfer (targets unseen by every signal) {_fmt(clean['transfer_score'])}")
+    unknown = (evaluation.get("strata") or {}).get("unknown_to_model")
+    if unknown:
+        click.echo(f"transfer to targets the probed model did not know {_fmt(unknown['total']['transfer_score'])}")
 
 
 def _regular_files(*paths: Path | None) -> None:
