@@ -10,7 +10,6 @@ from __future__ import annotations
 import glob
 import hashlib
 import json
-import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +27,7 @@ from audit.auditschema import (
     no_constant,
     surrogate_field,
 )
+from audit.errors import special_kind
 from audit.items import Item
 from audit.outputs import atomic_write_bytes
 
@@ -130,7 +130,7 @@ def locate_benchmark(audit: AuditFile, audit_path: Path, given: Path | None) -> 
         given = found
     if not benchmark_files(Path(given)):
         raise AuditFileError(f"{given}: no such benchmark file or directory")
-    if Path(given).exists() and not Path(given).is_dir() and not stat.S_ISREG(Path(given).stat().st_mode):
+    if special_kind(given):
         raise AuditFileError(f"{given}: not a regular file (a device, pipe or socket); pass the audited benchmark with --bench")
     actual = benchmark_digest(Path(given))
     if actual != recorded.sha256:
@@ -200,7 +200,7 @@ def read_audit(path: Path) -> AuditFile:
     manifest: dict[str, Any] | None = None
     digest = hashlib.sha256()
     try:
-        if path.exists() and not path.is_dir() and not stat.S_ISREG(path.stat().st_mode):
+        if special_kind(path):
             raise AuditFileError(f"{path}: not a regular file (a device, pipe or socket); an audit file is one `audit check` wrote")
         data = path.read_bytes()
     except OSError as error:

@@ -692,11 +692,9 @@ def report_command(
         load_predictions,
     )
 
-    _regular_files(audit_path, bench)
     try:
         audit = read_audit(audit_path)
         bench, recorded = locate_benchmark(audit, audit_path, bench)
-        _regular_files(bench)
         inputs = [path for path in (audit_path, bench, predictions, item_pages) if path is not None]
         check_directory_target(out, REPORT, inputs=inputs)
         items = load_benchmark(bench, recorded.format, options=recorded_options(recorded.mapping, recorded.source_lang)).items
@@ -739,13 +737,6 @@ def _print_evaluation(evaluation: dict[str, Any], method: str) -> None:
     unknown = (evaluation.get("strata") or {}).get("unknown_to_model")
     if unknown:
         click.echo(f"transfer to targets the probed model did not know {_fmt(unknown['total']['transfer_score'])}")
-
-
-def _regular_files(*paths: Path | None) -> None:
-    """Refuse a device or FIFO before it is read (or hashed): reading one may never end."""
-    for path in paths:
-        if path is not None and path.exists() and not path.is_dir() and not path.is_file():
-            raise InputError(f"{path}: not a regular file")
 
 
 def _fmt(stat: dict) -> str:

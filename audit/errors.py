@@ -32,14 +32,22 @@ class LocatedError(Exception):
 MAX_LINE_BYTES = 128 * 2**20
 
 
-def regular_file(path: Path, error: type[LocatedError]) -> None:
-    """Refuse a device, FIFO or socket before opening it: reading one may never end."""
+def special_kind(path: str | os.PathLike[str]) -> str | None:
+    """What `path` is when it is neither a regular file nor a directory ("a character device",
+    "a FIFO", ...), else None (missing paths too: their readers say so).  Every reader asks
+    before opening, since reading a device or a pipe may never end."""
     try:
         mode = Path(path).stat().st_mode
     except OSError:
-        return
-    if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
-        kind = "a character device" if stat.S_ISCHR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "a block device" if stat.S_ISBLK(mode) else "a socket"
+        return None
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    return "a character device" if stat.S_ISCHR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "a block device" if stat.S_ISBLK(mode) else "a socket"
+
+
+def regular_file(path: Path, error: type[LocatedError]) -> None:
+    """Refuse a device, FIFO or socket before opening it: reading one may never end."""
+    if kind := special_kind(path):
         raise error(path, message=f"is {kind}, not a regular file")
 
 
@@ -93,7 +101,7 @@ def read_text_file(path: Path, what: str) -> str:
         mode = Path(path).stat()
     except OSError:
         mode = None
-    if mode is not None and not stat.S_ISREG(mode.st_mode) and not stat.S_ISDIR(mode.st_mode):
+    if special_kind(path):
         raise UnreadableFile(f"{path}: not a regular file; not a {what}")
     if mode is not None and mode.st_size > MAX_LINE_BYTES:
         raise UnreadableFile(f"{path}: {mode.st_size:,} bytes, larger than any {what}")

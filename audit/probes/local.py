@@ -18,12 +18,12 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
-import stat
 import struct
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from audit.errors import special_kind
 from audit.probes.generation import Decoding, Message, Output, ProbeError, Progress, Request
 
 INSTALL_HINT = 'pip install "corpus-audit[probe]"'
@@ -76,7 +76,7 @@ def check_model_files(path: Path, gguf_file: str | None) -> None:
     if gguf_file is not None:
         file = path / gguf_file
         try:
-            if not stat.S_ISREG(file.stat().st_mode):
+            if file.is_dir() or special_kind(file):
                 raise ProbeError(f"{file}: not a regular file, so not a GGUF model")
             with open(file, "rb") as handle:
                 header = handle.read(24)
