@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from audit import _suffix
+from audit.corpora.doclangs import DocumentLanguages, LanguageTableError, read_table
 from audit.corpora.base import CorpusInfo, DocumentHit, MatchLengths, MatchQuestions, Occurrence, cut_snippet
 from audit.corpora.soundness import foreign_files, suffix_order_problem
 from audit.indexing import INDEX_FILE, KINDS, MANIFEST, FileInfo, IndexManifest, hash_file, pointer_width, read_manifest
@@ -592,6 +593,15 @@ class LocalIndex:
                 "built_by": manifest.tool if manifest else "unknown",
             },
         )
+        self.languages = self._read_languages()
+
+    def _read_languages(self) -> DocumentLanguages | None:
+        """Each document's language (`audit.corpora.doclangs`); None for an index built
+        before the table was written, whose documents' languages are unknown."""
+        try:
+            return read_table(self.path, self.info.documents)
+        except LanguageTableError as error:
+            raise IndexOpenError(f"{error}; rewrite it with `audit index languages {self.path}`", str(error)) from None
 
     def _open_groups(self) -> list[Any]:
         """The shard groups, in shard order; `group_starts` holds each one's first document."""

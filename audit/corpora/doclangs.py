@@ -1,0 +1,120 @@
+"""The per-document language table beside an index: which language each document is in, and
+how that was known.
+
+A corpus query counts a match for a language only where the document holding it is in that
+language, so the table is written once, at index build (or by `audit index languages` for an
+index built before it), and read at query time with no identification left to do.
+
+Two files in the index directory, both recorded in its manifest:
+- `doclangs.bin`: one 3-byte record per document in global document order, a little-endian
+  `uint16` index into the language list and a `uint8` for how it was known (`How`);
+- `doclangs.json`: the language list (`und` first: not known), the identifier that filled the
+  table, and the documents per language.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from enum import IntEnum
+from pathlib import Path
+
+import numpy as np
+
+TABLE = "doclangs.bin"
+HEADER = "doclangs.json"
+FORMAT = 1
+UNKNOWN = "und"
+RECORD = np.dtype([("code", "<u2"), ("how", "u1")])
+
+
+class How(IntEnum):
+    """How a document's language was known: `NONE` (not known), `METADATA` (the corpus records
+    it: `lang`, `language`, Dolma's nested `metadata`), `SOURCE` (the input names it: a wiki
+    dump's name), `IDENTIFIED` (a language-identification model read its text)."""
+
+    NONE = 0
+    METADATA = 1
+    SOURCE = 2
+    IDENTIFIED = 3
+
+
+class LanguageTableError(Exception):
+    """The table is missing a file, damaged, or does not fit the index; the message names the file."""
+
+
+@dataclass
+class DocumentLanguages:
+    """The table in memory: `codes[d]` indexes `languages`, `how[d]` is a `How`."""
+
+    languages: list[str]
+    codes: np.ndarray
+    how: np.ndarray
+    identifier: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self._index = {name: code for code, name in enumerate(self.languages)}
+
+    @property
+    def documents(self) -> int:
+        return len(self.codes)
+
+    def language(self, document: int) -> str:
+        return self.languages[int(self.codes[document])]
+
+    def known_by(self, document: int) -> How:
+        return How(int(self.how[document]))
+
+    def code(self, language: str) -> int | None:
+        """The code of a language in this table; None when no document is in it."""
+        return self._index.get(language)
+
+    def codes_for(self, languages: set[str]) -> np.ndarray:
+        """The codes of those of `languages` the table has (a language absent from the corpus
+        has none, so nothing can match it)."""
+        return np.array(sorted(c for name in languages if (c := self._index.get(name)) is not None), dtype=np.uint16)
+
+    def counts(self) -> dict[str, int]:
+        found = np.bincount(self.codes, minlength=len(self.languages))
+        return {name: int(n) for name, n in zip(self.languages, found, strict=True) if n}
+
+
+def write_table(directory: Path, table: DocumentLanguages) -> list[Path]:
+    """Write both files into `directory` (the caller stages and renames); returns their paths."""
+    records = np.empty(table.documents, dtype=RECORD)
+    records["code"], records["how"] = table.codes, table.how
+    body, header = directory / TABLE, directory / HEADER
+    with open(body, "wb") as out:
+        out.write(records.tobytes())
+    meta = {"format": FORMAT, "documents": table.documents, "languages": table.languages, "identifier": table.identifier, "counts": table.counts()}
+    header.write_text(json.dumps(meta, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    return [body, header]
+
+
+def has_table(directory: Path) -> bool:
+    return (directory / TABLE).exists() or (directory / HEADER).exists()
+
+
+def read_table(directory: Path, documents: int) -> DocumentLanguages | None:
+    """The table of an index of `documents` documents; None for an index built before tables
+    were written (its documents' languages are unknown).  A table present but damaged, or of
+    another size, is an error naming the file."""
+    if not has_table(directory):
+        return None
+    header_path, body_path = directory / HEADER, directory / TABLE
+    try:
+        meta = json.loads(header_path.read_text(encoding="utf-8"))
+        languages, identifier = meta["languages"], meta.get("identifier", {})
+        if meta.get("format") != FORMAT or not isinstance(languages, list) or not languages or languages[0] != UNKNOWN:
+            raise ValueError("not a document-language header this version reads")
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise LanguageTableError(f"{header_path}: {error}") from None
+    try:
+        raw = np.fromfile(body_path, dtype=RECORD)
+    except (OSError, ValueError) as error:
+        raise LanguageTableError(f"{body_path}: {error}") from None
+    if body_path.stat().st_size != documents * RECORD.itemsize:
+        raise LanguageTableError(f"{body_path}: {body_path.stat().st_size} bytes, where {documents} documents take {documents * RECORD.itemsize}")
+    codes, how = np.ascontiguousarray(raw["code"]), np.ascontiguousarray(raw["how"])
+    if len(codes) and (int(codes.max()) >= len(languages) or int(how.max()) > max(How)):
+        raise LanguageTableError(f"{body_path}: a record names a language or a source the header does not have")
+    return DocumentLanguages(list(languages), codes, how, dict(identifier))
