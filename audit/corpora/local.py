@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 
 from audit import _suffix
-from audit.corpora.doclangs import DocumentLanguages, LanguageTableError, read_table
 from audit.corpora.base import CorpusInfo, DocumentHit, MatchLengths, MatchQuestions, Occurrence, cut_snippet
+from audit.corpora.doclangs import DocumentLanguages, LanguageTableError, read_table
 from audit.corpora.soundness import foreign_files, suffix_order_problem
 from audit.indexing import INDEX_FILE, KINDS, MANIFEST, FileInfo, IndexManifest, hash_file, pointer_width, read_manifest
 from audit.outputs import MARKER
