@@ -47,10 +47,18 @@ class Variant:
     subject: str | None = None
     subject_aliases: tuple[str, ...] = ()
     meta: dict[str, Any] = field(default_factory=dict)
+    # A field written in another language than the variant's (MLQA's cross-lingual files: the
+    # context in the context's language, the question in the question's).
+    field_languages: dict[str, str] = field(default_factory=dict)
 
     def text(self, name: str) -> str | None:
         value = getattr(self, name)
         return value if value else None
+
+    def language_of(self, name: str, default: str) -> str:
+        """The language field `name` is written in: `default` (the variant's) unless the
+        benchmark says otherwise."""
+        return self.field_languages.get(name, default)
 
 
 @dataclass
