@@ -42,6 +42,25 @@ class Profile(StrEnum):
     FULL = "full"
 
 
+class LanguageBy(StrEnum):
+    """How a corpus put documents in languages for a language-restricted figure: `table`, the
+    index's per-document table; `metadata`, only the documents' own metadata (API corpora, an
+    index without a table: pair checks read each matched document's `lang`); `unavailable`,
+    nothing known, every document counted (and the figure flagged as such)."""
+
+    TABLE = "table"
+    METADATA = "metadata"
+    UNAVAILABLE = "unavailable"
+
+
+class UnknownLanguage(StrEnum):
+    """Whether documents of unknown language count for every language (`count`, flagged in the
+    evidence) or for none (`ignore`)."""
+
+    COUNT = "count"
+    IGNORE = "ignore"
+
+
 class OutOfBudget(Exception):
     """A variant has asked all the count queries its budget allows of one corpus."""
 
@@ -175,3 +194,12 @@ class Corpus(Protocol):
 
     def document_hit(self, occurrence: Occurrence, length_bytes: int, context_chars: int) -> DocumentHit:
         """Provenance for an occurrence of `length_bytes` bytes, with `context_chars` around it."""
+
+
+def in_language(corpus: Corpus, languages: frozenset[str], unknown: UnknownLanguage) -> tuple[Corpus, LanguageBy]:
+    """The corpus counting only documents of `languages`, and how it knows them: a corpus
+    that can restrict itself (`in_language`, a local index with a language table) answers
+    through a view; any other answers over every document, flagged `unavailable`."""
+    restrict = getattr(corpus, "in_language", None)
+    view = restrict(languages, unknown is UnknownLanguage.COUNT) if restrict is not None else None
+    return (view, LanguageBy.TABLE) if view is not None else (corpus, LanguageBy.UNAVAILABLE)

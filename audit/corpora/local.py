@@ -13,9 +13,9 @@ import bisect
 import hashlib
 import json
 import mmap
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -23,9 +23,9 @@ import numpy as np
 from audit import _suffix
 from audit.corpora.base import CorpusInfo, DocumentHit, MatchLengths, MatchQuestions, Occurrence, cut_snippet
 from audit.corpora.doclangs import DocumentLanguages, LanguageTableError, read_table
+from audit.corpora.inlanguage import LanguageView, ShardQueries
 from audit.corpora.soundness import foreign_files, suffix_order_problem
-from audit.indexing import INDEX_FILE, KINDS, MANIFEST, FileInfo, IndexManifest, hash_file, pointer_width, read_manifest
-from audit.outputs import MARKER
+from audit.indexing import INDEX_FILE, KINDS, MANIFEST, IndexManifest, pointer_width, read_manifest
 
 
 class IndexOpenError(Exception):
@@ -285,83 +285,6 @@ def check_index(path: Path, token_width: int = 1) -> IndexManifest | None:
     return open_shards(path, token_width)[0]
 
 
-OK, SIZE, HASH, MISSING, EXTRA = "ok", "size differs", "hash differs", "missing", "unexpected extra file"
-
-
-@dataclass(frozen=True)
-class FileCheck:
-    name: str
-    status: str
-    detail: str = ""
-
-
-@dataclass
-class Verification:
-    """`audit index verify`: each file against the manifest's size and hash (when it records
-    them), and the structural checks every open runs."""
-
-    hashed: bool
-    files: list[FileCheck] = field(default_factory=list)
-    structure: str = ""
-
-    @property
-    def damaged(self) -> list[FileCheck]:
-        return [check for check in self.files if check.status != OK]
-
-    @property
-    def ok(self) -> bool:
-        return not self.damaged and not self.structure
-
-
-def _check_file(path: Path, record: FileInfo, on_bytes: Callable[[int], None]) -> FileCheck:
-    name = record.name
-    if not (path / name).is_file():
-        on_bytes(record.bytes)
-        return FileCheck(name, MISSING)
-    actual = _size(path, name)
-    if actual != record.bytes:
-        on_bytes(record.bytes)
-        return FileCheck(name, SIZE, f"{actual:,} bytes, the manifest records {record.bytes:,}")
-    found = hash_file(path / name, on_bytes)
-    if found != record.blake2b:
-        return FileCheck(name, HASH, f"blake2b {found}, the manifest records {record.blake2b}")
-    return FileCheck(name, OK, f"{actual:,} bytes")
-
-
-def verify_index(path: Path, progress: Callable[[int, int], None] | None = None) -> Verification:
-    """Re-hash every file the manifest lists and look for files it does not; then the open
-    checks.  IndexOpenError only when `path` is not an index directory at all."""
-    path = Path(path)
-    if not path.is_dir() or not ((path / MANIFEST).exists() or _index_names(path)):
-        raise IndexOpenError(f"{path}: not an index directory (no {MANIFEST} and no tokenized.N files)")
-    try:
-        manifest = _load_manifest(path)
-    except _Damage as damage:
-        return Verification(hashed=False, structure=str(damage))
-    result = Verification(hashed=bool(manifest and manifest.files))
-    if manifest is not None and manifest.files:
-        records = manifest.recorded_files()
-        total, done = sum(f.bytes for f in records), 0
-
-        def advance(n: int) -> None:
-            nonlocal done
-            done += n
-            if progress:
-                progress(done, total)
-
-        result.files = [_check_file(path, record, advance) for record in records]
-        listed = {f.name for f in records} | {MANIFEST, MARKER}
-        folders = {str(PurePosixPath(name).parent) for name in listed} - {"."}
-        present = sorted(entry.relative_to(path).as_posix() for entry in path.rglob("*"))
-        result.files += [FileCheck(name, EXTRA) for name in present if name not in listed and name not in folders]
-    if not result.damaged:
-        try:
-            check_index(path)
-        except IndexOpenError as error:
-            result.structure = error.detail
-    return result
-
-
 def char_starts(encoded: bytes) -> np.ndarray:
     """Byte offsets at which UTF-8 characters start."""
     raw = np.frombuffer(encoded, dtype=np.uint8)
@@ -428,14 +351,15 @@ def _count_next(shard: _Shard, length: int, lo: int, hi: int, unit: int, end: in
     _count_next(shard, length, middle, hi, unit, end, None, last, counts)
 
 
-class ShardGroup:
+class ShardGroup(ShardQueries):
     """Some shards of an index, mapped in one process, answering in global document numbers.
     A local index holds one group of all its shards; a distributed one holds a group in each
     of its Ray actors (`audit.corpora.distributed`).  Every method is a pure read, so a call
     repeated after a crash gives the same answer."""
 
     def __init__(self, path: str | Path, numbers: list[int], first_documents: list[int]) -> None:
-        self.shards = map_shards(Path(path), numbers, first_documents)
+        self.path = Path(path)
+        self.shards = map_shards(self.path, numbers, first_documents)
 
     def count_bytes(self, pattern: bytes) -> int:
         return sum(hi - lo for lo, hi in self.ranges(pattern))
@@ -602,6 +526,11 @@ class LocalIndex:
             return read_table(self.path, self.info.documents)
         except LanguageTableError as error:
             raise IndexOpenError(f"{error}; rewrite it with `audit index languages {self.path}`", str(error)) from None
+
+    def in_language(self, languages: frozenset[str], unknown: bool) -> LanguageView | None:
+        """This index counting only documents of `languages` (and of unknown language when
+        `unknown`); None for an index without a language table."""
+        return None if self.languages is None else LanguageView(self, languages, unknown)
 
     def _open_groups(self) -> list[Any]:
         """The shard groups, in shard order; `group_starts` holds each one's first document."""
