@@ -154,7 +154,8 @@ _HOW = {How.NONE: "unknown", How.METADATA: "metadata", How.SOURCE: "source", How
 
 class LanguageView:
     """A local index seen through its language table: the corpus protocol, each answer counting
-    only documents of `languages` (and of unknown language when `unknown` is true).  A language
+    only documents of `languages` (any of their regional or script forms: `zh` takes `zh-Hant`)
+    and of unknown language when `unknown` is true.  A language
     no document is in leaves nothing allowed, and every answer is 0 without a query."""
 
     by = LanguageBy.TABLE
@@ -162,8 +163,9 @@ class LanguageView:
     def __init__(self, index: Any, languages: frozenset[str], unknown: bool) -> None:
         self.index, self.info, self.table = index, index.info, index.languages
         present = self.table.counts()
-        names = set(languages) | ({UNKNOWN} if unknown else set())
-        self.allowed = np.array(sorted(self.table.code(name) for name in names if present.get(name)), dtype=np.uint16)
+        primaries = {name.split("-")[0] for name in languages}
+        names = {name for name in present if name.split("-")[0] in primaries} | ({UNKNOWN} if unknown and present.get(UNKNOWN) else set())
+        self.allowed = np.array(sorted(self.table.code(name) for name in names), dtype=np.uint16)
 
     def count_range(self, text: str) -> tuple[int, int]:
         if not len(self.allowed) or not text:
