@@ -13,7 +13,7 @@ import pytest
 from conftest import write_jsonl
 
 from audit.corpora.doclangs import HEADER, TABLE, UNKNOWN, DocumentLanguages, How, write_table
-from audit.corpora.local import LocalIndex
+from audit.corpora.local import LocalIndex, bytes_to_char_lengths
 from audit.exposure import SEEN, UNSEEN, decide, load_policy
 from audit.indexing import build_index
 from audit.items import Item, Variant
@@ -157,8 +157,6 @@ def test_restricted_longest_matches_are_those_of_the_allowed_documents_alone(tmp
             query = a[rng.randrange(len(a) // 2) :][:40] + " " + b[: rng.randrange(5, 40)]
             encoded = query.encode("utf-8")
             expected = [max((n for n in range(len(encoded) - i + 1) if any(encoded[i : i + n] in doc for doc in allowed)), default=0) for i in range(len(encoded))]
-            from audit.corpora.local import bytes_to_char_lengths
-
             assert view.match_lengths(query).lengths == bytes_to_char_lengths(encoded, np.array(expected)), (langs, query)
             piece = query[:12]
             assert view.count_range(piece) == (sum(doc.count(piece.encode()) for doc in allowed),) * 2
@@ -183,3 +181,28 @@ def test_an_index_without_a_table_counts_every_document_and_says_so(tmp_path, ba
     assert field(evidence, "question").figures["language"]["by"] == "unavailable"
     pair = field(evidence, "question+answer")
     assert pair.figures["language"]["by"] == "metadata" and pair.figures["languages"] == {"es": 1, "pt": 1} and pair.figures["documents"] == 0
+
+
+@pytest.fixture(scope="module")
+def ray_executor(ray_cluster):
+    """This process as a Ray Client of the test cluster, disconnected after the module."""
+    import ray
+
+    from audit.executors import parse_executor
+
+    yield parse_executor(ray_cluster.client)
+    ray.shutdown()
+
+
+def test_ray_actors_answer_the_restricted_queries_as_one_process_does(tmp_path, base_rows, ray_executor):
+    from audit.corpora.distributed import DistributedIndex
+
+    local = with_table([*base_rows, FI], tmp_path / "index", memory_bytes=5 * 65_536)
+    distributed = DistributedIndex(local.path, executor=ray_executor, groups=2)
+    try:
+        assert len(distributed.groups) == 2
+        for item, lang in ((FINNISH, "fi"), (ENGLISH, "en"), (WALLACE, "pt")):
+            mine = [(e.field, e.figures, e.provenance) for e in run(distributed, item, lang, CONFIG)]
+            assert mine == [(e.field, e.figures, e.provenance) for e in run(local, item, lang, CONFIG)]
+    finally:
+        distributed.close()
