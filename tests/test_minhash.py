@@ -23,7 +23,8 @@ from datasketch import MinHash, MinHashLSH
 
 from audit import neardup, plants
 from audit.cli import main
-from audit.corpora.local import LocalIndex, verify_index
+from audit.corpora.local import LocalIndex
+from audit.corpora.verify import verify_index
 from audit.evidence import ABSENT, FAILED, OK
 from audit.exposure import SEEN, Policy, decide, load_policy
 from audit.indexing import MANIFEST, build_index, read_manifest

@@ -5,7 +5,7 @@ Any u8 index in infini-gram's v4 format opens here, whether `audit index build` 
 files are the ones the manifest records at the sizes it records, that no other file is in the
 directory, that their sizes and offsets agree with each other by infini-gram's rules, and that
 a sample of each suffix array is in order (`audit.corpora.soundness`): a damaged index is an
-error, never a silent "not found".  `verify_index` also re-hashes every file.
+error, never a silent "not found".  `audit.corpora.verify.verify_index` also re-hashes every file.
 """
 from __future__ import annotations
 
