@@ -206,3 +206,20 @@ def test_ray_actors_answer_the_restricted_queries_as_one_process_does(tmp_path, 
             assert mine == [(e.field, e.figures, e.provenance) for e in run(local, item, lang, CONFIG)]
     finally:
         distributed.close()
+
+
+def test_a_short_field_lists_coverage_below_its_floor(corpus):
+    short = Item("short", "pt", {"pt": Variant(question="Charles Darwin publicou em 1859 um livro?")})
+    figures = field(run(corpus, short, "pt", CONFIG), "question").figures
+    assert figures["windows"] == 1 and figures["below_floor"] == ["coverage"]
+    assert figures["floor"] == {"coverage": {"needed": 3, "had": 1, "unit": "windows"}}
+    longer = field(run(corpus, Item("long", "pt", {"pt": Variant(question=PT["text"])}), "pt", CONFIG), "question").figures
+    assert longer["windows"] >= 3 and "below_floor" not in longer
+
+
+def test_a_common_anchor_carries_no_question(planted):
+    """An anchor the corpus holds more often than `anchor_max_count` is set aside."""
+    strict = NgramConfig(anchor_max_count=1)
+    pair = field(run(planted, FINNISH, "fi", strict), "question+answer")
+    assert pair.figures["anchors"][0] == {"text": "Charles Darwin", "count": 3, "common": True}
+    assert pair.figures["documents"] == 0 and tag(planted, FINNISH, "fi", strict) is UNSEEN
