@@ -165,7 +165,6 @@ def test_restricted_longest_matches_are_those_of_the_allowed_documents_alone(tmp
 
 
 def test_a_quotation_in_another_script_is_identified_from_its_window(corpus):
-    pytest.importorskip("audit.langid")
     russian = Item("ru", "ru", {"ru": Variant(question="Москва была основана князем Юрием Долгоруким в 1147 году.")})
     question = field(run(corpus, russian, "ru", CONFIG), "question")
     assert question.figures["exact_count"] == 0 and question.figures["any_language"]["exact_count"] == 1

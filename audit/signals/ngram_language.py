@@ -24,6 +24,7 @@ from typing import Any
 from audit.corpora.base import Corpus, LanguageBy, UnknownLanguage, document_language, in_language
 from audit.corpora.doclangs import UNKNOWN
 from audit.langcodes import SUPPRESS_SCRIPT
+from audit.langid import identify
 from audit.text import dominant_script
 
 # The figures a rule may name, as `any_language` repeats them over every document.
@@ -120,12 +121,8 @@ def languages_of_entries(entries: list[dict[str, Any]]) -> dict[str, int]:
 
 
 def _identify(text: str) -> str | None:
-    """The language of a window, by `audit.langid` (imported when first needed: the model is
-    loaded only for pages that quote another script)."""
-    try:
-        from audit.langid import identify
-    except ImportError:
-        return None
+    """The language of a window, by `audit.langid` (its model is loaded only when a page
+    quoting another script is first met)."""
     found = identify(text)
     return found.lang if found is not None else None
 
