@@ -119,7 +119,8 @@ def field_evidence(
         return everywhere, found
     scope = Scope.of(corpus, lang, config.unknown)
     evidence = measure(scope.view, name, text, config, rules, budget, sources)[0] if scope.restricted else everywhere
-    start, length = FieldMatch(text, found.lengths).longest
+    start = everywhere.figures["longest_match_start"]
+    length = found.lengths[start] if everywhere.figures["longest_match_chars"] else 0
     languages = scope.text_languages(text[start : start + length], config.max_occurrences, [scope.label(dict(e)) for e in everywhere.provenance])
     if not evidence.provenance and evidence is not everywhere:
         evidence.provenance = everywhere.provenance
