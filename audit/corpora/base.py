@@ -2,6 +2,10 @@
 
 Queries are text and answers are in characters of that text, so a signal never knows whether
 the corpus is byte-level or tokenized; each backend converts at its own boundary.
+
+A signal asks "in language L" through `in_language`: a corpus that knows each document's
+language (a local index with its table) returns a view answering this same protocol over
+those documents only; any other is asked as it is, and the evidence says so.
 """
 from __future__ import annotations
 
