@@ -162,13 +162,24 @@ def test_restricted_longest_matches_are_those_of_the_allowed_documents_alone(tmp
             assert view.count_range(piece) == (sum(doc.count(piece.encode()) for doc in allowed),) * 2
             total, found = view.occurrences(piece, 5)
             assert total == sum(doc.count(piece.encode()) for doc in allowed) and all(index.languages.language(o.document) in langs for o in found)
+    portuguese = next(d for d in range(index.info.documents) if PT["text"].encode() in index.documents(d, d + 1).__next__()[1])
+    finnish = index.in_language(frozenset({"fi"}), unknown=False)
+    assert finnish.count_range("Charles Darwin") == (1, 1)
+    assert finnish.with_documents(frozenset({portuguese})).count_range("Charles Darwin") == (2, 2)
 
 
-def test_a_quotation_in_another_script_is_identified_from_its_window(corpus):
+def test_a_quotation_in_another_script_counts_for_the_language_of_its_window(corpus):
+    """A Portuguese page quoting a Russian sentence holds it for Russian, not for Greek."""
     russian = Item("ru", "ru", {"ru": Variant(question="Москва была основана князем Юрием Долгоруким в 1147 году.")})
     question = field(run(corpus, russian, "ru", CONFIG), "question")
-    assert question.figures["exact_count"] == 0 and question.figures["any_language"]["exact_count"] == 1
+    assert question.figures["exact_count"] == 1 and question.figures["longest_match_fraction"] == 1.0
+    assert question.figures["languages"] == {"ru": 1}
     (entry,) = question.provenance
+    assert (entry["language"], entry["language_by"]) == ("ru", "window")
+    greek = Item("el", "el", {"el": Variant(question=russian.variants["ru"].question)})
+    assert field(run(corpus, greek, "el", CONFIG), "question").figures["exact_count"] == 0
+    portuguese = Item("pt", "pt", {"pt": Variant(question=russian.variants["ru"].question)})
+    (entry,) = field(run(corpus, portuguese, "pt", CONFIG), "question").provenance
     assert (entry["language"], entry["language_by"]) == ("ru", "window")
 
 

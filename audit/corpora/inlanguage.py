@@ -40,7 +40,8 @@ FIRST_LOOK = 256
 
 class ShardQueries:
     """Language-restricted answers of a group of shards (`self.shards`, mapped from `self.path`),
-    each figure for the documents whose code is in `allowed` (a uint16 array)."""
+    each figure for the documents whose code is in `allowed` (a uint16 array) and the global
+    document numbers in `extra` (windows identified in the language: `ngram_language`)."""
 
     shards: list[Any]
     path: Path
@@ -53,7 +54,7 @@ class ShardQueries:
             self._codes = codes
         return codes
 
-    def _read(self, k: int, lo: int, hi: int, allowed: np.ndarray, most: int) -> tuple[np.ndarray, np.ndarray, int]:
+    def _read(self, k: int, lo: int, hi: int, allowed: np.ndarray, most: int, extra: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
         """(pointers, shard-local documents) of the allowed positions among at most `most`
         ranks of [lo, hi) spread evenly over it, and how many ranks were read."""
         shard = self.shards[k]
@@ -61,9 +62,11 @@ class ShardQueries:
         pointers = shard.pointers(ranks)
         documents = np.searchsorted(shard.offsets, pointers, side="right") - 1
         keep = np.isin(self._shard_codes()[k][documents], allowed)
+        if len(extra):
+            keep |= np.isin(documents + shard.first_document, extra)
         return pointers[keep], documents[keep], len(ranks)
 
-    def count_in(self, pattern: bytes, allowed: np.ndarray) -> tuple[int, int]:
+    def count_in(self, pattern: bytes, allowed: np.ndarray, extra: np.ndarray) -> tuple[int, int]:
         """(fewest, most) occurrences of `pattern` in allowed documents: equal unless a range
         was sampled."""
         low = high = 0
@@ -71,12 +74,12 @@ class ShardQueries:
             lo, hi = _suffix.find_range(shard.data, shard.table, shard.ratio, pattern)
             if hi <= lo:
                 continue
-            found, _, read = self._read(k, lo, hi, allowed, SCAN_CAP)
+            found, _, read = self._read(k, lo, hi, allowed, SCAN_CAP, extra)
             low += len(found)
             high += (hi - lo) - (read - len(found))
         return low, high
 
-    def _holds(self, pattern: bytes, allowed: np.ndarray) -> bool | None:
+    def _holds(self, pattern: bytes, allowed: np.ndarray, extra: np.ndarray) -> bool | None:
         """Whether some allowed document holds `pattern`; None when a sampled range found none."""
         open_ = False
         for k, shard in enumerate(self.shards):
@@ -84,7 +87,7 @@ class ShardQueries:
             for most in (FIRST_LOOK, SCAN_CAP):
                 if hi <= lo:
                     break
-                found, _, read = self._read(k, lo, hi, allowed, most)
+                found, _, read = self._read(k, lo, hi, allowed, most, extra)
                 if len(found):
                     return True
                 if read == hi - lo:
@@ -92,7 +95,7 @@ class ShardQueries:
                 open_ = open_ or most == SCAN_CAP
         return None if open_ else False
 
-    def longest_in(self, query: bytes, allowed: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def longest_in(self, query: bytes, allowed: np.ndarray, extra: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(lowest, highest) restricted longest match at each byte position in `starts` (others
         0); highest is the unrestricted length where a sampled check left it open."""
         upper = self.longest_match_bytes(query)
@@ -100,12 +103,12 @@ class ShardQueries:
         previous, at = 0, 0
         for i in starts.tolist():
             floor, top = max(0, min(previous - (i - at), int(upper[i]))), int(upper[i])
-            length, open_ = _search(lambda n, i=i: self._holds(query[i : i + n], allowed), floor, top)
+            length, open_ = _search(lambda n, i=i: self._holds(query[i : i + n], allowed, extra), floor, top)
             low[i], high[i] = length, top if open_ else length
             previous, at = length, i
         return low, high
 
-    def occurrences_in(self, pattern: bytes, allowed: np.ndarray, limit: int) -> tuple[int, int, list[Occurrence]]:
+    def occurrences_in(self, pattern: bytes, allowed: np.ndarray, extra: np.ndarray, limit: int) -> tuple[int, int, list[Occurrence]]:
         """(fewest, most) allowed occurrences and up to `limit` of them, spread evenly."""
         low = high = 0
         found: list[Occurrence] = []
@@ -113,7 +116,7 @@ class ShardQueries:
             lo, hi = _suffix.find_range(shard.data, shard.table, shard.ratio, pattern)
             if hi <= lo:
                 continue
-            pointers, documents, read = self._read(k, lo, hi, allowed, SCAN_CAP)
+            pointers, documents, read = self._read(k, lo, hi, allowed, SCAN_CAP, extra)
             low += len(pointers)
             high += (hi - lo) - (read - len(pointers))
             for j in _spread(len(pointers), limit):
@@ -160,17 +163,29 @@ class LanguageView:
 
     by = LanguageBy.TABLE
 
-    def __init__(self, index: Any, languages: frozenset[str], unknown: bool) -> None:
+    def __init__(self, index: Any, languages: frozenset[str], unknown: bool, documents: frozenset[int] = frozenset()) -> None:
         self.index, self.info, self.table = index, index.info, index.languages
+        self.languages, self.unknown = languages, unknown
         present = self.table.counts()
         primaries = {name.split("-")[0] for name in languages}
         names = {name for name in present if name.split("-")[0] in primaries} | ({UNKNOWN} if unknown and present.get(UNKNOWN) else set())
         self.allowed = np.array(sorted(self.table.code(name) for name in names), dtype=np.uint16)
+        self.extra = np.array(sorted(documents), dtype=np.int64)
+        self.let_in = documents
+
+    def with_documents(self, documents: frozenset[int]) -> LanguageView:
+        """This view with some documents of other languages let in: those whose window around
+        a match was identified as this language (a page quoting it)."""
+        return LanguageView(self.index, self.languages, self.unknown, self.let_in | documents)
+
+    @property
+    def empty(self) -> bool:
+        return not len(self.allowed) and not len(self.extra)
 
     def count_range(self, text: str) -> tuple[int, int]:
-        if not len(self.allowed) or not text:
+        if self.empty or not text:
             return 0, 0
-        answers = self.index.ask("count_in", text.encode("utf-8"), self.allowed)
+        answers = self.index.ask("count_in", text.encode("utf-8"), self.allowed, self.extra)
         return sum(a[0] for a in answers), sum(a[1] for a in answers)
 
     def count(self, text: str) -> int:
@@ -184,17 +199,17 @@ class LanguageView:
             return MatchLengths([])
         low = np.zeros(len(encoded), dtype=np.int64)
         high = low.copy()
-        if len(self.allowed):
-            for found_low, found_high in self.index.ask("longest_in", encoded, self.allowed, char_starts(encoded)):
+        if not self.empty:
+            for found_low, found_high in self.index.ask("longest_in", encoded, self.allowed, self.extra, char_starts(encoded)):
                 np.maximum(low, found_low, out=low)
                 np.maximum(high, found_high, out=high)
         lengths = bytes_to_char_lengths(encoded, low)
         return MatchLengths(lengths, None if np.array_equal(low, high) else bytes_to_char_lengths(encoded, high))
 
     def occurrences(self, text: str, limit: int) -> tuple[int, list[Occurrence]]:
-        if not len(self.allowed) or not text:
+        if self.empty or not text:
             return 0, []
-        answers = self.index.ask("occurrences_in", text.encode("utf-8"), self.allowed, limit)
+        answers = self.index.ask("occurrences_in", text.encode("utf-8"), self.allowed, self.extra, limit)
         found = sorted((o for answer in answers for o in answer[2]), key=lambda o: (o.document, o.offset))
         return sum(a[0] for a in answers), [found[j] for j in _spread(len(found), limit)]
 

@@ -23,7 +23,7 @@ from audit.forms import Checked, Form
 from audit.items import Item, ItemKind, Variant
 from audit.rules import Rule
 from audit.signals.ngram_config import NAME, CooccurrenceRules, CoverageFloors, NgramConfig, Rules, TextRules, WindowSizes
-from audit.signals.ngram_language import Scope, any_language
+from audit.signals.ngram_language import Scope, any_language, languages_of_entries
 from audit.signals.ngram_match import FieldMatch, SharedText, _ratio, figure_bounds, questions_for, window_figures, without_shared
 from audit.signals.ngram_pairs import Lookups, cooccurrence_evidence, options_evidence, question_anchors, subject_anchors
 from audit.text import UNSEGMENTED_SCRIPTS, dominant_script, normalize, units
@@ -118,12 +118,16 @@ def field_evidence(
     if lang is None:
         return everywhere, found
     scope = Scope.of(corpus, lang, config.unknown)
-    evidence = measure(scope.view, name, text, config, rules, budget, sources)[0] if scope.restricted else everywhere
     start = everywhere.figures["longest_match_start"]
-    length = found.lengths[start] if everywhere.figures["longest_match_chars"] else 0
-    languages = scope.text_languages(text[start : start + length], config.max_occurrences, [scope.label(dict(e)) for e in everywhere.provenance])
-    if not evidence.provenance and evidence is not everywhere:
-        evidence.provenance = everywhere.provenance
+    longest = text[start : start + found.lengths[start]] if everywhere.figures["longest_match_chars"] else ""
+    if scope.restricted:
+        occurrences = corpus.occurrences(longest, config.max_occurrences)[1] if longest else []
+        scope = scope.quoting(longest, occurrences)
+        languages = scope.languages_of(o.document for o in occurrences)
+        evidence = measure(scope.view, name, text, config, rules, budget, sources)[0]
+    else:
+        languages = languages_of_entries([scope.label(dict(e)) for e in everywhere.provenance])
+        evidence = everywhere
     evidence.provenance = [scope.label(entry) for entry in evidence.provenance]
     evidence.figures.update(
         any_language=any_language(everywhere.figures),

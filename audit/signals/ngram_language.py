@@ -12,21 +12,26 @@ language its metadata records (`metadata`).
 
 Each provenance entry names its document's language and how it was known.  A Wikipedia page
 quotes other languages, so where the match's script is not one the document's language is
-written in, the window around the match is identified instead (`window`).
+written in, the window around the match is identified instead (`window`): a Portuguese page
+quoting a Russian sentence holds it for Russian, and a text field's figures count it so.
 """
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from audit.corpora.base import Corpus, LanguageBy, UnknownLanguage, document_language, in_language
+from audit.corpora.base import Corpus, LanguageBy, Occurrence, UnknownLanguage, document_language, in_language
 from audit.corpora.doclangs import UNKNOWN
 from audit.langcodes import SUPPRESS_SCRIPT
 from audit.langid import identify
 from audit.text import dominant_script
 
+# Documents of another language whose window around a match is identified, per field, and the
+# characters either side of the match read for it.
+MAX_WINDOWS = 20
+WINDOW_CHARS = 80
 # The figures a rule may name, as `any_language` repeats them over every document.
 RULE_FIGURES = ("exact_count", "coverage", "longest_match_chars", "longest_match_fraction", "documents", "documents_in_language")
 # `audit.text` script names of the ISO 15924 scripts a language is usually written in.
@@ -87,6 +92,9 @@ class Scope:
     def label(self, entry: dict[str, Any]) -> dict[str, Any]:
         """A provenance entry with its document's language and how it was known."""
         language, how = self.document_language(entry["document"], entry.get("metadata") or {})
+        if entry["document"] in getattr(self.view, "let_in", frozenset()):
+            entry.update(language=self.lang, language_by="window")
+            return entry
         start, end = entry.get("snippet_match", (0, 0))
         match = entry.get("snippet", "")[start:end]
         expected = written_in(language) if language != UNKNOWN else None
@@ -99,20 +107,34 @@ class Scope:
 
     def languages_of(self, documents: Iterable[int]) -> dict[str, int]:
         """Documents by language, from the table (a corpus without one knows only the
-        documents it has fetched: see `languages_of_entries`)."""
+        documents it has fetched: see `languages_of_entries`); a document let in by its
+        window counts as this language."""
         if not self.restricted:
             return {}
-        return dict(sorted(Counter(self.view.document_language(d)[0] for d in set(documents)).items()))
+        quoting = getattr(self.view, "let_in", frozenset())
+        found = Counter(self.lang if d in quoting else self.view.document_language(d)[0] for d in set(documents))
+        return dict(sorted(found.items()))
 
-    def text_languages(self, text: str, limit: int, entries: list[dict[str, Any]]) -> dict[str, int]:
-        """The languages of the documents holding `text` (the field's longest match over every
-        document): its occurrences, sampled up to `limit`, where the corpus has a table; the
-        provenance entries' documents otherwise."""
-        if not text:
-            return {}
-        if self.restricted:
-            return self.languages_of(o.document for o in self.corpus.occurrences(text, limit)[1])
-        return languages_of_entries(entries)
+    def quoting(self, text: str, occurrences: list[Occurrence]) -> Scope:
+        """This scope with the documents of another language that quote `text` in this one let
+        in: where the match's script is not one the document's language is written in (a
+        Russian sentence in a Portuguese page) and the window around it is identified as this
+        language.  At most `MAX_WINDOWS` documents are read."""
+        script, mine = dominant_script(text), written_in(self.lang)
+        if not self.restricted or script == "other" or (mine is not None and script not in mine):
+            return self
+        found: set[int] = set()
+        for document in sorted({o.document for o in occurrences})[:MAX_WINDOWS]:
+            language = self.view.document_language(document)[0]
+            expected = written_in(language) if language != UNKNOWN else None
+            if same_language(language, self.lang) or not expected or script in expected:
+                continue
+            occurrence = next(o for o in occurrences if o.document == document)
+            hit = self.corpus.document_hit(occurrence, len(text.encode("utf-8")), WINDOW_CHARS)
+            identified = _identify(text) or _identify(hit.snippet)
+            if identified is not None and same_language(identified, self.lang):
+                found.add(document)
+        return replace(self, view=self.view.with_documents(frozenset(found))) if found else self
 
 
 def languages_of_entries(entries: list[dict[str, Any]]) -> dict[str, int]:
