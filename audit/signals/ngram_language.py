@@ -28,8 +28,8 @@ from audit.langcodes import SUPPRESS_SCRIPT
 from audit.langid import identify
 from audit.text import dominant_script
 
-# Documents of another language whose window around a match is identified, per field, and the
-# characters either side of the match read for it.
+# Documents of another language whose window around a match too short to identify is read, per
+# field, and the characters either side of the match read for it.
 MAX_WINDOWS = 20
 WINDOW_CHARS = 80
 # The figures a rule may name, as `any_language` repeats them over every document.
@@ -119,19 +119,24 @@ class Scope:
         """This scope with the documents of another language that quote `text` in this one let
         in: where the match's script is not one the document's language is written in (a
         Russian sentence in a Portuguese page) and the window around it is identified as this
-        language.  At most `MAX_WINDOWS` documents are read."""
+        language (the match itself when it is long enough to identify, else the window around
+        it, read in at most `MAX_WINDOWS` documents)."""
         script, mine = dominant_script(text), written_in(self.lang)
         if not self.restricted or script == "other" or (mine is not None and script not in mine):
             return self
+        own = _identify(text)
         found: set[int] = set()
-        for document in sorted({o.document for o in occurrences})[:MAX_WINDOWS]:
+        read = 0
+        for document in sorted({o.document for o in occurrences}):
             language = self.view.document_language(document)[0]
             expected = written_in(language) if language != UNKNOWN else None
             if same_language(language, self.lang) or not expected or script in expected:
                 continue
-            occurrence = next(o for o in occurrences if o.document == document)
-            hit = self.corpus.document_hit(occurrence, len(text.encode("utf-8")), WINDOW_CHARS)
-            identified = _identify(text) or _identify(hit.snippet)
+            identified = own
+            if identified is None and read < MAX_WINDOWS:
+                read += 1
+                occurrence = next(o for o in occurrences if o.document == document)
+                identified = _identify(self.corpus.document_hit(occurrence, len(text.encode("utf-8")), WINDOW_CHARS).snippet)
             if identified is not None and same_language(identified, self.lang):
                 found.add(document)
         return replace(self, view=self.view.with_documents(frozenset(found))) if found else self
