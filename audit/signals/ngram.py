@@ -125,10 +125,11 @@ def field_evidence(
         scope = scope.quoting(longest, occurrences)
         languages = scope.languages_of(o.document for o in occurrences)
         evidence = measure(scope.view, name, text, config, rules, budget, sources)[0]
+        evidence.provenance = [scope.label(entry) for entry in evidence.provenance]
     else:
-        languages = languages_of_entries([scope.label(dict(e)) for e in everywhere.provenance])
         evidence = everywhere
-    evidence.provenance = [scope.label(entry) for entry in evidence.provenance]
+        evidence.provenance = [scope.label(entry) for entry in evidence.provenance]
+        languages = languages_of_entries(evidence.provenance)
     evidence.figures.update(
         any_language=any_language(everywhere.figures),
         languages=languages,

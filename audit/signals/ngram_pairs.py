@@ -125,7 +125,10 @@ def _entry(scope: Scope, corpus: Corpus, occurrence: Occurrence, rare: str, conf
 def counted(lookups: Lookups, everywhere: dict[int, tuple[Occurrence, str]], mine: dict[int, tuple[Occurrence, str]] | None, config: NgramConfig) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The pair's documents of the field's language, and the same over every document: from the
     table where the corpus has one, else from each document's metadata (a document recording
-    none is of unknown language).  Provenance shows this language's documents first."""
+    none is of unknown language).  A pair is names and a short answer, so the page's language
+    decides, not the script of the names (a Russian page giving a name's Greek spelling says
+    nothing of Greek text); the provenance entries still name a quoted window's language.
+    Provenance shows this language's documents first."""
     scope = lookups.scope
     if mine is not None:
         languages = scope.languages_of([*everywhere, *mine])
@@ -137,10 +140,11 @@ def counted(lookups: Lookups, everywhere: dict[int, tuple[Occurrence, str]], min
         by = LanguageBy.TABLE
     else:
         entries = [_entry(scope, scope.corpus, o, rare, config) for o, rare in everywhere.values()]
-        languages = languages_of_entries(entries)
-        entries.sort(key=lambda e: not scope.counts(e["language"]))
-        allowed = {e["document"] for e in entries if scope.counts(e["language"])}
-        unknown = sum(1 for e in entries if e["document"] in allowed and e["language"] == UNKNOWN)
+        pages = {e["document"]: scope.document_language(e["document"], e["metadata"] or {})[0] for e in entries}
+        languages = languages_of_entries([{"document": d, "language": language} for d, language in pages.items()])
+        entries.sort(key=lambda e: not scope.counts(pages[e["document"]]))
+        allowed = {d for d, language in pages.items() if scope.counts(language)}
+        unknown = sum(1 for d in allowed if pages[d] == UNKNOWN)
         entries = entries[: config.provenance_docs]
         by = LanguageBy.METADATA
     total = len(set(everywhere) | allowed)
