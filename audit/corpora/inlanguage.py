@@ -166,7 +166,7 @@ class LanguageView:
     def __init__(self, index: Any, languages: frozenset[str], unknown: bool, documents: frozenset[int] = frozenset()) -> None:
         self.index, self.info, self.table = index, index.info, index.languages
         self.languages, self.unknown = languages, unknown
-        present = self.table.counts()
+        present = index.language_counts
         primaries = {name.split("-")[0] for name in languages}
         names = {name for name in present if name.split("-")[0] in primaries} | ({UNKNOWN} if unknown and present.get(UNKNOWN) else set())
         self.allowed = np.array(sorted(self.table.code(name) for name in names), dtype=np.uint16)

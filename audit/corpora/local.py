@@ -10,6 +10,7 @@ error, never a silent "not found".  `audit.corpora.verify.verify_index` also re-
 from __future__ import annotations
 
 import bisect
+import functools
 import hashlib
 import json
 import mmap
@@ -526,6 +527,11 @@ class LocalIndex:
             return read_table(self.path, self.info.documents)
         except LanguageTableError as error:
             raise IndexOpenError(f"{error}; rewrite it with `audit index languages {self.path}`", str(error)) from None
+
+    @functools.cached_property
+    def language_counts(self) -> dict[str, int]:
+        """Documents per language in the table (empty without one), counted once."""
+        return self.languages.counts() if self.languages is not None else {}
 
     def in_language(self, languages: frozenset[str], unknown: bool) -> LanguageView | None:
         """This index counting only documents of `languages` (and of unknown language when
