@@ -31,6 +31,7 @@ import numpy as np
 from audit import _suffix
 from audit.corpora.base import DocumentHit, LanguageBy, MatchLengths, MatchQuestions, Occurrence
 from audit.corpora.doclangs import RECORD, TABLE, UNKNOWN, How
+from audit.corpora.shardread import bytes_to_char_lengths, char_starts
 
 # Positions of one suffix-array range read to find allowed documents; a larger range is sampled.
 SCAN_CAP = 1 << 16
@@ -192,8 +193,6 @@ class LanguageView:
         return self.count_range(text)[1]
 
     def match_lengths(self, text: str, questions: MatchQuestions | None = None) -> MatchLengths:
-        from audit.corpora.local import bytes_to_char_lengths, char_starts
-
         encoded = text.encode("utf-8")
         if not encoded:
             return MatchLengths([])

@@ -25,6 +25,7 @@ from audit import _suffix
 from audit.corpora.base import CorpusInfo, DocumentHit, MatchLengths, MatchQuestions, Occurrence, cut_snippet
 from audit.corpora.doclangs import DocumentLanguages, LanguageTableError, read_table
 from audit.corpora.inlanguage import LanguageView, ShardQueries
+from audit.corpora.shardread import TEXTS_PER_CALL, ShardDocument, bytes_to_char_lengths, count_next, pointer_at
 from audit.corpora.soundness import foreign_files, suffix_order_problem
 from audit.indexing import INDEX_FILE, KINDS, MANIFEST, IndexManifest, pointer_width, read_manifest
 
@@ -286,72 +287,6 @@ def check_index(path: Path, token_width: int = 1) -> IndexManifest | None:
     return open_shards(path, token_width)[0]
 
 
-def char_starts(encoded: bytes) -> np.ndarray:
-    """Byte offsets at which UTF-8 characters start."""
-    raw = np.frombuffer(encoded, dtype=np.uint8)
-    return np.flatnonzero((raw & 0xC0) != 0x80)
-
-
-def bytes_to_char_lengths(encoded: bytes, byte_lengths: np.ndarray) -> list[int]:
-    """Per character, how many whole characters a byte-level match starting there covers."""
-    starts = char_starts(encoded)
-    bounds = np.append(starts, len(encoded))
-    ends = starts + byte_lengths[starts]
-    return (np.searchsorted(bounds, ends, side="right") - 1 - np.arange(len(starts))).tolist()
-
-
-# Documents read in one call by `LocalIndex.documents`: few calls to a remote group, bounded memory.
-TEXTS_PER_CALL = 1024
-# The byte before every document of a byte-level index (infini-gram's document separator).
-SEPARATOR = 0xFF
-
-
-@dataclass(frozen=True)
-class ShardDocument:
-    """The document holding one byte position of a shard, and the window of it shown around
-    that position, as infini-gram's engine shows one (`get_doc_by_ptr`): `pointer`, `start`,
-    `end` and `shown` are positions in the shard's bytes, `text` the window, `metadata` the
-    document's metadata line as stored."""
-
-    document: int
-    pointer: int
-    start: int
-    end: int
-    shown: int
-    text: bytes
-    metadata: bytes
-
-
-def _pointer(shard: _Shard, rank: int) -> int:
-    return int.from_bytes(shard.table[rank * shard.ratio : (rank + 1) * shard.ratio], "little")
-
-
-def _next_byte(shard: _Shard, rank: int, length: int, end: int) -> int:
-    """The byte after the `length`-byte match at `rank`; `end` where a document or the shard ends."""
-    at = _pointer(shard, rank) + length
-    return end if at == len(shard.data) or shard.data[at] == SEPARATOR else shard.data[at]
-
-
-def _count_next(shard: _Shard, length: int, lo: int, hi: int, unit: int, end: int, first: int | None, last: int | None, counts: dict[int, int]) -> None:
-    """infini-gram's `_get_freq_by_token_id_approx`, step for step, so sampled counts are the
-    engine's: a range whose first and last continuations agree counts whole, a range under
-    four units is sampled at the middle of every unit, any other is halved."""
-    if hi - lo < 4 * unit:
-        for rank in range(lo, hi, unit):
-            whole = rank + unit <= hi
-            found = _next_byte(shard, rank + (unit >> 1) if whole else (rank + hi) >> 1, length, end)
-            counts[found] = counts.get(found, 0) + (unit if whole else hi - rank)
-        return
-    first = _next_byte(shard, lo, length, end) if first is None else first
-    last = _next_byte(shard, hi - 1, length, end) if last is None else last
-    if first == last:
-        counts[first] = counts.get(first, 0) + hi - lo
-        return
-    middle = (lo + hi) >> 1
-    _count_next(shard, length, lo, middle, unit, end, first, None, counts)
-    _count_next(shard, length, middle, hi, unit, end, None, last, counts)
-
-
 class ShardGroup(ShardQueries):
     """Some shards of an index, mapped in one process, answering in global document numbers.
     A local index holds one group of all its shards; a distributed one holds a group in each
@@ -437,7 +372,7 @@ class ShardGroup(ShardQueries):
         counts: dict[int, int] = {}
         for shard in self.shards:
             lo, hi = _suffix.find_range(shard.data, shard.table, shard.ratio, prompt)
-            _count_next(shard, len(prompt), lo, hi, unit, end, None, None, counts)
+            count_next(shard, len(prompt), lo, hi, unit, end, None, None, counts)
         return counts
 
     def longest_suffix(self, prompt: bytes) -> int:
@@ -465,7 +400,7 @@ class ShardGroup(ShardQueries):
     def document_at_rank(self, first_document: int, rank: int, before: int, after: int) -> ShardDocument:
         """`document_at` the position the shard's suffix array holds at `rank`."""
         shard, _ = self._locate(first_document)
-        return self.document_at(first_document, _pointer(shard, rank), before, after)
+        return self.document_at(first_document, pointer_at(shard, rank), before, after)
 
     def _metadata_line(self, document: int) -> bytes:
         shard, local = self._locate(document)
