@@ -380,6 +380,8 @@ def _print_read(report: LoadReport) -> None:
     if report.excluded:
         line += f"; {report.excluded} rows excluded by the benchmark"
     console.print(line, soft_wrap=True, highlight=False, markup=False)
+    for note in report.notes:
+        console.print(f"note: {note}", soft_wrap=True, highlight=False, markup=False)
     if report.language_codes:
         console.print("language codes: " + ", ".join(f"{given} → {code}" for given, code in report.language_codes.items()), soft_wrap=True, highlight=False, markup=False)
     if report.unused_fields:

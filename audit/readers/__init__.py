@@ -17,7 +17,7 @@ from pathlib import Path
 from audit.errors import json_problem, regular_file
 from audit.items import Item, LoadReport
 from audit.langcodes import normalise_lang
-from audit.readers.bmlama import read_bmlama
+from audit.readers.bmlama import is_bmlama, read_bmlama
 from audit.readers.columns import ColumnMap, MappingError, mapping_from_dict, parse_mapping
 from audit.readers.common import GIVEN_CODES, BenchmarkError, ReadOptions, Sink, read_lines
 from audit.readers.eclektic import read_eclektic_csv, read_eclektic_jsonl
@@ -154,6 +154,7 @@ def load_benchmark(
         unused_fields=_unused_fields(items),
         mapping=options.mapping.to_dict() if options.mapping else {},
         source_lang=options.source_lang,
+        notes=sink.notes,
     )
 
 
@@ -227,7 +228,7 @@ def _detect_many(source: Path, mapped: bool) -> str:
         return "table"
     if source.is_dir() and (source / "TREx_prompts.csv").is_file():
         return "xfactr"
-    if source.is_dir() and any(p.name.endswith((".tsv", ".tsv.gz")) for p in source.iterdir()) and not mapped:
+    if source.is_dir() and not mapped and is_bmlama(source):
         return "bmlama"
     if mapped:
         return "per-language"

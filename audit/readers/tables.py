@@ -30,6 +30,7 @@ from audit.readers.common import (
     language_code,
     type_name,
 )
+from audit.readers.folders import check_all_read
 
 TABLE_SUFFIXES = (".jsonl", ".ndjson", ".csv", ".tsv", ".parquet")
 DATASETS_MARKERS = ("state.json", "dataset_dict.json")
@@ -202,6 +203,8 @@ def language_files(source: Path) -> list[tuple[Path, str]]:
             f"no benchmark files in {where}: a directory holds BMLAMA's {{lang}}.tsv, SQuAD-style *.json,"
             f" or one table ({', '.join(TABLE_SUFFIXES)}) per language"
         ))
+    if not is_glob(source):
+        check_all_read(source, files, f"one table per language ({', '.join(TABLE_SUFFIXES)})")
     by_lang: dict[str, Path] = {}
     for file in files:
         lang = language_of(file)
