@@ -16,8 +16,17 @@ from audit.readers import BenchmarkError, ReadOptions, load_benchmark
 XQUAD = FIXTURES / "xquad"
 
 
+CACHE: dict[str, str] = {}
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _demo_cache(tmp_path_factory):
+    """One cache for the module, so the demo index is built once."""
+    CACHE["AUDIT_CACHE_DIR"] = str(tmp_path_factory.mktemp("cache"))
+
+
 def check(tmp_path: Path, *args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(main, ["check", *args, "--corpus", "demo", "--out", str(tmp_path / "a.jsonl"), "--no-report"], env={"AUDIT_CACHE_DIR": str(tmp_path / "cache")})
+    result = CliRunner().invoke(main, ["check", *args, "--corpus", "demo", "--out", str(tmp_path / "a.jsonl"), "--no-report"], env=CACHE)
     return result.exit_code, result.output
 
 
@@ -71,3 +80,67 @@ def test_a_table_among_squad_documents_is_named_not_dropped(tmp_path):
     with pytest.raises(BenchmarkError, match="not read") as info:
         load_benchmark(tmp_path, "squad")
     assert info.value.path == str(tmp_path / "extra.jsonl")
+
+
+# MLQA ----------------------------------------------------------------------------------------
+
+MLQA = FIXTURES / "mlqa" / "test-context-de-question-de.json"
+
+
+def cross_lingual(folder: Path, context: str, question: str) -> Path:
+    """An MLQA cross-lingual file laid out as MLQA's are, from XQuAD's parallel real rows: the
+    paragraphs (and answers) of `context`, the questions of `question`, joined by id."""
+    asked = {qa["id"]: qa["question"] for article in json.loads((XQUAD / f"xquad.{question}.json").read_text(encoding="utf-8"))["data"] for p in article["paragraphs"] for qa in p["qas"]}
+    document = json.loads((XQUAD / f"xquad.{context}.json").read_text(encoding="utf-8"))
+    for article in document["data"]:
+        for paragraph in article["paragraphs"]:
+            for qa in paragraph["qas"]:
+                qa["question"] = asked[qa["id"]]
+    path = folder / f"dev-context-{context}-question-{question}.json"
+    path.write_text(json.dumps(document, ensure_ascii=False), encoding="utf-8")
+    return path
+
+
+def test_mlqa_same_language_file_reads_as_a_target_of_english():
+    report = load_benchmark(MLQA)
+    [item] = report.items
+    variant = item.variants["de"]
+    assert item.item_id == "c076d4b0a1967805a45e7ab1e247e3a0739d4850" and item.source_lang == "en"
+    assert variant.answer == "3050 und 3350 Meter" and variant.question == "Wie viele Meter über den Krater war die Dampfexplosion?"
+    assert variant.field_languages == {} and variant.language_of("context", "de") == "de"
+    assert report.notes
+
+
+def test_mlqa_cross_lingual_file_gives_each_field_its_language(tmp_path):
+    path = cross_lingual(tmp_path, "en", "de")
+    report = load_benchmark(path)
+    assert report.languages == ["de"] and len(report.items) == 35
+    item = report.items[0]
+    variant = item.variants["de"]
+    german, english = (load_benchmark(XQUAD / f"xquad.{lang}.json").items[0].variants[lang] for lang in ("de", "en"))
+    assert item.item_id == report.items[0].item_id
+    assert (variant.question, variant.context, variant.answer) == (german.question, english.context, english.answer)
+    assert variant.language_of("question", "de") == "de" and variant.language_of("context", "de") == "en"
+    assert variant.language_of("answer", "de") == "en" and item.source_lang == "en"
+
+
+def test_the_audit_file_records_a_fields_own_language(tmp_path):
+    path = cross_lingual(tmp_path, "en", "de")
+    code, output = check(tmp_path, str(path))
+    assert code == 0, output
+    rows = records(tmp_path / "a.jsonl")
+    assert {json.dumps(r["field_languages"], sort_keys=True) for r in rows} == {'{"answer": "en", "context": "en", "title": "en"}'}
+    assert all(r["lang"] == "de" and r["role"] == "target" for r in rows)
+    result = CliRunner().invoke(main, ["filter", str(tmp_path / "a.jsonl"), "--out", str(tmp_path / "clean.json"), "--flag"], env=CACHE)
+    assert result.exit_code == 0, result.output
+    code, output = check(tmp_path, str(XQUAD / "xquad.de.json"))
+    assert code == 0 and not any("field_languages" in r for r in records(tmp_path / "a.jsonl")), output
+
+
+def test_mlqa_files_asking_one_language_twice_are_named(tmp_path):
+    cross_lingual(tmp_path, "en", "de")
+    cross_lingual(tmp_path, "de", "de")
+    with pytest.raises(BenchmarkError, match="one file per question language"):
+        load_benchmark(tmp_path)
+    report = load_benchmark(str(tmp_path / "dev-context-*-question-de.json").replace("*", "en"))
+    assert report.languages == ["de"]
