@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from conftest import FIXTURES
 
 from audit.cli import main
-from audit.readers import BenchmarkError, ReadOptions, load_benchmark
+from audit.readers import BenchmarkError, ReadOptions, detect_format, load_benchmark, parse_mapping
 
 XQUAD = FIXTURES / "xquad"
 
@@ -144,3 +144,75 @@ def test_mlqa_files_asking_one_language_twice_are_named(tmp_path):
         load_benchmark(tmp_path)
     report = load_benchmark(str(tmp_path / "dev-context-*-question-de.json").replace("*", "en"))
     assert report.languages == ["de"]
+
+
+# MGSM: headerless TSV, columns by position ----------------------------------------------------
+
+MGSM = FIXTURES / "mgsm"
+BY_POSITION = ("--map", "question=0,answer=1", "--header", "none")
+
+
+def mgsm_rows(lang: str) -> list[list[str]]:
+    return [line.split("\t") for line in (MGSM / f"mgsm_{lang}.tsv").read_text(encoding="utf-8").splitlines()]
+
+
+def test_mgsm_folder_reads_by_column_position_with_languages_from_file_names(tmp_path):
+    code, output = check(tmp_path, str(MGSM), *BY_POSITION)
+    assert code == 0, output
+    assert "6 items, 36 variants, 6 languages" in output
+    manifest = json.loads((tmp_path / "a.jsonl").read_text(encoding="utf-8").splitlines()[0])
+    assert manifest["benchmark"]["mapping"] == {"question": "0", "answer": "1", "answer_base": "0", "header": "none"}
+    mapping = parse_mapping("question=0,answer=1,header=none")
+    report = load_benchmark(MGSM, options=ReadOptions(mapping))
+    assert sorted(report.languages) == ["bn", "de", "en", "ja", "sw", "zh"]
+    first = report.items[0]
+    assert first.source_lang == "en" and first.item_id == "1"
+    for lang in ("en", "ja"):
+        question, answer = mgsm_rows(lang)[0]
+        assert (first.variants[lang].question, first.variants[lang].answer) == (question, answer)
+
+
+def test_mgsm_filter_keeps_a_headerless_first_row_as_a_row(tmp_path):
+    code, output = check(tmp_path, str(MGSM), *BY_POSITION)
+    assert code == 0, output
+    result = CliRunner().invoke(main, ["filter", str(tmp_path / "a.jsonl"), "--out", str(tmp_path / "clean"), "--flag"], env=CACHE)
+    assert result.exit_code == 0, result.output
+    flagged = [line.split("\t") for line in (tmp_path / "clean" / "mgsm_de.tsv").read_text(encoding="utf-8").splitlines()]
+    assert [row[:2] for row in flagged] == mgsm_rows("de") and all(len(row) == 4 for row in flagged)
+    assert {row[2] for row in flagged} <= {"true", "false"}
+
+
+def test_a_lone_mgsm_file_is_named_by_its_language_and_needs_its_source(tmp_path):
+    mapping = parse_mapping("question=0,answer=1,header=none")
+    with pytest.raises(BenchmarkError, match="--source-lang"):
+        load_benchmark(MGSM / "mgsm_de.tsv", options=ReadOptions(mapping))
+    report = load_benchmark(MGSM / "mgsm_de.tsv", options=ReadOptions(mapping, "en"))
+    assert report.languages == ["de"] and {i.source_lang for i in report.items} == {"en"} and len(report.items) == 6
+
+
+def test_a_folder_of_lang_tsv_that_is_not_bmlama_is_not_read_as_bmlama(tmp_path):
+    code, output = check(tmp_path, str(MGSM))
+    assert code == 2 and "--header none" in output and "BMLAMA" not in output and "Prompt" not in output, output
+    for lang in ("en", "de"):
+        rows = mgsm_rows(lang)
+        (tmp_path / f"{lang}.tsv").write_text("question\tanswer\n" + "".join(f"{q}\t{a}\n" for q, a in rows), encoding="utf-8")
+    assert detect_format(tmp_path) == "per-language"
+    report = load_benchmark(tmp_path, options=ReadOptions(parse_mapping("question=question,answer=answer")))
+    assert sorted(report.languages) == ["de", "en"] and len(report.items) == 6
+
+
+def test_bad_headerless_rows_are_named_with_file_line_and_column(tmp_path):
+    shutil.copytree(MGSM, tmp_path / "mgsm")
+    bad = tmp_path / "mgsm" / "mgsm_sw.tsv"
+    lines = bad.read_text(encoding="utf-8").splitlines()
+    lines[3] += "\textra"
+    bad.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    code, output = check(tmp_path, str(tmp_path / "mgsm"), *BY_POSITION)
+    assert code == 2 and f"{bad}:4:" in output and "expected 2 columns, found 3" in output, output
+    code, output = check(tmp_path, str(MGSM), "--map", "question=0,answer=2", "--header", "none")
+    assert code == 2 and "mgsm_" in output and ":1: field '2'" in output, output
+    code, output = check(tmp_path, str(MGSM), "--header", "none")
+    assert code == 2 and "--header applies with --map" in output, output
+    (tmp_path / "table.jsonl").write_text('{"q": "x"}\n', encoding="utf-8")
+    with pytest.raises(BenchmarkError, match="--header none applies to CSV and TSV"):
+        load_benchmark(tmp_path / "table.jsonl", options=ReadOptions(parse_mapping("question=q,header=none"), "en"))

@@ -79,7 +79,10 @@ def _spec(path: Path, options: ReadOptions, files: list[tuple[Path, str | None]]
     columns = table_columns(files[0][0], sink)
     preset = preset_for(columns)
     if preset is None:
-        raise BenchmarkError(files[0][0], message=f"no reader knows the columns {', '.join(columns)}; say which is which with --map question=COLUMN,answer=COLUMN,...")
+        raise BenchmarkError(files[0][0], message=(
+            f"no reader knows the columns {', '.join(columns)}; say which is which with --map question=COLUMN,answer=COLUMN,..."
+            " (a CSV/TSV without a header row: --header none and --map question=0,answer=1)"
+        ))
     return TableSpec(preset.mapping, options.source_lang or preset.source_lang, lang=options.source_lang)
 
 

@@ -43,18 +43,26 @@ class ColumnMap:
     answer_base: str = "0"
     exclude: str | None = None
     mask: str | None = None
+    # `none` for a CSV/TSV without a header row (MGSM's `mgsm_{lang}.tsv`): its columns are then
+    # named by position from 0 (`--map question=0,answer=1 --header none`).
+    header: str = "first"
 
     def columns(self) -> list[str]:
         """Every column the mapping reads, so the rest are known to be unused."""
-        named = [getattr(self, f.name) for f in fields(self) if f.name not in ("options", "answer_base", "mask")]
+        named = [getattr(self, f.name) for f in fields(self) if f.name not in ("options", "answer_base", "mask", "header")]
         return [c for c in (*named, *self.options) if c]
 
+    @property
+    def headerless(self) -> bool:
+        return self.header == "none"
+
     def to_dict(self) -> dict[str, object]:
-        return {key: list(value) if isinstance(value, tuple) else value for key, value in asdict(self).items() if value not in (None, ())}
+        return {key: list(value) if isinstance(value, tuple) else value for key, value in asdict(self).items() if value not in (None, ()) and (key, value) != ("header", "first")}
 
 
 _KEYS = {f.name for f in fields(ColumnMap)}
 _BASES = ("0", "1", "letter")
+HEADERS = ("first", "none")
 
 
 def parse_mapping(spec: str) -> ColumnMap:
@@ -100,6 +108,8 @@ def _build(values: dict[str, object], where: str) -> ColumnMap:
         raise MappingError(f"{where}: unknown key(s) {', '.join(unknown)}; expected some of {', '.join(sorted(_KEYS))}")
     if values.get("answer_base", "0") not in _BASES:
         raise MappingError(f"{where}: answer_base must be one of {', '.join(_BASES)}")
+    if values.get("header", "first") not in HEADERS:
+        raise MappingError(f"{where}: header must be one of {', '.join(HEADERS)}")
     mapping = ColumnMap(**values)  # type: ignore[arg-type]
     if mapping.answer_index and not mapping.options:
         raise MappingError(f"{where}: answer_index needs options (the columns it indexes)")

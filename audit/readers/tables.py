@@ -8,6 +8,7 @@ there is none.  Known layouts (XCOPA) come with their mapping, so they need no `
 from __future__ import annotations
 
 import glob
+import itertools
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -36,6 +37,7 @@ TABLE_SUFFIXES = (".jsonl", ".ndjson", ".csv", ".tsv", ".parquet")
 DATASETS_MARKERS = ("state.json", "dataset_dict.json")
 _TRUE = {"true", "1", "yes", "y", "x", "excluded", "exclude"}
 _GLOB_CHARS = frozenset("*?[")
+_POSITION_HINT = "; columns are named by position only in a file without a header: add --header none"
 
 
 @dataclass(frozen=True)
@@ -76,14 +78,17 @@ def is_datasets_dir(path: Path) -> bool:
 # Rows --------------------------------------------------------------------------------------
 
 
-def table_rows(path: Path, sink: Sink) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Records with their line (CSV/JSONL) or 1-based row number (Parquet, Arrow)."""
+def table_rows(path: Path, sink: Sink, headerless: bool = False) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Records with their line (CSV/JSONL) or 1-based row number (Parquet, Arrow); a headerless
+    CSV/TSV names its columns by position from 0."""
+    suffix = table_suffix(path)
+    if headerless and suffix not in (".csv", ".tsv"):
+        raise BenchmarkError(path, message="--header none applies to CSV and TSV files; this one names its own columns")
     if is_datasets_dir(path):
         yield from _datasets_rows(path)
         return
-    suffix = table_suffix(path)
     if suffix in (".csv", ".tsv"):
-        yield from _delimited_rows(path, "\t" if suffix == ".tsv" else ",")
+        yield from _delimited_rows(path, "\t" if suffix == ".tsv" else ",", headerless)
     elif suffix == ".parquet":
         yield from _parquet_rows(path)
     elif suffix in (".jsonl", ".ndjson"):
@@ -98,9 +103,16 @@ def table_columns(path: Path, sink: Sink) -> list[str]:
     return list(first[1]) if first else []
 
 
-def _delimited_rows(path: Path, delimiter: str) -> Iterator[tuple[int, dict[str, Any]]]:
+def _delimited_rows(path: Path, delimiter: str, headerless: bool = False) -> Iterator[tuple[int, dict[str, Any]]]:
     rows = csv_rows(path, delimiter)
-    header_line, header = next(rows, (1, []))
+    if headerless:
+        first = next(rows, None)
+        if first is None:
+            return
+        header_line, header = first[0], [str(n) for n in range(len(first[1]))]
+        rows = itertools.chain([first], rows)
+    else:
+        header_line, header = next(rows, (1, []))
     header = [name.strip() for name in header]
     twice = next((name for name in header if header.count(name) > 1), None)
     if twice is not None:
@@ -238,7 +250,7 @@ def read_tables(files: list[tuple[Path, str | None]], spec: TableSpec, sink: Sin
     """Join the mapped rows of every file into items, in order of each item's first row."""
     pieces: list[tuple[Path, Piece]] = []
     for file, file_lang in files:
-        for line, record in table_rows(file, sink):
+        for line, record in table_rows(file, sink, spec.mapping.headerless):
             try:
                 piece = _piece(file, line, record, spec, file_lang)
             except BenchmarkError as error:
@@ -280,7 +292,7 @@ def _piece(file: Path, line: int, record: dict[str, Any], spec: TableSpec, file_
     path = str(file)
     for column in mapping.columns():
         if column not in record:
-            raise BenchmarkError(path, line, column, f"mapped column missing (the row has {', '.join(map(str, record))})")
+            raise BenchmarkError(path, line, column, f"mapped column missing (the row has {', '.join(map(str, record))}){_POSITION_HINT if column.isdigit() and not mapping.headerless else ''}")
     if mapping.exclude and _truthy(record[mapping.exclude]):
         return None
     if mapping.lang:
