@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from conftest import FIXTURES
 
 from audit.cli import main
+from audit.items import ItemKind
 from audit.readers import BenchmarkError, ReadOptions, detect_format, load_benchmark, parse_mapping
 
 XQUAD = FIXTURES / "xquad"
@@ -216,3 +217,70 @@ def test_bad_headerless_rows_are_named_with_file_line_and_column(tmp_path):
     (tmp_path / "table.jsonl").write_text('{"q": "x"}\n', encoding="utf-8")
     with pytest.raises(BenchmarkError, match="--header none applies to CSV and TSV"):
         load_benchmark(tmp_path / "table.jsonl", options=ReadOptions(parse_mapping("question=q,header=none"), "en"))
+
+
+# Dotted --map and X-CSR -------------------------------------------------------------------------
+
+XCSQA = FIXTURES / "xcsr" / "X-CSQA"
+XCODAH = FIXTURES / "xcsr" / "X-CODAH"
+XCOPA = FIXTURES / "xcopa" / "data"
+
+
+def xcsr_from_xcopa(folder: Path, langs: tuple[str, ...] = ("it", "zh", "sw")) -> Path:
+    """X-CSR's layout (`{lang}/dev.jsonl`, nested question) filled with XCOPA's real parallel
+    rows: the premise as the stem, its two choices, the label as the answer key."""
+    for lang in langs:
+        rows = [json.loads(line) for line in (XCOPA / lang / f"test.{lang}.jsonl").read_text(encoding="utf-8").splitlines()]
+        (folder / lang).mkdir(parents=True)
+        with open(folder / lang / "dev.jsonl", "w", encoding="utf-8") as handle:
+            for row in rows:
+                question = {"stem": row["premise"], "choices": [{"label": "A", "text": row["choice1"]}, {"label": "B", "text": row["choice2"]}]}
+                handle.write(json.dumps({"id": f"xcopa-{row['idx']}", "lang": lang, "question": question, "answerKey": "AB"[row["label"]]}, ensure_ascii=False) + "\n")
+    return folder
+
+
+def test_map_reads_dotted_paths_into_nested_json():
+    mapping = parse_mapping("id=id,question=question.stem,options=question.choices.text,answer_index=answerKey,answer_base=letter")
+    report = load_benchmark(XCSQA / "en" / "dev.jsonl", options=ReadOptions(mapping, "en"))
+    [item] = report.items
+    variant = item.variants["en"]
+    assert item.item_id == "be1920f7ba5454ad" and item.kind == ItemKind.MULTIPLE_CHOICE
+    assert variant.question == "What will happen to your knowledge with more learning?"
+    assert variant.options == ("headaches", "bigger brain", "education", "growth", "knowing more") and variant.answer == "growth"
+    bad = parse_mapping("question=question.stm")
+    with pytest.raises(BenchmarkError) as info:
+        load_benchmark(XCSQA / "en" / "dev.jsonl", options=ReadOptions(bad, "en"))
+    assert (info.value.line, info.value.field) == (1, "question.stm")
+
+
+def test_xcsr_reads_x_csqa_and_x_codah_as_published():
+    report = load_benchmark(XCSQA)
+    assert report.format == "xcsr"
+    [item] = report.items
+    assert item.kind == ItemKind.MULTIPLE_CHOICE and item.source_lang == "en" and item.variants["en"].answer == "growth"
+    [codah] = load_benchmark(XCODAH).items
+    variant = codah.variants["en"]
+    assert variant.question is None and variant.answer == "Jennifer loves her school very much, she is never absent even when she's sick."
+    assert variant.meta == {"question_tag": "o"} and len(variant.options) == 4
+
+
+def test_xcsr_joins_languages_by_id_and_reads_jap_as_japanese(tmp_path):
+    folder = xcsr_from_xcopa(tmp_path / "X-CSQA")
+    report = load_benchmark(folder)
+    assert report.format == "xcsr" and sorted(report.languages) == ["it", "sw", "zh"] and len(report.items) == 8
+    assert all(item.source_lang == "en" and len(item.variants) == 3 for item in report.items)
+    from audit.readers.xcsr import _code
+    assert _code("dev.jsonl", 1, "lang", "jap") == "ja"
+
+
+def test_xcsr_bad_rows_are_named_with_file_line_and_field(tmp_path):
+    folder = xcsr_from_xcopa(tmp_path / "X-CSQA", ("it", "zh"))
+    path = folder / "zh" / "dev.jsonl"
+    rows = path.read_text(encoding="utf-8").splitlines()
+    rows[2] = rows[2].replace('"lang": "zh"', '"lang": "jap"')
+    rows[4] = rows[4].replace('"answerKey": "A"', '"answerKey": "E"').replace('"answerKey": "B"', '"answerKey": "E"')
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    code, output = check(tmp_path, str(folder))
+    assert code == 2 and f"{path}:3: field 'lang'" in output and "folder of zh" in output, output
+    report = load_benchmark(folder, skip_bad_rows=True)
+    assert len(report.skipped) == 2 and f"{path}:5: field 'answerKey'" in report.skipped[1]

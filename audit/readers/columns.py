@@ -118,6 +118,26 @@ def _build(values: dict[str, object], where: str) -> ColumnMap:
     return mapping
 
 
+MISSING = object()
+
+
+def nested(record: dict[str, object], column: str) -> object:
+    """The value at a dotted path into nested JSON (`question.stem`), or MISSING; through a list
+    it is the list of each element's value (`question.choices.text`)."""
+    return _walk(record, column.split("."))
+
+
+def _walk(value: object, keys: list[str]) -> object:
+    if not keys:
+        return value
+    if isinstance(value, list):
+        found = [_walk(element, keys) for element in value]
+        return MISSING if any(element is MISSING for element in found) else found
+    if isinstance(value, dict) and keys[0] in value:
+        return _walk(value[keys[0]], keys[1:])
+    return MISSING
+
+
 def mapping_from_dict(data: dict[str, object]) -> ColumnMap:
     """The mapping an audit manifest recorded."""
     values = {key: tuple(value) if key == "options" and isinstance(value, list) else value for key, value in data.items()}

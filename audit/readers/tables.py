@@ -18,7 +18,7 @@ from typing import Any
 from audit.errors import json_problem
 from audit.items import Item, ItemKind, Variant
 from audit.langcodes import ISO_639_1, LEGACY_CODES, normalise_lang
-from audit.readers.columns import ColumnMap
+from audit.readers.columns import MISSING, ColumnMap, nested
 from audit.readers.common import (
     BenchmarkError,
     Piece,
@@ -290,9 +290,11 @@ def _kind(mapping: ColumnMap) -> tuple[ItemKind, str | None]:
 def _piece(file: Path, line: int, record: dict[str, Any], spec: TableSpec, file_lang: str | None) -> Piece | None:
     mapping = spec.mapping
     path = str(file)
+    row = record
+    record = dict(record)
     for column in mapping.columns():
         if column not in record:
-            raise BenchmarkError(path, line, column, f"mapped column missing (the row has {', '.join(map(str, record))}){_POSITION_HINT if column.isdigit() and not mapping.headerless else ''}")
+            record[column] = _dotted(path, line, row, column, mapping.headerless)
     if mapping.exclude and _truthy(record[mapping.exclude]):
         return None
     if mapping.lang:
@@ -320,9 +322,19 @@ def _piece(file: Path, line: int, record: dict[str, Any], spec: TableSpec, file_
         aliases=_aliases(path, line, mapping.aliases, record[mapping.aliases]) if mapping.aliases else (),
         subject_aliases=_aliases(path, line, mapping.subject_aliases, record[mapping.subject_aliases]) if mapping.subject_aliases else (),
         options=options,
-        meta={name: value for name, value in record.items() if name not in used},
+        meta={name: value for name, value in row.items() if name not in used and name not in {c.split(".")[0] for c in used}},
     )
     return Piece(line=line, item_id=item_id, source_lang=source_lang, lang=lang, variant=variant)
+
+
+def _dotted(path: str, line: int, record: dict[str, Any], column: str, headerless: bool) -> Any:
+    """A mapped name that is no column read as a path into nested JSON (`question.stem`); through
+    a list it gives the list of each element's value (`question.choices.text`)."""
+    found = nested(record, column) if "." in column else MISSING
+    if found is MISSING:
+        hint = _POSITION_HINT if column.isdigit() and not headerless else ""
+        raise BenchmarkError(path, line, column, f"mapped column missing (the row has {', '.join(map(str, record))}){hint}")
+    return found
 
 
 def _truthy(value: Any) -> bool:
