@@ -284,3 +284,74 @@ def test_xcsr_bad_rows_are_named_with_file_line_and_field(tmp_path):
     assert code == 2 and f"{path}:3: field 'lang'" in output and "folder of zh" in output, output
     report = load_benchmark(folder, skip_bad_rows=True)
     assert len(report.skipped) == 2 and f"{path}:5: field 'answerKey'" in report.skipped[1]
+
+
+# mLAMA -----------------------------------------------------------------------------------------
+
+XFACTR = FIXTURES / "xfactr"
+
+
+def mlama_from_xfactr(folder: Path, langs: tuple[str, ...] = ("en", "zh", "ja"), relations: tuple[str, ...] = ("P19", "P37")) -> Path:
+    """mLAMA's layout (`{lang}/templates.jsonl`, `{lang}/P*.jsonl`) filled with X-FACTR's real
+    T-REx facts and templates (these have no inflection markup in en, zh and ja); a language's
+    label is the entity's last listed name in X-FACTR's alias file, English the fact's own."""
+    import csv
+
+    with open(XFACTR / "TREx_prompts.csv", encoding="utf-8", newline="") as handle:
+        templates = {row["pid"]: row for row in csv.DictReader(handle)}
+    for lang in langs:
+        names = {}
+        if lang != "en":
+            for line in (XFACTR / "alias" / "mTRExf" / f"{lang}.txt").read_text(encoding="utf-8").splitlines():
+                qid, *listed = line.split("\t")
+                names[qid] = listed[-1]
+        (folder / lang).mkdir(parents=True)
+        with open(folder / lang / "templates.jsonl", "w", encoding="utf-8") as handle:
+            for relation in relations:
+                handle.write(json.dumps({"relation": relation, "template": templates[relation][lang]}, ensure_ascii=False) + "\n")
+        for relation in relations:
+            facts = [json.loads(line) for line in (XFACTR / "mTRExf" / "sub" / f"{relation}.jsonl").read_text(encoding="utf-8").splitlines()]
+            with open(folder / lang / f"{relation}.jsonl", "w", encoding="utf-8") as handle:
+                for lineid, fact in enumerate(facts):
+                    sub, obj = (fact[f"{k}_label"] if lang == "en" else names.get(fact[f"{k}_uri"]) for k in ("sub", "obj"))
+                    if sub and obj:
+                        row = {"uuid": fact["uuid"], "lineid": lineid, "obj_uri": fact["obj_uri"], "obj_label": obj, "sub_uri": fact["sub_uri"], "sub_label": sub}
+                        handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+    return folder
+
+
+def test_mlama_joins_facts_across_languages_by_their_wikidata_ids(tmp_path):
+    folder = mlama_from_xfactr(tmp_path / "mlama1.1")
+    report = load_benchmark(folder)
+    assert report.format == "mlama" and sorted(report.languages) == ["en", "ja", "zh"]
+    item = next(i for i in report.items if i.item_id == "P19-Q302-Q430776")
+    assert item.kind == ItemKind.CLOZE and item.mask == "[Y]" and item.source_lang == "en"
+    assert (item.variants["en"].question, item.variants["en"].answer, item.variants["en"].subject) == ("Jesus was born in [Y] .", "Nazareth", "Jesus")
+    assert item.variants["zh"].question == "耶穌‧基督的出生地是[Y]。" and item.variants["zh"].answer == "拿撒勒"
+    assert {"uuid", "lineid", "template"} <= set(report.unused_fields)
+
+
+def test_mlama_file_without_its_template_is_named(tmp_path):
+    folder = mlama_from_xfactr(tmp_path / "mlama1.1")
+    templates = folder / "ja" / "templates.jsonl"
+    templates.write_text(templates.read_text(encoding="utf-8").splitlines()[0] + "\n", encoding="utf-8")
+    code, output = check(tmp_path, str(folder))
+    assert code == 2 and str(folder / "ja" / "P37.jsonl") in output and "no template for P37" in output, output
+    report = load_benchmark(folder, skip_bad_rows=True)
+    assert len(report.skipped) == 1 and all("ja" not in item.variants for item in report.items if item.item_id.startswith("P37"))
+
+
+def test_mlama_bad_fact_and_stray_file_are_named(tmp_path):
+    folder = mlama_from_xfactr(tmp_path / "mlama1.1")
+    facts = folder / "zh" / "P19.jsonl"
+    rows = facts.read_text(encoding="utf-8").splitlines()
+    rows[1] = json.dumps({key: value for key, value in json.loads(rows[1]).items() if key != "obj_label"}, ensure_ascii=False)
+    facts.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    with pytest.raises(BenchmarkError) as info:
+        load_benchmark(folder)
+    assert (info.value.path, info.value.line, info.value.field) == (str(facts), 2, "obj_label")
+    facts.write_text("\n".join(rows[:1] + rows[2:]) + "\n", encoding="utf-8")
+    (folder / "zh" / "notes.json").write_text("{}\n", encoding="utf-8")
+    with pytest.raises(BenchmarkError, match="not read") as info:
+        load_benchmark(folder)
+    assert info.value.path == str(folder / "zh" / "notes.json")
