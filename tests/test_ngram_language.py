@@ -233,3 +233,23 @@ def test_a_common_anchor_carries_no_question(planted):
     pair = field(run(planted, FINNISH, "fi", strict), "question+answer")
     assert pair.figures["anchors"][0] == {"text": "Charles Darwin", "count": 3, "common": True}
     assert pair.figures["documents"] == 0 and tag(planted, FINNISH, "fi", strict) is UNSEEN
+
+
+def test_a_capped_scan_gives_bounds_that_hold_the_true_figure(corpus, monkeypatch):
+    """A range longer than the scan cap is read at evenly spread ranks: the count becomes
+    [allowed among those read, range less disallowed among those read], and a longest match
+    whose check stayed open gets the unrestricted length as its highest."""
+    from audit.corpora import inlanguage
+
+    exact = corpus.in_language(frozenset({"es"}), unknown=False)
+    text = "Em 1859, Charles Darwin publicou A Origem das Espécies, o livro que fundou"
+    truth_count, truth_lengths = exact.count_range(" de "), exact.match_lengths(text).lengths
+    monkeypatch.setattr(inlanguage, "SCAN_CAP", 4)
+    monkeypatch.setattr(inlanguage, "FIRST_LOOK", 2)
+    capped = corpus.in_language(frozenset({"es"}), unknown=False)
+    low, high = capped.count_range(" de ")
+    assert low <= truth_count[0] <= high and (low, high) != truth_count
+    found = capped.match_lengths(text)
+    assert all(a <= b <= c for a, b, c in zip(found.lengths, truth_lengths, found.upper(), strict=True))
+    question = field(run(corpus, Item("pt", "pt", {"pt": Variant(question=text)}), "pt", CONFIG), "question")
+    assert question.figures["exact_count"] == 1
