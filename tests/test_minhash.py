@@ -28,7 +28,7 @@ from audit.evidence import ABSENT, FAILED, OK
 from audit.exposure import SEEN, Policy, decide, load_policy
 from audit.indexing import MANIFEST, build_index, read_manifest
 from audit.items import Item, Variant
-from audit.neardup import NEARDUP_DIR, NearDupError, NearDuplicateIndex, NearDupParams, add_neardup, load_redis, shingle_text, sketch_documents
+from audit.neardup import NEARDUP_DIR, NearDupError, NearDuplicateIndex, NearDupParams, add_neardup, family, load_redis, shingle_text, sketch_documents
 from audit.outputs import MARKER
 from audit.readers import load_benchmark
 from audit.signals import minhash, ngram
@@ -276,7 +276,7 @@ def test_hash_families_never_meet(rensa_index: Path, items, monkeypatch):
     with pytest.raises(NearDupError, match=r"built with num_perm = 32, but the policy expects 64"):
         NearDuplicateIndex.open(rensa_index, expect={"num_perm": 64})
     upgraded = SimpleNamespace(RMinHash=SimpleNamespace(ALGORITHM_VERSION=99))
-    monkeypatch.setattr(neardup, "_import_rensa", lambda: upgraded)
+    monkeypatch.setattr(family, "_import_rensa", lambda: upgraded)
     with pytest.raises(NearDupError, match=r"signatures are rensa RMinHash v2, but this installation computes rensa RMinHash v99"):
         NearDuplicateIndex.open(rensa_index)
 
