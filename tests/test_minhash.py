@@ -446,11 +446,13 @@ def planted(tmp_path_factory, items) -> dict:
     built = time.perf_counter() - started
     corpus = LocalIndex(directory)
     index = NearDuplicateIndex.open(directory, corpus=corpus)
-    ngram_policy, ngram_config, config = load_policy(), ngram.NgramConfig(), minhash.MinhashConfig()
+    ngram_policy, ngram_config = load_policy(), ngram.NgramConfig()
+    config = minhash.MinhashConfig.model_validate(ngram_policy.section("minhash"))
     found: dict[tuple[str, str], dict] = {}
     for item in items:
         for lang in langs:
-            near = minhash.run(index, item, lang, config)
+            # A field below its floor does not decide (`figures.below_floor`).
+            near = [e for e in minhash.run(index, item, lang, config) if "below_floor" not in e.figures]
             exact = ngram.run(corpus, item, lang, ngram_config)
             found[(item.item_id, lang)] = {
                 "minhash": decide(MINHASH_POLICY, near).exposure == SEEN,

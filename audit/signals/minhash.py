@@ -72,15 +72,15 @@ class Floors(Table):
     listed in `below_floor`."""
 
     default: Count = 4
-    arabic: Count | None = None
+    arabic: Count | None = 3
     cyrillic: Count | None = None
     devanagari: Count | None = None
     greek: Count | None = None
-    hangul: Count | None = None
-    hebrew: Count | None = None
+    hangul: Count | None = 3
+    hebrew: Count | None = 3
     latin: Count | None = None
-    han: Count | None = None
-    kana: Count | None = None
+    han: Count | None = 9
+    kana: Count | None = 9
     thai: Count | None = None
     lao: Count | None = None
     khmer: Count | None = None
@@ -107,7 +107,7 @@ class MinhashConfig(Table):
     candidates: int = Field(50, ge=1)
     provenance_docs: int = Field(3, ge=1)
     snippet_chars: int = Field(80, ge=0)
-    unknown_language: UnknownLanguage = UnknownLanguage.COUNT
+    unknown_language: Literal["count", "ignore"] = "count"
     floor: Floors = Field(default_factory=Floors)
     common: Common = Field(default_factory=Common)
     index: ExpectedIndex = Field(default_factory=ExpectedIndex)
@@ -264,7 +264,7 @@ def run(index: NearDuplicateIndex, item: Item, lang: str, config: MinhashConfig,
     results = []
     for checked in forms.text_fields(item, lang):
         if checked.field in wanted:
-            documents = DocumentFilter.of(index.corpus, variant.language_of(checked.field, lang), config.unknown_language)
+            documents = DocumentFilter.of(index.corpus, variant.language_of(checked.field, lang), UnknownLanguage(config.unknown_language))
             asked = FieldQuery(shared, documents, (rules or {}).get(checked.field, ()), common)
             results += _checked(index, source, checked, asked, config, mismatch)
     return results
