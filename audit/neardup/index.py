@@ -38,9 +38,9 @@ ESTIMATED = 256
 @dataclass
 class QueryResult:
     """What a query found: the field's distinct shingles kept as evidence and those set aside
-    (shared with the source text; common in the corpus), its shingle positions (the length of
-    the span it is compared with), the chunks it was cut into, the LSH candidates and how many
-    were verified.  `matches`: the best documents among the allowed ones (all, when the query
+    as shared with the source text, how many of the kept ones are common in the corpus
+    (counted, never matched), its shingle positions (the length of the span it is compared
+    with), the chunks it was cut into, the LSH candidates and how many were verified.  `matches`: the best documents among the allowed ones (all, when the query
     allowed every document); `any_matches`: the best of every document; `reaching`: every
     verified document whose span holds at least the `reach` asked for."""
 
@@ -227,8 +227,8 @@ class NearDuplicateIndex:
         with it, the likeliest `ESTIMATED` then ranked by estimated Jaccard, the best
         `candidates` of those verified on their text, one match per document, best first.
         Shingles that also occur in an `exclude` text (the source-language variant; or their
-        `distinct_shingles`, computed once) or that `common` names are not evidence and are
-        left out of the figures.  `allowed` says which documents count for `matches`; `reach`
+        `distinct_shingles`, computed once) are not evidence and are left out of the figures;
+        those `common` names count in the field but never match.  `allowed` says which documents count for `matches`; `reach`
         is the containment a document must reach to be listed in `reaching`."""
         shared = exclude if isinstance(exclude, frozenset) else self.distinct_shingles(exclude)
         mine = field_shingles(text, self._tables, shared, common)
@@ -240,7 +240,7 @@ class NearDuplicateIndex:
         result.chunks = len(chunks)
         found, collisions = self.lsh_collisions(chunks)
         result.candidates = len(found)
-        if not len(found) or not mine.texts:
+        if not len(found) or not mine.rare:
             return result
         likeliest = np.lexsort((found, -collisions))[:ESTIMATED]
         found = found[likeliest]

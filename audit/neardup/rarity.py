@@ -3,10 +3,12 @@
 "What is a molecule?" has two shingles, and "what is a" is in every encyclopaedia; short
 Chinese and Japanese questions were `seen` through one 3-character shingle such as `受精卵`
 that a thousand pages hold.  A shingle the corpus holds more than a rate per million bytes of
-its text (and more than a least count, so a small corpus does not call everything common) is
-set aside like a shingle shared with the source variant: neither in the field's shingles nor
-matched.  A plain cut, not a weight, so containment stays a share of shingles a reader can
-count.  The counts come from the corpus's own suffix array (`LocalIndex.count`), one binary
+its text (and more than a least count, so a small corpus does not call everything common)
+still counts among the field's shingles but is never matched, and does not count towards the
+floor a field must reach to decide.  So the cut can only lower a containment: leaving common
+shingles out of the field altogether raised a Japanese question's to 0.5 when its unmatched
+katakana shingles were the common ones.  A plain cut, not a weight, so containment stays a
+share of shingles a reader can count.  The counts come from the corpus's own suffix array (`LocalIndex.count`), one binary
 search per spelling of the shingle: as written in the field, lower-cased, and capitalised (a
 sentence's first words).  Spellings with other punctuation between the tokens are not
 counted, so a shingle can only look rarer than it is, never more common.

@@ -43,21 +43,27 @@ class Match:
 
 @dataclass(frozen=True)
 class FieldShingles:
-    """A field's distinct shingles as evidence: their texts (a shingle's id is its place in
-    `texts`) and keys, what was set aside (shared with the source variant; common in the
-    corpus), and the field's shingle positions (the width of the span it is compared with)."""
+    """A field's distinct shingles as evidence: their texts, the `rare` ones first (a rare
+    shingle's id is its place in `texts`; only they can match), the rare ones' keys, what was
+    set aside (shared with the source variant: out of the figures; common in the corpus: in
+    the field's count but never matched), and the field's shingle positions (the width of the
+    span it is compared with)."""
 
     shingled: Shingled
     texts: list[str]
+    rare: int
     keys: np.ndarray
     set_aside: frozenset[str]
     shared: int
-    common: int
     positions: int
 
     @property
+    def common(self) -> int:
+        return len(self.texts) - self.rare
+
+    @property
     def ids(self) -> dict[str, int]:
-        return {text: number for number, text in enumerate(self.texts)}
+        return {text: number for number, text in enumerate(self.texts[: self.rare])}
 
     def reach(self, containment: float | None) -> int:
         """The fewest shingles giving at least `containment` (as figures round it); 1 when none."""
@@ -68,9 +74,10 @@ class FieldShingles:
 
 
 def field_shingles(text: str, sizes: np.ndarray, exclude: frozenset[str], common: Callable[[dict[str, str]], set[str]] | None) -> FieldShingles:
-    """The field's shingles, less those of the source variant (`exclude`, as text) and those
+    """The field's shingles, less those of the source variant (`exclude`, as text); those
     `common` says the corpus holds too often to mean anything (it is given each remaining
-    shingle's text and its surface form in the field)."""
+    shingle's text and its surface form in the field) stay in the field's count but cannot
+    match, so setting them aside can only lower a containment, never raise it."""
     tokens = tokenize(text)
     keys, valid = shingle_keys(tokens, sizes)
     shingled = Shingled(tokens, (keys & np.uint64(0xFFFFFFFF)).astype(np.uint32), valid, keys)
@@ -83,15 +90,15 @@ def field_shingles(text: str, sizes: np.ndarray, exclude: frozenset[str], common
         key_of.setdefault(string, key)
         surfaces.setdefault(string, text[start:end])
     own = [string for string in key_of if string not in exclude]
-    rare = set(own) - (common({s: surfaces[s] for s in own}) if common and own else set())
-    kept = [string for string in own if string in rare]
+    frequent = common({s: surfaces[s] for s in own}) if common and own else set()
+    rare = [string for string in own if string not in frequent]
     return FieldShingles(
         shingled=shingled,
-        texts=kept,
-        keys=np.unique(np.array([key_of[s] for s in kept], dtype=np.uint64)),
-        set_aside=exclude | (set(own) - rare),
+        texts=rare + [string for string in own if string in frequent],
+        rare=len(rare),
+        keys=np.unique(np.array([key_of[s] for s in rare], dtype=np.uint64)),
+        set_aside=exclude | frequent,
         shared=len(key_of) - len(own),
-        common=len(own) - len(kept),
         positions=int(valid.sum()),
     )
 

@@ -66,8 +66,8 @@ class ExpectedIndex(Table):
 
 
 class Floors(Table):
-    """Distinct shingles a field must keep (after those shared with the source variant and the
-    common ones are set aside) before its containment and Jaccard may decide, by the field's
+    """Distinct shingles a field must have, not counting those shared with the source variant
+    or common in the corpus, before its containment and Jaccard may decide, by the field's
     script; a script left unset uses `default`.  Below it the figures are still reported, and
     listed in `below_floor`."""
 
@@ -172,9 +172,10 @@ def _figures(text: str, result: QueryResult, documents: DocumentFilter, floor: i
         "any_language": _rule_figures(result.any_matches),
         "languages": documents.languages(result.reaching),
     }
-    if result.shingles < floor:
+    rare = result.shingles - result.common
+    if rare < floor:
         figures["below_floor"] = list(RULE_FIGURES)
-        figures["floor"] = {name: {"needed": floor, "had": result.shingles, "unit": "shingles"} for name in RULE_FIGURES}
+        figures["floor"] = {name: {"needed": floor, "had": rare, "unit": "shingles"} for name in RULE_FIGURES}
     return figures
 
 
