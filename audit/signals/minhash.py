@@ -7,7 +7,12 @@ For each field the figures are exact, computed from the corpus text of the best 
 `jaccard` (the two shingle sets' overlap over their union), with the sketch's estimates beside
 them and the documents as provenance.  Shingles that the variant shares with its
 source-language variant (names, titles, numbers) are left out of both: they say nothing about
-this language.
+this language.  Shingles common in the corpus count in the field but never match.
+
+Only documents of the field's language count (`audit.signals.minhash_language`); the same
+figures over every document are `any_language`, and the languages of the documents that reach
+the threshold are `languages`.  A field with fewer distinct shingles than its script's floor
+lists its figures in `below_floor`: they are reported, and must not decide.
 
 The signal declares its part of the policy file: `MinhashConfig` is the `[minhash]` table (its
 query-time parameters, and the build parameters the index must have if the policy names them),
