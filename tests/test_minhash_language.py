@@ -149,6 +149,15 @@ def test_a_copy_in_another_languages_document_is_not_counted_but_listed(german_f
     assert {p["language"] for p in french_only.provenance} <= {"de", "fr", "und"} and not any(p["counted"] for p in french_only.provenance)
 
 
+def test_a_copy_in_the_fields_language_is_verified_when_other_languages_outrank_it(german_french: Path):
+    # One candidate verified: the copies in German, French and unknown documents rank one above
+    # the other, so at most one language's copy can be the best overall; each is found.
+    config = minhash.MinhashConfig(candidates=1, unknown_language="ignore")
+    for lang in ("de", "fr"):
+        figures = question_evidence(german_french, question_item(GERMAN, lang), lang, config).figures
+        assert figures["containment"] >= 0.5, lang
+
+
 def test_a_field_in_another_language_counts_in_its_own(german_french: Path):
     item = Item(item_id="x", source_lang="en", variants={"fr": Variant(question=GERMAN, field_languages={"question": "de"})}, kind=ItemKind.OPEN)
     evidence = question_evidence(german_french, item, "fr", minhash.MinhashConfig(unknown_language="ignore"))

@@ -245,7 +245,7 @@ class NearDuplicateIndex:
         likeliest = np.lexsort((found, -collisions))[:ESTIMATED]
         found = found[likeliest]
         estimated, implied = self.estimate(found, chunks, sizes)
-        order = np.lexsort((found, -estimated))[:candidates]
+        order = self._to_verify(found, np.lexsort((found, -estimated)), candidates, allowed)
         result.verified = len(order)
         windows, rows = found[order], self.windows[found[order]]
         least = mine.reach(reach)
@@ -261,6 +261,17 @@ class NearDuplicateIndex:
         result.matches = [m for m in every if allowed is None or allowed(m.document)][:limit]
         result.reaching = [m for m in every if m.shingles >= least]
         return result
+
+    def _to_verify(self, found: np.ndarray, ranked: np.ndarray, candidates: int, allowed: Callable[[int], bool] | None) -> np.ndarray:
+        """The best `candidates` of the ranked windows, and, when only some documents count,
+        the best `candidates` of those too: copies in the field's own language are verified
+        even when windows in other languages outrank them."""
+        pick = np.zeros(len(ranked), dtype=bool)
+        pick[:candidates] = True
+        if allowed is not None:
+            documents = self.windows["document"][found[ranked]].tolist()
+            pick[[at for at, document in enumerate(documents) if allowed(int(document))][:candidates]] = True
+        return ranked[pick]
 
     def hit(self, match: Match, snippet_chars: int) -> DocumentHit:
         return self.corpus.document_hit(Occurrence(match.document, match.offset), match.length, snippet_chars)
