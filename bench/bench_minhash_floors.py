@@ -57,6 +57,7 @@ def eclektic_kept(corpus, common) -> list[dict]:
     """ECLeKTic's questions: distinct shingles, and how many the default cut calls common in the demo corpus."""
     from audit.neardup import NearDupParams, field_shingles
     from audit.neardup.rarity import CommonShingles
+    from audit.neardup.verify import SetAside
     from audit.readers import load_benchmark
     from audit.text import dominant_script, normalize
 
@@ -66,7 +67,7 @@ def eclektic_kept(corpus, common) -> list[dict]:
     for item in load_benchmark(ECLEKTIC).items:
         for lang, variant in item.variants.items():
             text = normalize(variant.question or "")
-            found = field_shingles(text, sizes, frozenset(), cut)
+            found = field_shingles(text, sizes, SetAside(), cut)
             rows.append({"lang": lang, "script": dominant_script(text), "kept": found.rare, "common": found.common})
     return rows
 

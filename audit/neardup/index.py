@@ -29,7 +29,7 @@ from audit.neardup.store import (
     manifest_digest,
 )
 from audit.neardup.tokens import NearDupParams, Shingled, shingle_keys, tokenize
-from audit.neardup.verify import Match, field_shingles, ranked, verify
+from audit.neardup.verify import Match, SetAside, field_shingles, ranked, verify
 
 # LSH candidates of a query compared signature by signature, the most band collisions first.
 ESTIMATED = 256
@@ -106,7 +106,7 @@ class NearDuplicateIndex:
         self._redis = redis
         self._tables = self.family.params.shingle.table()
         # The source variant's shingles, asked for by each of an item's languages in turn.
-        self._distinct: dict[tuple[str, ...], frozenset[str]] = {}
+        self._distinct: dict[tuple[str, ...], SetAside] = {}
 
     @classmethod
     def open(cls, directory: Path, *, corpus: LocalIndex | None = None, redis: str | None = None, expect: Mapping[str, Any] | None = None) -> NearDuplicateIndex:
@@ -201,22 +201,23 @@ class NearDuplicateIndex:
         containment = np.clip(best * (query_size + window_size) / ((1 + best) * query_size), 0, 1)
         return best, containment
 
-    def distinct_shingles(self, texts: Sequence[str]) -> frozenset[str]:
-        """The distinct shingles, as text, of some texts together (a source-language variant's)."""
+    def distinct_shingles(self, texts: Sequence[str]) -> SetAside:
+        """The distinct shingles of some texts together (a source-language variant's)."""
         if not texts:
-            return frozenset()
+            return SetAside()
         key = tuple(texts)
         if key not in self._distinct:
             if len(self._distinct) >= 64:
                 self._distinct.pop(next(iter(self._distinct)))
-            self._distinct[key] = frozenset().union(*(field_shingles(t, self._tables, frozenset(), None).texts for t in texts))
+            found = [field_shingles(t, self._tables, SetAside(), None) for t in texts]
+            self._distinct[key] = SetAside(frozenset().union(*(f.texts for f in found)), np.unique(np.concatenate([f.keys for f in found])))
         return self._distinct[key]
 
     def query(
         self,
         text: str,
         *,
-        exclude: Sequence[str] | frozenset[str] = (),
+        exclude: Sequence[str] | SetAside = (),
         candidates: int = 50,
         limit: int = 3,
         allowed: Callable[[int], bool] | None = None,
@@ -230,7 +231,7 @@ class NearDuplicateIndex:
         `distinct_shingles`, computed once) are not evidence and are left out of the figures;
         those `common` names count in the field but never match.  `allowed` says which documents count for `matches`; `reach`
         is the containment a document must reach to be listed in `reaching`."""
-        shared = exclude if isinstance(exclude, frozenset) else self.distinct_shingles(exclude)
+        shared = exclude if isinstance(exclude, SetAside) else self.distinct_shingles(exclude)
         mine = field_shingles(text, self._tables, shared, common)
         shingled = mine.shingled
         result = QueryResult(shingles=len(mine.texts), shared_with_source=mine.shared, positions=mine.positions, chunks=0, candidates=0, verified=0, common=mine.common)

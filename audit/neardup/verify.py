@@ -42,6 +42,18 @@ class Match:
 
 
 @dataclass(frozen=True)
+class SetAside:
+    """Shingles that are not evidence for a field, as text (what decides) and as 64-bit keys
+    (what the size of a span's shingle set is counted with)."""
+
+    texts: frozenset[str] = frozenset()
+    keys: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint64))
+
+    def __or__(self, other: SetAside) -> SetAside:
+        return SetAside(self.texts | other.texts, np.union1d(self.keys, other.keys))
+
+
+@dataclass(frozen=True)
 class FieldShingles:
     """A field's distinct shingles as evidence: their texts, the `rare` ones first (a rare
     shingle's id is its place in `texts`; only they can match), the rare ones' keys, what was
@@ -53,7 +65,7 @@ class FieldShingles:
     texts: list[str]
     rare: int
     keys: np.ndarray
-    set_aside: frozenset[str]
+    set_aside: SetAside
     shared: int
     positions: int
 
@@ -73,7 +85,7 @@ class FieldShingles:
         return next((n for n in range(1, count + 1) if round(n / count, 4) >= containment), count + 1)
 
 
-def field_shingles(text: str, sizes: np.ndarray, exclude: frozenset[str], common: Callable[[dict[str, str]], set[str]] | None) -> FieldShingles:
+def field_shingles(text: str, sizes: np.ndarray, exclude: SetAside, common: Callable[[dict[str, str]], set[str]] | None) -> FieldShingles:
     """The field's shingles, less those of the source variant (`exclude`, as text); those
     `common` says the corpus holds too often to mean anything (it is given each remaining
     shingle's text and its surface form in the field) stay in the field's count but cannot
@@ -89,7 +101,7 @@ def field_shingles(text: str, sizes: np.ndarray, exclude: frozenset[str], common
     for string, key, start, end in zip(texts, keys[at].tolist(), tokens.starts[at].tolist(), ends.tolist(), strict=True):
         key_of.setdefault(string, key)
         surfaces.setdefault(string, text[start:end])
-    own = [string for string in key_of if string not in exclude]
+    own = [string for string in key_of if string not in exclude.texts]
     frequent = common({s: surfaces[s] for s in own}) if common and own else set()
     rare = [string for string in own if string not in frequent]
     return FieldShingles(
@@ -97,7 +109,7 @@ def field_shingles(text: str, sizes: np.ndarray, exclude: frozenset[str], common
         texts=rare + [string for string in own if string in frequent],
         rare=len(rare),
         keys=np.unique(np.array([key_of[s] for s in rare], dtype=np.uint64)),
-        set_aside=exclude | frequent,
+        set_aside=exclude | SetAside(frozenset(frequent), np.unique(np.array([key_of[s] for s in frequent], dtype=np.uint64))),
         shared=len(key_of) - len(own),
         positions=int(valid.sum()),
     )
@@ -205,7 +217,9 @@ def _best_span(shingled: _Regions, number: int, region: tuple[int, int, str], sh
     if not count:
         return None
     window = np.arange(lo + at, min(hi, lo + at + shingles.positions))
-    span_texts = set(shingle_strings(shingled.fold, shingled.tokens, sizes, window[shingled.valid[window]])) - shingles.set_aside
+    # The span's other shingles are only counted, by key: a collision among them would change
+    # the Jaccard's union by one, never which shingles match.
+    span_size = len(np.setdiff1d(shingled.keys[window][shingled.valid[window]], shingles.set_aside.keys))
     matched = window[inside[window - lo]]
     ends = shingled.tokens.ends[np.minimum(hi - 1, matched + sizes[shingled.tokens.scripts[matched]] - 1)]
     base = int(shingled.char_start[number])
@@ -217,7 +231,7 @@ def _best_span(shingled: _Regions, number: int, region: tuple[int, int, str], sh
         offset=start + len(text[:first_char].encode("utf-8")),
         length=len(text[first_char:last_char].encode("utf-8")),
         containment=round(count / kept, 4),
-        jaccard=round(count / (kept + len(span_texts) - count), 4),
+        jaccard=round(count / (kept + span_size - count), 4),
         estimated_jaccard=0.0,
         estimated_containment=0.0,
         window=-1,

@@ -33,6 +33,7 @@ from audit.forms import Checked
 from audit.items import Item, ItemKind
 from audit.neardup import NEARDUP_DIR, Match, NearDupError, NearDuplicateIndex, NearDupParams, QueryResult, ShingleSizes, check_expected
 from audit.neardup.rarity import CommonShingles
+from audit.neardup.verify import SetAside
 from audit.rules import Count, Fraction, Op, Rule, Table, threshold
 from audit.signals.minhash_language import DocumentFilter, UnknownLanguage
 from audit.text import dominant_script, normalize
@@ -195,7 +196,7 @@ def _reach(rules: Sequence[Rule]) -> float | None:
 class FieldQuery:
     """What a field is asked with, besides its text."""
 
-    shared: frozenset[str]
+    shared: SetAside
     documents: DocumentFilter
     rules: Sequence[Rule]
     common: CommonShingles
