@@ -94,14 +94,19 @@ def document_blocks(text: str) -> list[str]:
     return [text[:BLOCK], text[middle : middle + BLOCK], text[-BLOCK:]]
 
 
-def identify_document(text: str) -> Identified | None:
-    """The language of a corpus document: the language with the highest summed confidence over
-    its blocks (see `document_blocks`); None when no block could be identified."""
+def vote(blocks: list[str]) -> Identified | None:
+    """The language with the highest confidence summed over `blocks`, its confidence the share
+    of the summed confidence it holds; None when no block could be identified."""
     votes: dict[str, float] = {}
-    for found in identify_many(document_blocks(text)):
+    for found in identify_many(blocks):
         if found:
             votes[found.lang] = votes.get(found.lang, 0.0) + found.confidence
     if not votes:
         return None
     lang = max(votes, key=lambda name: votes[name])
     return Identified(lang, round(votes[lang] / sum(votes.values()), 4))
+
+
+def identify_document(text: str) -> Identified | None:
+    """The language of a corpus document: the vote of its blocks (see `document_blocks`)."""
+    return vote(document_blocks(text))

@@ -96,7 +96,7 @@ def verify(directory: Path):
 def test_manifest_records_every_file(pristine: Path):
     manifest = json.loads((pristine / MANIFEST).read_text())
     assert (manifest["format"], manifest["version"], manifest["manifest_version"]) == ("infini-gram", 4, 2)
-    assert [f["name"] for f in manifest["files"]] == ["tokenized.0", "table.0", "offset.0", "metadata.0", "metaoff.0"]
+    assert [f["name"] for f in manifest["files"]] == ["tokenized.0", "table.0", "offset.0", "metadata.0", "metaoff.0", "doclangs.bin", "doclangs.json"]
     for record in manifest["files"]:
         assert record["bytes"] == (pristine / record["name"]).stat().st_size
         assert record["blake2b"] == hash_file(pristine / record["name"])
@@ -164,10 +164,10 @@ def test_a_flipped_byte_is_found_by_verify_only(index: Path, pristine: Path):
     result = verify(index)
     assert result.exit_code == 1
     assert f"{'hash differs':<22} table.0" in result.output
-    assert "1 of 5 files differ from the manifest" in result.output
+    assert "1 of 7 files differ from the manifest" in result.output
     intact = verify(pristine)
     assert intact.exit_code == 0, intact.output
-    assert intact.output.count("ok ") == 5 and "all 5 files match the manifest" in intact.output
+    assert intact.output.count("ok ") == 7 and "all 7 files match the manifest" in intact.output
 
 
 def test_verify_lists_unexpected_files_and_refuses_what_is_no_index(index: Path, tmp_path: Path):
@@ -312,6 +312,8 @@ def test_a_demo_cache_from_before_file_records_is_rebuilt(cache: Path):
     """An old cache: a manifest without `files`, no outputs marker, no stamp, no near-duplicate index."""
     target = cached_index(cache)
     shutil.rmtree(target / "minhash")
+    for name in ("doclangs.bin", "doclangs.json"):
+        (target / name).unlink()
     manifest = json.loads((target / MANIFEST).read_text())
     for key in ("manifest_version", "files", "code"):
         del manifest[key]
