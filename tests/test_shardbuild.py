@@ -180,6 +180,10 @@ def test_sharded_build_answers_like_the_plain_build(local_mixed: Path, plain_mix
     assert any(split.metadata(d)["linenum"] > 0 for d in first_documents), "no file was cut inside"
     assert sharded["sources"] == plain["sources"]
     assert sharded["extra"]["build"] == {"shards": 3, "executor": "local"}
+    assert sharded["extra"]["languages"] == plain["extra"]["languages"]
+    for name in ("doclangs.bin", "doclangs.json"):
+        assert (local_mixed / name).read_bytes() == (plain_mixed / name).read_bytes(), name
+    assert split.languages.counts() == whole.languages.counts() and len(whole.languages.counts()) > 1
     fingerprints = [bytes.fromhex(s["fingerprint"]) for s in sharded["shards"]]
     assert sharded["fingerprint"] == hashlib.blake2b(b"".join(fingerprints), digest_size=16).hexdigest()
     verify = CliRunner().invoke(main, ["index", "verify", str(local_mixed)])
