@@ -644,7 +644,7 @@ def _write_index(files: list[CorpusFile], out: Path, inputs: list[Path], options
         languages = TableBuilder()
         for source, chunk in parsed_chunks(files, options, advance, workers):
             writer.add(chunk)
-            languages.add(chunk.languages or ())
+            languages.add_chunk(chunk)
             source_infos[source].documents += len(chunk.text_sizes)
             source_infos[source].skipped_blank_lines += chunk.blank_lines
         shards = writer.close()

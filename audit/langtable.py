@@ -3,7 +3,7 @@
 Each document's language is known, in this order of trust:
 1. from its metadata (`lang`, `language`, Dolma's nested `metadata`: `document_language`): METADATA;
 2. from the name of the file it came from (`source_language`): SOURCE;
-3. from its text, identified by `audit.langid` (`identify_document`): IDENTIFIED;
+3. from its text, identified by `audit.langid` as `identify_document` does: IDENTIFIED;
 4. else unknown (`und`, NONE): a document with too few letters to identify.
 
 The work is done where a chunk of documents is parsed (a build's worker process, a sharded
@@ -27,7 +27,7 @@ from audit.corpora.base import document_language
 from audit.corpora.doclangs import UNKNOWN, DocumentLanguages, How
 from audit.documents import ParsedChunk
 from audit.langcodes import ISO_639_1, normalise_lang
-from audit.langid import BLOCK, BLOCKS, identifier, vote
+from audit.langid import BLOCK, BLOCKS, identifier, identify
 
 # A Wikimedia dump's file name starts with its wiki's language: `jawiki-latest-pages-articles`,
 # `enwiki-20240601-...`, `zh_yuewiki-...`.
@@ -105,7 +105,7 @@ def document_entry(text: bytes, metadata_line: bytes) -> tuple[str, int]:
         return lang, How.METADATA
     if isinstance(record.get("path"), str) and (lang := source_language(record["path"])):
         return lang, How.SOURCE
-    found = vote(_text_blocks(text))
+    found = identify(" ".join(_text_blocks(text)))
     return (found.lang, How.IDENTIFIED) if found else (UNKNOWN, How.NONE)
 
 
@@ -148,6 +148,10 @@ class TableBuilder:
         for lang, how in entries:
             self.codes.append(self._code(lang))
             self.how.append(int(how))
+
+    def add_chunk(self, chunk: ParsedChunk) -> None:
+        """A parsed chunk's documents; unknown when its languages were not found (None)."""
+        self.add(chunk.languages if chunk.languages is not None else [(UNKNOWN, How.NONE)] * len(chunk.text_sizes))
 
     def table(self) -> DocumentLanguages:
         codes = np.frombuffer(self.codes, dtype=np.uint16).copy() if self.codes else np.zeros(0, dtype=np.uint16)

@@ -483,7 +483,7 @@ def _write_shard(task: ShardTask, directory: Path) -> tuple[ShardInfo, list[File
             for function, arguments in read_tasks(file, task.options, _ignore, span):
                 chunk = parse_and_identify(function, arguments)
                 writer.add(chunk)
-                languages.add(chunk.languages or ())
+                languages.add_chunk(chunk)
                 if len(writer.shards) > 1:
                     raise IndexBuildError(
                         f"shard {task.shard}: its text passes {describe_size(task.budget)}, what --mem lets one shard sort "
