@@ -252,6 +252,18 @@ def cached_index(cache: Path) -> Path:
     return demo_location(cache, demo_sources())
 
 
+def test_the_demo_index_has_every_documents_language_from_its_files(demo_cache: Path):
+    index = LocalIndex(cached_index(demo_cache))
+    expected: dict[str, int] = {}
+    for path in demo_sources():
+        with gzip.open(path, "rt", encoding="utf-8") as handle:
+            for line in handle:
+                lang = json.loads(line)["lang"]
+                expected[lang] = expected.get(lang, 0) + 1
+    assert index.languages is not None and index.languages.counts() == expected
+    assert index.info.details["languages"]["known_by"]["metadata"] == index.info.documents
+
+
 def english_seen(tmp_path: Path) -> tuple[int, str]:
     out = tmp_path / "sample.audit.jsonl"
     result = CliRunner().invoke(main, ["check", str(SAMPLE), "--corpus", "demo", "--langs", "en", "--out", str(out), "--no-report"])

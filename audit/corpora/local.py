@@ -606,7 +606,7 @@ class LocalIndex:
         try:
             return read_table(self.path, self.info.documents)
         except LanguageTableError as error:
-            raise IndexOpenError(f"{error}; rewrite it with `audit index languages {self.path}`", str(error)) from None
+            raise IndexOpenError(f"{error}; write it anew with `audit index languages {self.path} --force`", str(error)) from None
 
     def _open_groups(self) -> list[Any]:
         """The shard groups, in shard order; `group_starts` holds each one's first document."""
