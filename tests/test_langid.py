@@ -6,7 +6,10 @@ import csv
 import gzip
 import io
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -225,3 +228,23 @@ def test_the_upgrade_refuses_an_index_it_did_not_write_or_a_damaged_one(demo_fil
     assert not (damaged / "doclangs.bin").exists()
     not_index = CliRunner().invoke(main, ["index", "languages", str(tmp_path / "nothing")])
     assert not_index.exit_code == 2 and "not an index audit wrote" in not_index.output
+
+
+def test_identification_never_touches_the_network(tmp_path: Path):
+    """The model is the file in the installed wheel: a process whose sockets all fail, with no
+    cache directory the library could have filled, still identifies."""
+    script = (
+        "import socket, sys\n"
+        "class Refused(socket.socket):\n"
+        "    def __init__(self, *args, **kwargs):\n"
+        "        raise OSError('no network')\n"
+        "socket.socket = Refused\n"
+        "from audit.langid import identify\n"
+        "print(identify('Welche Farbe hat der Himmel über Berlin?').lang)\n"
+        "print('requests' in sys.modules)\n"
+    )
+    env = {**os.environ, "HOME": str(tmp_path), "TMPDIR": str(tmp_path), "FTLANG_CACHE": str(tmp_path / "cache")}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["de", "False"]
+    assert not (tmp_path / "cache").exists() and not list(tmp_path.glob("fasttext-langdetect*"))
