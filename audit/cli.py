@@ -194,6 +194,7 @@ def index_build(
         f"{out}: {manifest.documents:,} documents, {describe_size(manifest.bytes)} in {len(manifest.shards)} shard(s){note}, "
         f"built in {manifest.build_seconds:.1f} s (fingerprint {manifest.fingerprint})"
     )
+    click.echo(f"{out}: languages {_languages_line(manifest.extra['languages'])}")
     if params is not None:
         _add_minhash(out, params, force=False)
 
@@ -323,9 +324,14 @@ def index_languages(directory: Path, force: bool, workers: int | None) -> None:
     finally:
         progress.stop()
     done = upgrade.summary
-    counts = ", ".join(f"{lang} {n:,}" for lang, n in done["counts"].items())
-    known = ", ".join(f"{how} {n:,}" for how, n in done["known_by"].items() if n)
-    click.echo(f"{directory}: {'rewrote' if upgrade.replaced else 'wrote'} the language table of {done['documents']:,} documents ({counts}; known by {known}) in {upgrade.seconds:.1f} s")
+    click.echo(f"{directory}: {'rewrote' if upgrade.replaced else 'wrote'} the language table of {done['documents']:,} documents ({_languages_line(done)}) in {upgrade.seconds:.1f} s")
+
+
+def _languages_line(summary: dict) -> str:
+    """Documents per language and how their languages were known (`audit.langtable.summary`)."""
+    counts = ", ".join(f"{lang} {n:,}" for lang, n in summary["counts"].items())
+    known = ", ".join(f"{how} {n:,}" for how, n in summary["known_by"].items() if n)
+    return f"{counts}; known by {known}"
 
 
 @index.command("verify")
