@@ -60,7 +60,7 @@ def _require_index(directory: Path, force: bool) -> IndexManifest:
     recorded = {f.name for f in manifest.files} & set(TABLE_FILES)
     if (recorded or has_table(directory)) and not force:
         raise LanguageUpgradeError(f"{directory}: already has a language table ({', '.join(sorted(recorded) or TABLE_FILES)}); --force writes it anew")
-    if foreign := [name for name in foreign_files(directory, manifest) if name not in TABLE_FILES]:
+    if foreign := foreign_files(directory, manifest):
         raise LanguageUpgradeError(f"{directory / foreign[0]}: a file the index did not write; move it out of the index directory")
     for info in manifest.files:
         path = directory / info.name

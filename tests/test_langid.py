@@ -226,6 +226,16 @@ def test_the_upgrade_refuses_an_index_it_did_not_write_or_a_damaged_one(demo_fil
     result = CliRunner().invoke(main, ["index", "languages", str(damaged)])
     assert result.exit_code == 2 and f"{damaged / 'offset.0'}: 16 bytes" in result.output and "damaged" in result.output
     assert not (damaged / "doclangs.bin").exists()
+    foreign = tmp_path / "foreign"
+    shutil.copytree(demo_files_index, foreign)
+    strip_table(foreign)
+    marker = json.loads((foreign / MARKER).read_text(encoding="utf-8"))
+    marker["files"] = [name for name in marker["files"] if not name.startswith("doclangs.")]
+    (foreign / MARKER).write_text(json.dumps(marker), encoding="utf-8")
+    (foreign / "doclangs.json").write_text("my notes", encoding="utf-8")
+    result = CliRunner().invoke(main, ["index", "languages", str(foreign), "--force"])
+    assert result.exit_code == 2 and f"{foreign / 'doclangs.json'}: a file the index did not write" in result.output
+    assert (foreign / "doclangs.json").read_text(encoding="utf-8") == "my notes"
     not_index = CliRunner().invoke(main, ["index", "languages", str(tmp_path / "nothing")])
     assert not_index.exit_code == 2 and "not an index audit wrote" in not_index.output
 
