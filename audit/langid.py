@@ -5,7 +5,7 @@ wheel ships, run by `fasttext-predict`.  It was chosen by measurement (`bench/be
 figures in bench/README.md) over lingua-language-detector, pycld2 and py3langid: on questions of
 20-80 characters in ECLeKTic's 12 languages and on single PUD sentences it was the most
 accurate (0.984 and 0.994; py3langid 0.978/0.987, lingua 0.927/0.975, pycld2 0.883/0.968), and
-after pycld2 the fastest (about 3x py3langid and 14x lingua on 1,000-character documents, with a
+after pycld2 the fastest (2.4x py3langid and 21x lingua on 1,000-character documents, with a
 1 MB model where lingua holds over 1 GB).  pycld2 is about 4x faster but misses one question in
 eight.  gcld3 was a candidate too, but it is an sdist that needs the protobuf compiler to build.
 

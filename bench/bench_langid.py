@@ -23,7 +23,7 @@ with it switched off (every document `und`), each three times in a fresh process
 the least CPU time reported (wall time too; on a shared machine CPU time varies far less);
 and the demo corpus as shipped (languages from its `lang` field), with the table and without.
 
-    python bench/bench_langid.py            # about 3 minutes on 2 cores
+    python bench/bench_langid.py            # 1.5 minutes on 2 idle cores
 """
 from __future__ import annotations
 
