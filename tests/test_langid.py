@@ -63,7 +63,7 @@ def test_codes_are_normalised_and_confidence_is_a_probability():
     assert identify("Welche Farbe hat der Himmel über Berlin?").lang == "de"
 
 
-def test_a_long_document_is_decided_by_most_of_its_blocks():
+def test_a_long_document_is_identified_from_its_start_middle_and_end():
     english = "The station began operating just after the war ended in Europe, in a port city. " * 20
     quoted = "« Une phrase citée en français au début de la page. » "
     assert identify_document(quoted + english).lang == "en"
