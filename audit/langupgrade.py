@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from audit.children import WorkerPool
-from audit.corpora.doclangs import HEADER, TABLE, has_table
+from audit.corpora.doclangs import HEADER, TABLE, DocumentLanguages, has_table
 from audit.corpora.local import IndexOpenError, _Shard, map_shards
 from audit.corpora.soundness import foreign_files
 from audit.documents import ParsedChunk
@@ -118,9 +118,22 @@ def _identify(shards: list[_Shard], workers: int, progress: ProgressHook | None)
     return languages
 
 
-def _install(directory: Path, staging: Path, manifest: IndexManifest, languages: TableBuilder) -> dict:
+def install_table(directory: Path, table: DocumentLanguages) -> dict:
+    """Put a table made elsewhere (a corpus's own language labels, a test's) into the index
+    at `directory`, recorded as one the build wrote; returns its summary."""
+    directory = Path(directory)
+    manifest = _require_index(directory, force=True)
+    if table.documents != manifest.documents:
+        raise LanguageUpgradeError(f"{directory}: the table has {table.documents:,} documents, the index {manifest.documents:,}")
+    staging = staging_directory(directory.parent / f"{directory.name}.languages")
+    try:
+        return _install(directory, staging, manifest, table)
+    finally:
+        discard_staging(staging)
+
+
+def _install(directory: Path, staging: Path, manifest: IndexManifest, table: DocumentLanguages) -> dict:
     """Move the table in and record it: marker first, then the files, then the manifest."""
-    table = languages.table()
     records = write_languages(staging, table)
     listed = marker_files(directory, "index") or []
     rewrite_marker(directory, "index", {*listed, *TABLE_FILES})
@@ -146,7 +159,7 @@ def add_languages(directory: Path, *, force: bool = False, workers: int | None =
     languages = _identify(shards, workers or os.cpu_count() or 1, progress)
     staging = staging_directory(directory.parent / f"{directory.name}.languages")
     try:
-        done = _install(directory, staging, manifest, languages)
+        done = _install(directory, staging, manifest, languages.table())
     finally:
         discard_staging(staging)
     return Upgrade(done, replaced, round(time.perf_counter() - started, 3))

@@ -14,11 +14,12 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import CORPUS, ECLEKTIC_CSV, write_jsonl
+from conftest import CORPUS, ECLEKTIC_CSV, strip_table, write_jsonl
 
 from audit.cli import main
 from audit.corpora.doclangs import How
-from audit.corpora.local import IndexOpenError, LocalIndex, verify_index
+from audit.corpora.local import IndexOpenError, LocalIndex
+from audit.corpora.verify import verify_index
 from audit.indexing import MANIFEST, build_index
 from audit.langid import Identified, identifier, identify, identify_document, identify_many
 from audit.langtable import source_language
@@ -158,16 +159,6 @@ def test_a_document_with_no_letters_is_unknown(tmp_path: Path):
 )
 def test_an_inputs_name_gives_a_language_only_when_it_clearly_names_one(name: str, lang: str | None):
     assert source_language(name) == lang
-
-
-def strip_table(index: Path) -> None:
-    """Make `index` one built before tables: no table files, and a manifest without them."""
-    for name in ("doclangs.bin", "doclangs.json"):
-        (index / name).unlink()
-    manifest = json.loads((index / MANIFEST).read_text(encoding="utf-8"))
-    manifest["files"] = [f for f in manifest["files"] if not f["name"].startswith("doclangs.")]
-    del manifest["extra"]["languages"]
-    (index / MANIFEST).write_text(json.dumps(manifest), encoding="utf-8")
 
 
 def test_an_old_index_says_language_unknown_and_is_upgraded_in_place(demo_files_index: Path, tmp_path: Path):
