@@ -14,8 +14,9 @@ from playwright.sync_api import sync_playwright
 from audit.auditfile import read_audit, write_audit
 from audit.cli import main
 from audit.evidence import Evidence
-from audit.exposure import Policy, decide, item_exposure, load_policy
+from audit.exposure import decide, item_exposure
 from audit.outputs import MARKER
+from audit.policyfile import Policy, load_policy
 
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
