@@ -156,11 +156,6 @@ def _languages(path: str, value: Any) -> None:
             _string(f"{path}[{index}]", lang)
 
 
-def _field_languages(path: str, value: Any) -> None:
-    for name, lang in _object(path, value).items():
-        _string(f"{path}.{name}", lang)
-
-
 _REQUIRED = ("item_id", "lang", "source_lang", "role", "exposure", "decided_by", "evidence", "item_exposure")
 
 
@@ -179,8 +174,8 @@ def check_record(number: int, record: dict[str, Any]) -> None:
         _evidence("evidence", record["evidence"])
         for name in ("seen_in_languages", "seen_in", "asked_in"):
             _languages(name, record.get(name))
-        if "field_languages" in record:
-            _field_languages("field_languages", record["field_languages"])
+        for name, lang in _object("field_languages", record.get("field_languages", {})).items():
+            _string(f"field_languages.{name}", lang)
     except _Bad as bad:
         raise SchemaError(number, bad.path, bad.message) from None
 

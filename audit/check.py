@@ -48,9 +48,10 @@ def check_variant(item: Item, lang: str, runners: list[SignalRunner], policy: Po
 
 
 def _decided(item: Item, lang: str, evidence: list[Evidence], policy: Policy) -> ExposureRecord:
-    record = ExposureRecord.decided(item.item_id, lang, item.source_lang, decide(policy, evidence, lang), evidence, decide_knowledge(policy, evidence))
+    variant = item.variants.get(lang)
+    field_languages = variant.field_languages if variant is not None else None
+    record = ExposureRecord.decided(item.item_id, lang, item.source_lang, decide(policy, evidence, lang), evidence, decide_knowledge(policy, evidence), field_languages)
     record.asked_in = sorted(item.variants)
-    record.field_languages = dict(item.variants[lang].field_languages) or None
     return record
 
 
