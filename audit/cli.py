@@ -33,7 +33,7 @@ from audit.corpora.registry import CorpusError, check_corpora, open_corpus
 from audit.corpora.soundness import OPEN_CHECKS
 from audit.corpora.verify import EXTRA, verify_index
 from audit.executors import ExecutorError, parse_executor
-from audit.exposure import UNKNOWN, Knowledge, PolicyError, load_policy
+from audit.exposure import UNKNOWN, Knowledge
 from audit.filter import FILTERED, RULES, FilterError, FilterPolicy, filter_benchmark, writes_directory
 from audit.filteroutput import check_manifest_name, check_output_name
 from audit.indexing import IndexBuildError, build_index, describe_size, nested_outputs, read_manifest
@@ -45,6 +45,7 @@ from audit.links.model import LinksError
 from audit.links.sources import open_links
 from audit.neardup import NEARDUP_DIR, NearDupError, NearDupParams, add_neardup, load_redis
 from audit.outputs import OutputError, atomic_write_text, check_directory_target, check_file_target
+from audit.policyfile import PolicyError, load_policy
 from audit.probes.generation import ProbeError
 from audit.probes.models import open_model
 from audit.probes.prompts import PromptError
