@@ -212,3 +212,24 @@ def test_a_common_shingle_does_not_carry_a_question(english: Path):
     figures = question_evidence(english, item, "en").figures
     assert figures["shingles_common"] >= 2
     assert figures["containment"] < 0.5 or "containment" in figures["below_floor"]
+
+
+# A page quoting another language: the window around the match decides.
+RUSSIAN = "Москва была основана князем Юрием Долгоруким в 1147 году, и с тех пор город не переставал расти."
+
+
+@pytest.fixture(scope="module")
+def quoting(tmp_path_factory) -> Path:
+    """Real Portuguese sentences (PUD), one of which quotes a Russian sentence in Cyrillic."""
+    portuguese = demo_lines("pud-pt.jsonl.gz", range(1, 60))
+    portuguese[7]["text"] += " A frase citada no artigo diz: «" + RUSSIAN + "» Isto é tudo."
+    return build(tmp_path_factory.mktemp("quote"), portuguese, ["pt"] * len(portuguese))
+
+
+def test_a_quotation_in_another_languages_page_counts_for_the_quoted_language(quoting: Path):
+    evidence = question_evidence(quoting, question_item(RUSSIAN, "ru"), "ru")
+    figures = evidence.figures
+    assert figures["containment"] == 1.0 and figures["languages"] == {"ru": 1}
+    counted = [p for p in evidence.provenance if p["counted"]]
+    assert [(p["language"], p["language_by"]) for p in counted] == [("ru", "window")]
+

@@ -21,12 +21,13 @@ query-time parameters, and the build parameters the index must have if the polic
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from pydantic import Field
 
 from audit import forms
+from audit.corpora.base import UnknownLanguage
 from audit.corpora.local import LocalIndex
 from audit.evidence import ABSENT, FAILED, Evidence
 from audit.forms import Checked
@@ -35,7 +36,7 @@ from audit.neardup import NEARDUP_DIR, Match, NearDupError, NearDuplicateIndex, 
 from audit.neardup.rarity import CommonShingles
 from audit.neardup.verify import SetAside
 from audit.rules import Count, Fraction, Op, Rule, Table, threshold
-from audit.signals.minhash_language import DocumentFilter, UnknownLanguage
+from audit.signals.minhash_language import DocumentFilter
 from audit.text import dominant_script, normalize
 
 NAME = "minhash"
@@ -202,12 +203,28 @@ class FieldQuery:
     common: CommonShingles
 
 
+def _with_quotations(index: NearDuplicateIndex, result: QueryResult, documents: DocumentFilter, snippet_chars: int) -> QueryResult:
+    """The result with the matches in other languages' documents that quote the field in its
+    own language counted among its matches (a Portuguese page quoting a Russian question)."""
+    counted = {m.document for m in result.matches}
+    quoted = []
+    for match in result.any_matches:
+        hit = index.hit(match, snippet_chars) if match.document not in counted else None
+        if hit is not None and documents.quotes(match.document, hit.snippet[hit.snippet_match_start : hit.snippet_match_end]):
+            quoted.append(match)
+    if not quoted:
+        return result
+    matches = sorted([*result.matches, *quoted], key=lambda m: (-m.containment, -m.jaccard, m.document))
+    return replace(result, matches=matches)
+
+
 def field_evidence(index: NearDuplicateIndex, source: str, name: str, raw: str, asked: FieldQuery, config: MinhashConfig) -> Evidence:
     text = normalize(raw)
     documents = asked.documents
     result = index.query(
         text, exclude=asked.shared, candidates=config.candidates, limit=config.provenance_docs, allowed=documents.counts, reach=_reach(asked.rules), common=asked.common
     )
+    result = _with_quotations(index, result, documents, config.snippet_chars)
     floor = config.floor.needed(dominant_script(text))
     evidence = Evidence(signal=NAME, source=source, field=name, figures=_figures(text, result, documents, floor))
     counted = {m.document for m in result.matches}

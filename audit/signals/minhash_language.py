@@ -12,23 +12,17 @@ from __future__ import annotations
 
 import contextlib
 from collections import Counter
-from dataclasses import dataclass
-from enum import StrEnum
+from dataclasses import dataclass, field
 from typing import Any
 
+from audit.corpora.base import UnknownLanguage
 from audit.corpora.doclangs import UNKNOWN, DocumentLanguages, How
 from audit.corpora.local import LocalIndex
 from audit.langcodes import normalise_lang
 from audit.neardup import Match
+from audit.quotes import quoted_language
 
 HOW_NAMES = {How.NONE: "unknown", How.METADATA: "metadata", How.SOURCE: "source", How.IDENTIFIED: "identified"}
-
-
-class UnknownLanguage(StrEnum):
-    """What a document of unknown language is for a variant: counted (and flagged) or left out."""
-
-    COUNT = "count"
-    IGNORE = "ignore"
 
 
 def primary(lang: str) -> str:
@@ -45,6 +39,7 @@ class DocumentFilter:
     lang: str
     table: DocumentLanguages | None
     unknown: UnknownLanguage
+    quoting: set[int] = field(default_factory=set)
 
     @classmethod
     def of(cls, corpus: LocalIndex, lang: str, unknown: UnknownLanguage) -> DocumentFilter:
@@ -75,7 +70,21 @@ class DocumentFilter:
 
     def languages(self, reaching: list[Match]) -> dict[str, int]:
         """`figures.languages`: the documents that reach the threshold, by language."""
-        return dict(sorted(Counter(self.language(m.document) for m in reaching).items()))
+        return dict(sorted(Counter(self.lang if m.document in self.quoting else self.language(m.document) for m in reaching).items()))
 
     def provenance_language(self, document: int) -> dict[str, str]:
+        if document in self.quoting:
+            return {"language": self.lang, "language_by": "window"}
         return {"language": self.language(document), "language_by": self.known_by(document)}
+
+    def quotes(self, document: int, window: str) -> bool:
+        """Whether a document of another language holds the field's text as a quotation in
+        the field's language (`audit.quotes`): its match then counts, labelled `window`."""
+        language = self.language(document)
+        if self.table is None or language == UNKNOWN or primary(language) == primary(self.lang):
+            return False
+        found = quoted_language(window, language)
+        if found is None or primary(found) != primary(self.lang):
+            return False
+        self.quoting.add(document)
+        return True

@@ -24,8 +24,8 @@ from typing import Any
 
 from audit.corpora.base import Corpus, LanguageBy, Occurrence, UnknownLanguage, document_language, in_language
 from audit.corpora.doclangs import UNKNOWN
-from audit.langcodes import SUPPRESS_SCRIPT
 from audit.langid import identify
+from audit.quotes import written_in
 from audit.text import dominant_script
 
 # Documents of another language whose window around a match too short to identify is read, per
@@ -34,23 +34,6 @@ MAX_WINDOWS = 20
 WINDOW_CHARS = 80
 # The figures a rule may name, as `any_language` repeats them over every document.
 RULE_FIGURES = ("exact_count", "coverage", "longest_match_chars", "longest_match_fraction", "documents", "documents_in_language")
-# `audit.text` script names of the ISO 15924 scripts a language is usually written in.
-_SCRIPT_NAMES = {
-    "Latn": ("latin",), "Cyrl": ("cyrillic",), "Arab": ("arabic",), "Deva": ("devanagari",), "Hebr": ("hebrew",),
-    "Hang": ("hangul", "han"), "Kore": ("hangul", "han"), "Jpan": ("kana", "han"), "Grek": ("greek",), "Thai": ("thai",),
-    "Laoo": ("lao",), "Khmr": ("khmer",), "Mymr": ("myanmar",), "Tibt": ("tibetan",),
-}
-_HAN = {"zh": ("han",), "yue": ("han",), "wuu": ("han",)}
-
-
-def written_in(lang: str) -> frozenset[str] | None:
-    """The scripts (as `audit.text.script_of` names them) a language is written in; None when
-    not known here, and then no window is identified."""
-    primary = lang.split("-")[0]
-    names = _HAN.get(primary) or tuple(name for code in SUPPRESS_SCRIPT.get(primary, ()) for name in _SCRIPT_NAMES.get(code, ()))
-    return frozenset(names) or None
-
-
 def same_language(document: str, lang: str) -> bool:
     return document.split("-")[0] == lang.split("-")[0]
 
