@@ -39,7 +39,7 @@ from audit.children import WorkerPool
 from audit.corpora.doclangs import HEADER, TABLE, DocumentLanguages, write_table
 from audit.corpusread import MAX_DOCUMENT, CorpusFile, ReadOptions, read_tasks
 from audit.documents import NORMALIZERS, IndexBuildError, ParsedChunk
-from audit.langid import identifier
+from audit.langid import identifier, preload
 from audit.langtable import TableBuilder, parse_and_identify, summary
 from audit.nospace import is_full_disk, no_space
 from audit.outputs import MARKER, STAGING_TAG, OutputError, check_directory_target, commit_directory, discard_staging, staging_directory
@@ -418,6 +418,7 @@ def parsed_chunks(
     Workers are forked (a spawned one would re-import the caller's whole program) and forced
     to start before the first line is read, so they are forked before any progress callback
     can have started a display thread in this process."""
+    preload()
     with WorkerPool(max_workers=workers, mp_context=multiprocessing.get_context("fork")) as pool:
         for ready in [pool.submit(os.getpid) for _ in range(workers)]:
             ready.result()

@@ -80,11 +80,35 @@ def _has_letters(text: str, wanted: int) -> bool:
     return False
 
 
+def preload() -> None:
+    """Load the model now, in a process about to fork its workers, so they share one copy
+    instead of each reading and decoding it again.  A missing library is left for the first
+    identification to report: a corpus whose metadata gives every language never needs it."""
+    try:
+        _model()
+    except ImportError:
+        return
+
+
+def model_line(text: str) -> str | None:
+    """`text` as one line for the model (fastText reads a line, splitting words on whitespace),
+    or None when it has fewer than MIN_LETTERS letters."""
+    line = " ".join(text.split())
+    return line if _has_letters(line, MIN_LETTERS) else None
+
+
+def line_language(line: str) -> str | None:
+    """The language of a `model_line`, without the confidence `identify` rounds and wraps (a
+    language table records none)."""
+    labels, _ = _model().predict(line, k=1)
+    return _language(labels[0]) if labels else None
+
+
 def identify(text: str) -> Identified | None:
     """The language of `text`; None when it has fewer than MIN_LETTERS letters (too short, or
     digits and punctuation only) or the model names a language no ISO 639 code spells."""
-    line = " ".join(text.split())
-    if not _has_letters(line, MIN_LETTERS):
+    line = model_line(text)
+    if line is None:
         return None
     labels, scores = _model().predict(line, k=1)
     if not labels:

@@ -27,7 +27,7 @@ from audit.corpora.base import document_language
 from audit.corpora.doclangs import UNKNOWN, DocumentLanguages, How
 from audit.documents import ParsedChunk
 from audit.langcodes import ISO_639_1, normalise_lang
-from audit.langid import BLOCK, BLOCKS, identifier, identify
+from audit.langid import BLOCK, BLOCKS, identifier, line_language, model_line
 
 # A Wikimedia dump's file name starts with its wiki's language: `jawiki-latest-pages-articles`,
 # `enwiki-20240601-...`, `zh_yuewiki-...`.
@@ -126,8 +126,9 @@ def document_entry(text: bytes, metadata_line: bytes) -> tuple[str, int]:
     named = PATH_FIELD.match(metadata_line)
     if named and (path := _path(named[1])) and (lang := source_language(path)):
         return lang, How.SOURCE
-    found = identify(" ".join(_text_blocks(text)))
-    return (found.lang, How.IDENTIFIED) if found else (UNKNOWN, How.NONE)
+    line = model_line(" ".join(_text_blocks(text)))
+    lang = line_language(line) if line is not None else None
+    return (lang, How.IDENTIFIED) if lang else (UNKNOWN, How.NONE)
 
 
 def chunk_languages(chunk: ParsedChunk) -> list[tuple[str, int]]:

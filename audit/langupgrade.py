@@ -26,6 +26,7 @@ from audit.corpora.local import IndexOpenError, _Shard, map_shards
 from audit.corpora.soundness import foreign_files
 from audit.documents import ParsedChunk
 from audit.indexing import INDEX_FILE, MANIFEST, IndexManifest, ProgressHook, file_order, read_manifest, write_languages
+from audit.langid import preload
 from audit.langtable import TableBuilder, chunk_languages, summary
 from audit.outputs import atomic_write_text, discard_staging, marker_files, rewrite_marker, staging_directory
 
@@ -97,6 +98,7 @@ def _identify(shards: list[_Shard], workers: int, progress: ProgressHook | None)
     """Every document's language, in global order, on `workers` forked processes."""
     languages = TableBuilder()
     total, done = sum(len(shard.offsets) for shard in shards), 0
+    preload()
     with WorkerPool(max_workers=workers, mp_context=multiprocessing.get_context("fork")) as pool:
         pending: deque[Future] = deque()
 
