@@ -1,0 +1,133 @@
+"""What an audit file says about language, judged against corpora whose contents are known.
+
+Read by the contract's names only: `exposure`, `decided_by` (the checks that fired; an entry
+with a `status` did not), each evidence's `figures` and `provenance` (its documents' own `lang`
+is the truth; the tool's `language` is shown beside it where it gives one)."""
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from typing import Any
+
+import numpy as np
+
+from audit.neardup import SCRIPT_NAMES, ShingleSizes, tokenize
+from audit.text import normalize
+
+from .cases import base_language
+from .corpora import language_of_document
+
+SHORT = 40  # characters: the issue's short questions
+SEEN = "seen"
+
+
+def fired(record: dict[str, Any]) -> list[dict[str, Any]]:
+    """The checks that made a variant `seen` (none for any other tag)."""
+    if record.get("exposure") != SEEN:
+        return []
+    return [check for check in record.get("decided_by", []) if "status" not in check and "figure" in check]
+
+
+def evidence_for(record: dict[str, Any], check: dict[str, Any]) -> dict[str, Any] | None:
+    for found in record.get("evidence", []):
+        same = all(found.get(key) == check.get(key) for key in ("signal", "source", "field"))
+        if same and found.get("figures", {}).get("form") == check.get("form"):
+            return found
+    return None
+
+
+def absent_languages(records: list[dict[str, Any]], present: frozenset[str]) -> dict[str, Any]:
+    """Variants of languages the corpus holds no text in, and how many of them are `seen`."""
+    have = {base_language(lang) for lang in present}
+    variants, seen = Counter(), Counter()
+    for record in records:
+        lang = record["lang"]
+        if base_language(lang) in have:
+            continue
+        variants[lang] += 1
+        seen[lang] += record["exposure"] == SEEN
+    return {
+        "variants": sum(variants.values()), "seen": sum(seen.values()),
+        "by_language": {lang: {"variants": variants[lang], "seen": seen[lang]} for lang in sorted(variants)},
+    }
+
+
+def _check_languages(record: dict[str, Any], check: dict[str, Any], by_file: dict[str, str]) -> dict[str, Any]:
+    """One fired check: the true languages of the documents its evidence points to, and the tool's."""
+    found = evidence_for(record, check) or {}
+    field = check["field"]
+    wanted = base_language((record.get("field_languages") or {}).get(field, record["lang"]))
+    truth = [language_of_document(entry, by_file) for entry in found.get("provenance", [])]
+    said = sorted({str(entry["language"]) for entry in found.get("provenance", []) if "language" in entry})
+    return {
+        "signal": check["signal"], "field": field, "figure": check["figure"], "value": check["value"],
+        "wanted": wanted, "documents": dict(Counter(str(lang) for lang in truth)), "tool_says": said,
+        "own": any(lang is not None and base_language(lang) == wanted for lang in truth),
+    }
+
+
+def deciding_evidence(records: list[dict[str, Any]], by_file: dict[str, str]) -> dict[str, Any]:
+    """For every `seen` variant, whether each check that fired points to a document of the
+    variant's (or the field's) language: `strict` when every one does, `some` when one does."""
+    strict = some = 0
+    exceptions = []
+    per_language: dict[str, Counter] = defaultdict(Counter)
+    seen = [record for record in records if record["exposure"] == SEEN]
+    for record in seen:
+        checks = [_check_languages(record, check, by_file) for check in fired(record)]
+        ok = bool(checks) and all(c["own"] for c in checks)
+        strict += ok
+        some += any(c["own"] for c in checks)
+        per_language[record["lang"]].update(seen=1, own=ok)
+        if not ok:
+            exceptions.append({"item": record["item_id"], "lang": record["lang"], "role": record.get("role"), "checks": [c for c in checks if not c["own"]]})
+    return {
+        "seen": len(seen), "own_language": strict, "some_own_language": some,
+        "share": round(strict / len(seen), 4) if seen else None,
+        "by_language": {lang: dict(counts) for lang, counts in sorted(per_language.items())},
+        "exceptions": exceptions,
+    }
+
+
+def text_shingles(text: str) -> set[tuple[str, ...]]:
+    """The near-duplicate signal's shingles as text (case-folded tokens), sizes by script."""
+    text = normalize(text)
+    tokens = tokenize(text)
+    sizes = ShingleSizes()
+    words = [text[s:e].casefold() for s, e in zip(tokens.starts.tolist(), tokens.ends.tolist(), strict=True)]
+    out = set()
+    for i, script in enumerate(np.asarray(tokens.scripts).tolist()):
+        n = sizes.size(SCRIPT_NAMES[script])
+        if i + n <= len(words):
+            out.add(tuple(words[i : i + n]))
+    return out
+
+
+def text_containment(field_text: str, snippets: list[str]) -> float:
+    """The share of the field's shingles, as text, found in one of the matched snippets."""
+    own = text_shingles(field_text)
+    if not own:
+        return 0.0
+    return max((len(own & text_shingles(snippet)) / len(own) for snippet in snippets), default=0.0)
+
+
+def short_questions(records: list[dict[str, Any]], questions: dict[tuple[str, str], str]) -> dict[str, Any]:
+    """Checks that fired on a question under 40 characters: near-duplicate ones, each verified
+    by its shingles as text against the matched snippets (below the rule's threshold: a false
+    positive), and n-gram ones (counted and listed)."""
+    near, false, exact = [], [], []
+    for record in records:
+        text = questions.get((record["item_id"], record["lang"]))
+        for check in fired(record):
+            if check["field"] != "question" or text is None or len(normalize(text)) >= SHORT:
+                continue
+            row = {"item": record["item_id"], "lang": record["lang"], "question": text, "figure": check["figure"], "value": check["value"]}
+            if check["signal"] == "ngram":
+                exact.append(row)
+                continue
+            snippets = [entry.get("snippet", "") for entry in (evidence_for(record, check) or {}).get("provenance", [])]
+            row["text_containment"] = round(text_containment(text, snippets), 3)
+            near.append(row)
+            if row["text_containment"] < check["threshold"]:
+                false.append(row)
+    short = sum(1 for (item, lang), text in questions.items() if len(normalize(text)) < SHORT)
+    return {"short_questions": short, "near_duplicate_fired": len(near), "near_duplicate_false": len(false), "false": false, "ngram_fired": len(exact), "ngram": exact}
