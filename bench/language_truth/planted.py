@@ -84,9 +84,10 @@ def assign(items: list[Item], langs: list[str]) -> dict[tuple[str, str], str]:
     return plan
 
 
-def corpus(path: Path, cap: int | None, bench: Path = ECLEKTIC, seed: int = 11) -> dict[tuple[str, str], str]:
+def corpus(path: Path, cap: int | None, bench: Path = ECLEKTIC, only: tuple[str, ...] = (), seed: int = 11) -> dict[tuple[str, str], str]:
     """Write the planted corpus (demo host documents, up to `cap` bytes per file, plus the
-    copies) to `path` as JSON Lines; the plan it carries."""
+    copies; only in the languages `only` names, when it names any) to `path` as JSON Lines;
+    the plan it carries."""
     items = load_benchmark(bench).items
     langs = list(items[0].variants)
     rows = plants.host_rows(cap)
@@ -94,7 +95,7 @@ def corpus(path: Path, cap: int | None, bench: Path = ECLEKTIC, seed: int = 11) 
     for row in rows:
         hosts[row["lang"]].append(row["text"])
     rng = random.Random(seed)
-    plan = assign(items, langs)
+    plan = {key: kind for key, kind in assign(items, langs).items() if not only or key[1] in only}
     by_id = {item.item_id: item for item in items}
     for (item_id, lang), kind in plan.items():
         texts = KINDS[kind](by_id[item_id].variants[lang], lambda lang=lang: rng.choice(hosts[lang]), hosts[lang])
