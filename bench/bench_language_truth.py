@@ -72,6 +72,7 @@ def run_case(case: cases.Case, corpus: corpora.Corpus, work: Path, cache: Path, 
     row["absent"] = truth.absent_languages(records, corpus.languages)
     row["deciding"] = truth.deciding_evidence(records, corpora.demo_files())
     row["short"] = truth.short_questions(records, questions_of(case.bench))
+    row["elsewhere"] = truth.seen_elsewhere(records)
     return row
 
 

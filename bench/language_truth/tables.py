@@ -70,6 +70,16 @@ def short(rows: list[dict[str, Any]]) -> list[str]:
     return out
 
 
+def elsewhere(rows: list[dict[str, Any]]) -> list[str]:
+    out = ["| benchmark | corpus | variants not `seen` but seen in other languages | those languages (variants) |", "|---|---|---|---|"]
+    for r in rows:
+        e = r.get("elsewhere")
+        if "absent" in r:
+            shown = f"{e['variants']} | {', '.join(f'{lang} {n}' for lang, n in e['languages'].items()) or '–'}" if e else "not recorded | –"
+            out.append(f"| {r['case']} | {r['corpus']} | {shown} |")
+    return out
+
+
 def planted(result: dict[str, Any]) -> list[str]:
     out = ["| kind | planted | `seen` | recall | through its own planted copy |", "|---|---|---|---|---|"]
     for kind, k in result["kinds"].items():
@@ -86,6 +96,7 @@ def document(results: dict[str, Any]) -> str:
     if results.get("real"):
         parts.append(["### Real benchmarks", "", *real(results["real"]), "", "Exceptions (a `seen` variant decided by a check whose documents are not in its language):", "", *exceptions(results["real"])])
         parts.append(["### Short questions", "", *short(results["real"])])
+        parts.append(["### Seen only in other languages (the tool's `seen_in_languages`)", "", *elsewhere(results["real"])])
     if results.get("planted"):
         parts.append(["### Planted truth", "", *planted(results["planted"])])
     return "\n\n".join("\n".join(p) for p in parts) + "\n"

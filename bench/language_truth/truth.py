@@ -131,3 +131,18 @@ def short_questions(records: list[dict[str, Any]], questions: dict[tuple[str, st
                 false.append(row)
     short = sum(1 for (item, lang), text in questions.items() if len(normalize(text)) < SHORT)
     return {"short_questions": short, "near_duplicate_fired": len(near), "near_duplicate_false": len(false), "false": false, "ngram_fired": len(exact), "ngram": exact}
+
+
+def seen_elsewhere(records: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Variants not `seen` in their own language whose text or fact the tool says was seen in
+    other languages (`seen_in_languages`); None for audits that do not record it."""
+    if not records or not any("seen_in_languages" in record for record in records):
+        return None
+    elsewhere = Counter()
+    for record in records:
+        others = [lang for lang in record.get("seen_in_languages") or [] if base_language(lang) != base_language(record["lang"])]
+        if record["exposure"] != SEEN and others:
+            elsewhere.update(others)
+            elsewhere["variants"] += 1
+    variants = elsewhere.pop("variants", 0)
+    return {"variants": variants, "languages": dict(elsewhere.most_common())}
