@@ -31,6 +31,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from language_truth import cases, corpora, planted, runner, tables, truth
 
+from audit.forms import source_texts
 from audit.readers import load_benchmark
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -52,13 +53,14 @@ def build_corpora(names: set[str], work: Path, cache: Path) -> dict[str, corpora
     return built
 
 
-def questions_of(bench: str) -> dict[tuple[str, str], str]:
-    """{(item, language): question} as the benchmark's reader reads it; {} when it cannot."""
+def questions_of(bench: str) -> truth.Asked:
+    """{(item, language): (question, source-language texts)} as the benchmark's reader reads
+    them; {} when it cannot."""
     try:
         items = load_benchmark(bench, skip_bad_rows=True).items
     except Exception:  # a benchmark the reader refuses is reported by `audit check` itself
         return {}
-    return {(item.item_id, lang): v.question for item in items for lang, v in item.variants.items() if v.question}
+    return {(item.item_id, lang): (v.question, source_texts(item, lang)) for item in items for lang, v in item.variants.items() if v.question}
 
 
 def run_case(case: cases.Case, corpus: corpora.Corpus, work: Path, cache: Path, workers: int) -> dict[str, Any]:

@@ -102,21 +102,39 @@ def text_shingles(text: str) -> set[tuple[str, ...]]:
     return out
 
 
-def text_containment(field_text: str, snippets: list[str]) -> float:
-    """The share of the field's shingles, as text, found in one of the matched snippets."""
-    own = text_shingles(field_text)
-    if not own:
-        return 0.0
-    return max((len(own & text_shingles(snippet)) / len(own) for snippet in snippets), default=0.0)
+def shared_text(field_text: str, snippets: list[str], source_texts: list[str] = ()) -> tuple[int, int]:
+    """How many of the field's shingles, as text, one of the matched snippets holds (the best
+    snippet), and how many it has; those it shares with its source-language variant are left
+    out, as the signal leaves them."""
+    own = text_shingles(field_text).difference(*(text_shingles(t) for t in source_texts))
+    return max((len(own & text_shingles(snippet)) for snippet in snippets), default=0), len(own)
 
 
-def short_questions(records: list[dict[str, Any]], questions: dict[tuple[str, str], str]) -> dict[str, Any]:
+def text_containment(field_text: str, snippets: list[str], source_texts: list[str] = ()) -> float:
+    shared, own = shared_text(field_text, snippets, source_texts)
+    return shared / own if own else 0.0
+
+
+def collision(check: dict[str, Any], found: dict[str, Any], text: str, source: list[str]) -> tuple[bool, float]:
+    """Whether a near-duplicate rule fired without the text to carry it: fewer shingles shared
+    as text than the threshold asks of the shingles the signal counted (`shingles`, which
+    leaves out what it does not count, such as shingles common in the corpus)."""
+    snippets = [entry.get("snippet", "") for entry in found.get("provenance", [])]
+    shared, own = shared_text(text, snippets, source)
+    counted = found.get("figures", {}).get("shingles") or own
+    return shared < check["threshold"] * counted, round(shared / counted, 3) if counted else 0.0
+
+
+Asked = dict[tuple[str, str], tuple[str, list[str]]]  # (item, language): (question, source-language texts)
+
+
+def short_questions(records: list[dict[str, Any]], questions: Asked) -> dict[str, Any]:
     """Checks that fired on a question under 40 characters: near-duplicate ones, each verified
-    by its shingles as text against the matched snippets (below the rule's threshold: a false
-    positive), and n-gram ones (counted and listed)."""
+    by its shingles as text against the matched snippets (`collision`: a false positive), and
+    n-gram ones (counted and listed)."""
     near, false, exact = [], [], []
     for record in records:
-        text = questions.get((record["item_id"], record["lang"]))
+        text, source = questions.get((record["item_id"], record["lang"]), (None, []))
         for check in fired(record):
             if check["field"] != "question" or text is None or len(normalize(text)) >= SHORT:
                 continue
@@ -124,12 +142,11 @@ def short_questions(records: list[dict[str, Any]], questions: dict[tuple[str, st
             if check["signal"] == "ngram":
                 exact.append(row)
                 continue
-            snippets = [entry.get("snippet", "") for entry in (evidence_for(record, check) or {}).get("provenance", [])]
-            row["text_containment"] = round(text_containment(text, snippets), 3)
+            is_false, row["text_containment"] = collision(check, evidence_for(record, check) or {}, text, source)
             near.append(row)
-            if row["text_containment"] < check["threshold"]:
+            if is_false:
                 false.append(row)
-    short = sum(1 for (item, lang), text in questions.items() if len(normalize(text)) < SHORT)
+    short = sum(1 for text, _ in questions.values() if len(normalize(text)) < SHORT)
     return {"short_questions": short, "near_duplicate_fired": len(near), "near_duplicate_false": len(false), "false": false, "ngram_fired": len(exact), "ngram": exact}
 
 
