@@ -58,15 +58,15 @@ def exceptions(rows: list[dict[str, Any]]) -> list[str]:
 
 def short(rows: list[dict[str, Any]]) -> list[str]:
     out = [
-        "| benchmark | corpus | questions under 40 characters | near-duplicate rule fired on one | of those not shared as text (false) | n-gram rule fired on one |",
-        "|---|---|---|---|---|---|",
+        "| benchmark | corpus | questions under 40 characters | near-duplicate rule fired on one | of those no copy of the question (false) | of those a hash collision | n-gram rule fired on one |",
+        "|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         s = r.get("short")
         if s:
-            out.append(f"| {r['case']} | {r['corpus']} | {s['short_questions']} | {s['near_duplicate_fired']} | **{s['near_duplicate_false']}** | {s['ngram_fired']} |")
+            out.append(f"| {r['case']} | {r['corpus']} | {s['short_questions']} | {s['near_duplicate_fired']} | **{s['near_duplicate_false']}** | {s.get('hash_collisions', '–')} | {s['ngram_fired']} |")
     listed = [(r, f) for r in rows if r.get("short") for f in r["short"]["false"] + r["short"]["ngram"]]
-    out += [""] + [f"- {r['case']} / {r['corpus']}: {f['item']} {f['lang']} “{f['question']}” {f['figure']}={f['value']}" + (f", as text {f['text_containment']}" if "text_containment" in f else "") for r, f in listed[:SHOWN * 2]]
+    out += [""] + [f"- {r['case']} / {r['corpus']}: {f['item']} {f['lang']} “{f['question']}” {f['figure']}={f['value']}" + (f", as text {f['text_containment']} ({f['shared_as_text']} shingles)" if "text_containment" in f else "") for r, f in listed[:SHOWN * 2]]
     return out
 
 

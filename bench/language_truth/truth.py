@@ -17,6 +17,7 @@ from .cases import base_language
 from .corpora import language_of_document
 
 SHORT = 40  # characters: the issue's short questions
+CARRY = 3  # shingles shared as text, at the least, for a near-duplicate of a question
 SEEN = "seen"
 
 
@@ -115,24 +116,29 @@ def text_containment(field_text: str, snippets: list[str], source_texts: list[st
     return shared / own if own else 0.0
 
 
-def collision(check: dict[str, Any], found: dict[str, Any], text: str, source: list[str]) -> tuple[bool, float]:
-    """Whether a near-duplicate rule fired without the text to carry it: fewer shingles shared
-    as text than the threshold asks of the shingles the signal counted (`shingles`, which
-    leaves out what it does not count, such as shingles common in the corpus)."""
+def judged(check: dict[str, Any], found: dict[str, Any], text: str, source: list[str]) -> dict[str, Any]:
+    """A near-duplicate rule that fired, judged on the text.  `false`: the matched snippets do
+    not hold a copy of the question, that is fewer of its shingles (as text) than the rule's
+    threshold asks of all of them, or fewer than `CARRY` (a whole question of fewer shingles
+    excepted).  `collision`: fewer shared as text than the threshold asks even of the shingles the
+    signal counted (its `shingles` figure), so only a hash could have matched."""
     snippets = [entry.get("snippet", "") for entry in found.get("provenance", [])]
     shared, own = shared_text(text, snippets, source)
     counted = found.get("figures", {}).get("shingles") or own
-    return shared < check["threshold"] * counted, round(shared / counted, 3) if counted else 0.0
+    return {
+        "text_containment": round(shared / own, 3) if own else 0.0, "shared_as_text": shared,
+        "false": shared < max(min(CARRY, own), check["threshold"] * own), "collision": shared < check["threshold"] * counted,
+    }
 
 
 Asked = dict[tuple[str, str], tuple[str, list[str]]]  # (item, language): (question, source-language texts)
 
 
 def short_questions(records: list[dict[str, Any]], questions: Asked) -> dict[str, Any]:
-    """Checks that fired on a question under 40 characters: near-duplicate ones, each verified
-    by its shingles as text against the matched snippets (`collision`: a false positive), and
-    n-gram ones (counted and listed)."""
-    near, false, exact = [], [], []
+    """Checks that fired on a question under 40 characters: near-duplicate ones, each judged on
+    its shingles as text against the matched snippets (`judged`), and n-gram ones (counted and
+    listed)."""
+    near, false, exact, collisions = [], [], [], 0
     for record in records:
         text, source = questions.get((record["item_id"], record["lang"]), (None, []))
         for check in fired(record):
@@ -142,12 +148,16 @@ def short_questions(records: list[dict[str, Any]], questions: Asked) -> dict[str
             if check["signal"] == "ngram":
                 exact.append(row)
                 continue
-            is_false, row["text_containment"] = collision(check, evidence_for(record, check) or {}, text, source)
+            row.update(judged(check, evidence_for(record, check) or {}, text, source))
             near.append(row)
-            if is_false:
+            collisions += row["collision"]
+            if row["false"]:
                 false.append(row)
     short = sum(1 for text, _ in questions.values() if len(normalize(text)) < SHORT)
-    return {"short_questions": short, "near_duplicate_fired": len(near), "near_duplicate_false": len(false), "false": false, "ngram_fired": len(exact), "ngram": exact}
+    return {
+        "short_questions": short, "near_duplicate_fired": len(near), "near_duplicate_false": len(false), "hash_collisions": collisions,
+        "false": false, "ngram_fired": len(exact), "ngram": exact,
+    }
 
 
 def seen_elsewhere(records: list[dict[str, Any]]) -> dict[str, Any] | None:
