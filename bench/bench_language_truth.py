@@ -45,6 +45,7 @@ def build_corpora(names: set[str], work: Path, cache: Path) -> dict[str, corpora
         "demo-no-ja": lambda: corpora.without("ja", work, cache),
         "demo-no-id": lambda: corpora.without("id", work, cache),
         "xquad-en": lambda: corpora.only("xquad-en.jsonl.gz", work, cache),
+        "demo-text": lambda: corpora.text_only("demo-text", work, cache),
     }
     built = {}
     for name in sorted(names):
@@ -72,7 +73,7 @@ def run_case(case: cases.Case, corpus: corpora.Corpus, work: Path, cache: Path, 
         row["refused"] = run.output.strip().splitlines()[-1] if run.output.strip() else f"exit {run.returncode}"
         return row
     row["absent"] = truth.absent_languages(records, corpus.languages)
-    row["deciding"] = truth.deciding_evidence(records, corpora.demo_files())
+    row["deciding"] = truth.deciding_evidence(records, corpora.known())
     row["short"] = truth.short_questions(records, questions_of(case.bench))
     row["elsewhere"] = truth.seen_elsewhere(records)
     return row
@@ -80,12 +81,12 @@ def run_case(case: cases.Case, corpus: corpora.Corpus, work: Path, cache: Path, 
 
 def run_real(args: argparse.Namespace, work: Path, cache: Path) -> tuple[list[dict[str, Any]], dict[str, corpora.Corpus]]:
     chosen = [c for c in cases.real_cases(work, args.xquad, args.xcopa) if not args.cases or c.name in args.cases]
-    built = build_corpora({name for case in chosen for name in case.corpora}, work, cache)
+    wanted = [(case, name) for case in chosen for name in case.corpora if not args.corpora or name in args.corpora]
+    built = build_corpora({name for _, name in wanted}, work, cache)
     rows = []
-    for case in chosen:
-        for name in case.corpora:
-            print(f"checking {case.name} against {name} ...", file=sys.stderr)
-            rows.append(run_case(case, built[name], work, cache, args.workers))
+    for case, name in wanted:
+        print(f"checking {case.name} against {name} ...", file=sys.stderr)
+        rows.append(run_case(case, built[name], work, cache, args.workers))
     return rows, built
 
 
@@ -113,6 +114,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sections", default="real,planted", help="comma-separated: real, planted")
     parser.add_argument("--cases", nargs="*", help="only these benchmarks (names as in the tables)")
+    parser.add_argument("--corpora", nargs="*", help="only these corpora: demo, demo-no-ja, demo-no-id, xquad-en, demo-text")
     parser.add_argument("--xquad", type=Path, help="a folder of XQuAD's published xquad.{lang}.json [default: the fixtures]")
     parser.add_argument("--xcopa", help="a glob of XCOPA files, one per language [default: the fixtures' test files]")
     parser.add_argument("--planted-cap", type=int, default=250_000, help="bytes of host text per demo file (0: all)")

@@ -45,16 +45,17 @@ def source_and_target(xquad: Path, target: str, work: Path) -> str:
 def real_cases(work: Path, xquad: Path | None = None, xcopa: str | None = None) -> list[Case]:
     """Every benchmark with the corpora that hold none of some of its languages: `demo` (no
     fi, sw, ru, ar, ta, ro, ...), `demo-no-ja` and `demo-no-id` (the demo less its Japanese or
-    Indonesian files) and `xquad-en` (XQuAD's English paragraphs only)."""
+    Indonesian files), `xquad-en` (XQuAD's English paragraphs only) and `demo-text` (the demo
+    corpus as ids and text alone: every language identified by the tool)."""
     xquad = xquad or FIXTURES / "xquad"
     xcopa = xcopa or str(FIXTURES / "xcopa" / "data" / "*" / "test.*.jsonl")
     return [
-        Case("tydiqa", str(FIXTURES / "tydiqa" / "tiny_dev.jsonl.gz"), ("demo", "demo-no-ja", "demo-no-id")),
+        Case("tydiqa", str(FIXTURES / "tydiqa" / "tiny_dev.jsonl.gz"), ("demo", "demo-no-ja", "demo-no-id", "demo-text")),
         Case("xquad", str(FIXTURES / "xquad"), ("demo",)),
-        Case("xquad.ro.json", str(xquad / "xquad.ro.json"), ("xquad-en", "demo")),
+        Case("xquad.ro.json", str(xquad / "xquad.ro.json"), ("xquad-en", "demo", "demo-text")),
         Case("xquad en+ro", source_and_target(xquad, "ro", work), ("xquad-en",)),
-        Case("xcopa", xcopa, ("demo", "demo-no-id")),
-        Case("mkqa", str(FIXTURES / "mkqa" / "test_mkqa.jsonl.gz"), ("demo", "demo-no-ja")),
+        Case("xcopa", xcopa, ("demo", "demo-no-id", "demo-text")),
+        Case("mkqa", str(FIXTURES / "mkqa" / "test_mkqa.jsonl.gz"), ("demo", "demo-no-ja", "demo-text")),
         Case("bmlama17", str(FIXTURES / "bmlama17"), ("demo", "demo-no-ja")),
-        Case("eclektic", str(ECLEKTIC), ("demo", "demo-no-ja", "demo-no-id")),
+        Case("eclektic", str(ECLEKTIC), ("demo", "demo-no-ja", "demo-no-id", "demo-text")),
     ]

@@ -1,11 +1,14 @@
 """Corpora whose contents are known: the bundled demo corpus, and real indexes built from its
-files with one language's files left out, or with only one file.  A document's language is
-the `lang` its file records for it (every demo row has one), never what the tool says."""
+files with one language's files left out, with only one file, or with nothing but each
+document's id and text (so the tool must identify every language itself).  A document's
+language is the `lang` the demo corpus records for it (every row has one), never what the
+tool says."""
 from __future__ import annotations
 
 import gzip
 import json
 from dataclasses import dataclass, field
+from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
@@ -29,6 +32,23 @@ class Corpus:
 def file_language(path: Path) -> str:
     with gzip.open(path, "rt", encoding="utf-8") as handle:
         return json.loads(handle.readline())["lang"]
+
+
+@dataclass(frozen=True)
+class Known:
+    """Every demo document's language, by its file's name and by its id."""
+
+    by_file: dict[str, str]
+    by_id: dict[str, str]
+
+
+@lru_cache(maxsize=1)
+def known() -> Known:
+    by_id = {}
+    for path in sorted(DEMO.glob("*.jsonl.gz")):
+        with gzip.open(path, "rt", encoding="utf-8") as handle:
+            by_id.update((row["id"], row["lang"]) for row in map(json.loads, handle))
+    return Known(demo_files(), by_id)
 
 
 def demo_files() -> dict[str, str]:
@@ -61,11 +81,29 @@ def only(file_name: str, work: Path, cache: Path) -> Corpus:
     return build(file_name.split(".")[0], [file_name], work, cache)
 
 
-def language_of_document(entry: dict, by_file: dict[str, str]) -> str | None:
-    """The true language of a provenance entry's document: its row's `lang`, else its file's."""
+def text_only(name: str, work: Path, cache: Path) -> Corpus:
+    """The whole demo corpus with nothing but `id` and `text`, in files named `part-NN.jsonl`,
+    so neither metadata nor a file name gives a language away."""
+    folder = work / "text-only" / name
+    folder.mkdir(parents=True, exist_ok=True)
+    for number, path in enumerate(sorted(DEMO.glob("*.jsonl.gz"))):
+        with gzip.open(path, "rt", encoding="utf-8") as source, open(folder / f"part-{number:02}.jsonl", "w", encoding="utf-8") as out:
+            out.writelines(json.dumps({"id": row["id"], "text": row["text"]}, ensure_ascii=False) + "\n" for row in map(json.loads, source))
+    out_dir = work / "indexes" / name
+    run = measured(audit("index", "build", *(str(p) for p in sorted(folder.glob("*.jsonl"))), "--out", str(out_dir), "--force"), environment(cache))
+    if run.returncode != 0:
+        raise SystemExit(f"building {name} failed:\n{run.output}")
+    return Corpus(name, str(out_dir), frozenset(demo_files().values()), tuple(p.name for p in sorted(folder.glob("*.jsonl"))), run)
+
+
+def language_of_document(entry: dict, truth: Known) -> str | None:
+    """The true language of a provenance entry's document: its row's `lang`, else the demo
+    corpus's for its id, else its file's."""
     meta = entry.get("metadata") or {}
     inner = meta.get("metadata") if isinstance(meta.get("metadata"), dict) else meta
     if isinstance(inner, dict) and isinstance(inner.get("lang"), str):
         return inner["lang"]
+    if isinstance(inner, dict) and inner.get("id") in truth.by_id:
+        return truth.by_id[inner["id"]]
     path = meta.get("path")
-    return by_file.get(Path(path).name) if isinstance(path, str) else None
+    return truth.by_file.get(Path(path).name) if isinstance(path, str) else None

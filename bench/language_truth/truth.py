@@ -14,7 +14,7 @@ from audit.neardup import SCRIPT_NAMES, ShingleSizes, tokenize
 from audit.text import normalize
 
 from .cases import base_language
-from .corpora import language_of_document
+from .corpora import Known, language_of_document
 
 SHORT = 40  # characters: the issue's short questions
 CARRY = 3  # shingles shared as text, at the least, for a near-duplicate of a question
@@ -52,12 +52,12 @@ def absent_languages(records: list[dict[str, Any]], present: frozenset[str]) -> 
     }
 
 
-def _check_languages(record: dict[str, Any], check: dict[str, Any], by_file: dict[str, str]) -> dict[str, Any]:
+def _check_languages(record: dict[str, Any], check: dict[str, Any], known: Known) -> dict[str, Any]:
     """One fired check: the true languages of the documents its evidence points to, and the tool's."""
     found = evidence_for(record, check) or {}
     field = check["field"]
     wanted = base_language((record.get("field_languages") or {}).get(field, record["lang"]))
-    truth = [language_of_document(entry, by_file) for entry in found.get("provenance", [])]
+    truth = [language_of_document(entry, known) for entry in found.get("provenance", [])]
     said = sorted({str(entry["language"]) for entry in found.get("provenance", []) if "language" in entry})
     return {
         "signal": check["signal"], "field": field, "figure": check["figure"], "value": check["value"],
@@ -66,7 +66,7 @@ def _check_languages(record: dict[str, Any], check: dict[str, Any], by_file: dic
     }
 
 
-def deciding_evidence(records: list[dict[str, Any]], by_file: dict[str, str]) -> dict[str, Any]:
+def deciding_evidence(records: list[dict[str, Any]], known: Known) -> dict[str, Any]:
     """For every `seen` variant, whether each check that fired points to a document of the
     variant's (or the field's) language: `strict` when every one does, `some` when one does."""
     strict = some = 0
@@ -74,7 +74,7 @@ def deciding_evidence(records: list[dict[str, Any]], by_file: dict[str, str]) ->
     per_language: dict[str, Counter] = defaultdict(Counter)
     seen = [record for record in records if record["exposure"] == SEEN]
     for record in seen:
-        checks = [_check_languages(record, check, by_file) for check in fired(record)]
+        checks = [_check_languages(record, check, known) for check in fired(record)]
         ok = bool(checks) and all(c["own"] for c in checks)
         strict += ok
         some += any(c["own"] for c in checks)
