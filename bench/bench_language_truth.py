@@ -101,7 +101,7 @@ def run_planted(args: argparse.Namespace, work: Path, cache: Path) -> tuple[dict
     records, run = runner.check(str(cases.ECLEKTIC), str(out), work / "audits" / "planted.audit.jsonl", runner.environment(cache), (), args.workers)
     if run.returncode != 0:
         raise SystemExit(f"checking the planted corpus failed:\n{run.output}")
-    return {**planted.recall(records, plan), "run": run.to_dict()}, built
+    return {**planted.recall(records, plan), "deciding": truth.deciding_evidence(records, corpora.known()), "run": run.to_dict()}, built
 
 
 def corpus_row(corpus: corpora.Corpus) -> dict[str, Any]:

@@ -88,6 +88,9 @@ def planted(result: dict[str, Any]) -> list[str]:
     run = result["run"]
     out.append(f"\nUnplanted variants `seen`: **{result['false_seen']}** of {result['unplanted']} (the check: {run['seconds']} s wall, {run['cpu_seconds']} s CPU, peak PSS {run['peak_pss_mib']:,.0f} MiB)")
     out += [f"- item {f['item']} {f['lang']} ({f['role']}): {', '.join(f['documents'][:4])}" for f in result["false"][:SHOWN]]
+    d = result.get("deciding")
+    if d and d["seen"]:
+        out.append(f"\n`seen` variants whose every deciding check points to a document of their language: {d['own_language']}/{d['seen']} ({100 * d['share']:.1f}%)")
     return out
 
 
