@@ -164,6 +164,8 @@ def check_record(number: int, record: dict[str, Any]) -> None:
         _checks("decided_by", record["decided_by"])
         _checks("knowledge_decided_by", record.get("knowledge_decided_by", []))
         _evidence("evidence", record["evidence"])
+        for name, lang in _object("field_languages", record.get("field_languages", {})).items():
+            _string(f"field_languages.{name}", lang)
     except _Bad as bad:
         raise SchemaError(number, bad.path, bad.message) from None
 

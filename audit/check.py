@@ -47,7 +47,9 @@ def check_variant(item: Item, lang: str, runners: list[SignalRunner], policy: Po
 
 
 def _decided(item: Item, lang: str, evidence: list[Evidence], policy: Policy) -> ExposureRecord:
-    return ExposureRecord.decided(item.item_id, lang, item.source_lang, decide(policy, evidence), evidence, decide_knowledge(policy, evidence))
+    variant = item.variants.get(lang)
+    field_languages = variant.field_languages if variant is not None else None
+    return ExposureRecord.decided(item.item_id, lang, item.source_lang, decide(policy, evidence), evidence, decide_knowledge(policy, evidence), field_languages)
 
 
 # What forked workers check with: set before the fork, so each child inherits the runners

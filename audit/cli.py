@@ -8,6 +8,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from contextlib import nullcontext
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +47,7 @@ from audit.probes.generation import ProbeError
 from audit.probes.models import open_model
 from audit.probes.prompts import PromptError
 from audit.ranges import RangeError, check_workers, document_limit, memory_budget, worker_count
-from audit.readers import FORMATS, BenchmarkError, MappingError, ReadOptions, load_benchmark, parse_mapping, recorded_options
+from audit.readers import FORMATS, BenchmarkError, ColumnMap, MappingError, ReadOptions, load_benchmark, parse_mapping, recorded_options
 from audit.report.render import REPORT, write_report
 from audit.shardbuild import build_sharded
 from audit.shell import KEPT, Commands, InputError, Steps, console, progress_display, step, system_error
@@ -380,6 +381,8 @@ def _print_read(report: LoadReport) -> None:
     if report.excluded:
         line += f"; {report.excluded} rows excluded by the benchmark"
     console.print(line, soft_wrap=True, highlight=False, markup=False)
+    for note in report.notes:
+        console.print(f"note: {note}", soft_wrap=True, highlight=False, markup=False)
     if report.language_codes:
         console.print("language codes: " + ", ".join(f"{given} → {code}" for given, code in report.language_codes.items()), soft_wrap=True, highlight=False, markup=False)
     if report.unused_fields:
@@ -454,6 +457,7 @@ def _print_summary(summary: dict, out: Path, elapsed: float) -> None:
 @click.option("--format", "fmt", type=click.Choice(list(FORMATS)), help="Benchmark format [default: detected from the path, the first record's keys or the columns]; `audit formats` lists them.")
 @click.option("--map", "mapping", help="Which column holds what, for benchmarks without a reader: question=COL,answer=COL,context=COL,lang=COL,id=COL,options=A|B|C,answer_index=COL,exclude=COL,... or a TOML file of the same keys.")
 @click.option("--source-lang", help="The language items were written in, where the benchmark does not say (also the language of every row of a one-language table).")
+@click.option("--header", type=click.Choice(["first", "none"]), help="With --map: `none` for a CSV/TSV without a header row, whose columns --map then names by position from 0 (question=0,answer=1) [default: first, the first row names the columns].")
 @click.option("--policy", "policy_path", type=click.Path(path_type=Path), help="Policy TOML merged over the built-in one.")
 @click.option("--registry", type=click.Path(path_type=Path), help="Corpus registry TOML [default: indexes/corpora.toml].")
 @click.option("--skip-bad-rows", is_flag=True, help="Skip (and count) malformed benchmark rows instead of stopping.")
@@ -480,6 +484,7 @@ def check(
     fmt: str | None,
     mapping: str | None,
     source_lang: str | None,
+    header: str | None,
     policy_path: Path | None,
     registry: Path | None,
     skip_bad_rows: bool,
@@ -524,7 +529,9 @@ def check(
     try:
         wanted_signals = parse_signals(signal_names)
         policy = load_policy(policy_path)
-        options = ReadOptions(parse_mapping(mapping) if mapping else None, source_lang)
+        options = ReadOptions(_with_header(parse_mapping(mapping), header) if mapping else None, source_lang)
+        if header and not mapping:
+            raise MappingError("--header applies with --map, which names the columns")
         report = load_benchmark(bench, fmt, skip_bad_rows=skip_bad_rows, options=options)
     except (BenchmarkError, MappingError, PolicyError, SignalError) as error:
         raise InputError(str(error)) from None
@@ -586,6 +593,10 @@ def check(
         console.print(f"[red]--strict:[/red] {unknown} variant(s) are unknown (see decided_by in {escape(str(out))})")
         sys.exit(STRICT_EXIT)
 
+
+
+def _with_header(mapping: ColumnMap, header: str | None) -> ColumnMap:
+    return replace(mapping, header=header) if header else mapping
 
 
 def _prepare(runners: list, items: list, langs: list[str] | None) -> None:
@@ -777,18 +788,36 @@ _EXPECTS: dict[str, tuple[str, ...]] = {
     "mkqa": ("example_id", "queries", "answers"),
     "tydiqa": ("example_id", "language", "question_text", "document_plaintext", "annotations"),
     "xfactr": ("TREx_prompts.csv", "mTRExf/sub/P*.jsonl", "alias/mTRExf/{lang}.txt"),
+    "mlama": ("{lang}/templates.jsonl", "{lang}/P*.jsonl", "relation", "template", "sub_uri", "sub_label", "obj_uri", "obj_label"),
+    "xcsr": ("{lang}/dev.jsonl", "id", "lang", "question.stem", "question.choices", "answerKey"),
     "table": (),
     "per-language": (),
+}
+# One command per reader, on the benchmark as it is published.
+EXAMPLES: dict[str, str] = {
+    "eclektic-jsonl": "audit check eclektic_main.jsonl --corpus demo",
+    "eclektic-csv": "audit check eclektic_long.csv --corpus demo",
+    "bmlama": "audit check BMLAMA/BMLAMA17 --corpus demo",
+    "jsonl": "audit check my_bench.jsonl --corpus demo",
+    "squad": "audit check xquad/ --corpus demo   (or MLQA_V1/dev/dev-context-en-question-de.json)",
+    "mkqa": "audit check mkqa.jsonl.gz --corpus demo",
+    "tydiqa": "audit check tydiqa-v1.0-dev.jsonl.gz --corpus demo",
+    "xfactr": "audit check X-FACTR/data --corpus demo",
+    "mlama": "audit check mlama1.1 --corpus demo",
+    "xcsr": "audit check X-CSR_datasets/X-CSQA --corpus demo",
+    "table": "audit check my_bench.csv --corpus demo --map question=Q,answer=A --source-lang fr",
+    "per-language": "audit check url-nlp/mgsm --corpus demo --map question=0,answer=1 --header none",
 }
 
 
 @main.command("formats")
 def formats_command() -> None:
-    """List the benchmark formats --format names, what each reads and the fields it expects."""
+    """List the benchmark formats --format names, what each reads, the fields it expects and an example."""
     width = max(len(name) for name in FORMATS)
     for spec in FORMATS.values():
         click.echo(f"{spec.name:<{width}}  {spec.description} [reads {_SHAPES[spec.shape]}]")
         click.echo(f"{'':<{width}}  expects: {', '.join(_EXPECTS[spec.name]) or 'the columns --map names, or those of a preset'}")
+        click.echo(f"{'':<{width}}  example: {EXAMPLES[spec.name]}")
 
 
 @main.group("langlinks")

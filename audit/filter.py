@@ -131,7 +131,7 @@ def _filter_csv(source: Path, out: Path, line_owner: dict[int, str], verdicts: d
     buffer = io.StringIO()
     writer = csv.writer(buffer, delimiter=delimiter, lineterminator="\n")
     for index, (start, row) in enumerate(_csv_records(io.StringIO(text, newline=""), delimiter)):
-        if index == 0:
+        if index == 0 and start not in line_owner:  # a header (a headerless file's first line is a row)
             writer.writerow(row + (["audit_leaky", "audit_reason"] if flag else []))
             continue
         owner = line_owner.get(start)

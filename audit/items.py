@@ -89,6 +89,7 @@ class LoadReport:
     unused_fields: list[str] = field(default_factory=list)
     mapping: dict[str, object] = field(default_factory=dict)
     source_lang: str | None = None
+    notes: list[str] = field(default_factory=list)
 
     @property
     def languages(self) -> list[str]:

@@ -32,17 +32,20 @@ class ExposureRecord:
     item_exposure: ItemExposure | None = None
     knowledge: Knowledge | None = None
     knowledge_decided_by: list[dict[str, Any]] = field(default_factory=list)
+    # Fields written in another language than `lang` (MLQA's cross-lingual files); written only
+    # when there are some, so records of other benchmarks, and older audits, have none.
+    field_languages: dict[str, str] = field(default_factory=dict)
 
     @classmethod
-    def decided(cls, item_id: str, lang: str, source_lang: str, decision: Decision, evidence: list[Evidence], knowledge: KnowledgeDecision | None = None) -> ExposureRecord:
+    def decided(cls, item_id: str, lang: str, source_lang: str, decision: Decision, evidence: list[Evidence], knowledge: KnowledgeDecision | None = None, field_languages: dict[str, str] | None = None) -> ExposureRecord:
         role = Role.SOURCE if lang == source_lang else Role.TARGET
         known = (knowledge.knowledge, knowledge.decided_by) if knowledge else (None, [])
-        return cls(item_id, lang, source_lang, role, decision.exposure, decision.decided_by, [e.to_dict() for e in evidence], None, *known)
+        return cls(item_id, lang, source_lang, role, decision.exposure, decision.decided_by, [e.to_dict() for e in evidence], None, *known, dict(field_languages or {}))
 
     def to_dict(self) -> dict[str, Any]:
         """Its fields as they are written; decided_by and evidence are plain data already, so
         they are not copied again (a deep copy of every record's evidence costs seconds)."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "field_languages" or self.field_languages}
 
 
 @dataclass

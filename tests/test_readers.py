@@ -56,12 +56,14 @@ def test_xquad_directory_joins_six_languages_by_question_id():
     assert len(item.origin.rows) == len(langs)
 
 
-def test_squad_single_file_needs_its_language_and_then_reads_it():
+def test_squad_single_xquad_target_file_is_a_target_of_english():
     one = FIXTURES / "xquad" / "xquad.vi.json"
     report = load_benchmark(one)
     assert report.languages == ["vi"] and len(report.items) == 35
-    assert all(item.source_lang == "vi" for item in report.items)
-    assert load_benchmark(one, options=ReadOptions(source_lang="vi")).languages == ["vi"]
+    assert all(item.source_lang == "en" for item in report.items)
+    assert len(report.notes) == 1 and report.notes[0].startswith("source language: en")
+    said = load_benchmark(one, options=ReadOptions(source_lang="vi"))
+    assert said.languages == ["vi"] and all(item.source_lang == "vi" for item in said.items) and not said.notes
 
 
 def test_squad_glob_of_some_languages(tmp_path):

@@ -17,12 +17,13 @@ from pathlib import Path
 from audit.errors import json_problem, regular_file
 from audit.items import Item, LoadReport
 from audit.langcodes import normalise_lang
-from audit.readers.bmlama import read_bmlama
+from audit.readers.bmlama import is_bmlama, read_bmlama
 from audit.readers.columns import ColumnMap, MappingError, mapping_from_dict, parse_mapping
-from audit.readers.common import GIVEN_CODES, BenchmarkError, ReadOptions, Sink, read_lines
+from audit.readers.common import GIVEN_CODES, BenchmarkError, ReadOptions, Sink, json_rows, read_lines
 from audit.readers.eclektic import read_eclektic_csv, read_eclektic_jsonl
 from audit.readers.generic import read_jsonl
 from audit.readers.mkqa import MKQA_KEYS, read_mkqa
+from audit.readers.mlama import is_mlama, read_mlama
 from audit.readers.squad import is_squad, read_squad, squad_files
 from audit.readers.tables import (
     TableSpec,
@@ -36,6 +37,7 @@ from audit.readers.tables import (
     table_suffix,
 )
 from audit.readers.tydi import TYDI_KEYS, read_tydi
+from audit.readers.xcsr import is_xcsr_row, read_xcsr, xcsr_files
 from audit.readers.xfactr import read_xfactr
 
 __all__ = ["FORMATS", "BenchmarkError", "ColumnMap", "MappingError", "ReadOptions", "detect_format", "load_benchmark", "mapping_from_dict", "parse_mapping", "recorded_options"]
@@ -79,7 +81,10 @@ def _spec(path: Path, options: ReadOptions, files: list[tuple[Path, str | None]]
     columns = table_columns(files[0][0], sink)
     preset = preset_for(columns)
     if preset is None:
-        raise BenchmarkError(files[0][0], message=f"no reader knows the columns {', '.join(columns)}; say which is which with --map question=COLUMN,answer=COLUMN,...")
+        raise BenchmarkError(files[0][0], message=(
+            f"no reader knows the columns {', '.join(columns)}; say which is which with --map question=COLUMN,answer=COLUMN,..."
+            " (a CSV/TSV without a header row: --header none and --map question=0,answer=1)"
+        ))
     return TableSpec(preset.mapping, options.source_lang or preset.source_lang, lang=options.source_lang)
 
 
@@ -98,6 +103,8 @@ FORMATS: dict[str, Format] = {
         Format("mkqa", read_mkqa, "file", "MKQA JSONL: queries and answers (with aliases) per language"),
         Format("tydiqa", read_tydi, "file", "TyDi QA primary task JSONL: native questions, gold passages by byte offsets"),
         Format("xfactr", read_xfactr, "directory", "X-FACTR: cloze templates per relation and language, facts and per-language entity names"),
+        Format("mlama", read_mlama, "directory", "mLAMA: {lang}/templates.jsonl and {lang}/P*.jsonl facts, joined by relation and Wikidata ids"),
+        Format("xcsr", read_xcsr, "any", "X-CSR (X-CSQA, X-CODAH): {lang}/dev.jsonl with nested question.stem and question.choices, joined by id"),
         Format("table", _read_table, "file", "one CSV/TSV/JSONL/Parquet file or datasets directory read through --map"),
         Format("per-language", _read_per_language, "many", "one table per language ({lang}.jsonl, test.{lang}.jsonl; a directory or glob), joined by id or row"),
     )
@@ -154,6 +161,7 @@ def load_benchmark(
         unused_fields=_unused_fields(items),
         mapping=options.mapping.to_dict() if options.mapping else {},
         source_lang=options.source_lang,
+        notes=sink.notes,
     )
 
 
@@ -227,12 +235,22 @@ def _detect_many(source: Path, mapped: bool) -> str:
         return "table"
     if source.is_dir() and (source / "TREx_prompts.csv").is_file():
         return "xfactr"
-    if source.is_dir() and any(p.name.endswith((".tsv", ".tsv.gz")) for p in source.iterdir()) and not mapped:
+    if source.is_dir() and is_mlama(source):
+        return "mlama"
+    if source.is_dir() and not mapped and is_bmlama(source):
         return "bmlama"
+    if not mapped and _first_row_is_xcsr(source):
+        return "xcsr"
     if mapped:
         return "per-language"
     files = [p for p, _ in language_files(source)] if not _has_json_documents(source) else []
     return "squad" if not files else "per-language"
+
+
+def _first_row_is_xcsr(source: Path) -> bool:
+    files = xcsr_files(source)
+    first = next(json_rows(files[0], Sink(skip=True)), None) if files else None
+    return first is not None and is_xcsr_row(first[1])
 
 
 def _has_json_documents(source: Path) -> bool:
@@ -254,6 +272,8 @@ def _detect_json(path: Path, line: int, text: str) -> str:
     keys = set(record)
     if "data" in keys and isinstance(record["data"], list):
         return "squad"
+    if is_xcsr_row(record):
+        return "xcsr"
     for name, required in (("jsonl", {"item_id"}), ("eclektic-jsonl", {"q_id"}), ("mkqa", MKQA_KEYS), ("tydiqa", TYDI_KEYS)):
         if required <= keys:
             return name

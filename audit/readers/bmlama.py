@@ -64,6 +64,14 @@ def read_bmlama(path: Path, sink: Sink) -> list[Item]:
     return finish_items(drafts, None, sink)
 
 
+def is_bmlama(folder: Path) -> bool:
+    """A folder whose first `.tsv` file has BMLAMA's header (MGSM's `mgsm_{lang}.tsv`, headerless,
+    or any other folder of per-language tables is not BMLAMA)."""
+    files = sorted(p for p in folder.iterdir() if p.is_file() and p.name.endswith((".tsv", ".tsv.gz")))
+    header = next(csv_rows(files[0], "\t"), (1, []))[1] if files else []
+    return [word.lower() for cell in header for word in cell.split()] == _BMLAMA_HEADER
+
+
 def _bmlama_table(path: Path) -> _Table:
     try:
         lang = normalise_lang(path.name.split(".")[0])

@@ -43,18 +43,26 @@ class ColumnMap:
     answer_base: str = "0"
     exclude: str | None = None
     mask: str | None = None
+    # `none` for a CSV/TSV without a header row (MGSM's `mgsm_{lang}.tsv`): its columns are then
+    # named by position from 0 (`--map question=0,answer=1 --header none`).
+    header: str = "first"
 
     def columns(self) -> list[str]:
         """Every column the mapping reads, so the rest are known to be unused."""
-        named = [getattr(self, f.name) for f in fields(self) if f.name not in ("options", "answer_base", "mask")]
+        named = [getattr(self, f.name) for f in fields(self) if f.name not in ("options", "answer_base", "mask", "header")]
         return [c for c in (*named, *self.options) if c]
 
+    @property
+    def headerless(self) -> bool:
+        return self.header == "none"
+
     def to_dict(self) -> dict[str, object]:
-        return {key: list(value) if isinstance(value, tuple) else value for key, value in asdict(self).items() if value not in (None, ())}
+        return {key: list(value) if isinstance(value, tuple) else value for key, value in asdict(self).items() if value not in (None, ()) and (key, value) != ("header", "first")}
 
 
 _KEYS = {f.name for f in fields(ColumnMap)}
 _BASES = ("0", "1", "letter")
+HEADERS = ("first", "none")
 
 
 def parse_mapping(spec: str) -> ColumnMap:
@@ -100,12 +108,34 @@ def _build(values: dict[str, object], where: str) -> ColumnMap:
         raise MappingError(f"{where}: unknown key(s) {', '.join(unknown)}; expected some of {', '.join(sorted(_KEYS))}")
     if values.get("answer_base", "0") not in _BASES:
         raise MappingError(f"{where}: answer_base must be one of {', '.join(_BASES)}")
+    if values.get("header", "first") not in HEADERS:
+        raise MappingError(f"{where}: header must be one of {', '.join(HEADERS)}")
     mapping = ColumnMap(**values)  # type: ignore[arg-type]
     if mapping.answer_index and not mapping.options:
         raise MappingError(f"{where}: answer_index needs options (the columns it indexes)")
     if not (mapping.question or mapping.context):
         raise MappingError(f"{where}: map at least question (or context) to a column")
     return mapping
+
+
+MISSING = object()
+
+
+def nested(record: dict[str, object], column: str) -> object:
+    """The value at a dotted path into nested JSON (`question.stem`), or MISSING; through a list
+    it is the list of each element's value (`question.choices.text`)."""
+    return _walk(record, column.split("."))
+
+
+def _walk(value: object, keys: list[str]) -> object:
+    if not keys:
+        return value
+    if isinstance(value, list):
+        found = [_walk(element, keys) for element in value]
+        return MISSING if any(element is MISSING for element in found) else found
+    if isinstance(value, dict) and keys[0] in value:
+        return _walk(value[keys[0]], keys[1:])
+    return MISSING
 
 
 def mapping_from_dict(data: dict[str, object]) -> ColumnMap:

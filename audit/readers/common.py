@@ -46,6 +46,9 @@ class Sink:
     skip: bool
     skipped: list[str] = field(default_factory=list)
     excluded: int = 0
+    # What a reader decided that the user must hear about, one line each (a source language
+    # taken from what the benchmark is, not from its files).
+    notes: list[str] = field(default_factory=list)
 
     def reject(self, error: BenchmarkError) -> None:
         if not self.skip:

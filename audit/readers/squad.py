@@ -17,7 +17,8 @@ from typing import Any
 
 from audit.errors import json_problem, text_lines
 from audit.items import Item, Variant
-from audit.readers.common import BenchmarkError, Draft, ReadOptions, Sink, finish_items, text_field, type_name
+from audit.readers.common import BenchmarkError, Draft, ReadOptions, Sink, finish_items, language_code, text_field, type_name
+from audit.readers.folders import check_all_read
 from audit.readers.tables import is_glob, language_of
 
 # TyDi QA GoldP names each question's language in its id (`finnish-123-0`).
@@ -25,6 +26,11 @@ TYDI_LANGUAGES = {
     "arabic": "ar", "bengali": "bn", "english": "en", "finnish": "fi", "indonesian": "id", "japanese": "ja",
     "korean": "ko", "russian": "ru", "swahili": "sw", "telugu": "te", "thai": "th",
 }
+
+
+# MLQA: `{split}-context-{c}-question-{q}.json`.
+_MLQA = re.compile(r"^(?:dev|test)-context-([a-z-]+)-question-([a-z-]+)\.json(?:\.gz)?$")
+_CONTEXT_FIELDS = ("context", "answer", "title")
 
 
 @dataclass
@@ -56,28 +62,63 @@ def read_squad(source: Path, options: ReadOptions, sink: Sink) -> list[Item]:
     files = squad_files(source)
     if not files:
         raise BenchmarkError(source, message="no *.json files")
+    check_all_read(source, files, "SQuAD-style JSON documents")
+    roles = [_file_role(file, len(files), options) for file in files]
+    known = _known_source(files)
     questions: dict[str, dict[str, tuple[Path, _Question]]] = {}
-    for file in files:
-        file_lang = language_of(file) if len(files) > 1 or options.source_lang is None else options.source_lang
+    for file, (file_lang, fields) in zip(files, roles, strict=True):
         for item_id, question in _questions(file, file_lang, sink):
+            question.variant.field_languages = dict(fields)
             by_lang = questions.setdefault(item_id, {})
             if question.lang in by_lang:
-                sink.reject(BenchmarkError(file, None, f"qas[id={item_id}]", f"a second '{question.lang}' question with this id (first in {by_lang[question.lang][0]})"))
+                hint = " (MLQA: pass a glob that picks one file per question language)" if fields or _MLQA.match(file.name) else ""
+                sink.reject(BenchmarkError(file, None, f"qas[id={item_id}]", f"a second '{question.lang}' question with this id (first in {by_lang[question.lang][0]}){hint}"))
                 continue
             by_lang[question.lang] = (file, question)
+    named = all(lang is not None for lang, _ in roles)
+    if known and not options.source_lang and all(lang != known for lang, _ in roles):
+        sink.notes.append(f"source language: {known}, the language this benchmark was translated from (none of its files is in it); give --source-lang if these questions were written in their own language")
     drafts = []
     for item_id, by_lang in questions.items():
-        langs = list(by_lang)
-        source_lang = options.source_lang or ("en" if "en" in by_lang else langs[0] if len(langs) == 1 else "")
-        if not source_lang:
-            raise BenchmarkError(source, None, f"qas[id={item_id}]", f"which language is the source of {', '.join(langs)}? give --source-lang")
-        first = by_lang[langs[0]][1]
-        draft = Draft(str(source), item_id, source_lang, [first.ordinal])
+        source_lang = _source_of(source, item_id, list(by_lang), options.source_lang or known, named)
+        first = next(iter(by_lang.values()))[1]
+        draft = Draft(str(source), item_id, source_lang, [first.ordinal], source_required=source_lang in by_lang)
         for lang, (file, question) in by_lang.items():
             draft.variants[lang] = question.variant
             draft.rows.append((str(file), question.ordinal))
         drafts.append(draft)
     return finish_items(drafts, None, sink)
+
+
+def _file_role(file: Path, count: int, options: ReadOptions) -> tuple[str | None, dict[str, str]]:
+    """A file's question language and the fields written in another (MLQA's cross-lingual files:
+    `dev-context-en-question-de.json` asks German questions about English paragraphs, whose
+    answers are spans of the paragraph)."""
+    mlqa = _MLQA.match(file.name.lower())
+    if mlqa:
+        context, question = (language_code(str(file), None, None, code) for code in mlqa.group(1, 2))
+        return question, {} if context == question else dict.fromkeys(_CONTEXT_FIELDS, context)
+    lang = language_of(file) if count > 1 else language_of(file, folder=False)
+    return lang or (options.source_lang if count == 1 else None), {}
+
+
+def _known_source(files: list[Path]) -> str | None:
+    """English for XQuAD and MLQA, whose every other language is a translation of English text."""
+    names = [file.name.lower() for file in files]
+    return "en" if names and all(name.startswith("xquad.") or _MLQA.match(name) for name in names) else None
+
+
+def _source_of(source: Path, item_id: str, langs: list[str], given: str | None, named: bool) -> str:
+    if given:
+        return given
+    if "en" in langs:
+        return "en"
+    if len(langs) == 1 and not named:
+        return langs[0]
+    raise BenchmarkError(source, message=(
+        f"which language were these questions first written in (question {item_id!r})? the files name {', '.join(langs)}; "
+        f"give --source-lang (the language translated from, or {langs[0]} if they were written in it)"
+    ))
 
 
 def _document(path: Path) -> dict[str, Any]:

@@ -8,6 +8,7 @@ there is none.  Known layouts (XCOPA) come with their mapping, so they need no `
 from __future__ import annotations
 
 import glob
+import itertools
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -17,7 +18,7 @@ from typing import Any
 from audit.errors import json_problem
 from audit.items import Item, ItemKind, Variant
 from audit.langcodes import ISO_639_1, LEGACY_CODES, normalise_lang
-from audit.readers.columns import ColumnMap
+from audit.readers.columns import MISSING, ColumnMap, nested
 from audit.readers.common import (
     BenchmarkError,
     Piece,
@@ -30,11 +31,13 @@ from audit.readers.common import (
     language_code,
     type_name,
 )
+from audit.readers.folders import check_all_read
 
 TABLE_SUFFIXES = (".jsonl", ".ndjson", ".csv", ".tsv", ".parquet")
 DATASETS_MARKERS = ("state.json", "dataset_dict.json")
 _TRUE = {"true", "1", "yes", "y", "x", "excluded", "exclude"}
 _GLOB_CHARS = frozenset("*?[")
+_POSITION_HINT = "; columns are named by position only in a file without a header: add --header none"
 
 
 @dataclass(frozen=True)
@@ -75,14 +78,17 @@ def is_datasets_dir(path: Path) -> bool:
 # Rows --------------------------------------------------------------------------------------
 
 
-def table_rows(path: Path, sink: Sink) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Records with their line (CSV/JSONL) or 1-based row number (Parquet, Arrow)."""
+def table_rows(path: Path, sink: Sink, headerless: bool = False) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Records with their line (CSV/JSONL) or 1-based row number (Parquet, Arrow); a headerless
+    CSV/TSV names its columns by position from 0."""
+    suffix = table_suffix(path)
+    if headerless and suffix not in (".csv", ".tsv"):
+        raise BenchmarkError(path, message="--header none applies to CSV and TSV files; this one names its own columns")
     if is_datasets_dir(path):
         yield from _datasets_rows(path)
         return
-    suffix = table_suffix(path)
     if suffix in (".csv", ".tsv"):
-        yield from _delimited_rows(path, "\t" if suffix == ".tsv" else ",")
+        yield from _delimited_rows(path, "\t" if suffix == ".tsv" else ",", headerless)
     elif suffix == ".parquet":
         yield from _parquet_rows(path)
     elif suffix in (".jsonl", ".ndjson"):
@@ -97,9 +103,16 @@ def table_columns(path: Path, sink: Sink) -> list[str]:
     return list(first[1]) if first else []
 
 
-def _delimited_rows(path: Path, delimiter: str) -> Iterator[tuple[int, dict[str, Any]]]:
+def _delimited_rows(path: Path, delimiter: str, headerless: bool = False) -> Iterator[tuple[int, dict[str, Any]]]:
     rows = csv_rows(path, delimiter)
-    header_line, header = next(rows, (1, []))
+    if headerless:
+        first = next(rows, None)
+        if first is None:
+            return
+        header_line, header = first[0], [str(n) for n in range(len(first[1]))]
+        rows = itertools.chain([first], rows)
+    else:
+        header_line, header = next(rows, (1, []))
     header = [name.strip() for name in header]
     twice = next((name for name in header if header.count(name) > 1), None)
     if twice is not None:
@@ -202,6 +215,8 @@ def language_files(source: Path) -> list[tuple[Path, str]]:
             f"no benchmark files in {where}: a directory holds BMLAMA's {{lang}}.tsv, SQuAD-style *.json,"
             f" or one table ({', '.join(TABLE_SUFFIXES)}) per language"
         ))
+    if not is_glob(source):
+        check_all_read(source, files, f"one table per language ({', '.join(TABLE_SUFFIXES)})")
     by_lang: dict[str, Path] = {}
     for file in files:
         lang = language_of(file)
@@ -235,7 +250,7 @@ def read_tables(files: list[tuple[Path, str | None]], spec: TableSpec, sink: Sin
     """Join the mapped rows of every file into items, in order of each item's first row."""
     pieces: list[tuple[Path, Piece]] = []
     for file, file_lang in files:
-        for line, record in table_rows(file, sink):
+        for line, record in table_rows(file, sink, spec.mapping.headerless):
             try:
                 piece = _piece(file, line, record, spec, file_lang)
             except BenchmarkError as error:
@@ -275,9 +290,11 @@ def _kind(mapping: ColumnMap) -> tuple[ItemKind, str | None]:
 def _piece(file: Path, line: int, record: dict[str, Any], spec: TableSpec, file_lang: str | None) -> Piece | None:
     mapping = spec.mapping
     path = str(file)
+    row = record
+    record = dict(record)
     for column in mapping.columns():
         if column not in record:
-            raise BenchmarkError(path, line, column, f"mapped column missing (the row has {', '.join(map(str, record))})")
+            record[column] = _dotted(path, line, row, column, mapping.headerless)
     if mapping.exclude and _truthy(record[mapping.exclude]):
         return None
     if mapping.lang:
@@ -305,9 +322,19 @@ def _piece(file: Path, line: int, record: dict[str, Any], spec: TableSpec, file_
         aliases=_aliases(path, line, mapping.aliases, record[mapping.aliases]) if mapping.aliases else (),
         subject_aliases=_aliases(path, line, mapping.subject_aliases, record[mapping.subject_aliases]) if mapping.subject_aliases else (),
         options=options,
-        meta={name: value for name, value in record.items() if name not in used},
+        meta={name: value for name, value in row.items() if name not in used and name not in {c.split(".")[0] for c in used}},
     )
     return Piece(line=line, item_id=item_id, source_lang=source_lang, lang=lang, variant=variant)
+
+
+def _dotted(path: str, line: int, record: dict[str, Any], column: str, headerless: bool) -> Any:
+    """A mapped name that is no column read as a path into nested JSON (`question.stem`); through
+    a list it gives the list of each element's value (`question.choices.text`)."""
+    found = nested(record, column) if "." in column else MISSING
+    if found is MISSING:
+        hint = _POSITION_HINT if column.isdigit() and not headerless else ""
+        raise BenchmarkError(path, line, column, f"mapped column missing (the row has {', '.join(map(str, record))}){hint}")
+    return found
 
 
 def _truthy(value: Any) -> bool:
