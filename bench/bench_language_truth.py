@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from language_truth import cases, corpora, planted, runner, tables, truth
 
 from audit.forms import source_texts
-from audit.readers import load_benchmark
+from audit.readers import BenchmarkError, load_benchmark
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -59,7 +59,7 @@ def questions_of(bench: str) -> truth.Asked:
     them; {} when it cannot."""
     try:
         items = load_benchmark(bench, skip_bad_rows=True).items
-    except Exception:  # a benchmark the reader refuses is reported by `audit check` itself
+    except BenchmarkError:  # a benchmark the reader refuses is reported by `audit check` itself
         return {}
     return {(item.item_id, lang): (v.question, source_texts(item, lang)) for item in items for lang, v in item.variants.items() if v.question}
 
