@@ -30,11 +30,14 @@ class Measured:
         return asdict(self)
 
 
-def _tree_pss(process: psutil.Process) -> int:
+def _sample(process: psutil.Process, cpu: dict[tuple[int, float], float]) -> int:
+    """The tree's summed PSS now; each member's CPU time so far goes into `cpu`."""
     total = 0
     for member in [process, *process.children(recursive=True)]:
         with contextlib.suppress(psutil.Error):
             total += member.memory_full_info().pss
+            times = member.cpu_times()
+            cpu[(member.pid, member.create_time())] = times.user + times.system
     return total
 
 
@@ -45,17 +48,20 @@ def _children_cpu() -> float:
 
 def measured(command: list[str], env: dict[str, str] | None = None) -> Measured:
     """Run `command` to its end; a failure is returned, not raised, since a refusal can be the
-    right answer (a file whose language role cannot be known)."""
+    right answer (a file whose language role cannot be known).  CPU time is the larger of what
+    the finished tree reports (members reaped by their parents) and the members' last samples
+    (members that were not)."""
     cpu_before, started = _children_cpu(), time.perf_counter()
     process = psutil.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
-    peak = 0
+    peak, sampled = 0, {}
     while process.poll() is None:
         with contextlib.suppress(psutil.Error):
-            peak = max(peak, _tree_pss(process))
+            peak = max(peak, _sample(process, sampled))
         time.sleep(0.05)
     output = process.stdout.read().decode("utf-8", errors="replace")
+    cpu = max(_children_cpu() - cpu_before, sum(sampled.values()))
     return Measured(
-        seconds=round(time.perf_counter() - started, 2), cpu_seconds=round(_children_cpu() - cpu_before, 2),
+        seconds=round(time.perf_counter() - started, 2), cpu_seconds=round(cpu, 2),
         peak_pss_mib=round(peak / 2**20, 1), returncode=process.returncode, output=output[-2000:],
     )
 
