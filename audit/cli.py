@@ -28,9 +28,10 @@ from audit import __version__
 from audit.auditfile import AuditFileError, check_against_benchmark, is_audit_file, locate_benchmark, read_audit, write_audit
 from audit.check import audit_manifest, check_items, variant_processes
 from audit.corpora.base import Profile
-from audit.corpora.local import EXTRA, IndexOpenError, LocalIndex, verify_index
+from audit.corpora.local import IndexOpenError, LocalIndex
 from audit.corpora.registry import CorpusError, check_corpora, open_corpus
 from audit.corpora.soundness import OPEN_CHECKS
+from audit.corpora.verify import EXTRA, verify_index
 from audit.executors import ExecutorError, parse_executor
 from audit.exposure import UNKNOWN, Knowledge, PolicyError, load_policy
 from audit.filter import FILTERED, RULES, FilterError, FilterPolicy, filter_benchmark, writes_directory

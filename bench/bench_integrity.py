@@ -24,7 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_core import assemble_big_corpus, demo_corpus
 
 from audit.auditfile import read_audit
-from audit.corpora.local import LocalIndex, verify_index
+from audit.corpora.local import LocalIndex
+from audit.corpora.verify import verify_index
 from audit.indexing import build_index, read_manifest
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -257,8 +257,8 @@ def lsh_child(work: Path, index: Path, chunks: Path | None) -> dict:
 
 def query_fields() -> list[dict]:
     """The ECLeKTic sample's questions and contexts in all 12 languages, as the signal queries them."""
+    from audit.forms import source_texts
     from audit.readers import load_benchmark
-    from audit.signals.minhash import source_texts
     from audit.text import normalize
 
     fields = []
@@ -447,13 +447,15 @@ def planted_recall(name: str, cap: int | None, work: Path, extra: list[Path]) ->
     corpus = LocalIndex(index_dir)
     index = NearDuplicateIndex.open(index_dir, corpus=corpus)
     minhash_policy = Policy("minhash-default", "bench", {"name": "minhash-default", "rules": {"minhash": THRESHOLDS}})
-    ngram_policy, ngram_config, config = load_policy(), ngram.NgramConfig(), minhash.MinhashConfig()
+    ngram_policy, ngram_config = load_policy(), ngram.NgramConfig()
+    config = minhash.MinhashConfig.model_validate(ngram_policy.section("minhash"))
     found = {}
     seconds = {"minhash": 0.0, "ngram": 0.0}
     for item in items:
         for lang in langs:
             started = time.perf_counter()
-            near = minhash.run(index, item, lang, config)
+            # A field below its floor does not decide (`figures.below_floor`).
+            near = [e for e in minhash.run(index, item, lang, config) if "below_floor" not in e.figures]
             seconds["minhash"] += time.perf_counter() - started
             started = time.perf_counter()
             exact = ngram.run(corpus, item, lang, ngram_config)
@@ -475,7 +477,7 @@ def planted_recall(name: str, cap: int | None, work: Path, extra: list[Path]) ->
 
 def verified_all(index, item, lang: str, field: str) -> bool:
     """Whether a field reaches its threshold when every LSH candidate the query ranks is verified."""
-    from audit.signals.minhash import source_texts
+    from audit.forms import source_texts
     from audit.text import normalize
 
     raw = item.variants[lang].text(field)

@@ -15,8 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from audit.corpora.local import IndexOpenError, LocalIndex, check_index, verify_index
+from audit.corpora.local import IndexOpenError, LocalIndex, check_index
 from audit.corpora.soundness import suffix_order_problem
+from audit.corpora.verify import verify_index
 from audit.indexing import IndexBuildError, build_index
 from audit.ranges import MIN_MEMORY, RangeError, document_limit, memory_budget, worker_count
 

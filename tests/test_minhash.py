@@ -23,12 +23,13 @@ from datasketch import MinHash, MinHashLSH
 
 from audit import neardup, plants
 from audit.cli import main
-from audit.corpora.local import LocalIndex, verify_index
+from audit.corpora.local import LocalIndex
+from audit.corpora.verify import verify_index
 from audit.evidence import ABSENT, FAILED, OK
 from audit.exposure import SEEN, Policy, decide, load_policy
 from audit.indexing import MANIFEST, build_index, read_manifest
 from audit.items import Item, Variant
-from audit.neardup import NEARDUP_DIR, NearDupError, NearDuplicateIndex, NearDupParams, add_neardup, load_redis, shingle_text, sketch_documents
+from audit.neardup import NEARDUP_DIR, NearDupError, NearDuplicateIndex, NearDupParams, add_neardup, family, load_redis, shingle_text, sketch_documents
 from audit.outputs import MARKER
 from audit.readers import load_benchmark
 from audit.signals import minhash, ngram
@@ -276,7 +277,7 @@ def test_hash_families_never_meet(rensa_index: Path, items, monkeypatch):
     with pytest.raises(NearDupError, match=r"built with num_perm = 32, but the policy expects 64"):
         NearDuplicateIndex.open(rensa_index, expect={"num_perm": 64})
     upgraded = SimpleNamespace(RMinHash=SimpleNamespace(ALGORITHM_VERSION=99))
-    monkeypatch.setattr(neardup, "_import_rensa", lambda: upgraded)
+    monkeypatch.setattr(family, "_import_rensa", lambda: upgraded)
     with pytest.raises(NearDupError, match=r"signatures are rensa RMinHash v2, but this installation computes rensa RMinHash v99"):
         NearDuplicateIndex.open(rensa_index)
 
@@ -446,11 +447,13 @@ def planted(tmp_path_factory, items) -> dict:
     built = time.perf_counter() - started
     corpus = LocalIndex(directory)
     index = NearDuplicateIndex.open(directory, corpus=corpus)
-    ngram_policy, ngram_config, config = load_policy(), ngram.NgramConfig(), minhash.MinhashConfig()
+    ngram_policy, ngram_config = load_policy(), ngram.NgramConfig()
+    config = minhash.MinhashConfig.model_validate(ngram_policy.section("minhash"))
     found: dict[tuple[str, str], dict] = {}
     for item in items:
         for lang in langs:
-            near = minhash.run(index, item, lang, config)
+            # A field below its floor does not decide (`figures.below_floor`).
+            near = [e for e in minhash.run(index, item, lang, config) if "below_floor" not in e.figures]
             exact = ngram.run(corpus, item, lang, ngram_config)
             found[(item.item_id, lang)] = {
                 "minhash": decide(MINHASH_POLICY, near).exposure == SEEN,

@@ -77,7 +77,7 @@ RUNS = [
     Run("filter", ("filter", "bench.audit.jsonl", "--out", "clean.jsonl"), "audit.filter:atomic_write_bytes"),
     Run("index-build", ("index", "build", "docs", "--out", "fresh", "--workers", "2"), "audit.documents:parse_lines"),
     Run("index-build-shards", ("index", "build", "docs", "--out", "fresh", "--shards", "2", "--workers", "2"), "audit.shardbuild:build_shard", says="shards finished"),
-    Run("index-minhash", ("index", "minhash", "index"), "audit.neardup:_sketch_range", settings="audit.neardup:TASK_BYTES=4096"),
+    Run("index-minhash", ("index", "minhash", "index"), "audit.neardup.build:_sketch_range", settings="audit.neardup.build:TASK_BYTES=4096"),
     Run("langlinks-build", ("langlinks", "build", "enwiki-20230701-langlinks.sql", "--out", "links"), "audit.links.dump:_load"),
 ]
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGKILL)

@@ -2,6 +2,10 @@
 
 Queries are text and answers are in characters of that text, so a signal never knows whether
 the corpus is byte-level or tokenized; each backend converts at its own boundary.
+
+A signal asks "in language L" through `in_language`: a corpus that knows each document's
+language (a local index with its table) returns a view answering this same protocol over
+those documents only; any other is asked as it is, and the evidence says so.
 """
 from __future__ import annotations
 
@@ -40,6 +44,25 @@ class Profile(StrEnum):
 
     DECIDE = "decide"
     FULL = "full"
+
+
+class LanguageBy(StrEnum):
+    """How a corpus put documents in languages for a language-restricted figure: `table`, the
+    index's per-document table; `metadata`, only the documents' own metadata (API corpora, an
+    index without a table: pair checks read each matched document's `lang`); `unavailable`,
+    nothing known, every document counted (and the figure flagged as such)."""
+
+    TABLE = "table"
+    METADATA = "metadata"
+    UNAVAILABLE = "unavailable"
+
+
+class UnknownLanguage(StrEnum):
+    """Whether documents of unknown language count for every language (`count`, flagged in the
+    evidence) or for none (`ignore`)."""
+
+    COUNT = "count"
+    IGNORE = "ignore"
 
 
 class OutOfBudget(Exception):
@@ -175,3 +198,12 @@ class Corpus(Protocol):
 
     def document_hit(self, occurrence: Occurrence, length_bytes: int, context_chars: int) -> DocumentHit:
         """Provenance for an occurrence of `length_bytes` bytes, with `context_chars` around it."""
+
+
+def in_language(corpus: Corpus, languages: frozenset[str], unknown: UnknownLanguage) -> tuple[Corpus, LanguageBy]:
+    """The corpus counting only documents of `languages`, and how it knows them: a corpus
+    that can restrict itself (`in_language`, a local index with a language table) answers
+    through a view; any other answers over every document, flagged `unavailable`."""
+    restrict = getattr(corpus, "in_language", None)
+    view = restrict(languages, unknown is UnknownLanguage.COUNT) if restrict is not None else None
+    return (view, LanguageBy.TABLE) if view is not None else (corpus, LanguageBy.UNAVAILABLE)

@@ -5,17 +5,18 @@ Any u8 index in infini-gram's v4 format opens here, whether `audit index build` 
 files are the ones the manifest records at the sizes it records, that no other file is in the
 directory, that their sizes and offsets agree with each other by infini-gram's rules, and that
 a sample of each suffix array is in order (`audit.corpora.soundness`): a damaged index is an
-error, never a silent "not found".  `verify_index` also re-hashes every file.
+error, never a silent "not found".  `audit.corpora.verify.verify_index` also re-hashes every file.
 """
 from __future__ import annotations
 
 import bisect
+import functools
 import hashlib
 import json
 import mmap
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -23,9 +24,10 @@ import numpy as np
 from audit import _suffix
 from audit.corpora.base import CorpusInfo, DocumentHit, MatchLengths, MatchQuestions, Occurrence, cut_snippet
 from audit.corpora.doclangs import DocumentLanguages, LanguageTableError, read_table
+from audit.corpora.inlanguage import LanguageView, ShardQueries
+from audit.corpora.shardread import TEXTS_PER_CALL, ShardDocument, bytes_to_char_lengths, count_next, pointer_at
 from audit.corpora.soundness import foreign_files, suffix_order_problem
-from audit.indexing import INDEX_FILE, KINDS, MANIFEST, FileInfo, IndexManifest, hash_file, pointer_width, read_manifest
-from audit.outputs import MARKER
+from audit.indexing import INDEX_FILE, KINDS, MANIFEST, IndexManifest, pointer_width, read_manifest
 
 
 class IndexOpenError(Exception):
@@ -285,157 +287,15 @@ def check_index(path: Path, token_width: int = 1) -> IndexManifest | None:
     return open_shards(path, token_width)[0]
 
 
-OK, SIZE, HASH, MISSING, EXTRA = "ok", "size differs", "hash differs", "missing", "unexpected extra file"
-
-
-@dataclass(frozen=True)
-class FileCheck:
-    name: str
-    status: str
-    detail: str = ""
-
-
-@dataclass
-class Verification:
-    """`audit index verify`: each file against the manifest's size and hash (when it records
-    them), and the structural checks every open runs."""
-
-    hashed: bool
-    files: list[FileCheck] = field(default_factory=list)
-    structure: str = ""
-
-    @property
-    def damaged(self) -> list[FileCheck]:
-        return [check for check in self.files if check.status != OK]
-
-    @property
-    def ok(self) -> bool:
-        return not self.damaged and not self.structure
-
-
-def _check_file(path: Path, record: FileInfo, on_bytes: Callable[[int], None]) -> FileCheck:
-    name = record.name
-    if not (path / name).is_file():
-        on_bytes(record.bytes)
-        return FileCheck(name, MISSING)
-    actual = _size(path, name)
-    if actual != record.bytes:
-        on_bytes(record.bytes)
-        return FileCheck(name, SIZE, f"{actual:,} bytes, the manifest records {record.bytes:,}")
-    found = hash_file(path / name, on_bytes)
-    if found != record.blake2b:
-        return FileCheck(name, HASH, f"blake2b {found}, the manifest records {record.blake2b}")
-    return FileCheck(name, OK, f"{actual:,} bytes")
-
-
-def verify_index(path: Path, progress: Callable[[int, int], None] | None = None) -> Verification:
-    """Re-hash every file the manifest lists and look for files it does not; then the open
-    checks.  IndexOpenError only when `path` is not an index directory at all."""
-    path = Path(path)
-    if not path.is_dir() or not ((path / MANIFEST).exists() or _index_names(path)):
-        raise IndexOpenError(f"{path}: not an index directory (no {MANIFEST} and no tokenized.N files)")
-    try:
-        manifest = _load_manifest(path)
-    except _Damage as damage:
-        return Verification(hashed=False, structure=str(damage))
-    result = Verification(hashed=bool(manifest and manifest.files))
-    if manifest is not None and manifest.files:
-        records = manifest.recorded_files()
-        total, done = sum(f.bytes for f in records), 0
-
-        def advance(n: int) -> None:
-            nonlocal done
-            done += n
-            if progress:
-                progress(done, total)
-
-        result.files = [_check_file(path, record, advance) for record in records]
-        listed = {f.name for f in records} | {MANIFEST, MARKER}
-        folders = {str(PurePosixPath(name).parent) for name in listed} - {"."}
-        present = sorted(entry.relative_to(path).as_posix() for entry in path.rglob("*"))
-        result.files += [FileCheck(name, EXTRA) for name in present if name not in listed and name not in folders]
-    if not result.damaged:
-        try:
-            check_index(path)
-        except IndexOpenError as error:
-            result.structure = error.detail
-    return result
-
-
-def char_starts(encoded: bytes) -> np.ndarray:
-    """Byte offsets at which UTF-8 characters start."""
-    raw = np.frombuffer(encoded, dtype=np.uint8)
-    return np.flatnonzero((raw & 0xC0) != 0x80)
-
-
-def bytes_to_char_lengths(encoded: bytes, byte_lengths: np.ndarray) -> list[int]:
-    """Per character, how many whole characters a byte-level match starting there covers."""
-    starts = char_starts(encoded)
-    bounds = np.append(starts, len(encoded))
-    ends = starts + byte_lengths[starts]
-    return (np.searchsorted(bounds, ends, side="right") - 1 - np.arange(len(starts))).tolist()
-
-
-# Documents read in one call by `LocalIndex.documents`: few calls to a remote group, bounded memory.
-TEXTS_PER_CALL = 1024
-# The byte before every document of a byte-level index (infini-gram's document separator).
-SEPARATOR = 0xFF
-
-
-@dataclass(frozen=True)
-class ShardDocument:
-    """The document holding one byte position of a shard, and the window of it shown around
-    that position, as infini-gram's engine shows one (`get_doc_by_ptr`): `pointer`, `start`,
-    `end` and `shown` are positions in the shard's bytes, `text` the window, `metadata` the
-    document's metadata line as stored."""
-
-    document: int
-    pointer: int
-    start: int
-    end: int
-    shown: int
-    text: bytes
-    metadata: bytes
-
-
-def _pointer(shard: _Shard, rank: int) -> int:
-    return int.from_bytes(shard.table[rank * shard.ratio : (rank + 1) * shard.ratio], "little")
-
-
-def _next_byte(shard: _Shard, rank: int, length: int, end: int) -> int:
-    """The byte after the `length`-byte match at `rank`; `end` where a document or the shard ends."""
-    at = _pointer(shard, rank) + length
-    return end if at == len(shard.data) or shard.data[at] == SEPARATOR else shard.data[at]
-
-
-def _count_next(shard: _Shard, length: int, lo: int, hi: int, unit: int, end: int, first: int | None, last: int | None, counts: dict[int, int]) -> None:
-    """infini-gram's `_get_freq_by_token_id_approx`, step for step, so sampled counts are the
-    engine's: a range whose first and last continuations agree counts whole, a range under
-    four units is sampled at the middle of every unit, any other is halved."""
-    if hi - lo < 4 * unit:
-        for rank in range(lo, hi, unit):
-            whole = rank + unit <= hi
-            found = _next_byte(shard, rank + (unit >> 1) if whole else (rank + hi) >> 1, length, end)
-            counts[found] = counts.get(found, 0) + (unit if whole else hi - rank)
-        return
-    first = _next_byte(shard, lo, length, end) if first is None else first
-    last = _next_byte(shard, hi - 1, length, end) if last is None else last
-    if first == last:
-        counts[first] = counts.get(first, 0) + hi - lo
-        return
-    middle = (lo + hi) >> 1
-    _count_next(shard, length, lo, middle, unit, end, first, None, counts)
-    _count_next(shard, length, middle, hi, unit, end, None, last, counts)
-
-
-class ShardGroup:
+class ShardGroup(ShardQueries):
     """Some shards of an index, mapped in one process, answering in global document numbers.
     A local index holds one group of all its shards; a distributed one holds a group in each
     of its Ray actors (`audit.corpora.distributed`).  Every method is a pure read, so a call
     repeated after a crash gives the same answer."""
 
     def __init__(self, path: str | Path, numbers: list[int], first_documents: list[int]) -> None:
-        self.shards = map_shards(Path(path), numbers, first_documents)
+        self.path = Path(path)
+        self.shards = map_shards(self.path, numbers, first_documents)
 
     def count_bytes(self, pattern: bytes) -> int:
         return sum(hi - lo for lo, hi in self.ranges(pattern))
@@ -512,7 +372,7 @@ class ShardGroup:
         counts: dict[int, int] = {}
         for shard in self.shards:
             lo, hi = _suffix.find_range(shard.data, shard.table, shard.ratio, prompt)
-            _count_next(shard, len(prompt), lo, hi, unit, end, None, None, counts)
+            count_next(shard, len(prompt), lo, hi, unit, end, None, None, counts)
         return counts
 
     def longest_suffix(self, prompt: bytes) -> int:
@@ -540,7 +400,7 @@ class ShardGroup:
     def document_at_rank(self, first_document: int, rank: int, before: int, after: int) -> ShardDocument:
         """`document_at` the position the shard's suffix array holds at `rank`."""
         shard, _ = self._locate(first_document)
-        return self.document_at(first_document, _pointer(shard, rank), before, after)
+        return self.document_at(first_document, pointer_at(shard, rank), before, after)
 
     def _metadata_line(self, document: int) -> bytes:
         shard, local = self._locate(document)
@@ -602,6 +462,16 @@ class LocalIndex:
             return read_table(self.path, self.info.documents)
         except LanguageTableError as error:
             raise IndexOpenError(f"{error}; rewrite it with `audit index languages {self.path}`", str(error)) from None
+
+    @functools.cached_property
+    def language_counts(self) -> dict[str, int]:
+        """Documents per language in the table (empty without one), counted once."""
+        return self.languages.counts() if self.languages is not None else {}
+
+    def in_language(self, languages: frozenset[str], unknown: bool) -> LanguageView | None:
+        """This index counting only documents of `languages` (and of unknown language when
+        `unknown`); None for an index without a language table."""
+        return None if self.languages is None else LanguageView(self, languages, unknown)
 
     def _open_groups(self) -> list[Any]:
         """The shard groups, in shard order; `group_starts` holds each one's first document."""

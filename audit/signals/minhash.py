@@ -7,7 +7,12 @@ For each field the figures are exact, computed from the corpus text of the best 
 `jaccard` (the two shingle sets' overlap over their union), with the sketch's estimates beside
 them and the documents as provenance.  Shingles that the variant shares with its
 source-language variant (names, titles, numbers) are left out of both: they say nothing about
-this language.
+this language.  Shingles common in the corpus count in the field but never match.
+
+Only documents of the field's language count (`audit.signals.minhash_language`); the same
+figures over every document are `any_language`, and the languages of the documents that reach
+the threshold are `languages`.  A field with fewer distinct shingles than its script's floor
+lists its figures in `below_floor`: they are reported, and must not decide.
 
 The signal declares its part of the policy file: `MinhashConfig` is the `[minhash]` table (its
 query-time parameters, and the build parameters the index must have if the policy names them),
@@ -16,9 +21,9 @@ query-time parameters, and the build parameters the index must have if the polic
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
-import numpy as np
 from pydantic import Field
 
 from audit import forms
@@ -26,8 +31,11 @@ from audit.corpora.local import LocalIndex
 from audit.evidence import ABSENT, FAILED, Evidence
 from audit.forms import Checked
 from audit.items import Item, ItemKind
-from audit.neardup import NEARDUP_DIR, NearDupError, NearDuplicateIndex, NearDupParams, QueryResult, ShingleSizes, check_expected
-from audit.rules import Count, Fraction, Rule, Table, threshold
+from audit.neardup import NEARDUP_DIR, Match, NearDupError, NearDuplicateIndex, NearDupParams, QueryResult, ShingleSizes, check_expected
+from audit.neardup.rarity import CommonShingles
+from audit.neardup.verify import SetAside
+from audit.rules import Count, Fraction, Op, Rule, Table, threshold
+from audit.signals.minhash_language import DocumentFilter, UnknownLanguage
 from audit.text import dominant_script, normalize
 
 NAME = "minhash"
@@ -63,12 +71,51 @@ class ExpectedIndex(Table):
         return NearDupParams.model_validate({**self.model_dump(exclude_none=True), **{k: v for k, v in overrides.items() if v is not None}})
 
 
+class Floors(Table):
+    """Distinct shingles a field must have, not counting those shared with the source variant
+    or common in the corpus, before its containment and Jaccard may decide, by the field's
+    script; a script left unset uses `default`.  Below it the figures are still reported, and
+    listed in `below_floor`."""
+
+    default: Count = 4
+    arabic: Count | None = 3
+    cyrillic: Count | None = None
+    devanagari: Count | None = None
+    greek: Count | None = None
+    hangul: Count | None = 3
+    hebrew: Count | None = 3
+    latin: Count | None = None
+    han: Count | None = 9
+    kana: Count | None = 9
+    thai: Count | None = None
+    lao: Count | None = None
+    khmer: Count | None = None
+    myanmar: Count | None = None
+    tibetan: Count | None = None
+
+    def needed(self, script: str) -> int:
+        value = getattr(self, script) if script in type(self).model_fields else None
+        return value or self.default
+
+
+class Common(Table):
+    """When a shingle is too common in the corpus to be evidence (`audit.neardup.rarity`): held
+    more than `per_million_bytes` times per million bytes of the corpus's text, and more than
+    `at_least` times."""
+
+    per_million_bytes: float = Field(1.0, gt=0)
+    at_least: Count = 20
+
+
 class MinhashConfig(Table):
     """The signal's parameters (the policy's `[minhash]` table)."""
 
     candidates: int = Field(50, ge=1)
     provenance_docs: int = Field(3, ge=1)
     snippet_chars: int = Field(80, ge=0)
+    unknown_language: Literal["count", "ignore"] = "count"
+    floor: Floors = Field(default_factory=Floors)
+    common: Common = Field(default_factory=Common)
     index: ExpectedIndex = Field(default_factory=ExpectedIndex)
 
 
@@ -104,39 +151,81 @@ def index_for(corpus: Any) -> NearDuplicateIndex:
     return NearDuplicateIndex.open(corpus.path, corpus=corpus, redis=corpus.neardup_redis)
 
 
-def _figures(text: str, result: QueryResult) -> dict[str, Any]:
+RULE_FIGURES = ("containment", "jaccard")
+
+
+def _rule_figures(matches: list[Match]) -> dict[str, Any]:
+    best = matches[0] if matches else None
+    return {"containment": best.containment if best else 0.0, "jaccard": best.jaccard if best else 0.0, "documents": len(matches)}
+
+
+def _figures(text: str, result: QueryResult, documents: DocumentFilter, floor: int) -> dict[str, Any]:
     best = result.best
-    return {
-        "containment": best.containment if best else 0.0,
-        "jaccard": best.jaccard if best else 0.0,
+    figures = {
+        **_rule_figures(result.matches),
         "estimated_containment": best.estimated_containment if best else 0.0,
         "estimated_jaccard": best.estimated_jaccard if best else 0.0,
+        "matched_shingles": best.matched if best else [],
         "script": dominant_script(text),
         "shingles": result.shingles,
         "shingles_shared_with_source": result.shared_with_source,
+        "shingles_common": result.common,
         "chunks": result.chunks,
         "candidates": result.candidates,
         "verified": result.verified,
         "exhaustive": result.verified == result.candidates,
-        "documents": len(result.matches),
+        "language": documents.describe(result.matches),
+        "any_language": _rule_figures(result.any_matches),
+        "languages": documents.languages(result.reaching),
     }
+    rare = result.shingles - result.common
+    if rare < floor:
+        figures["below_floor"] = list(RULE_FIGURES)
+        figures["floor"] = {name: {"needed": floor, "had": rare, "unit": "shingles"} for name in RULE_FIGURES}
+    return figures
 
 
-def field_evidence(index: NearDuplicateIndex, source: str, name: str, raw: str, shared: np.ndarray, config: MinhashConfig) -> Evidence:
+def _reach(rules: Sequence[Rule]) -> float | None:
+    """The containment a document must reach to be listed in `languages`: the least one a rule
+    on this field fires at (None: no rule, every verified document is listed)."""
+    found = [float(r.value) for r in rules if r.figure == "containment" and r.op is Op.AT_LEAST]
+    return min(found) if found else None
+
+
+@dataclass(frozen=True)
+class FieldQuery:
+    """What a field is asked with, besides its text."""
+
+    shared: SetAside
+    documents: DocumentFilter
+    rules: Sequence[Rule]
+    common: CommonShingles
+
+
+def field_evidence(index: NearDuplicateIndex, source: str, name: str, raw: str, asked: FieldQuery, config: MinhashConfig) -> Evidence:
     text = normalize(raw)
-    result = index.query(text, exclude=shared, candidates=config.candidates, limit=config.provenance_docs)
-    evidence = Evidence(signal=NAME, source=source, field=name, figures=_figures(text, result))
-    for match in result.matches:
+    documents = asked.documents
+    result = index.query(
+        text, exclude=asked.shared, candidates=config.candidates, limit=config.provenance_docs, allowed=documents.counts, reach=_reach(asked.rules), common=asked.common
+    )
+    floor = config.floor.needed(dominant_script(text))
+    evidence = Evidence(signal=NAME, source=source, field=name, figures=_figures(text, result, documents, floor))
+    counted = {m.document for m in result.matches}
+    others = [m for m in result.any_matches if m.document not in counted]
+    for match in [*result.matches, *others]:
         hit = index.hit(match, config.snippet_chars)
         evidence.provenance.append(
             {
                 "document": match.document,
                 "metadata": hit.metadata,
+                **documents.provenance_language(match.document),
+                "counted": match.document in counted,
                 "offset": match.offset,
                 "length": match.length,
                 "containment": match.containment,
                 "jaccard": match.jaccard,
                 "estimated_jaccard": match.estimated_jaccard,
+                "matched_shingles": match.matched,
                 "snippet": hit.snippet,
                 "snippet_match": [hit.snippet_match_start, hit.snippet_match_end],
             }
@@ -148,7 +237,7 @@ def fields_for(item: Item) -> tuple[str, ...]:
     return TEXT_FIELDS[item.kind]
 
 
-def _checked(index: NearDuplicateIndex, source: str, checked: Checked, shared: np.ndarray, config: MinhashConfig, mismatch: str | None) -> list[Evidence]:
+def _checked(index: NearDuplicateIndex, source: str, checked: Checked, asked: FieldQuery, config: MinhashConfig, mismatch: str | None) -> list[Evidence]:
     if not checked.forms:
         return [Evidence(signal=NAME, source=source, field=checked.field, status=ABSENT)]
     if mismatch is not None:
@@ -156,7 +245,7 @@ def _checked(index: NearDuplicateIndex, source: str, checked: Checked, shared: n
     results = []
     for form in checked.forms:
         try:
-            evidence = field_evidence(index, source, checked.field, form.text, shared, config)
+            evidence = field_evidence(index, source, checked.field, form.text, asked, config)
         except (NearDupError, OSError, ValueError) as error:
             evidence = Evidence(signal=NAME, source=source, field=checked.field, status=FAILED, error=str(error))
         results.append(evidence)
@@ -164,9 +253,11 @@ def _checked(index: NearDuplicateIndex, source: str, checked: Checked, shared: n
 
 
 def run(index: NearDuplicateIndex, item: Item, lang: str, config: MinhashConfig, rules: Mapping[str, Sequence[Rule]] | None = None) -> list[Evidence]:
-    """Near-duplicate evidence for each text field the item's kind shingles; a field the variant lacks is absent, and an index or query failure (damage, a
-    mismatching build, Redis down) is failed, never "no match".  The index answers every
-    figure at once, so the policy's `rules` change nothing it asks."""
+    """Near-duplicate evidence for each text field the item's kind shingles, counted in the
+    documents of the field's language (`variant.language_of`); a field the variant lacks is
+    absent, and an index or query failure (damage, a mismatching build, Redis down) is failed,
+    never "no match".  The policy's `rules` set the containment a document must reach to be
+    listed among the languages the field was found in."""
     source = index.corpus.info.name
     try:
         check_expected(index.directory, index.params, config.index.model_dump(exclude_none=True))
@@ -174,9 +265,13 @@ def run(index: NearDuplicateIndex, item: Item, lang: str, config: MinhashConfig,
     except NearDupError as error:
         mismatch = str(error)
     shared = index.distinct_shingles(forms.source_texts(item, lang))
+    common = CommonShingles(index.corpus, config.common.per_million_bytes, config.common.at_least)
+    variant = item.variants[lang]
     wanted = set(fields_for(item))
     results = []
     for checked in forms.text_fields(item, lang):
         if checked.field in wanted:
-            results += _checked(index, source, checked, shared, config, mismatch)
+            documents = DocumentFilter.of(index.corpus, variant.language_of(checked.field, lang), UnknownLanguage(config.unknown_language))
+            asked = FieldQuery(shared, documents, (rules or {}).get(checked.field, ()), common)
+            results += _checked(index, source, checked, asked, config, mismatch)
     return results

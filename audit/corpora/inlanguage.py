@@ -1,0 +1,224 @@
+"""Queries of a local index that count only documents of some languages.
+
+A match counts for a language only where the document holding it is in that language (the
+index's `doclangs` table), so every figure a signal reads has a restricted form here:
+
+- counts: the positions of a suffix-array range whose documents are allowed;
+- occurrences: a sample of those positions;
+- the longest match at each position: the largest n such that query[i:i+n]'s range holds a
+  position in an allowed document.  That is monotone in n (a shorter prefix's range holds the
+  longer one's), at most the unrestricted longest match, and at least the previous position's
+  restricted length less the bytes between them, so each position costs one check when the
+  unrestricted match is allowed and a short binary search otherwise.
+
+A range is checked vectorised (pointers -> documents by `searchsorted` on the offsets ->
+language codes).  A range of more than `SCAN_CAP` positions (a common short n-gram) is not
+read whole: `SCAN_CAP` ranks spread evenly over it are.  What that leaves open is never read
+as absence: a capped count becomes [allowed among those read, range less disallowed among
+those read], and a longest match whose check stayed open is reported with the unrestricted
+length as its highest (`MatchLengths.highest`), which the signals turn into bounded figures.
+
+`ShardQueries` is the per-shard half, mixed into `ShardGroup` so a distributed index's actors
+answer too; `LanguageView` is the driver's half, a corpus answering the same protocol.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from audit import _suffix
+from audit.corpora.base import DocumentHit, LanguageBy, MatchLengths, MatchQuestions, Occurrence
+from audit.corpora.doclangs import RECORD, TABLE, UNKNOWN, How
+from audit.corpora.shardread import bytes_to_char_lengths, char_starts
+
+# Positions of one suffix-array range read to find allowed documents; a larger range is sampled.
+SCAN_CAP = 1 << 16
+# Ranks read first when only "is any allowed?" is asked: most ranges answer from these.
+FIRST_LOOK = 256
+
+
+class ShardQueries:
+    """Language-restricted answers of a group of shards (`self.shards`, mapped from `self.path`),
+    each figure for the documents whose code is in `allowed` (a uint16 array) and the global
+    document numbers in `extra` (windows identified in the language: `ngram_language`)."""
+
+    shards: list[Any]
+    path: Path
+
+    def _shard_codes(self) -> list[np.ndarray]:
+        codes = getattr(self, "_codes", None)
+        if codes is None:
+            table = np.memmap(self.path / TABLE, dtype=RECORD, mode="r")
+            codes = [np.ascontiguousarray(table["code"][s.first_document : s.first_document + len(s.offsets)]) for s in self.shards]
+            self._codes = codes
+        return codes
+
+    def _read(self, k: int, lo: int, hi: int, allowed: np.ndarray, most: int, extra: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+        """(pointers, shard-local documents) of the allowed positions among at most `most`
+        ranks of [lo, hi) spread evenly over it, and how many ranks were read."""
+        shard = self.shards[k]
+        ranks = np.arange(lo, hi, dtype=np.int64) if hi - lo <= most else np.unique(np.linspace(lo, hi - 1, num=most).round().astype(np.int64))
+        pointers = shard.pointers(ranks)
+        documents = np.searchsorted(shard.offsets, pointers, side="right") - 1
+        keep = np.isin(self._shard_codes()[k][documents], allowed)
+        if len(extra):
+            keep |= np.isin(documents + shard.first_document, extra)
+        return pointers[keep], documents[keep], len(ranks)
+
+    def count_in(self, pattern: bytes, allowed: np.ndarray, extra: np.ndarray) -> tuple[int, int]:
+        """(fewest, most) occurrences of `pattern` in allowed documents: equal unless a range
+        was sampled."""
+        low = high = 0
+        for k, shard in enumerate(self.shards):
+            lo, hi = _suffix.find_range(shard.data, shard.table, shard.ratio, pattern)
+            if hi <= lo:
+                continue
+            found, _, read = self._read(k, lo, hi, allowed, SCAN_CAP, extra)
+            low += len(found)
+            high += (hi - lo) - (read - len(found))
+        return low, high
+
+    def _holds(self, pattern: bytes, allowed: np.ndarray, extra: np.ndarray) -> bool | None:
+        """Whether some allowed document holds `pattern`; None when a sampled range found none."""
+        open_ = False
+        for k, shard in enumerate(self.shards):
+            lo, hi = _suffix.find_range(shard.data, shard.table, shard.ratio, pattern)
+            for most in (FIRST_LOOK, SCAN_CAP):
+                if hi <= lo:
+                    break
+                found, _, read = self._read(k, lo, hi, allowed, most, extra)
+                if len(found):
+                    return True
+                if read == hi - lo:
+                    break
+                open_ = open_ or most == SCAN_CAP
+        return None if open_ else False
+
+    def longest_in(self, query: bytes, allowed: np.ndarray, extra: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(lowest, highest) restricted longest match at each byte position in `starts` (others
+        0); highest is the unrestricted length where a sampled check left it open."""
+        upper = self.longest_match_bytes(query)
+        low, high = np.zeros(len(query), dtype=np.int64), np.zeros(len(query), dtype=np.int64)
+        previous, at = 0, 0
+        for i in starts.tolist():
+            floor, top = max(0, min(previous - (i - at), int(upper[i]))), int(upper[i])
+            length, open_ = _search(lambda n, i=i: self._holds(query[i : i + n], allowed, extra), floor, top)
+            low[i], high[i] = length, top if open_ else length
+            previous, at = length, i
+        return low, high
+
+    def occurrences_in(self, pattern: bytes, allowed: np.ndarray, extra: np.ndarray, limit: int) -> tuple[int, int, list[Occurrence]]:
+        """(fewest, most) allowed occurrences and up to `limit` of them, spread evenly."""
+        low = high = 0
+        found: list[Occurrence] = []
+        for k, shard in enumerate(self.shards):
+            lo, hi = _suffix.find_range(shard.data, shard.table, shard.ratio, pattern)
+            if hi <= lo:
+                continue
+            pointers, documents, read = self._read(k, lo, hi, allowed, SCAN_CAP, extra)
+            low += len(pointers)
+            high += (hi - lo) - (read - len(pointers))
+            for j in _spread(len(pointers), limit):
+                document = int(documents[j])
+                found.append(Occurrence(shard.first_document + document, int(pointers[j]) - int(shard.offsets[document]) - 1))
+        return low, high, found
+
+
+def _search(holds: Any, floor: int, top: int) -> tuple[int, bool]:
+    """The largest n in [floor, top] with holds(n) (floor is known to hold), and whether a
+    check above it stayed open."""
+    if top <= floor:
+        return top, False
+    first = holds(top)
+    if first:
+        return top, False
+    open_ = first is None
+    lo, hi = floor, top - 1
+    while lo < hi:
+        middle = (lo + hi + 1) >> 1
+        answer = holds(middle)
+        if answer:
+            lo = middle
+        else:
+            open_ = open_ or answer is None
+            hi = middle - 1
+    return lo, open_
+
+
+def _spread(count: int, limit: int) -> list[int]:
+    if count <= limit:
+        return list(range(count))
+    return np.unique(np.linspace(0, count - 1, num=limit).round().astype(np.int64)).tolist()
+
+
+_HOW = {How.NONE: "unknown", How.METADATA: "metadata", How.SOURCE: "source", How.IDENTIFIED: "identified"}
+
+
+class LanguageView:
+    """A local index seen through its language table: the corpus protocol, each answer counting
+    only documents of `languages` (any of their regional or script forms: `zh` takes `zh-Hant`)
+    and of unknown language when `unknown` is true.  A language
+    no document is in leaves nothing allowed, and every answer is 0 without a query."""
+
+    by = LanguageBy.TABLE
+
+    def __init__(self, index: Any, languages: frozenset[str], unknown: bool, documents: frozenset[int] = frozenset()) -> None:
+        self.index, self.info, self.table = index, index.info, index.languages
+        self.languages, self.unknown = languages, unknown
+        present = index.language_counts
+        primaries = {name.split("-")[0] for name in languages}
+        names = {name for name in present if name.split("-")[0] in primaries} | ({UNKNOWN} if unknown and present.get(UNKNOWN) else set())
+        self.allowed = np.array(sorted(self.table.code(name) for name in names), dtype=np.uint16)
+        self.extra = np.array(sorted(documents), dtype=np.int64)
+        self.let_in = documents
+
+    def with_documents(self, documents: frozenset[int]) -> LanguageView:
+        """This view with some documents of other languages let in: those whose window around
+        a match was identified as this language (a page quoting it)."""
+        return LanguageView(self.index, self.languages, self.unknown, self.let_in | documents)
+
+    @property
+    def empty(self) -> bool:
+        return not len(self.allowed) and not len(self.extra)
+
+    def count_range(self, text: str) -> tuple[int, int]:
+        if self.empty or not text:
+            return 0, 0
+        answers = self.index.ask("count_in", text.encode("utf-8"), self.allowed, self.extra)
+        return sum(a[0] for a in answers), sum(a[1] for a in answers)
+
+    def count(self, text: str) -> int:
+        return self.count_range(text)[1]
+
+    def match_lengths(self, text: str, questions: MatchQuestions | None = None) -> MatchLengths:
+        encoded = text.encode("utf-8")
+        if not encoded:
+            return MatchLengths([])
+        low = np.zeros(len(encoded), dtype=np.int64)
+        high = low.copy()
+        if not self.empty:
+            for found_low, found_high in self.index.ask("longest_in", encoded, self.allowed, self.extra, char_starts(encoded)):
+                np.maximum(low, found_low, out=low)
+                np.maximum(high, found_high, out=high)
+        lengths = bytes_to_char_lengths(encoded, low)
+        return MatchLengths(lengths, None if np.array_equal(low, high) else bytes_to_char_lengths(encoded, high))
+
+    def occurrences(self, text: str, limit: int) -> tuple[int, list[Occurrence]]:
+        if self.empty or not text:
+            return 0, []
+        answers = self.index.ask("occurrences_in", text.encode("utf-8"), self.allowed, self.extra, limit)
+        found = sorted((o for answer in answers for o in answer[2]), key=lambda o: (o.document, o.offset))
+        return sum(a[0] for a in answers), [found[j] for j in _spread(len(found), limit)]
+
+    def surrounding(self, occurrence: Occurrence, before: int, after: int) -> bytes:
+        return self.index.surrounding(occurrence, before, after)
+
+    def document_hit(self, occurrence: Occurrence, length_bytes: int, context_chars: int) -> DocumentHit:
+        return self.index.document_hit(occurrence, length_bytes, context_chars)
+
+    def document_language(self, document: int) -> tuple[str, str]:
+        """The document's language in the table and how it was known (`metadata`, `source`,
+        `identified`, or `unknown` for `und`)."""
+        return self.table.language(document), _HOW[self.table.known_by(document)]

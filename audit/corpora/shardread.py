@@ -1,0 +1,78 @@
+"""Reading a byte-level shard below the suffix-array search: characters from byte offsets,
+the document around a position as infini-gram's engine shows it, and the next-byte counts of
+its `ntd` query."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from audit.corpora.local import _Shard
+
+
+def char_starts(encoded: bytes) -> np.ndarray:
+    """Byte offsets at which UTF-8 characters start."""
+    raw = np.frombuffer(encoded, dtype=np.uint8)
+    return np.flatnonzero((raw & 0xC0) != 0x80)
+
+
+def bytes_to_char_lengths(encoded: bytes, byte_lengths: np.ndarray) -> list[int]:
+    """Per character, how many whole characters a byte-level match starting there covers."""
+    starts = char_starts(encoded)
+    bounds = np.append(starts, len(encoded))
+    ends = starts + byte_lengths[starts]
+    return (np.searchsorted(bounds, ends, side="right") - 1 - np.arange(len(starts))).tolist()
+
+
+# Documents read in one call by `LocalIndex.documents`: few calls to a remote group, bounded memory.
+TEXTS_PER_CALL = 1024
+# The byte before every document of a byte-level index (infini-gram's document separator).
+SEPARATOR = 0xFF
+
+
+@dataclass(frozen=True)
+class ShardDocument:
+    """The document holding one byte position of a shard, and the window of it shown around
+    that position, as infini-gram's engine shows one (`get_doc_by_ptr`): `pointer`, `start`,
+    `end` and `shown` are positions in the shard's bytes, `text` the window, `metadata` the
+    document's metadata line as stored."""
+
+    document: int
+    pointer: int
+    start: int
+    end: int
+    shown: int
+    text: bytes
+    metadata: bytes
+
+
+def pointer_at(shard: _Shard, rank: int) -> int:
+    return int.from_bytes(shard.table[rank * shard.ratio : (rank + 1) * shard.ratio], "little")
+
+
+def next_byte(shard: _Shard, rank: int, length: int, end: int) -> int:
+    """The byte after the `length`-byte match at `rank`; `end` where a document or the shard ends."""
+    at = pointer_at(shard, rank) + length
+    return end if at == len(shard.data) or shard.data[at] == SEPARATOR else shard.data[at]
+
+
+def count_next(shard: _Shard, length: int, lo: int, hi: int, unit: int, end: int, first: int | None, last: int | None, counts: dict[int, int]) -> None:
+    """infini-gram's `_get_freq_by_token_id_approx`, step for step, so sampled counts are the
+    engine's: a range whose first and last continuations agree counts whole, a range under
+    four units is sampled at the middle of every unit, any other is halved."""
+    if hi - lo < 4 * unit:
+        for rank in range(lo, hi, unit):
+            whole = rank + unit <= hi
+            found = next_byte(shard, rank + (unit >> 1) if whole else (rank + hi) >> 1, length, end)
+            counts[found] = counts.get(found, 0) + (unit if whole else hi - rank)
+        return
+    first = next_byte(shard, lo, length, end) if first is None else first
+    last = next_byte(shard, hi - 1, length, end) if last is None else last
+    if first == last:
+        counts[first] = counts.get(first, 0) + hi - lo
+        return
+    middle = (lo + hi) >> 1
+    count_next(shard, length, lo, middle, unit, end, first, None, counts)
+    count_next(shard, length, middle, hi, unit, end, None, last, counts)

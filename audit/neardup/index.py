@@ -1,0 +1,299 @@
+"""Opening and querying a near-duplicate index: memory-mapped bands (or Redis) propose candidate
+windows, signatures rank them, and the best are verified on their text (`audit.neardup.verify`)."""
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from audit.corpora.base import DocumentHit, Occurrence
+from audit.corpora.local import IndexOpenError, LocalIndex
+from audit.indexing import read_manifest
+from audit.neardup.family import _Family, band_keys
+from audit.neardup.redis_bands import RedisLSH
+from audit.neardup.store import (
+    MANIFEST_NAME,
+    NEARDUP_DIR,
+    WINDOW_DTYPE,
+    NearDupError,
+    NearDupManifest,
+    ProgressHook,
+    _check_files,
+    _damaged,
+    _load_manifest,
+    _map,
+    check_expected,
+    manifest_digest,
+)
+from audit.neardup.tokens import NearDupParams, Shingled, shingle_keys, tokenize
+from audit.neardup.verify import Match, SetAside, field_shingles, ranked, verify
+
+# LSH candidates of a query compared signature by signature, the most band collisions first.
+ESTIMATED = 256
+
+
+@dataclass
+class QueryResult:
+    """What a query found: the field's distinct shingles kept as evidence and those set aside
+    as shared with the source text, how many of the kept ones are common in the corpus
+    (counted, never matched), its shingle positions (the length of the span it is compared
+    with), the chunks it was cut into, the LSH candidates and how many were verified.  `matches`: the best documents among the allowed ones (all, when the query
+    allowed every document); `any_matches`: the best of every document; `reaching`: every
+    verified document whose span holds at least the `reach` asked for."""
+
+    shingles: int
+    shared_with_source: int
+    positions: int
+    chunks: int
+    candidates: int
+    verified: int
+    common: int = 0
+    matches: list[Match] = field(default_factory=list)
+    any_matches: list[Match] = field(default_factory=list)
+    reaching: list[Match] = field(default_factory=list)
+
+    @property
+    def best(self) -> Match | None:
+        return self.matches[0] if self.matches else None
+
+
+
+def _distinct_per_band(keys: np.ndarray) -> list[np.ndarray]:
+    """Each band's distinct chunk keys, sorted; 32-bit keys (one row per band) in one pass."""
+    if keys.dtype != np.uint32:
+        return [np.unique(keys[:, band]) for band in range(keys.shape[1])]
+    bands = np.arange(keys.shape[1], dtype=np.uint64)
+    packed = np.unique((bands[:, None] << np.uint64(32)) | keys.T.astype(np.uint64))
+    cuts = np.searchsorted(packed >> np.uint64(32), np.arange(1, keys.shape[1]))
+    return [(part & np.uint64(0xFFFFFFFF)).astype(np.uint32) for part in np.split(packed, cuts)]
+
+
+
+class NearDuplicateIndex:
+    """An index's near-duplicate index, memory-mapped, queried in memory or through Redis."""
+
+    def __init__(self, directory: Path, corpus: LocalIndex, manifest: NearDupManifest, params: NearDupParams, redis: RedisLSH | None) -> None:
+        self.directory = directory
+        self.corpus = corpus
+        self.manifest = manifest
+        self.params = params
+        try:
+            self.family = _Family(params, manifest.hash_family.get("permutations"))
+        except (NearDupError, TypeError, ValueError) as error:
+            raise _damaged(directory / NEARDUP_DIR / MANIFEST_NAME, f"its hash family is unreadable ({error})", directory) from None
+        self._check_family()
+        folder = directory / NEARDUP_DIR
+        # Plain array views of the memory maps: indexing a np.memmap costs a Python call more.
+        self.windows = np.asarray(_map(folder / "windows.npy", directory))
+        self.signatures = np.asarray(_map(folder / "signatures.npy", directory))
+        self.bands = np.asarray(_map(folder / "bands.npy", directory))
+        self.band_windows = np.asarray(_map(folder / "band_windows.npy", directory))
+        count = len(self.windows)
+        shapes = {
+            "windows.npy": (self.windows.dtype == WINDOW_DTYPE and self.windows.ndim == 1, f"{WINDOW_DTYPE.descr}"),
+            "signatures.npy": (self.signatures.shape == (count, params.num_perm) and self.signatures.dtype == np.uint32, f"uint32 ({count}, {params.num_perm})"),
+            "bands.npy": (self.bands.shape == (params.bands, count), f"({params.bands}, {count})"),
+            "band_windows.npy": (self.band_windows.shape == (params.bands, count), f"({params.bands}, {count})"),
+        }
+        for name, (ok, expected) in shapes.items():
+            if not ok:
+                raise _damaged(folder / name, f"does not hold the {expected} array the manifest implies", directory)
+        if count != manifest.windows:
+            raise _damaged(folder / "windows.npy", f"{count:,} windows, but the manifest records {manifest.windows:,}", directory)
+        self._redis = redis
+        self._tables = self.family.params.shingle.table()
+        # The source variant's shingles, asked for by each of an item's languages in turn.
+        self._distinct: dict[tuple[str, ...], SetAside] = {}
+
+    @classmethod
+    def open(cls, directory: Path, *, corpus: LocalIndex | None = None, redis: str | None = None, expect: Mapping[str, Any] | None = None) -> NearDuplicateIndex:
+        """Open after the cheap checks (sizes, shapes, the source index's fingerprint, the hash
+        family), or raise NearDupError naming the file or parameter at fault.  With `redis`,
+        candidates come from the LSH loaded there by `audit index minhash DIR --redis URL`."""
+        directory = Path(directory)
+        try:
+            corpus = corpus or LocalIndex(directory)
+        except IndexOpenError as error:
+            raise NearDupError(str(error)) from None
+        manifest = _load_manifest(directory)
+        params = _check_files(directory, manifest, read_manifest(directory))
+        if expect:
+            check_expected(directory, params, expect)
+        lsh = RedisLSH(redis, manifest_digest(directory), params) if redis else None
+        index = cls(directory, corpus, manifest, params, lsh)
+        if lsh is not None:
+            lsh.require_loaded(directory, len(index.windows))
+        return index
+
+    def __reduce__(self) -> tuple:
+        return (_reopened, (self.directory, self.corpus, self._redis.url if self._redis else None))
+
+    def _check_family(self) -> None:
+        recorded, running = self.manifest.hash_family, self.family.describe()
+        for key in ("sketcher", "algorithm", "seed", "num_perm"):
+            if recorded.get(key) != running.get(key):
+                raise NearDupError(
+                    f"{self.directory / NEARDUP_DIR}: signatures are {recorded.get('sketcher')} {recorded.get('algorithm')}, "
+                    f"but this installation computes {running.get('sketcher')} {running.get('algorithm')} ({key} differs); "
+                    f"rebuild it (`audit index minhash {self.directory} --force`)"
+                )
+
+    def shingle(self, text: str) -> Shingled:
+        tokens = tokenize(text)
+        keys, valid = shingle_keys(tokens, self._tables)
+        return Shingled(tokens, (keys & np.uint64(0xFFFFFFFF)).astype(np.uint32), valid, keys)
+
+    def lsh_candidates(self, chunks: np.ndarray) -> np.ndarray:
+        """Windows sharing at least one band with at least one chunk: from the memory-mapped
+        band tables, or from Redis."""
+        return self.lsh_collisions(chunks)[0]
+
+    def lsh_collisions(self, chunks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The LSH candidates, sorted, and in how many bands each met some chunk: a free first
+        ranking, so that only the likeliest candidates are compared signature by signature."""
+        keys = band_keys(chunks, self.params)
+        if self._redis is not None:
+            per_band = [members for members in self._redis.band_members(chunks, keys) if len(members)]
+            found = np.concatenate(per_band) if per_band else np.zeros(0, dtype=np.int64)
+        else:
+            found = self._band_members(keys)
+        windows, counts = np.unique(found.astype(np.int64), return_counts=True)
+        return windows, counts
+
+    def _band_members(self, keys: np.ndarray) -> np.ndarray:
+        """Every window whose key in some band equals a chunk's key in that band, once per
+        band it matches in (a window has one key per band): binary searches in each band's
+        sorted keys, then one gather."""
+        count = len(self.windows)
+        low, high, rows = [], [], []
+        for band, wanted in enumerate(_distinct_per_band(keys)):
+            column = self.bands[band]
+            lo, hi = np.searchsorted(column, wanted, "left"), np.searchsorted(column, wanted, "right")
+            hit = hi > lo
+            low.append(lo[hit])
+            high.append(hi[hit])
+            rows.append(np.full(int(hit.sum()), band * count, dtype=np.int64))
+        lo, hi, base = np.concatenate(low), np.concatenate(high), np.concatenate(rows)
+        lengths = hi - lo
+        total = int(lengths.sum())
+        if not total:
+            return np.zeros(0, dtype=np.int64)
+        starts = np.repeat(base + lo - (np.cumsum(lengths) - lengths), lengths)
+        return self.band_windows.reshape(-1)[starts + np.arange(total)]
+
+    def estimate(self, candidates: np.ndarray, chunks: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per candidate window, the estimated Jaccard with its most similar chunk, and the
+        containment of that chunk in it that the estimate implies."""
+        best = np.zeros(len(candidates))
+        query_size = np.ones(len(candidates))
+        chunk_sizes = np.maximum(sizes, 1).astype(float)
+        step = max(1, (1 << 22) // max(1, chunks.size))
+        for at in range(0, len(candidates), step):
+            rows = np.asarray(self.signatures[candidates[at : at + step]])
+            agreement = (rows[:, None, :] == chunks[None, :, :]).sum(axis=2) / self.params.num_perm
+            pick = agreement.argmax(axis=1)
+            best[at : at + step] = agreement[np.arange(len(pick)), pick]
+            query_size[at : at + step] = chunk_sizes[pick]
+        window_size = self.windows["shingles"][candidates].astype(float)
+        containment = np.clip(best * (query_size + window_size) / ((1 + best) * query_size), 0, 1)
+        return best, containment
+
+    def distinct_shingles(self, texts: Sequence[str]) -> SetAside:
+        """The distinct shingles of some texts together (a source-language variant's)."""
+        if not texts:
+            return SetAside()
+        key = tuple(texts)
+        if key not in self._distinct:
+            if len(self._distinct) >= 64:
+                self._distinct.pop(next(iter(self._distinct)))
+            found = [field_shingles(t, self._tables, SetAside(), None) for t in texts]
+            self._distinct[key] = SetAside(frozenset().union(*(f.texts for f in found)), np.unique(np.concatenate([f.keys for f in found])))
+        return self._distinct[key]
+
+    def query(
+        self,
+        text: str,
+        *,
+        exclude: Sequence[str] | SetAside = (),
+        candidates: int = 50,
+        limit: int = 3,
+        allowed: Callable[[int], bool] | None = None,
+        reach: float | None = None,
+        common: Callable[[dict[str, str]], set[str]] | None = None,
+    ) -> QueryResult:
+        """The documents holding most of `text`: LSH candidates ranked by the bands they share
+        with it, the likeliest `ESTIMATED` then ranked by estimated Jaccard, the best
+        `candidates` of those verified on their text, one match per document, best first.
+        Shingles that also occur in an `exclude` text (the source-language variant; or their
+        `distinct_shingles`, computed once) are not evidence and are left out of the figures;
+        those `common` names count in the field but never match.  `allowed` says which documents count for `matches`; `reach`
+        is the containment a document must reach to be listed in `reaching`."""
+        shared = exclude if isinstance(exclude, SetAside) else self.distinct_shingles(exclude)
+        mine = field_shingles(text, self._tables, shared, common)
+        shingled = mine.shingled
+        result = QueryResult(shingles=len(mine.texts), shared_with_source=mine.shared, positions=mine.positions, chunks=0, candidates=0, verified=0, common=mine.common)
+        if not mine.positions:
+            return result
+        chunks, sizes = self.family.chunks(shingled.hashes, shingled.valid)
+        result.chunks = len(chunks)
+        found, collisions = self.lsh_collisions(chunks)
+        result.candidates = len(found)
+        if not len(found) or not mine.rare:
+            return result
+        likeliest = np.lexsort((found, -collisions))[:ESTIMATED]
+        found = found[likeliest]
+        estimated, implied = self.estimate(found, chunks, sizes)
+        order = self._to_verify(found, np.lexsort((found, -estimated)), candidates, allowed)
+        result.verified = len(order)
+        windows, rows = found[order], self.windows[found[order]]
+        least = mine.reach(reach)
+        best = verify(self.corpus, rows, self._tables, mine, len(text.encode("utf-8")), limit, allowed, least)
+        for document, match in best.items():
+            here = rows["document"] == document
+            pick = int(np.argmax(estimated[order][here]))
+            match.estimated_jaccard = round(float(estimated[order][here][pick]), 4)
+            match.estimated_containment = round(float(implied[order][here][pick]), 4)
+            match.window = int(windows[here][pick])
+        every = ranked(best)
+        result.any_matches = every[:limit]
+        result.matches = [m for m in every if allowed is None or allowed(m.document)][:limit]
+        result.reaching = [m for m in every if m.shingles >= least]
+        return result
+
+    def _to_verify(self, found: np.ndarray, ranked: np.ndarray, candidates: int, allowed: Callable[[int], bool] | None) -> np.ndarray:
+        """The best `candidates` of the ranked windows, and, when only some documents count,
+        the best `candidates` of those too: copies in the field's own language are verified
+        even when windows in other languages outrank them."""
+        pick = np.zeros(len(ranked), dtype=bool)
+        pick[:candidates] = True
+        if allowed is not None:
+            documents = self.windows["document"][found[ranked]].tolist()
+            pick[[at for at, document in enumerate(documents) if allowed(int(document))][:candidates]] = True
+        return ranked[pick]
+
+    def hit(self, match: Match, snippet_chars: int) -> DocumentHit:
+        return self.corpus.document_hit(Occurrence(match.document, match.offset), match.length, snippet_chars)
+
+
+
+# Near-duplicate indexes re-opened in this process for runners sent from another (a cluster's).
+_REOPENED: dict[tuple[str, str | None, str], NearDuplicateIndex] = {}
+
+
+def _reopened(directory: Path, corpus: LocalIndex, redis: str | None) -> NearDuplicateIndex:
+    """The index where a runner was sent, opened and checked once per process."""
+    key = (str(directory), redis, corpus.info.fingerprint)
+    if key not in _REOPENED:
+        _REOPENED[key] = NearDuplicateIndex.open(directory, corpus=corpus, redis=redis)
+    return _REOPENED[key]
+
+
+
+def load_redis(directory: Path, url: str, progress: ProgressHook | None = None) -> int:
+    """Load an index's near-duplicate bands into Redis at `url`; the number of windows."""
+    index = NearDuplicateIndex.open(directory)
+    RedisLSH(url, manifest_digest(directory), index.params).load(index.signatures, progress)
+    return len(index.windows)

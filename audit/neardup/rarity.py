@@ -1,0 +1,45 @@
+"""Common shingles: those the corpus holds so often that finding one says nothing of a copy.
+
+"What is a molecule?" has two shingles, and "what is a" is in every encyclopaedia; short
+Chinese and Japanese questions were `seen` through one 3-character shingle such as `受精卵`
+that a thousand pages hold.  A shingle the corpus holds more than a rate per million bytes of
+its text (and more than a least count, so a small corpus does not call everything common)
+still counts among the field's shingles but is never matched, and does not count towards the
+floor a field must reach to decide.  So the cut can only lower a containment: leaving common
+shingles out of the field altogether raised a Japanese question's to 0.5 when its unmatched
+katakana shingles were the common ones.  A plain cut, not a weight, so containment stays a
+share of shingles a reader can count.  The counts come from the corpus's own suffix array (`LocalIndex.count`), one binary
+search per spelling of the shingle: as written in the field, lower-cased, and capitalised (a
+sentence's first words).  Spellings with other punctuation between the tokens are not
+counted, so a shingle can only look rarer than it is, never more common.
+"""
+from __future__ import annotations
+
+from audit.corpora.local import LocalIndex
+
+CACHED = 1 << 16
+
+
+class CommonShingles:
+    """Which of a field's shingles the corpus holds more than `limit` times."""
+
+    def __init__(self, corpus: LocalIndex, per_million_bytes: float, at_least: int) -> None:
+        self.corpus = corpus
+        self.limit = max(at_least, per_million_bytes * (corpus.info.bytes or 0) / 1e6)
+        self._counts: dict[str, int] = {}
+
+    def count(self, surface: str) -> int:
+        """Occurrences of a shingle written as `surface` in any of its casings."""
+        total = 0
+        for spelling in dict.fromkeys((surface, surface.lower(), surface[:1].upper() + surface[1:].lower())):
+            found = self._counts.get(spelling)
+            if found is None:
+                if len(self._counts) >= CACHED:
+                    self._counts.clear()
+                found = self._counts[spelling] = self.corpus.count(spelling)
+            total += found
+        return total
+
+    def __call__(self, shingles: dict[str, str]) -> set[str]:
+        """Of `shingles` (text: surface form in the field), those that are common."""
+        return {text for text, surface in shingles.items() if self.count(surface) > self.limit}

@@ -1,0 +1,269 @@
+"""Verification: the figures a rule reads, from the corpus text of the candidate windows.
+
+A shingle of the field counts in a document only when the same shingle text (its tokens,
+case-folded, as `shingle_strings` writes them) is there.  The LSH proposes windows from 32-bit
+hashes, and a 64-bit key of each shingle proposes which positions to compare, but neither
+decides: two different shingles with one 32-bit hash are a certainty in a corpus of any size
+(the birthday bound is reached at 65,000 shingles), and did make an Indonesian question "match"
+Chinese text.  Comparing text costs one string per proposed position, a few hundred a field.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from audit.corpora.base import Occurrence
+from audit.corpora.local import LocalIndex
+from audit.neardup.tokens import Shingled, Tokens, folded, shingle_keys, shingle_strings, tokenize
+from audit.ranges import merged
+
+# Shingle texts of a match kept for its provenance.
+MATCHED_SHOWN = 5
+
+
+@dataclass
+class Match:
+    """The best span of one document for a field: exact figures from its text (`shingles`:
+    how many of the field's shingles the span holds, `matched`: the first few of them, as
+    text), and the sketch's estimates for the candidate window that led to it."""
+
+    document: int
+    shingles: int
+    offset: int
+    length: int
+    containment: float
+    jaccard: float
+    estimated_jaccard: float
+    estimated_containment: float
+    window: int
+    matched: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class SetAside:
+    """Shingles that are not evidence for a field, as text (what decides) and as 64-bit keys
+    (what the size of a span's shingle set is counted with)."""
+
+    texts: frozenset[str] = frozenset()
+    keys: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint64))
+
+    def __or__(self, other: SetAside) -> SetAside:
+        return SetAside(self.texts | other.texts, np.union1d(self.keys, other.keys))
+
+
+@dataclass(frozen=True)
+class FieldShingles:
+    """A field's distinct shingles as evidence: their texts, the `rare` ones first (a rare
+    shingle's id is its place in `texts`; only they can match), the rare ones' keys, what was
+    set aside (shared with the source variant: out of the figures; common in the corpus: in
+    the field's count but never matched), and the field's shingle positions (the width of the
+    span it is compared with)."""
+
+    shingled: Shingled
+    texts: list[str]
+    rare: int
+    keys: np.ndarray
+    set_aside: SetAside
+    shared: int
+    positions: int
+
+    @property
+    def common(self) -> int:
+        return len(self.texts) - self.rare
+
+    @property
+    def ids(self) -> dict[str, int]:
+        return {text: number for number, text in enumerate(self.texts[: self.rare])}
+
+    def reach(self, containment: float | None) -> int:
+        """The fewest shingles giving at least `containment` (as figures round it); 1 when none."""
+        count = len(self.texts)
+        if containment is None or not count:
+            return 1
+        return next((n for n in range(1, count + 1) if round(n / count, 4) >= containment), count + 1)
+
+
+def field_shingles(text: str, sizes: np.ndarray, exclude: SetAside, common: Callable[[dict[str, str]], set[str]] | None) -> FieldShingles:
+    """The field's shingles, less those of the source variant (`exclude`, as text); those
+    `common` says the corpus holds too often to mean anything (it is given each remaining
+    shingle's text and its surface form in the field) stay in the field's count but cannot
+    match, so setting them aside can only lower a containment, never raise it."""
+    tokens = tokenize(text)
+    keys, valid = shingle_keys(tokens, sizes)
+    shingled = Shingled(tokens, (keys & np.uint64(0xFFFFFFFF)).astype(np.uint32), valid, keys)
+    at = np.flatnonzero(valid)
+    texts = shingle_strings(folded(text), tokens, sizes, at)
+    ends = tokens.ends[np.minimum(at + sizes[tokens.scripts[at]] - 1, len(tokens) - 1)] if len(at) else at
+    surfaces: dict[str, str] = {}
+    key_of: dict[str, int] = {}
+    for string, key, start, end in zip(texts, keys[at].tolist(), tokens.starts[at].tolist(), ends.tolist(), strict=True):
+        key_of.setdefault(string, key)
+        surfaces.setdefault(string, text[start:end])
+    own = [string for string in key_of if string not in exclude.texts]
+    frequent = common({s: surfaces[s] for s in own}) if common and own else set()
+    rare = [string for string in own if string not in frequent]
+    return FieldShingles(
+        shingled=shingled,
+        texts=rare + [string for string in own if string in frequent],
+        rare=len(rare),
+        keys=np.unique(np.array([key_of[s] for s in rare], dtype=np.uint64)),
+        set_aside=exclude | SetAside(frozenset(frequent), np.unique(np.array([key_of[s] for s in frequent], dtype=np.uint64))),
+        shared=len(key_of) - len(own),
+        positions=int(valid.sum()),
+    )
+
+
+@dataclass(frozen=True)
+class _Regions:
+    """Stretches of documents shingled in one pass: tokens and shingle keys of all of them,
+    the case-folded joined text, which stretch each token belongs to (`owner`), each stretch's
+    first token (`first`, one more entry at the end) and first character in the joined text,
+    and per token the id of the field shingle it starts (-1: none, checked on text)."""
+
+    tokens: Tokens
+    keys: np.ndarray
+    valid: np.ndarray
+    fold: str
+    owner: np.ndarray
+    first: np.ndarray
+    char_start: np.ndarray
+    ids: np.ndarray
+
+
+def _shingle_regions(texts: list[str], sizes: np.ndarray, shingles: FieldShingles) -> _Regions:
+    """Shingles of every stretch, none reaching across from one into the next; positions whose
+    key is a field shingle's are compared with the field's shingle texts."""
+    lengths = np.array([len(t) for t in texts], dtype=np.int64)
+    char_start = np.cumsum(lengths + 1) - (lengths + 1)
+    joined = "\n".join(texts)
+    tokens = tokenize(joined)
+    owner = np.searchsorted(char_start, tokens.starts, side="right") - 1
+    first = np.searchsorted(owner, np.arange(len(texts) + 1), "left")
+    keys, valid = shingle_keys(tokens, sizes, first[1:][owner])
+    fold = folded(joined)
+    proposed = np.flatnonzero(valid & np.isin(keys, shingles.keys))
+    ids = np.full(len(tokens), -1, dtype=np.int64)
+    wanted = shingles.ids
+    ids[proposed] = [wanted.get(s, -1) for s in shingle_strings(fold, tokens, sizes, proposed)]
+    return _Regions(tokens, keys, valid, fold, owner, first, char_start, ids)
+
+
+def verify(
+    corpus: LocalIndex,
+    rows: np.ndarray,
+    sizes: np.ndarray,
+    shingles: FieldShingles,
+    query_bytes: int,
+    limit: int,
+    allowed: Callable[[int], bool] | None = None,
+    reach: int = 1,
+) -> dict[int, Match]:
+    """Per document, the span of its text around the candidate windows (`rows` of the window
+    table) that holds the most of the field's shingles.  A stretch is searched while the
+    distinct field shingles it holds (a bound on any span in it) could still place its
+    document among the `limit` best of all documents, or of the `allowed` ones, or reach
+    `reach` shingles; so those three lists are what searching every stretch gives.  Among
+    equal spans of a document, the first searched is kept."""
+    pad = query_bytes + query_bytes // 4 + 64
+    regions = []
+    for document in dict.fromkeys(rows["document"].tolist()):
+        ranges = [(int(r["offset"]) - pad, int(r["offset"]) + int(r["length"]) + pad) for r in rows[rows["document"] == document]]
+        regions += [_region(corpus, document, max(0, start), end) for start, end in merged(ranges)]
+    shingled = _shingle_regions([text for _, _, text in regions], sizes, shingles)
+    at = np.flatnonzero(shingled.ids >= 0)
+    pairs = np.unique(shingled.owner[at].astype(np.int64) * (len(shingles.texts) + 1) + shingled.ids[at])
+    bounds = np.bincount(pairs // (len(shingles.texts) + 1), minlength=len(regions))
+    best: dict[int, Match] = {}
+    for number in np.argsort(-bounds, kind="stable").tolist():
+        bound = int(bounds[number])
+        document = regions[number][0]
+        ok = allowed is None or allowed(document)
+        wanted_any, wanted_allowed = _could_place(best, bound, limit, None), _could_place(best, bound, limit, allowed)
+        if not bound or (bound < reach and not wanted_any and not wanted_allowed):
+            break
+        if bound < reach and not wanted_any and not ok:
+            continue
+        span = _best_span(shingled, number, regions[number], shingles, sizes)
+        held = best.get(document)
+        if span is not None and (held is None or (span.containment, span.jaccard) > (held.containment, held.jaccard)):
+            best[document] = span
+    return best
+
+
+def _could_place(best: dict[int, Match], bound: int, limit: int, allowed: Callable[[int], bool] | None) -> bool:
+    counts = sorted((m.shingles for d, m in best.items() if allowed is None or allowed(d)), reverse=True)
+    return len(counts) < limit or bound > counts[limit - 1]
+
+
+def _region(corpus: LocalIndex, document: int, start: int, end: int) -> tuple[int, int, str]:
+    """(document, byte offset, text) of a stretch of a document, starting on a character."""
+    raw = corpus.surrounding(Occurrence(document, start), 0, end - start)
+    skip = 0
+    while skip < len(raw) and raw[skip] & 0xC0 == 0x80:
+        skip += 1
+    return document, start + skip, raw[skip:].decode("utf-8", "ignore")
+
+
+def _best_span(shingled: _Regions, number: int, region: tuple[int, int, str], shingles: FieldShingles, sizes: np.ndarray) -> Match | None:
+    """The span of the field's width in one stretch holding the most distinct field shingles,
+    with its Jaccard against the field (the span's shingles compared as text too)."""
+    document, start, text = region
+    lo, hi = int(shingled.first[number]), int(shingled.first[number + 1])
+    ids = shingled.ids[lo:hi]
+    inside = ids >= 0
+    count, at = _best_window(np.flatnonzero(inside), ids[inside], shingles.positions, hi - lo)
+    if not count:
+        return None
+    window = np.arange(lo + at, min(hi, lo + at + shingles.positions))
+    # The span's other shingles are only counted, by key: a collision among them would change
+    # the Jaccard's union by one, never which shingles match.
+    span_size = len(np.setdiff1d(shingled.keys[window][shingled.valid[window]], shingles.set_aside.keys))
+    matched = window[inside[window - lo]]
+    ends = shingled.tokens.ends[np.minimum(hi - 1, matched + sizes[shingled.tokens.scripts[matched]] - 1)]
+    base = int(shingled.char_start[number])
+    first_char, last_char = int(shingled.tokens.starts[matched[0]]) - base, int(ends.max()) - base
+    kept = len(shingles.texts)
+    return Match(
+        document=document,
+        shingles=count,
+        offset=start + len(text[:first_char].encode("utf-8")),
+        length=len(text[first_char:last_char].encode("utf-8")),
+        containment=round(count / kept, 4),
+        jaccard=round(count / (kept + span_size - count), 4),
+        estimated_jaccard=0.0,
+        estimated_containment=0.0,
+        window=-1,
+        matched=[shingles.texts[i] for i in dict.fromkeys(ids[matched - lo].tolist())][:MATCHED_SHOWN],
+    )
+
+
+def _best_window(positions: np.ndarray, values: np.ndarray, width: int, count: int) -> tuple[int, int]:
+    """The most distinct `values` among positions inside any `width` consecutive positions
+    (starting no later than count - width): (how many, first position).  Each occurrence counts
+    for the windows that hold it and no earlier occurrence of the same value."""
+    if not len(positions):
+        return 0, 0
+    order = np.lexsort((positions, values))
+    sorted_positions, sorted_values = positions[order], values[order]
+    previous = np.full(len(order), -(1 << 40), dtype=np.int64)
+    same = sorted_values[1:] == sorted_values[:-1]
+    previous[1:][same] = sorted_positions[:-1][same]
+    before = np.empty(len(order), dtype=np.int64)
+    before[order] = previous
+    lo = np.maximum(np.maximum(before + 1, positions - width + 1), 0)
+    last_start = max(0, count - width)
+    hi = np.minimum(positions, last_start)
+    ok = lo <= hi
+    changes = np.zeros(last_start + 2, dtype=np.int64)
+    np.add.at(changes, lo[ok], 1)
+    np.add.at(changes, hi[ok] + 1, -1)
+    totals = np.cumsum(changes)[: last_start + 1]
+    at = int(np.argmax(totals))
+    return int(totals[at]), at
+
+
+def ranked(found: dict[int, Match]) -> list[Match]:
+    return sorted(found.values(), key=lambda m: (-m.containment, -m.jaccard, m.document))
+

@@ -1,0 +1,163 @@
+"""Which documents an n-gram figure counts: those of the field's language.
+
+A variant in language L is judged on matches in documents of L (and of unknown language when
+`[ngram] unknown_language = "count"`, flagged); the same figures over every document are kept
+beside them (`any_language`), with the languages of the documents that hold the field's
+matches (`languages`): for cross-lingual transfer "seen in English only" is the premise.
+
+A corpus with a per-document language table answers restricted queries itself (`table`).  One
+without (an API corpus, an index built before tables) answers every document: its text
+figures are flagged `unavailable`, and its pair checks put each matched document in the
+language its metadata records (`metadata`).
+
+Each provenance entry names its document's language and how it was known.  A Wikipedia page
+quotes other languages, so where the match's script is not one the document's language is
+written in, the window around the match is identified instead (`window`): a Portuguese page
+quoting a Russian sentence holds it for Russian, and a text field's figures count it so.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from audit.corpora.base import Corpus, LanguageBy, Occurrence, UnknownLanguage, document_language, in_language
+from audit.corpora.doclangs import UNKNOWN
+from audit.langcodes import SUPPRESS_SCRIPT
+from audit.langid import identify
+from audit.text import dominant_script
+
+# Documents of another language whose window around a match too short to identify is read, per
+# field, and the characters either side of the match read for it.
+MAX_WINDOWS = 20
+WINDOW_CHARS = 80
+# The figures a rule may name, as `any_language` repeats them over every document.
+RULE_FIGURES = ("exact_count", "coverage", "longest_match_chars", "longest_match_fraction", "documents", "documents_in_language")
+# `audit.text` script names of the ISO 15924 scripts a language is usually written in.
+_SCRIPT_NAMES = {
+    "Latn": ("latin",), "Cyrl": ("cyrillic",), "Arab": ("arabic",), "Deva": ("devanagari",), "Hebr": ("hebrew",),
+    "Hang": ("hangul", "han"), "Kore": ("hangul", "han"), "Jpan": ("kana", "han"), "Grek": ("greek",), "Thai": ("thai",),
+    "Laoo": ("lao",), "Khmr": ("khmer",), "Mymr": ("myanmar",), "Tibt": ("tibetan",),
+}
+_HAN = {"zh": ("han",), "yue": ("han",), "wuu": ("han",)}
+
+
+def written_in(lang: str) -> frozenset[str] | None:
+    """The scripts (as `audit.text.script_of` names them) a language is written in; None when
+    not known here, and then no window is identified."""
+    primary = lang.split("-")[0]
+    names = _HAN.get(primary) or tuple(name for code in SUPPRESS_SCRIPT.get(primary, ()) for name in _SCRIPT_NAMES.get(code, ()))
+    return frozenset(names) or None
+
+
+def same_language(document: str, lang: str) -> bool:
+    return document.split("-")[0] == lang.split("-")[0]
+
+
+@dataclass(frozen=True)
+class Scope:
+    """One field's language and the corpus seen through it: `view` counts only documents of
+    `lang` where the corpus can restrict itself (`by` = table), else it is `corpus` itself."""
+
+    lang: str
+    corpus: Corpus
+    view: Corpus
+    by: LanguageBy
+    unknown: UnknownLanguage
+
+    @classmethod
+    def of(cls, corpus: Corpus, lang: str, unknown: UnknownLanguage) -> Scope:
+        view, by = in_language(corpus, frozenset({lang}), unknown)
+        return cls(lang, corpus, view, by, unknown)
+
+    @property
+    def restricted(self) -> bool:
+        return self.by is LanguageBy.TABLE
+
+    def document_language(self, document: int, metadata: dict[str, Any]) -> tuple[str, str]:
+        """(language, how known) of a matched document: the table's, else its metadata's."""
+        if self.restricted:
+            return self.view.document_language(document)
+        found = document_language(metadata)
+        return (found, "metadata") if found else (UNKNOWN, "unknown")
+
+    def counts(self, language: str) -> bool:
+        """Whether a document of `language` counts for this field."""
+        return same_language(language, self.lang) or (language == UNKNOWN and self.unknown is UnknownLanguage.COUNT)
+
+    def figure(self, unknown_documents: int, by: LanguageBy | None = None) -> dict[str, Any]:
+        return {"lang": self.lang, "by": str(by or self.by), "unknown_language": str(self.unknown), "unknown_documents": unknown_documents}
+
+    def label(self, entry: dict[str, Any]) -> dict[str, Any]:
+        """A provenance entry with its document's language and how it was known."""
+        language, how = self.document_language(entry["document"], entry.get("metadata") or {})
+        if entry["document"] in getattr(self.view, "let_in", frozenset()):
+            entry.update(language=self.lang, language_by="window")
+            return entry
+        start, end = entry.get("snippet_match", (0, 0))
+        match = entry.get("snippet", "")[start:end]
+        expected = written_in(language) if language != UNKNOWN else None
+        if expected and dominant_script(match) not in expected | {"other"}:
+            found = _identify(match) or _identify(entry.get("snippet", ""))
+            if found is not None:
+                language, how = found, "window"
+        entry.update(language=language, language_by=how)
+        return entry
+
+    def languages_of(self, documents: Iterable[int]) -> dict[str, int]:
+        """Documents by language, from the table (a corpus without one knows only the
+        documents it has fetched: see `languages_of_entries`); a document let in by its
+        window counts as this language."""
+        if not self.restricted:
+            return {}
+        quoting = getattr(self.view, "let_in", frozenset())
+        found = Counter(self.lang if d in quoting else self.view.document_language(d)[0] for d in set(documents))
+        return dict(sorted(found.items()))
+
+    def quoting(self, text: str, occurrences: list[Occurrence]) -> Scope:
+        """This scope with the documents of another language that quote `text` in this one let
+        in: where the match's script is not one the document's language is written in (a
+        Russian sentence in a Portuguese page) and the window around it is identified as this
+        language (the match itself when it is long enough to identify, else the window around
+        it, read in at most `MAX_WINDOWS` documents)."""
+        script, mine = dominant_script(text), written_in(self.lang)
+        if not self.restricted or script == "other" or (mine is not None and script not in mine):
+            return self
+        own = _identify(text)
+        found: set[int] = set()
+        read = 0
+        for document in sorted({o.document for o in occurrences}):
+            language = self.view.document_language(document)[0]
+            expected = written_in(language) if language != UNKNOWN else None
+            if same_language(language, self.lang) or not expected or script in expected:
+                continue
+            identified = own
+            if identified is None and read < MAX_WINDOWS:
+                read += 1
+                occurrence = next(o for o in occurrences if o.document == document)
+                identified = _identify(self.corpus.document_hit(occurrence, len(text.encode("utf-8")), WINDOW_CHARS).snippet)
+            if identified is not None and same_language(identified, self.lang):
+                found.add(document)
+        return replace(self, view=self.view.with_documents(frozenset(found))) if found else self
+
+
+def languages_of_entries(entries: list[dict[str, Any]]) -> dict[str, int]:
+    seen = {entry["document"]: entry.get("language") or UNKNOWN for entry in entries}
+    return dict(sorted(Counter(seen.values()).items()))
+
+
+def _identify(text: str) -> str | None:
+    """The language of a window, by `audit.langid` (its model is loaded only when a page
+    quoting another script is first met)."""
+    found = identify(text)
+    return found.lang if found is not None else None
+
+
+def any_language(figures: dict[str, Any]) -> dict[str, Any]:
+    """The rule figures of evidence counted over every document, with their bounds."""
+    kept = {name: figures[name] for name in RULE_FIGURES if name in figures}
+    bounds = {name: value for name, value in figures.get("bounds", {}).items() if name in RULE_FIGURES}
+    if bounds:
+        kept["bounds"] = bounds
+    return kept

@@ -1,0 +1,175 @@
+"""The longest-match pass over one field and the figures built on it: window coverage, the
+longest match, what is shared with the source language, and the bounds a backend that could
+only bound some lengths leaves on them.
+
+A window of units is in the corpus exactly when the match starting at its first character
+reaches its end, so coverage of every window costs no query beyond the one longest-match pass.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from audit.corpora.base import Budget, CoverageSample, MatchLengths, MatchQuestions
+from audit.rules import Op, Rule
+from audit.text import windows
+
+
+@dataclass
+class FieldMatch:
+    """The longest-match pass over one normalised field, reused by every figure: `lengths` at
+    their lowest, `highest` where a backend could only bound them."""
+
+    text: str
+    lengths: list[int]
+    highest: list[int] | None = None
+    coverage: CoverageSample | None = None
+
+    @classmethod
+    def of(cls, text: str, found: MatchLengths) -> FieldMatch:
+        return cls(text, found.lengths, found.highest, found.coverage)
+
+    def longest_possible(self) -> int:
+        return max(self.highest, default=0) if self.highest is not None else self.longest[1]
+
+    def most(self, position: int) -> int:
+        return self.lengths[position] if self.highest is None else self.highest[position]
+
+    @property
+    def longest(self) -> tuple[int, int]:
+        """(start, length) of the longest match, the earliest on ties."""
+        if not self.lengths:
+            return 0, 0
+        length = max(self.lengths)
+        return self.lengths.index(length), length
+
+    def maximal_spans(self, min_chars: int) -> list[tuple[int, int]]:
+        """Matched spans not contained in an earlier one, longest first."""
+        spans, reach = [], 0
+        for start, length in enumerate(self.lengths):
+            end = start + length
+            if end > reach:
+                if length >= min_chars:
+                    spans.append((start, end))
+                reach = end
+        return sorted(spans, key=lambda s: (s[0] - s[1], s[0]))
+
+
+@dataclass(frozen=True)
+class SharedText:
+    """Where a target-language field repeats its source-language text (untranslated names,
+    titles, lists): windows of the field that occur verbatim in a source field.  A corpus match
+    of such text says nothing about the target language, so every figure sets it aside."""
+
+    windows: frozenset[tuple[int, int]]
+    chars: tuple[bool, ...]
+
+    @classmethod
+    def find(cls, text: str, size: int, sources: Sequence[str]) -> SharedText | None:
+        if not sources:
+            return None
+        spans = frozenset(span for span in windows(text, size) if any(text[span[0] : span[1]] in source for source in sources))
+        if not spans:
+            return None
+        chars = [False] * len(text)
+        for start, end in spans:
+            chars[start:end] = [True] * (end - start)
+        return cls(spans, tuple(chars))
+
+    def unshared(self, start: int, length: int) -> int:
+        """Characters of text[start:start+length] that are not shared with the source."""
+        return length - sum(self.chars[start : start + length])
+
+    def intervals(self) -> list[list[int]]:
+        merged: list[list[int]] = []
+        for start, end in sorted(self.windows):
+            if merged and start <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], end)
+            else:
+                merged.append([start, end])
+        return merged
+
+
+def without_shared(match: FieldMatch, shared: SharedText) -> FieldMatch:
+    """The match with every length counting only characters not shared with the source, so the
+    longest match is the longest run of target-language evidence."""
+    lengths = [shared.unshared(i, n) for i, n in enumerate(match.lengths)]
+    highest = [shared.unshared(i, n) for i, n in enumerate(match.highest)] if match.highest is not None else None
+    return FieldMatch(match.text, lengths, highest, match.coverage)
+
+
+def window_figures(match: FieldMatch, size: int, shared: SharedText | None = None) -> tuple[dict[str, Any], int, tuple[float, float]]:
+    """Coverage figures, how many windows are undecided (a bounded start that falls short),
+    and the range the coverage lies in: the windows settled either way, narrowed by a sampled
+    estimate where the backend drew one.  The coverage figure is that range's lowest.  Windows
+    shared with the source are left out of both sides; a sample drawn over all windows still
+    narrows the range once the shared windows' possible share is taken off it."""
+    every = windows(match.text, size)
+    spans = [span for span in every if shared is None or span not in shared.windows]
+    found = sum(1 for start, end in spans if match.lengths[start] >= end - start)
+    undecided = sum(1 for start, end in spans if match.lengths[start] < end - start <= match.most(start))
+    low, high = _ratio(found, len(spans)), _ratio(found + undecided, len(spans))
+    figures: dict[str, Any] = {"windows": len(spans), "windows_found": found}
+    if match.coverage is not None and spans:
+        sample = match.coverage
+        set_aside = [span for span in every if span not in spans]
+        shared_least = sum(1 for start, end in set_aside if match.lengths[start] >= end - start)
+        shared_most = sum(1 for start, end in set_aside if match.most(start) >= end - start)
+        low = max(low, round((sample.interval[0] * len(every) - shared_most) / len(spans), 4))
+        high = min(high, round((sample.interval[1] * len(every) - shared_least) / len(spans), 4))
+        figures["coverage_sample"] = {
+            "seed": sample.seed,
+            "settled_found": sample.settled_found,
+            "settled_absent": sample.settled_absent,
+            "sampled": sample.sampled,
+            "sampled_found": sample.sampled_found,
+            "confidence": sample.confidence,
+        }
+    figures["coverage"] = low
+    return figures, undecided, (low, high)
+
+
+def _ratio(part: int, whole: int) -> float:
+    return round(part / whole, 4) if whole else 0.0
+
+
+def figure_bounds(match: FieldMatch, figures: dict[str, Any], counts: tuple[int, int], undecided_windows: int, coverage: tuple[float, float]) -> dict[str, list[float]]:
+    """[lowest, highest] for each figure a bounded backend left inexact; the figure itself is
+    the lowest.  Empty when every figure is exact."""
+    bounds: dict[str, list[float]] = {}
+    if counts[0] != counts[1]:
+        bounds["exact_count"] = list(counts)
+    possible = match.longest_possible()
+    if possible > figures["longest_match_chars"]:
+        bounds["longest_match_chars"] = [figures["longest_match_chars"], possible]
+        bounds["longest_match_fraction"] = [figures["longest_match_fraction"], _ratio(possible, len(match.text))]
+    if undecided_windows:
+        bounds["windows_found"] = [figures["windows_found"], figures["windows_found"] + undecided_windows]
+    if coverage[0] < coverage[1]:
+        bounds["coverage"] = list(coverage)
+    return bounds
+
+
+def questions_for(rules: Sequence[Rule], text: str, size: int, budget: Budget) -> MatchQuestions:
+    """What a field's rules ask of its matches, for a backend that must derive them from
+    counts: the lengths the longest match is compared with (a fraction of the field becomes
+    the shortest length that reaches it), and the coverage thresholds with the windows."""
+    longest: set[int] = set()
+    coverage: set[float] = set()
+    for rule in rules:
+        if rule.op is Op.EQUALS:
+            continue
+        step = 1 if rule.op is Op.AT_MOST else 0
+        if rule.figure == "longest_match_chars":
+            longest.add(int(rule.value) + step)
+        elif rule.figure == "longest_match_fraction":
+            reaching = next((k for k in range(len(text) + 1) if _ratio(k, len(text)) >= float(rule.value)), None)
+            if reaching is not None:
+                longest.add(reaching + step)
+        elif rule.figure == "coverage":
+            coverage.add(float(rule.value) + (1e-4 if step else 0.0))
+    spans = tuple(windows(text, size)) if coverage else ()
+    return MatchQuestions(tuple(sorted(longest)), spans, tuple(sorted(coverage)), budget)
+
+

@@ -1,0 +1,255 @@
+"""n-gram evidence counts a variant's language only: real indexes of real Portuguese and Spanish
+text (the demo corpus's PUD sentences) with a per-document language table, holding a Finnish
+question's name and year."""
+from __future__ import annotations
+
+import gzip
+import json
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import write_jsonl
+
+from audit.corpora.doclangs import HEADER, TABLE, UNKNOWN, DocumentLanguages, How, write_table
+from audit.corpora.local import LocalIndex, bytes_to_char_lengths
+from audit.exposure import SEEN, UNSEEN, decide, load_policy
+from audit.indexing import build_index
+from audit.items import Item, Variant
+from audit.outputs import marker_files, rewrite_marker
+from audit.signals.ngram import NgramConfig, run
+
+DEMO = Path(__file__).resolve().parent.parent / "audit" / "data" / "demo" / "corpus"
+CONFIG = NgramConfig()
+PT = {"text": "Em 1859, Charles Darwin publicou A Origem das Espécies, o livro que fundou a biologia evolutiva moderna.", "lang": "pt"}
+ES = {"text": "Charles Darwin publicó El origen de las especies en 1859 y cambió la historia natural.", "lang": "es"}
+UND = {"text": "Alfred Russel Wallace 1858 Ternate letter, notes and copies.", "lang": UNKNOWN}
+FI = {"text": "Charles Darwin julkaisi teoksen Lajien synty vuonna 1859, ja se muutti biologian.", "lang": "fi"}
+MIXED = {"text": "A frase russa citada na página diz: Москва была основана князем Юрием Долгоруким в 1147 году. Isto é tudo o que o artigo diz.", "lang": "pt"}
+FINNISH = Item("tydi-fi", "fi", {"fi": Variant(question="Minä vuonna Charles Darwin julkaisi kirjansa Lajien synty?", answer="1859", title="Charles Darwin")})
+ENGLISH = Item("tydi-en", "en", {"en": Variant(question="In what year did Charles Darwin publish his famous book?", answer="1859", title="Charles Darwin")})
+WALLACE = Item("tydi-wallace", "pt", {"pt": Variant(question="Em que ano Wallace escreveu a carta de Ternate?", answer="1858", title="Alfred Russel Wallace")})
+
+
+def demo_rows(lang: str, limit: int) -> list[dict]:
+    with gzip.open(DEMO / f"pud-{lang}.jsonl.gz", "rt", encoding="utf-8") as lines:
+        return [{"text": row["text"], "lang": lang} for row in map(json.loads, lines)][:limit]
+
+
+def with_table(rows: list[dict], out: Path, memory_bytes: int | None = None) -> LocalIndex:
+    """An index of the rows and the language table their `lang` gives (every language known
+    by metadata, `und` not known), written as the build would write it."""
+    write_jsonl(out.with_suffix(".jsonl"), rows)
+    build_index([out.with_suffix(".jsonl")], out, **({"memory_bytes": memory_bytes} if memory_bytes else {}))
+    languages = [UNKNOWN, *sorted({row["lang"] for row in rows} - {UNKNOWN})]
+    codes = np.array([languages.index(row["lang"]) for row in rows], dtype=np.uint16)
+    how = np.where(codes == 0, How.NONE, How.METADATA).astype(np.uint8)
+    write_table(out, DocumentLanguages(languages, codes, how))
+    rewrite_marker(out, "index", [*marker_files(out, "index"), TABLE, HEADER])
+    return LocalIndex(out)
+
+
+@pytest.fixture(scope="module")
+def base_rows() -> list[dict]:
+    return [*demo_rows("pt", 150), PT, *demo_rows("es", 150), ES, UND, MIXED]
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory, base_rows) -> LocalIndex:
+    return with_table(base_rows, tmp_path_factory.mktemp("lang") / "index")
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory, base_rows) -> LocalIndex:
+    return with_table([*base_rows, FI], tmp_path_factory.mktemp("planted") / "index")
+
+
+def field(evidence, name):
+    return next(e for e in evidence if e.field == name)
+
+
+def tag(corpus, item: Item, lang: str, config: NgramConfig = CONFIG):
+    return decide(load_policy(), run(corpus, item, lang, config)).exposure
+
+
+def test_a_finnish_question_is_unseen_through_portuguese_and_spanish_pages(corpus):
+    evidence = run(corpus, FINNISH, "fi", CONFIG)
+    pair = field(evidence, "question+answer")
+    assert (pair.figures["documents"], pair.figures["documents_in_language"]) == (0, 0)
+    assert pair.figures["any_language"] == {"documents": 2, "documents_in_language": 2}
+    assert pair.figures["languages"] == {"es": 1, "pt": 1}
+    assert pair.figures["language"] == {"lang": "fi", "by": "table", "unknown_language": "count", "unknown_documents": 0}
+    assert {p["language"] for p in pair.provenance} == {"pt", "es"} and {p["language_by"] for p in pair.provenance} == {"metadata"}
+    assert tag(corpus, FINNISH, "fi") is UNSEEN
+
+
+def test_an_english_source_is_unseen_through_other_languages_pages(corpus):
+    pair = field(run(corpus, ENGLISH, "en", CONFIG), "question+answer")
+    assert pair.figures["documents"] == 0 and pair.figures["languages"] == {"es": 1, "pt": 1}
+    assert tag(corpus, ENGLISH, "en") is UNSEEN
+
+
+def test_a_finnish_copy_makes_it_seen(planted):
+    pair = field(run(planted, FINNISH, "fi", CONFIG), "question+answer")
+    assert pair.figures["documents"] == 1 and pair.figures["languages"] == {"es": 1, "fi": 1, "pt": 1}
+    assert pair.provenance[0]["language"] == "fi"
+    assert tag(planted, FINNISH, "fi") is SEEN
+
+
+def test_a_question_copied_verbatim_counts_only_in_its_language(planted):
+    finnish = Item("copy", "fi", {"fi": Variant(question=FI["text"])})
+    question = field(run(planted, finnish, "fi", CONFIG), "question")
+    assert question.figures["exact_count"] == 1 and question.figures["longest_match_fraction"] == 1.0
+    assert question.provenance[0]["language"] == "fi" and question.figures["languages"] == {"fi": 1}
+    portuguese = Item("copy", "pt", {"pt": Variant(question=FI["text"])})
+    seen_elsewhere = field(run(planted, portuguese, "pt", CONFIG), "question")
+    assert seen_elsewhere.figures["exact_count"] == 0 and seen_elsewhere.figures["longest_match_chars"] < 20
+    assert seen_elsewhere.figures["any_language"]["exact_count"] == 1 and seen_elsewhere.figures["any_language"]["longest_match_fraction"] == 1.0
+    assert tag(planted, finnish, "fi") is SEEN and tag(planted, portuguese, "pt") is UNSEEN
+
+
+def test_documents_of_unknown_language_count_flagged_or_are_ignored(corpus):
+    pair = field(run(corpus, WALLACE, "pt", CONFIG), "question+answer")
+    assert pair.figures["documents"] == 1 and pair.figures["languages"] == {UNKNOWN: 1}
+    assert pair.figures["language"]["unknown_documents"] == 1 and pair.figures["language"]["unknown_language"] == "count"
+    assert tag(corpus, WALLACE, "pt") is SEEN
+    ignoring = NgramConfig(unknown_language="ignore")
+    pair = field(run(corpus, WALLACE, "pt", ignoring), "question+answer")
+    assert pair.figures["documents"] == 0 and pair.figures["language"]["unknown_documents"] == 0 and pair.figures["any_language"]["documents"] == 1
+    assert tag(corpus, WALLACE, "pt", ignoring) is UNSEEN
+
+
+def test_a_language_absent_from_the_corpus_gets_zero_everywhere(corpus):
+    """With unknown-language documents ignored nothing is left to count; counted, only the one
+    unknown-language document could match (it shares " 185" with the text)."""
+    copy = Item("de", "de", {"de": Variant(question=PT["text"], answer="1859", title="Charles Darwin", context=PT["text"])})
+    counted = field(run(corpus, copy, "de", CONFIG), "question").figures
+    assert counted["exact_count"] == 0 and counted["longest_match_chars"] == len(" 185")
+    evidence = run(corpus, copy, "de", NgramConfig(unknown_language="ignore"))
+    for name in ("question", "context"):
+        figures = field(evidence, name).figures
+        assert (figures["exact_count"], figures["longest_match_chars"], figures["coverage"], figures["windows_found"]) == (0, 0, 0.0, 0)
+        assert figures["any_language"]["exact_count"] == 1 and figures["languages"] == {"pt": 1}
+    assert field(evidence, "question+answer").figures["documents"] == 0
+    assert decide(load_policy(), evidence).exposure is UNSEEN
+
+
+def test_a_field_in_another_language_is_counted_in_that_language(corpus):
+    """MLQA's cross-lingual files: a German question over a Portuguese context."""
+    variant = Variant(question="Wann veröffentlichte Darwin sein Buch?", context=PT["text"], answer="1859", field_languages={"context": "pt"})
+    evidence = run(corpus, Item("x", "de", {"de": variant}), "de", CONFIG)
+    context = field(evidence, "context")
+    assert context.figures["language"]["lang"] == "pt" and context.figures["exact_count"] == 1
+
+
+def test_restricted_longest_matches_are_those_of_the_allowed_documents_alone(tmp_path, base_rows):
+    """Against brute force over the documents' text, on an index of several shards."""
+    index = with_table([*base_rows, FI], tmp_path / "index", memory_bytes=5 * 65_536)
+    assert index.info.details["shards"] >= 2
+    rng = random.Random(7)
+    texts = [row["text"] for row in [*base_rows, FI]]
+    for langs in ({"fi"}, {"pt"}, {"es", "pt"}):
+        view = index.in_language(frozenset(langs), unknown=False)
+        allowed = [row["text"].encode("utf-8") for row in [*base_rows, FI] if row["lang"] in langs]
+        for _ in range(6):
+            a, b = rng.sample(texts, 2)
+            query = a[rng.randrange(len(a) // 2) :][:40] + " " + b[: rng.randrange(5, 40)]
+            encoded = query.encode("utf-8")
+            expected = [max((n for n in range(len(encoded) - i + 1) if any(encoded[i : i + n] in doc for doc in allowed)), default=0) for i in range(len(encoded))]
+            assert view.match_lengths(query).lengths == bytes_to_char_lengths(encoded, np.array(expected)), (langs, query)
+            piece = query[:12]
+            assert view.count_range(piece) == (sum(doc.count(piece.encode()) for doc in allowed),) * 2
+            total, found = view.occurrences(piece, 5)
+            assert total == sum(doc.count(piece.encode()) for doc in allowed) and all(index.languages.language(o.document) in langs for o in found)
+    portuguese = next(d for d in range(index.info.documents) if PT["text"].encode() in index.documents(d, d + 1).__next__()[1])
+    finnish = index.in_language(frozenset({"fi"}), unknown=False)
+    assert finnish.count_range("Charles Darwin") == (1, 1)
+    assert finnish.with_documents(frozenset({portuguese})).count_range("Charles Darwin") == (2, 2)
+
+
+def test_a_quotation_in_another_script_counts_for_the_language_of_its_window(corpus):
+    """A Portuguese page quoting a Russian sentence holds it for Russian, not for Greek."""
+    russian = Item("ru", "ru", {"ru": Variant(question="Москва была основана князем Юрием Долгоруким в 1147 году.")})
+    question = field(run(corpus, russian, "ru", CONFIG), "question")
+    assert question.figures["exact_count"] == 1 and question.figures["longest_match_fraction"] == 1.0
+    assert question.figures["languages"] == {"ru": 1}
+    (entry,) = question.provenance
+    assert (entry["language"], entry["language_by"]) == ("ru", "window")
+    greek = Item("el", "el", {"el": Variant(question=russian.variants["ru"].question)})
+    assert field(run(corpus, greek, "el", CONFIG), "question").figures["exact_count"] == 0
+    portuguese = Item("pt", "pt", {"pt": Variant(question=russian.variants["ru"].question)})
+    (entry,) = field(run(corpus, portuguese, "pt", CONFIG), "question").provenance
+    assert (entry["language"], entry["language_by"]) == ("ru", "window")
+
+
+def test_an_index_without_a_table_counts_every_document_and_says_so(tmp_path, base_rows):
+    write_jsonl(tmp_path / "docs.jsonl", base_rows)
+    build_index([tmp_path / "docs.jsonl"], tmp_path / "index")
+    old = LocalIndex(tmp_path / "index")
+    evidence = run(old, FINNISH, "fi", CONFIG)
+    assert field(evidence, "question").figures["language"]["by"] == "unavailable"
+    pair = field(evidence, "question+answer")
+    assert pair.figures["language"]["by"] == "metadata" and pair.figures["languages"] == {"es": 1, "pt": 1} and pair.figures["documents"] == 0
+
+
+@pytest.fixture(scope="module")
+def ray_executor(ray_cluster):
+    """This process as a Ray Client of the test cluster, disconnected after the module."""
+    import ray
+
+    from audit.executors import parse_executor
+
+    yield parse_executor(ray_cluster.client)
+    ray.shutdown()
+
+
+def test_ray_actors_answer_the_restricted_queries_as_one_process_does(tmp_path, base_rows, ray_executor):
+    from audit.corpora.distributed import DistributedIndex
+
+    local = with_table([*base_rows, FI], tmp_path / "index", memory_bytes=5 * 65_536)
+    distributed = DistributedIndex(local.path, executor=ray_executor, groups=2)
+    try:
+        assert len(distributed.groups) == 2
+        for item, lang in ((FINNISH, "fi"), (ENGLISH, "en"), (WALLACE, "pt")):
+            mine = [(e.field, e.figures, e.provenance) for e in run(distributed, item, lang, CONFIG)]
+            assert mine == [(e.field, e.figures, e.provenance) for e in run(local, item, lang, CONFIG)]
+    finally:
+        distributed.close()
+
+
+def test_a_short_field_lists_coverage_below_its_floor(corpus):
+    short = Item("short", "pt", {"pt": Variant(question="Charles Darwin publicou em 1859 um livro?")})
+    figures = field(run(corpus, short, "pt", CONFIG), "question").figures
+    assert figures["windows"] == 1 and figures["below_floor"] == ["coverage"]
+    assert figures["floor"] == {"coverage": {"needed": 3, "had": 1, "unit": "windows"}}
+    longer = field(run(corpus, Item("long", "pt", {"pt": Variant(question=PT["text"])}), "pt", CONFIG), "question").figures
+    assert longer["windows"] >= 3 and "below_floor" not in longer
+
+
+def test_a_common_anchor_carries_no_question(planted):
+    """An anchor the corpus holds more often than `anchor_max_count` is set aside."""
+    strict = NgramConfig(anchor_max_count=1)
+    pair = field(run(planted, FINNISH, "fi", strict), "question+answer")
+    assert pair.figures["anchors"][0] == {"text": "Charles Darwin", "count": 3, "common": True}
+    assert pair.figures["documents"] == 0 and tag(planted, FINNISH, "fi", strict) is UNSEEN
+
+
+def test_a_capped_scan_gives_bounds_that_hold_the_true_figure(corpus, monkeypatch):
+    """A range longer than the scan cap is read at evenly spread ranks: the count becomes
+    [allowed among those read, range less disallowed among those read], and a longest match
+    whose check stayed open gets the unrestricted length as its highest."""
+    from audit.corpora import inlanguage
+
+    exact = corpus.in_language(frozenset({"es"}), unknown=False)
+    text = "Em 1859, Charles Darwin publicou A Origem das Espécies, o livro que fundou"
+    truth_count, truth_lengths = exact.count_range(" de "), exact.match_lengths(text).lengths
+    monkeypatch.setattr(inlanguage, "SCAN_CAP", 4)
+    monkeypatch.setattr(inlanguage, "FIRST_LOOK", 2)
+    capped = corpus.in_language(frozenset({"es"}), unknown=False)
+    low, high = capped.count_range(" de ")
+    assert low <= truth_count[0] <= high and (low, high) != truth_count
+    found = capped.match_lengths(text)
+    assert all(a <= b <= c for a, b, c in zip(found.lengths, truth_lengths, found.upper(), strict=True))
+    question = field(run(corpus, Item("pt", "pt", {"pt": Variant(question=text)}), "pt", CONFIG), "question")
+    assert question.figures["exact_count"] == 1
