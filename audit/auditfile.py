@@ -31,8 +31,8 @@ from audit.errors import special_kind
 from audit.items import Item
 from audit.outputs import atomic_write_bytes
 
-SCHEMA_VERSION = 3
-READABLE_VERSIONS = (1, 2, 3)
+SCHEMA_VERSION = 4
+READABLE_VERSIONS = (1, 2, 3, 4)
 MANIFEST, EXPOSURE = "manifest", "exposure"
 
 

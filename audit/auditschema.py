@@ -16,7 +16,7 @@ from enum import StrEnum
 from typing import Any
 
 from audit.evidence import Status
-from audit.exposure import Exposure, ItemExposure, Knowledge, item_exposure
+from audit.exposure import BELOW_FLOOR, Exposure, ItemExposure, Knowledge, item_exposure, seen_in
 from audit.items import Item
 from audit.records import AuditManifest, ExposureRecord, Role
 from audit.rules import Op, Outcome
@@ -24,7 +24,7 @@ from audit.rules import Op, Outcome
 FIRST_RECORD_LINE = 2
 MANIFEST_KEYS = frozenset({f.name for f in fields(AuditManifest)} | {"record", "schema_version", "records", "records_sha256", "upgraded_from"})
 RECORD_KEYS = frozenset({f.name for f in fields(ExposureRecord)} | {"record"})
-CHECK_STATUSES = (Status.FAILED.value, Status.UNKNOWN.value, Outcome.UNDECIDED.value)
+CHECK_STATUSES = (Status.FAILED.value, Status.UNKNOWN.value, Outcome.UNDECIDED.value, BELOW_FLOOR)
 TAGS = tuple(tag.value for tag in Exposure)
 SHOWN_MISSING = 5
 
@@ -115,6 +115,7 @@ _CHECK_FIELDS: dict[str, Callable[[str, Any], Any]] = {
     "error": lambda p, v: v if v is None else _string(p, v, empty=True),
     "bounds": lambda p, v: [_scalar(f"{p}[{i}]", b) for i, b in enumerate(_array(p, v))],
     "reason": _string,
+    "floor": _object,
 }
 
 
@@ -148,6 +149,13 @@ def _evidence(path: str, value: Any) -> None:
             _string(f"{where}.error", found["error"], empty=True)
 
 
+def _languages(path: str, value: Any) -> None:
+    """A list of language names, or null where the audit did not record it."""
+    if value is not None:
+        for index, lang in enumerate(_array(path, value)):
+            _string(f"{path}[{index}]", lang)
+
+
 _REQUIRED = ("item_id", "lang", "source_lang", "role", "exposure", "decided_by", "evidence", "item_exposure")
 
 
@@ -164,6 +172,8 @@ def check_record(number: int, record: dict[str, Any]) -> None:
         _checks("decided_by", record["decided_by"])
         _checks("knowledge_decided_by", record.get("knowledge_decided_by", []))
         _evidence("evidence", record["evidence"])
+        for name in ("seen_in_languages", "seen_in", "asked_in"):
+            _languages(name, record.get(name))
         for name, lang in _object("field_languages", record.get("field_languages", {})).items():
             _string(f"field_languages.{name}", lang)
     except _Bad as bad:
@@ -251,6 +261,21 @@ def _check_item(records: list[dict[str, Any]], indexes: list[int]) -> None:
             raise SchemaError(
                 index + FIRST_RECORD_LINE, "item_exposure", f"{record['item_exposure']!r}, but the exposure of item {head['item_id']!r}'s languages makes it {expected.value!r}"
             )
+    _check_item_languages(records, indexes)
+
+
+def _check_item_languages(records: list[dict[str, Any]], indexes: list[int]) -> None:
+    """Where recorded, an item's `seen_in` is the union of its records' `seen_in_languages`,
+    and its `asked_in` the same on each of its records (the benchmark, where at hand, says
+    whether it is right)."""
+    head = records[indexes[0]]
+    union = seen_in([records[i].get("seen_in_languages") for i in indexes])
+    for index in indexes:
+        record, number = records[index], index + FIRST_RECORD_LINE
+        if "seen_in" in record and record["seen_in"] != union:
+            raise SchemaError(number, "seen_in", f"{record['seen_in']!r}, but item {head['item_id']!r}'s seen_in_languages give {union!r}")
+        if record.get("asked_in") != head.get("asked_in"):
+            raise SchemaError(number, "asked_in", f"{record.get('asked_in')!r}, where line {indexes[0] + FIRST_RECORD_LINE} gives item {head['item_id']!r} {head.get('asked_in')!r}")
 
 
 def _check_counts(manifest: dict[str, Any], records: list[dict[str, Any]], items: int) -> None:
@@ -285,6 +310,8 @@ def check_benchmark(records: list[dict[str, Any]], items: list[Item], declared: 
             raise SchemaError(number, "lang", f"{record['lang']!r} is not a language of item {item.item_id!r} (it has {', '.join(sorted(item.variants))})")
         if record["source_lang"] != item.source_lang:
             raise SchemaError(number, "source_lang", f"{record['source_lang']!r}, but item {item.item_id!r}'s source language is {item.source_lang!r}")
+        if record.get("asked_in") is not None and record["asked_in"] != sorted(item.variants):
+            raise SchemaError(number, "asked_in", f"{record['asked_in']!r}, but item {item.item_id!r} is asked in {sorted(item.variants)!r}")
     languages = {lang for item in items for lang in item.variants}
     if set(declared["languages"]) != languages:
         raise SchemaError(1, "benchmark.languages", f"{', '.join(sorted(set(declared['languages'])))}, but the benchmark's are {', '.join(sorted(languages))}")

@@ -30,8 +30,9 @@ from audit.children import end_pool, pool_options, sigint_blocked
 from audit.corpora.base import CorpusInfo
 from audit.evidence import Evidence, SignalRun
 from audit.executors import LOCAL, Executor, connect
-from audit.exposure import SEEN, UNKNOWN, UNSEEN, Knowledge, Policy, decide, decide_knowledge, item_exposure
+from audit.exposure import SEEN, UNKNOWN, UNSEEN, Knowledge, decide, decide_knowledge, item_exposure, seen_in
 from audit.items import Item, LoadReport
+from audit.policyfile import Policy
 from audit.records import AuditManifest, BenchmarkRecord, ExposureRecord
 from audit.timestamps import utc_timestamp
 
@@ -49,7 +50,9 @@ def check_variant(item: Item, lang: str, runners: list[SignalRunner], policy: Po
 def _decided(item: Item, lang: str, evidence: list[Evidence], policy: Policy) -> ExposureRecord:
     variant = item.variants.get(lang)
     field_languages = variant.field_languages if variant is not None else None
-    return ExposureRecord.decided(item.item_id, lang, item.source_lang, decide(policy, evidence), evidence, decide_knowledge(policy, evidence), field_languages)
+    record = ExposureRecord.decided(item.item_id, lang, item.source_lang, decide(policy, evidence, lang), evidence, decide_knowledge(policy, evidence), field_languages)
+    record.asked_in = sorted(item.variants)
+    return record
 
 
 # What forked workers check with: set before the fork, so each child inherits the runners
@@ -123,8 +126,9 @@ def check_items(
         by_item.setdefault(record.item_id, []).append(record)
     for group in by_item.values():
         summary = item_exposure(group[0].source_lang, {r.lang: r.exposure for r in group})
+        found_in = seen_in([r.seen_in_languages for r in group])
         for record in group:
-            record.item_exposure = summary
+            record.item_exposure, record.seen_in = summary, found_in
     return [record.to_dict() for record in records]
 
 

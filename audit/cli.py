@@ -33,17 +33,19 @@ from audit.corpora.registry import CorpusError, check_corpora, open_corpus
 from audit.corpora.soundness import OPEN_CHECKS
 from audit.corpora.verify import EXTRA, verify_index
 from audit.executors import ExecutorError, parse_executor
-from audit.exposure import UNKNOWN, Knowledge, PolicyError, load_policy
+from audit.exposure import UNKNOWN, Knowledge
 from audit.filter import FILTERED, RULES, FilterError, FilterPolicy, filter_benchmark, writes_directory
 from audit.filteroutput import check_manifest_name, check_output_name
 from audit.indexing import IndexBuildError, build_index, describe_size, nested_outputs, read_manifest
 from audit.indexing import ProgressHook as IndexProgress
 from audit.items import LoadReport
 from audit.langcodes import normalise_lang
+from audit.langupgrade import LanguageUpgradeError, add_languages
 from audit.links.model import LinksError
 from audit.links.sources import open_links
 from audit.neardup import NEARDUP_DIR, NearDupError, NearDupParams, add_neardup, load_redis
 from audit.outputs import OutputError, atomic_write_text, check_directory_target, check_file_target
+from audit.policyfile import PolicyError, load_policy
 from audit.probes.generation import ProbeError
 from audit.probes.models import open_model
 from audit.probes.prompts import PromptError
@@ -195,6 +197,7 @@ def index_build(
         f"{out}: {manifest.documents:,} documents, {describe_size(manifest.bytes)} in {len(manifest.shards)} shard(s){note}, "
         f"built in {manifest.build_seconds:.1f} s (fingerprint {manifest.fingerprint})"
     )
+    click.echo(f"{out}: languages {_languages_line(manifest.extra['languages'])}")
     if params is not None:
         _add_minhash(out, params, force=False)
 
@@ -295,8 +298,43 @@ def index_info(directory: Path) -> None:
     except IndexOpenError as error:
         raise InputError(str(error)) from None
     manifest = read_manifest(directory)
-    info = {"corpus": corpus.info.__dict__, "checked": OPEN_CHECKS, "manifest": json.loads(manifest.to_json()) if manifest else None}
+    languages = corpus.info.details.get("languages") or f"language unknown: built without a language table; write one with `audit index languages {directory}`"
+    info = {"corpus": corpus.info.__dict__, "languages": languages, "checked": OPEN_CHECKS, "manifest": json.loads(manifest.to_json()) if manifest else None}
     click.echo(json.dumps(info, indent=2, ensure_ascii=False))
+
+
+@index.command("languages")
+@click.argument("directory", type=click.Path(path_type=Path))
+@click.option("--force", is_flag=True, help="Write the table anew when the index has one (a damaged one included).")
+@click.option("--workers", type=click.IntRange(min=1), help="Processes identifying documents [default: CPU count; more than the CPUs are not started].")
+def index_languages(directory: Path, force: bool, workers: int | None) -> None:
+    """Write the per-document language table of an index built before tables were written, in
+    place: each document's language from its metadata, its input's name, or identified from its
+    text, as `audit index build` does; the manifest records it."""
+    progress = progress_display()
+    tasks: list[int] = []
+
+    def report(_: str, done: int, total: int) -> None:
+        if not tasks:
+            progress.start()
+            tasks.append(progress.add_task("identifying documents' languages", total=total))
+        progress.update(tasks[0], completed=done)
+
+    try:
+        upgrade = add_languages(directory, force=force, workers=worker_count(workers).count, progress=report)
+    except LanguageUpgradeError as error:
+        raise InputError(str(error)) from None
+    finally:
+        progress.stop()
+    done = upgrade.summary
+    click.echo(f"{directory}: {'rewrote' if upgrade.replaced else 'wrote'} the language table of {done['documents']:,} documents ({_languages_line(done)}) in {upgrade.seconds:.1f} s")
+
+
+def _languages_line(summary: dict) -> str:
+    """Documents per language and how their languages were known (`audit.langtable.summary`)."""
+    counts = ", ".join(f"{lang} {n:,}" for lang, n in summary["counts"].items())
+    known = ", ".join(f"{how} {n:,}" for how, n in summary["known_by"].items() if n)
+    return f"{counts}; known by {known}"
 
 
 @index.command("verify")

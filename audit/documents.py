@@ -31,6 +31,8 @@ class ParsedChunk:
     metadata: bytes
     metadata_sizes: list[int]
     blank_lines: int = 0
+    # Each document's (language, `audit.corpora.doclangs.How`), filled where it was parsed.
+    languages: list[tuple[str, int]] | None = None
 
 
 class _Chunk:

@@ -15,27 +15,32 @@ model knows is not what its corpus contains.
 """
 from __future__ import annotations
 
-import copy
-import hashlib
-import json
-import re
-import tomllib
 from dataclasses import dataclass, field
 from enum import StrEnum
-from importlib import resources
-from pathlib import Path
-from types import NoneType, UnionType
-from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
+from typing import Any
 
-from annotated_types import Ge, Gt, Le, Lt
-from pydantic import BaseModel, ValidationError
-from pydantic.fields import FieldInfo
-from pydantic_core import ErrorDetails
-
-from audit.errors import UnreadableFile, read_toml_file
 from audit.evidence import ABSENT, FAILED, Evidence, Status
-from audit.rules import SOURCE_SCOPE, FieldRules, Outcome, judge
-from audit.signals import KNOWLEDGE_SIGNALS, PolicyFile
+from audit.policyfile import Policy, PolicyError, build_config, load_policy, schema_keys
+from audit.rules import Outcome, Rule, judge
+from audit.signals import KNOWLEDGE_SIGNALS
+
+# Policy-file names that callers have long imported from here.
+__all__ = [
+    "Decision",
+    "Exposure",
+    "ItemExposure",
+    "Knowledge",
+    "KnowledgeDecision",
+    "Policy",
+    "PolicyError",
+    "build_config",
+    "decide",
+    "decide_knowledge",
+    "item_exposure",
+    "load_policy",
+    "schema_keys",
+    "seen_in",
+]
 
 
 class Exposure(StrEnum):
@@ -63,238 +68,17 @@ class ItemExposure(StrEnum):
 
 SEEN, UNSEEN, UNKNOWN = Exposure.SEEN, Exposure.UNSEEN, Exposure.UNKNOWN
 SOURCE_ONLY, TARGET_SEEN, UNSEEN_EVERYWHERE = ItemExposure.SOURCE_ONLY, ItemExposure.TARGET_SEEN, ItemExposure.UNSEEN_EVERYWHERE
-_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
-Model = TypeVar("Model", bound=BaseModel)
-
-
-class PolicyError(Exception):
-    """The policy file is unusable; the message names the file and key."""
-
-
-@dataclass(frozen=True)
-class Policy:
-    name: str
-    source: str
-    settings: dict[str, Any]
-
-    @property
-    def rules(self) -> dict[str, dict[str, FieldRules]]:
-        """signal → field → its rules."""
-        return {
-            signal: {name: FieldRules.from_settings(table) for name, table in fields.items() if isinstance(table, dict)}
-            for signal, fields in self.settings.get("rules", {}).items()
-            if isinstance(fields, dict)
-        }
-
-    @property
-    def digest(self) -> str:
-        return hashlib.sha256(json.dumps(self.settings, sort_keys=True).encode()).hexdigest()[:16]
-
-    def section(self, name: str) -> dict[str, Any]:
-        return copy.deepcopy(self.settings.get(name, {}))
-
-
-def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
-    merged = dict(base)
-    for key, value in override.items():
-        merged[key] = _merge(base[key], value) if isinstance(value, dict) and isinstance(base.get(key), dict) else value
-    return merged
-
-
-def _fields(model: type[BaseModel]) -> dict[str, FieldInfo]:
-    """A table's keys as they are spelt in the file (aliases, like `question+answer`)."""
-    return {info.alias or name: info for name, info in model.model_fields.items()}
-
-
-def _table(annotation: Any) -> type[BaseModel] | None:
-    return annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
-
-
-def _number(value: float) -> str:
-    return f"{value:g}"
-
-
-def _range(constraints: list[Any]) -> str:
-    """" ≥ 1", " in (0, 1]": the bounds a value must keep, from its Field constraints."""
-    lower = next((c for c in constraints if isinstance(c, Ge | Gt)), None)
-    upper = next((c for c in constraints if isinstance(c, Le | Lt)), None)
-    if lower and upper:
-        left = f"[{_number(lower.ge)}" if isinstance(lower, Ge) else f"({_number(lower.gt)}"
-        right = f"{_number(upper.le)}]" if isinstance(upper, Le) else f"{_number(upper.lt)})"
-        return f" in {left}, {right}"
-    if lower:
-        return f" ≥ {_number(lower.ge)}" if isinstance(lower, Ge) else f" > {_number(lower.gt)}"
-    if upper:
-        return f" ≤ {_number(upper.le)}" if isinstance(upper, Le) else f" < {_number(upper.lt)}"
-    return ""
-
-
-def _constraints(metadata: list[Any]) -> list[Any]:
-    """Constraints and descriptions, whether given bare or inside a `Field(...)`."""
-    flat = []
-    for item in metadata:
-        flat.extend([item, *item.metadata] if isinstance(item, FieldInfo) else [item])
-    return flat
-
-
-def _kind(annotation: Any, metadata: list[Any]) -> str:
-    """One allowed kind of value in words; a type that describes itself (`Field(description=...)`)
-    is named by its description."""
-    if get_origin(annotation) is Annotated:
-        base, *extra = get_args(annotation)
-        return _kind(base, [*metadata, *extra])
-    metadata = _constraints(metadata)
-    described = next((m.description for m in metadata if isinstance(m, FieldInfo) and m.description), None)
-    if described:
-        return described
-    if get_origin(annotation) is Literal:
-        return "one of " + ", ".join(json.dumps(choice) for choice in get_args(annotation))
-    if (table := _table(annotation)) is not None:
-        return f"a table with keys {', '.join(sorted(_fields(table)))}"
-    names = {int: "a whole number", float: "a number", str: "a string", bool: "true or false"}
-    return names.get(annotation, getattr(annotation, "__name__", str(annotation))) + _range(metadata)
-
-
-def _expected(info: FieldInfo) -> str:
-    """What a key accepts, in words: "a number in (0, 1] or false"."""
-    if info.description:
-        return info.description
-    options = get_args(info.annotation) if get_origin(info.annotation) in (Union, UnionType) else (info.annotation,)
-    return " or ".join(_kind(option, list(info.metadata)) for option in options if option is not NoneType)
-
-
-def _dotted(path: list[str]) -> str:
-    return ".".join(part if _BARE_KEY.fullmatch(part) else json.dumps(part) for part in path)
-
-
-def _shown(value: Any) -> str:
-    """A value as it looks in TOML (`true`, `"0.8"`), or what it is for a table or an array."""
-    if isinstance(value, dict):
-        return "a table"
-    if isinstance(value, list):
-        return "an array"
-    return json.dumps(value, ensure_ascii=False, default=str)
-
-
-def _explain(schema: type[BaseModel], problem: ErrorDetails, prefix: tuple[str, ...] = ()) -> tuple[str, str]:
-    """(dotted key, what is wrong) for one pydantic error, read against the schema; the
-    location's tail below a leaf (pydantic's union member tags) is dropped."""
-    model, path = schema, list(prefix)
-    for depth, part in enumerate(problem["loc"], start=1):
-        fields = _fields(model)
-        path.append(str(part))
-        if part not in fields:
-            return _dotted(path), f"unknown; expected one of {', '.join(sorted(fields))}"
-        info = fields[part]
-        if problem["type"] == "missing" and depth == len(problem["loc"]):
-            return _dotted(path), f"missing; must be {_expected(info)}"
-        model = _table(info.annotation)
-        if model is None:
-            return _dotted(path), f"must be {_expected(info)}, got {_shown(problem['input'])}"
-    if problem["type"] == "value_error":
-        return _dotted(path), problem["msg"].removeprefix("Value error, ")
-    return _dotted(path), f"must be {_kind(model, [])}, got {_shown(problem['input'])}"
-
-
-def _problems(schema: type[BaseModel], error: ValidationError, prefix: tuple[str, ...] = ()) -> str:
-    """Every bad key once, joined by "; ": `key 'a.b': ...; key 'c': ...`."""
-    found: dict[str, str] = {}
-    for problem in error.errors():
-        key, text = _explain(schema, problem, prefix)
-        found.setdefault(key, text)
-    return "; ".join(f"key '{key}': {text}" for key, text in found.items())
-
-
-def schema_keys(schema: type[BaseModel], prefix: tuple[str, ...] = ()) -> list[tuple[str, str]]:
-    """(dotted key, what it accepts) for every leaf key of a schema, as the README lists them."""
-    keys = []
-    for name, info in _fields(schema).items():
-        table = _table(info.annotation)
-        keys += schema_keys(table, (*prefix, name)) if table else [(_dotted([*prefix, name]), _expected(info))]
-    return keys
-
-
-def _read(path: Path) -> dict[str, Any]:
-    try:
-        return read_toml_file(path, "policy file")
-    except UnreadableFile as error:
-        raise PolicyError(str(error)) from None
-
-
-def load_policy(path: Path | None = None, schema: type[BaseModel] = PolicyFile) -> Policy:
-    """The built-in policy, with the user's file (if any) merged over it key by key, and the
-    result validated against `schema` (by default the one `audit.signals` assembles from every
-    signal's rules and parameters).  `settings` holds the validated values."""
-    defaults = tomllib.loads(resources.files("audit").joinpath("data/policy.toml").read_text(encoding="utf-8"))
-    source = "built-in" if path is None else str(path)
-    merged = defaults if path is None else _merge(defaults, _read(Path(path)))
-    _refuse_field_keyed_rules(schema, merged, source)
-    unscoped, scoped = _split_scoped(merged)
-    settings = build_config(schema, unscoped, source).model_dump(by_alias=True, exclude_unset=True)
-    for (signal, field_name, scope), table in scoped.items():
-        model = _field_model(schema, signal, field_name)
-        where = ("rules", signal, field_name, scope)
-        validated = build_config(model, table, source, where) if isinstance(table, dict) else _not_a_table(model, where, table, source)
-        settings["rules"][signal][field_name][scope] = validated.model_dump(by_alias=True, exclude_unset=True)
-    return Policy(name=settings["name"], source=source, settings=settings)
-
-
-def _refuse_field_keyed_rules(schema: type[BaseModel], settings: dict[str, Any], source: str) -> None:
-    """A policy written for the first release keyed rules by field alone (`[rules.question]`);
-    say how to write it now rather than only that the key is unknown."""
-    rules = settings.get("rules")
-    signals = _fields(_table(_fields(schema)["rules"].annotation))
-    if not isinstance(rules, dict):
-        return
-    for key in rules:
-        if key not in signals and any(key in _fields(_table(info.annotation)) for info in signals.values()):
-            raise PolicyError(f"{source}: key 'rules.{key}': rules are keyed by signal now: write [rules.ngram.{key}] for the n-gram signal's rules on {key}")
-
-
-def _split_scoped(settings: dict[str, Any]) -> tuple[dict[str, Any], dict[tuple[str, str, str], Any]]:
-    """The settings without their source-scoped rule tables, and those tables by (signal,
-    field, `source:NAME`): scoped tables have names the schema cannot list, so each is checked
-    against its field's own table on its own."""
-    rules = settings.get("rules")
-    if not isinstance(rules, dict):
-        return settings, {}
-    scoped, kept = {}, {}
-    for signal, fields in rules.items():
-        if not isinstance(fields, dict):
-            kept[signal] = fields
-            continue
-        kept[signal] = {}
-        for name, table in fields.items():
-            if isinstance(table, dict):
-                kept[signal][name] = {k: v for k, v in table.items() if not k.startswith(SOURCE_SCOPE)}
-                scoped.update({(signal, name, k): v for k, v in table.items() if k.startswith(SOURCE_SCOPE)})
-            else:
-                kept[signal][name] = table
-    return {**settings, "rules": kept}, scoped
-
-
-def _field_model(schema: type[BaseModel], signal: str, field_name: str) -> type[BaseModel]:
-    rules = _table(_fields(schema)["rules"].annotation)
-    return _table(_fields(_table(_fields(rules)[signal].annotation))[field_name].annotation)
-
-
-def _not_a_table(model: type[BaseModel], where: tuple[str, ...], value: Any, source: str) -> BaseModel:
-    raise PolicyError(f"{source}: key '{_dotted(list(where))}': must be {_kind(model, [])}, got {_shown(value)}")
-
-
-def build_config(cls: type[Model], section: dict[str, Any], where: str, prefix: tuple[str, ...] = ()) -> Model:
-    """A model (a signal's config, or a whole policy file) from its settings; every bad key
-    is named in one PolicyError that begins with `where`."""
-    try:
-        return cls.model_validate(section)
-    except ValidationError as error:
-        raise PolicyError(f"{where}: {_problems(cls, error, prefix)}") from None
 
 
 @dataclass
 class Decision:
+    """A variant's tag and the checks behind it; `seen_in_languages`: the languages whose
+    documents hold its text or fact (its own when its own rules fired, and those in which the
+    same rules fire when documents of every language count)."""
+
     exposure: Exposure
     decided_by: list[dict[str, Any]] = field(default_factory=list)
+    seen_in_languages: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -304,12 +88,15 @@ class KnowledgeDecision:
 
 
 _KNOWLEDGE = {SEEN: Knowledge.KNOWN, UNSEEN: Knowledge.NOT_KNOWN, UNKNOWN: Knowledge.UNDETERMINED}
+BELOW_FLOOR = "below_floor"
+UNDETERMINED_LANGUAGE = "und"
 
 
-def decide(policy: Policy, evidence: list[Evidence]) -> Decision:
+def decide(policy: Policy, evidence: list[Evidence], lang: str | None = None) -> Decision:
     """Exposure: the rules on the corpus signals' evidence (a model's evidence is left to
-    `decide_knowledge`)."""
-    return _decide(policy, [found for found in evidence if found.signal not in KNOWLEDGE_SIGNALS])
+    `decide_knowledge`); `lang` is the variant's language, named in `seen_in_languages` when
+    its own rules fire on evidence that does not name one."""
+    return _decide(policy, [found for found in evidence if found.signal not in KNOWLEDGE_SIGNALS], lang)
 
 
 def decide_knowledge(policy: Policy, evidence: list[Evidence]) -> KnowledgeDecision | None:
@@ -317,18 +104,59 @@ def decide_knowledge(policy: Policy, evidence: list[Evidence]) -> KnowledgeDecis
     probed = [found for found in evidence if found.signal in KNOWLEDGE_SIGNALS]
     if not probed:
         return None
-    decision = _decide(policy, probed)
+    decision = _decide(policy, probed, None)
     return KnowledgeDecision(_KNOWLEDGE[decision.exposure], decision.decided_by)
 
 
-def _decide(policy: Policy, evidence: list[Evidence]) -> Decision:
+def _below_floor(found: Evidence, rule: Rule) -> bool:
+    """The field is too short for this figure to carry a decision (the signal says so)."""
+    listed = found.figures.get(BELOW_FLOOR)
+    return isinstance(listed, list) and rule.figure in listed
+
+
+def _floor_check(found: Evidence, rule: Rule, check: dict[str, Any]) -> dict[str, Any]:
+    floor = found.figures.get("floor")
+    detail = floor.get(rule.figure) if isinstance(floor, dict) else None
+    return {**check, "status": BELOW_FLOOR, **({"floor": detail} if isinstance(detail, dict) else {})}
+
+
+def _fires(rule: Rule, figures: dict[str, Any]) -> bool:
+    value = figures.get(rule.figure)
+    if value is None:
+        return False
+    bounds = figures.get("bounds", {})
+    return judge(rule, value, tuple(bounds[rule.figure]) if rule.figure in bounds else None) is Outcome.FIRED
+
+
+def _languages_seen(found: Evidence, rules: list[Rule], own_fired: bool, lang: str | None) -> set[str]:
+    """Where this evidence shows the text: its own language when its rules fired there, and
+    the documents' languages (`figures.languages`) when the same rules fire on the figures
+    counted over every language.  Figures below the field's floor decide nothing here either."""
+    figures = found.figures
+    seen: set[str] = set()
+    language = figures.get("language")
+    own = language.get("lang") if isinstance(language, dict) and isinstance(language.get("lang"), str) else lang
+    if own_fired and own:
+        seen.add(own)
+    every = figures.get("any_language")
+    if isinstance(every, dict) and any(_fires(rule, every) for rule in rules if not _below_floor(found, rule)):
+        found_in = figures.get("languages")
+        if isinstance(found_in, dict):
+            seen |= {str(name) for name, count in found_in.items() if name != UNDETERMINED_LANGUAGE and count}
+    return seen
+
+
+def _decide(policy: Policy, evidence: list[Evidence], lang: str | None) -> Decision:
     """Apply every rule to each piece of evidence of one language variant, on its own.
 
     `decided_by` names, for each check, the signal, source, field (and its form, for a field
-    checked in several), figure, operator, value and threshold: for `seen` the rules that fired, for `unseen` every check made, for `unknown` the
-    failed sources and the rules a bounded figure left undecided (`"status": "bounded"`)."""
+    checked in several), figure, operator, value and threshold: for `seen` the rules that
+    fired, for `unseen` every check made (a figure the field is too short to carry passes,
+    with `"status": "below_floor"`), for `unknown` the failed sources and the rules a bounded
+    figure left undecided (`"status": "bounded"`)."""
     rules = policy.rules
     fired, passed, undecided = [], [], []
+    seen_in: set[str] = set()
     for found in evidence:
         table = rules.get(found.signal, {}).get(found.field)
         applicable = table.for_source(found.source) if table else []
@@ -341,11 +169,15 @@ def _decide(policy: Policy, evidence: list[Evidence]) -> Decision:
             undecided.append({**where, "status": found.status, "error": found.error})
             continue
         bounds = found.figures.get("bounds", {})
+        before = len(fired)
         for rule in applicable:
             value = found.figures.get(rule.figure)
             if value is None:
                 continue
             check = {**where, "figure": rule.figure, "op": rule.op.value, "value": value, "threshold": rule.value}
+            if _below_floor(found, rule):
+                passed.append(_floor_check(found, rule, check))
+                continue
             outcome = judge(rule, value, tuple(bounds[rule.figure]) if rule.figure in bounds else None)
             if outcome is Outcome.FIRED:
                 fired.append(check)
@@ -353,13 +185,23 @@ def _decide(policy: Policy, evidence: list[Evidence]) -> Decision:
                 passed.append(check)
             else:
                 undecided.append({**check, "status": outcome.value, "bounds": list(bounds[rule.figure])})
+        seen_in |= _languages_seen(found, applicable, len(fired) > before, lang)
+    languages = sorted(seen_in)
     if fired:
-        return Decision(SEEN, fired)
+        return Decision(SEEN, fired, languages)
     if undecided:
-        return Decision(UNKNOWN, undecided)
+        return Decision(UNKNOWN, undecided, languages)
     if not passed:
-        return Decision(UNKNOWN, [{"reason": "no text that any rule applies to"}])
-    return Decision(UNSEEN, passed)
+        return Decision(UNKNOWN, [{"reason": "no text that any rule applies to"}], languages)
+    return Decision(UNSEEN, passed, languages)
+
+
+def seen_in(languages: list[list[str] | None]) -> list[str] | None:
+    """An item's `seen_in`: the union of its variants' `seen_in_languages`; None when any
+    variant's was not recorded (an older audit), since a part is not the whole."""
+    if any(found is None for found in languages):
+        return None
+    return sorted({lang for found in languages for lang in found or []})
 
 
 def item_exposure(source_lang: str, tags: dict[str, str]) -> ItemExposure:

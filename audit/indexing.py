@@ -36,8 +36,11 @@ import pydivsufsort
 
 from audit import __version__
 from audit.children import WorkerPool
+from audit.corpora.doclangs import HEADER, TABLE, DocumentLanguages, write_table
 from audit.corpusread import MAX_DOCUMENT, CorpusFile, ReadOptions, read_tasks
 from audit.documents import NORMALIZERS, IndexBuildError, ParsedChunk
+from audit.langid import identifier
+from audit.langtable import TableBuilder, parse_and_identify, summary
 from audit.nospace import is_full_disk, no_space
 from audit.outputs import MARKER, STAGING_TAG, OutputError, check_directory_target, commit_directory, discard_staging, staging_directory
 from audit.timestamps import utc_timestamp
@@ -47,8 +50,9 @@ MANIFEST_VERSION = 2
 KINDS = ("tokenized", "table", "offset", "metadata", "metaoff")
 INDEX_FILE = re.compile(rf"({'|'.join(KINDS)})\.(\d+)")
 HASH_BLOCK = 1 << 24
-# The modules whose code decides the bytes of an index; their hash is the `code` a manifest records.
-BUILD_CODE = ("indexing.py", "corpusread.py", "documents.py", "text.py")
+# The modules whose code decides the bytes of an index (its language table included); their hash,
+# with the language identifier's version, is the `code` a manifest records.
+BUILD_CODE = ("indexing.py", "corpusread.py", "documents.py", "text.py", "langid.py", "langtable.py", "corpora/doclangs.py")
 SA_CHUNK = 1 << 24
 WRITE_BUFFER = 1 << 22
 TEXT_SUFFIXES = (".txt", ".txt.gz", ".txt.zst", ".md")
@@ -164,8 +168,9 @@ def code_fingerprint() -> str:
     """A hash of the tool version and the code that writes an index, so a cache built by other
     code is noticed (and re-verified) even when the version number did not change."""
     digest = hashlib.blake2b(__version__.encode(), digest_size=8)
+    digest.update(json.dumps(identifier(), sort_keys=True).encode())
     for name in BUILD_CODE:
-        source = Path(__file__).with_name(name)
+        source = Path(__file__).parent / name
         digest.update(source.read_bytes() if source.exists() else name.encode())
     return digest.hexdigest()
 
@@ -419,7 +424,7 @@ def parsed_chunks(
         pending: deque[tuple[int, Future]] = deque()
         for source, file in enumerate(files):
             for function, arguments in read_tasks(file, options, on_bytes):
-                pending.append((source, pool.submit(function, *arguments)))
+                pending.append((source, pool.submit(parse_and_identify, function, arguments)))
                 while len(pending) > 2 * workers:
                     done_source, future = pending.popleft()
                     yield done_source, future.result()
@@ -468,7 +473,7 @@ def _written_before_markers(path: Path, inputs: Iterable[Path] = ()) -> bool:
     except (OSError, ValueError, AttributeError):
         return False
     names_ok = all(
-        entry.is_file() and not entry.is_symlink() and (entry.name == MANIFEST or INDEX_FILE.fullmatch(entry.name))
+        entry.is_file() and not entry.is_symlink() and (entry.name in (MANIFEST, TABLE, HEADER) or INDEX_FILE.fullmatch(entry.name))
         for entry in path.iterdir()
     )
     return isinstance(tool, str) and tool.startswith("corpus-audit") and names_ok
@@ -541,9 +546,16 @@ def commit_index(staging: Path, out: Path, inputs: list[Path]) -> None:
     shutil.rmtree(retired, ignore_errors=True)
 
 
-def file_order(info: FileInfo) -> tuple[int, int]:
-    kind, number = INDEX_FILE.fullmatch(info.name).groups()
-    return int(number), KINDS.index(kind)
+def file_order(info: FileInfo) -> tuple[int, int, str]:
+    """Shard files by shard and kind, then any other file of the index (the language table) by name."""
+    if found := INDEX_FILE.fullmatch(info.name):
+        return int(found[2]), KINDS.index(found[1]), ""
+    return sys.maxsize, 0, info.name
+
+
+def write_languages(directory: Path, table: DocumentLanguages) -> list[FileInfo]:
+    """The language table's two files written into `directory` (a build's staging), recorded."""
+    return [FileInfo(name=path.name, bytes=path.stat().st_size, blake2b=hash_file(path)) for path in write_table(directory, table)]
 
 
 def read_options(normalization: str, text_field: str, text_docs: str, max_document: int = MAX_DOCUMENT) -> ReadOptions:
@@ -629,14 +641,17 @@ def _write_index(files: list[CorpusFile], out: Path, inputs: list[Path], options
                 progress("read", done_input, total_input)
 
         source_infos = [source_info(file.name, file.format, options) for file in files]
+        languages = TableBuilder()
         for source, chunk in parsed_chunks(files, options, advance, workers):
             writer.add(chunk)
+            languages.add_chunk(chunk)
             source_infos[source].documents += len(chunk.text_sizes)
             source_infos[source].skipped_blank_lines += chunk.blank_lines
         shards = writer.close()
         if not shards:
             raise IndexBuildError(f"no documents found in {', '.join(str(p) for p in inputs)}")
         tables = _sort_shards(staging, shards, progress)
+        table = languages.table()
         manifest = IndexManifest(
             format="infini-gram",
             version=4,
@@ -652,7 +667,8 @@ def _write_index(files: list[CorpusFile], out: Path, inputs: list[Path], options
             tool=f"corpus-audit {__version__}",
             build_seconds=round(time.perf_counter() - started, 3),
             code=code_fingerprint(),
-            files=sorted(writer.files + tables, key=file_order),
+            extra={"languages": summary(table)},
+            files=sorted(writer.files + tables + write_languages(staging, table), key=file_order),
         )
         (staging / MANIFEST).write_text(manifest.to_json(), encoding="utf-8")
         commit_index(staging, out, inputs)

@@ -20,7 +20,11 @@ class Role(StrEnum):
 @dataclass
 class ExposureRecord:
     """One (item, language): its tag, the checks that decided it and every signal's evidence;
-    and, when a model was probed, what the model knows (`knowledge`) and the checks behind it."""
+    and, when a model was probed, what the model knows (`knowledge`) and the checks behind it.
+
+    `seen_in_languages`: the languages whose documents hold this variant's text or fact;
+    `seen_in` / `asked_in`: the item's, over all its variants (the same on each of its
+    records).  None in an audit written before they were recorded."""
 
     item_id: str
     lang: str
@@ -35,16 +39,22 @@ class ExposureRecord:
     # Fields written in another language than `lang` (MLQA's cross-lingual files); written only
     # when there are some, so records of other benchmarks, and older audits, have none.
     field_languages: dict[str, str] = field(default_factory=dict)
+    seen_in_languages: list[str] | None = None
+    seen_in: list[str] | None = None
+    asked_in: list[str] | None = None
 
     @classmethod
     def decided(cls, item_id: str, lang: str, source_lang: str, decision: Decision, evidence: list[Evidence], knowledge: KnowledgeDecision | None = None, field_languages: dict[str, str] | None = None) -> ExposureRecord:
         role = Role.SOURCE if lang == source_lang else Role.TARGET
         known = (knowledge.knowledge, knowledge.decided_by) if knowledge else (None, [])
-        return cls(item_id, lang, source_lang, role, decision.exposure, decision.decided_by, [e.to_dict() for e in evidence], None, *known, dict(field_languages or {}))
+        record = cls(item_id, lang, source_lang, role, decision.exposure, decision.decided_by, [e.to_dict() for e in evidence], None, *known, dict(field_languages or {}))
+        record.seen_in_languages = list(decision.seen_in_languages)
+        return record
 
     def to_dict(self) -> dict[str, Any]:
         """Its fields as they are written; decided_by and evidence are plain data already, so
-        they are not copied again (a deep copy of every record's evidence costs seconds)."""
+        they are not copied again (a deep copy of every record's evidence costs seconds).
+        `field_languages` is left out when the variant has none."""
         return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "field_languages" or self.field_languages}
 
 

@@ -68,8 +68,10 @@ from audit.indexing import (
     read_options,
     shard_budget,
     source_info,
+    write_languages,
     write_suffix_array,
 )
+from audit.langtable import TableBuilder, parse_and_identify, summary
 from audit.nospace import is_full_disk, no_space
 from audit.outputs import STAGING_TAG, OutputError, atomic_write_text, discard_staging
 from audit.timestamps import utc_timestamp
@@ -158,13 +160,15 @@ class SourceCount:
 @dataclass
 class ShardRecord:
     """`shards/K.json`: a finished shard, its files as written and what it read; `attempt`
-    names the attempt directory that wrote it."""
+    names the attempt directory that wrote it; `languages`, its documents' languages
+    (`TableBuilder.to_json`), which the assembled index's table concatenates in shard order."""
 
     digest: str
     shard: ShardInfo
     files: list[FileInfo]
     sources: list[SourceCount]
     attempt: str
+    languages: dict
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=1)
@@ -177,6 +181,7 @@ class ShardRecord:
             files=[FileInfo(**f) for f in data["files"]],
             sources=[SourceCount(**s) for s in data["sources"]],
             attempt=data["attempt"],
+            languages=dict(data["languages"]),
         )
 
 
@@ -461,10 +466,12 @@ def _check_source(source: PlannedSource) -> None:
         raise IndexBuildError(f"{source.path}: {size:,} bytes, but {source.bytes:,} when the build was planned; run the same command again to plan it anew")
 
 
-def _write_shard(task: ShardTask, directory: Path) -> tuple[ShardInfo, list[FileInfo], list[SourceCount]]:
-    """Parse the shard's pieces in order into its files in `directory`, then sort it."""
+def _write_shard(task: ShardTask, directory: Path) -> tuple[ShardInfo, list[FileInfo], list[SourceCount], TableBuilder]:
+    """Parse the shard's pieces in order into its files in `directory`, then sort it; its
+    documents' languages are identified as they are parsed."""
     digest = new_file_hash()
     writer = ShardWriter(directory, task.budget, digest, first=task.shard)
+    languages = TableBuilder()
     counts = []
     try:
         for piece in task.pieces:
@@ -474,8 +481,9 @@ def _write_shard(task: ShardTask, directory: Path) -> tuple[ShardInfo, list[File
             span = None if (piece.start, piece.end) == (0, source.bytes) else Span(piece.start, piece.end, piece.first_line)
             documents = blank = 0
             for function, arguments in read_tasks(file, task.options, _ignore, span):
-                chunk = function(*arguments)
+                chunk = parse_and_identify(function, arguments)
                 writer.add(chunk)
+                languages.add_chunk(chunk)
                 if len(writer.shards) > 1:
                     raise IndexBuildError(
                         f"shard {task.shard}: its text passes {describe_size(task.budget)}, what --mem lets one shard sort "
@@ -491,7 +499,7 @@ def _write_shard(task: ShardTask, directory: Path) -> tuple[ShardInfo, list[File
     info = shards[0]
     info.ratio, table = write_suffix_array(directory / f"tokenized.{info.name}", directory / f"table.{info.name}")
     info.fingerprint = digest.hexdigest()
-    return info, sorted([*writer.files, table], key=file_order), counts
+    return info, sorted([*writer.files, table], key=file_order), counts, languages
 
 
 def build_shard(task: ShardTask) -> ShardResult:
@@ -512,10 +520,10 @@ def build_shard(task: ShardTask) -> ShardResult:
     attempt.mkdir()
     try:
         atomic_write_text(attempt / ATTEMPT, json.dumps({"shard": task.shard, "pid": os.getpid(), "host": socket.gethostname(), "started": utc_timestamp()}))
-        info, files, counts = _write_shard(task, attempt)
+        info, files, counts, languages = _write_shard(task, attempt)
         for file in files:
             os.replace(attempt / file.name, staging / file.name)
-        record = ShardRecord(task.digest, info, files, counts, attempt.name)
+        record = ShardRecord(task.digest, info, files, counts, attempt.name, languages.to_json())
         atomic_write_text(_record_path(staging, task.shard), record.to_json())
     finally:
         shutil.rmtree(attempt, ignore_errors=True)
@@ -642,8 +650,20 @@ def _ray_results(ray: ModuleType, tasks: list[ShardTask]) -> Iterator[Iterator[S
             ray.cancel(ref)
 
 
-def _assemble(plan: ShardPlan, records: list[ShardRecord], executor: Executor, seconds: float) -> IndexManifest:
-    """The manifest of a finished sharded build, from its shards' records in order."""
+def _assemble_languages(staging: Path, records: list[ShardRecord]) -> tuple[list[FileInfo], dict]:
+    """The shards' language tables concatenated in shard order (global document order), written
+    into the staging directory: their file records and the manifest's summary."""
+    languages = TableBuilder()
+    for record in records:
+        languages.extend(TableBuilder.from_json(record.languages))
+    table = languages.table()
+    return write_languages(staging, table), summary(table)
+
+
+def _assemble(plan: ShardPlan, records: list[ShardRecord], executor: Executor, seconds: float, staging: Path) -> IndexManifest:
+    """The manifest of a finished sharded build, from its shards' records in order; the
+    language table is written beside the shards."""
+    language_files, languages = _assemble_languages(staging, records)
     sources = [source_info(s.name, s.format, plan.options) for s in plan.sources]
     for record in records:
         for count in record.sources:
@@ -666,8 +686,8 @@ def _assemble(plan: ShardPlan, records: list[ShardRecord], executor: Executor, s
         tool=f"corpus-audit {__version__}",
         build_seconds=round(seconds, 3),
         code=plan.code,
-        extra={"build": {"shards": len(shards), "executor": executor.kind.value}},
-        files=sorted((f for record in records for f in record.files), key=file_order),
+        extra={"build": {"shards": len(shards), "executor": executor.kind.value}, "languages": languages},
+        files=sorted([*(f for record in records for f in record.files), *language_files], key=file_order),
     )
 
 
@@ -762,7 +782,7 @@ def _build_planned(
         if is_full_disk(error):
             raise no_space(staging, kept) from None
         raise IndexBuildError(f"{reason}{kept}") from None
-    manifest = _assemble(plan, [records[k] for k in range(len(tasks))], executor, time.perf_counter() - started)
+    manifest = _assemble(plan, [records[k] for k in range(len(tasks))], executor, time.perf_counter() - started, staging)
     atomic_write_text(staging / MANIFEST, manifest.to_json())
     check_target(out, inputs, force)
     _clear_work(staging)

@@ -45,6 +45,16 @@ def read_jsonl_gz(path: Path, limit: int | None = None) -> list[dict]:
     return rows[:limit] if limit else rows
 
 
+def strip_table(index: Path) -> None:
+    """Make `index` one built before tables: no table files, and a manifest without them."""
+    for name in ("doclangs.bin", "doclangs.json"):
+        (index / name).unlink()
+    manifest = json.loads((index / "audit-index.json").read_text(encoding="utf-8"))
+    manifest["files"] = [f for f in manifest["files"] if not f["name"].startswith("doclangs.")]
+    del manifest["extra"]["languages"]
+    (index / "audit-index.json").write_text(json.dumps(manifest), encoding="utf-8")
+
+
 def write_jsonl(path: Path, rows: list[dict]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", encoding="utf-8") as handle:

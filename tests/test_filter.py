@@ -178,3 +178,23 @@ def test_the_readme_lists_the_names_the_filter_writes():
     cells = [row.strip().strip("|").split(" | ") for row in table]
     listed = {tuple(name.strip(" `") for name in written.split(", ")) for _, written in cells if written.lstrip().startswith("`")}
     assert listed == set(SUFFIXES.values())
+
+
+def test_an_audit_from_before_languages_were_recorded_filters_the_same(planted_audit, tmp_path: Path):
+    """Version 3 lacked `seen_in_languages`, `seen_in` and `asked_in`: its records are read as
+    not recording them, and the filter removes exactly what it removes from version 4."""
+    current = read_audit(planted_audit["audit"])
+    assert current.manifest["schema_version"] == 4
+    assert all(isinstance(r["seen_in_languages"], list) and isinstance(r["asked_in"], list) for r in current.records)
+    older = tmp_path / "v3.audit.jsonl"
+    _resealed(planted_audit["audit"], older, lambda _m, records: [r.pop(k) for r in records for k in ("seen_in_languages", "seen_in", "asked_in")])
+    header, rest = older.read_text(encoding="utf-8").split("\n", 1)
+    older.write_text(json.dumps(json.loads(header) | {"schema_version": 3}, ensure_ascii=False) + "\n" + rest, encoding="utf-8")
+    assert all("seen_in" not in r for r in read_audit(older).records)
+    outputs = {}
+    for name, audit in (("v4", planted_audit["audit"]), ("v3", older)):
+        out = tmp_path / f"{name}.csv.gz"
+        result = run("filter", str(audit), "--bench", str(planted_audit["bench"]), "--out", str(out))
+        assert result.exit_code == 0, result.output
+        outputs[name] = (gzip.decompress(out.read_bytes()), json.loads((tmp_path / f"{name}.csv.gz.manifest.json").read_text())["counts"])
+    assert outputs["v3"] == outputs["v4"] and outputs["v4"][1]["removed"] == 2

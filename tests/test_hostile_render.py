@@ -188,7 +188,7 @@ def test_markdown_report_shows_no_element_or_link_from_input(reports, browser, t
         page, dialogs = _open(browser, rendered.as_uri())
         state = _inspect(page, list(PAYLOADS.values()), "md")
         items = page.locator("table").last.locator("tbody tr")
-        assert items.count() == len(PAYLOADS) and all(items.nth(k).locator("td").count() == 4 for k in range(len(PAYLOADS)))
+        assert items.count() == len(PAYLOADS) and all(items.nth(k).locator("td").count() == 6 for k in range(len(PAYLOADS)))
         for href, _ in state["links"]:
             assert web_url(href) is not None or href.startswith("items/") or href.startswith("../")
         page.close()

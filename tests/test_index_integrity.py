@@ -97,7 +97,7 @@ def verify(directory: Path):
 def test_manifest_records_every_file(pristine: Path):
     manifest = json.loads((pristine / MANIFEST).read_text())
     assert (manifest["format"], manifest["version"], manifest["manifest_version"]) == ("infini-gram", 4, 2)
-    assert [f["name"] for f in manifest["files"]] == ["tokenized.0", "table.0", "offset.0", "metadata.0", "metaoff.0"]
+    assert [f["name"] for f in manifest["files"]] == ["tokenized.0", "table.0", "offset.0", "metadata.0", "metaoff.0", "doclangs.bin", "doclangs.json"]
     for record in manifest["files"]:
         assert record["bytes"] == (pristine / record["name"]).stat().st_size
         assert record["blake2b"] == hash_file(pristine / record["name"])
@@ -165,10 +165,10 @@ def test_a_flipped_byte_is_found_by_verify_only(index: Path, pristine: Path):
     result = verify(index)
     assert result.exit_code == 1
     assert f"{'hash differs':<22} table.0" in result.output
-    assert "1 of 5 files differ from the manifest" in result.output
+    assert "1 of 7 files differ from the manifest" in result.output
     intact = verify(pristine)
     assert intact.exit_code == 0, intact.output
-    assert intact.output.count("ok ") == 5 and "all 5 files match the manifest" in intact.output
+    assert intact.output.count("ok ") == 7 and "all 7 files match the manifest" in intact.output
 
 
 def test_verify_lists_unexpected_files_and_refuses_what_is_no_index(index: Path, tmp_path: Path):
@@ -253,6 +253,18 @@ def cached_index(cache: Path) -> Path:
     return demo_location(cache, demo_sources())
 
 
+def test_the_demo_index_has_every_documents_language_from_its_files(demo_cache: Path):
+    index = LocalIndex(cached_index(demo_cache))
+    expected: dict[str, int] = {}
+    for path in demo_sources():
+        with gzip.open(path, "rt", encoding="utf-8") as handle:
+            for line in handle:
+                lang = json.loads(line)["lang"]
+                expected[lang] = expected.get(lang, 0) + 1
+    assert index.languages is not None and index.languages.counts() == expected
+    assert index.info.details["languages"]["known_by"]["metadata"] == index.info.documents
+
+
 def english_seen(tmp_path: Path) -> tuple[int, str]:
     out = tmp_path / "sample.audit.jsonl"
     result = CliRunner().invoke(main, ["check", str(SAMPLE), "--corpus", "demo", "--langs", "en", "--out", str(out), "--no-report"])
@@ -313,6 +325,8 @@ def test_a_demo_cache_from_before_file_records_is_rebuilt(cache: Path):
     """An old cache: a manifest without `files`, no outputs marker, no stamp, no near-duplicate index."""
     target = cached_index(cache)
     shutil.rmtree(target / "minhash")
+    for name in ("doclangs.bin", "doclangs.json"):
+        (target / name).unlink()
     manifest = json.loads((target / MANIFEST).read_text())
     for key in ("manifest_version", "files", "code"):
         del manifest[key]

@@ -105,19 +105,19 @@ def edited(probed, tmp_path_factory) -> Path:
 
 def _without_probes(probed: Path, path: Path, schema: int) -> Path:
     """The probed audit as an audit without a model: no knowledge, no probe evidence (and, for
-    schema 2, no knowledge keys at all)."""
+    schema 2, no knowledge keys at all; before schema 4, no languages seen in)."""
     audit = read_audit(probed)
     manifest = _manifest(audit) | {"signals": ["ngram", "minhash"], "signal_runs": [r for r in audit.manifest["signal_runs"] if r["signal"] != "probe"]}
     manifest.pop("models")
     manifest["summary"] = {k: v for k, v in manifest["summary"].items() if not k.startswith("knowledge")}
     records = [
-        {k: v for k, v in record.items() if k not in ("record", "knowledge", "knowledge_decided_by")}
-        | ({"knowledge": None, "knowledge_decided_by": []} if schema == 3 else {})
+        {k: v for k, v in record.items() if k not in ("record", "knowledge", "knowledge_decided_by") and (schema >= 4 or k not in ("seen_in_languages", "seen_in", "asked_in"))}
+        | ({"knowledge": None, "knowledge_decided_by": []} if schema >= 3 else {})
         | {"evidence": [e for e in record["evidence"] if e["signal"] != "probe"]}
         for record in audit.records
     ]
     write_audit(path, manifest, records)
-    if schema != 3:
+    if schema != 4:
         header, rest = path.read_text(encoding="utf-8").split("\n", 1)
         path.write_text(json.dumps(json.loads(header) | {"schema_version": schema}) + "\n" + rest, encoding="utf-8")
     return path
@@ -325,7 +325,7 @@ def test_an_item_page_shows_every_prompt_and_raw_output_escaped(edited_report, b
 # Audits without a model -------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("schema", [3, 2])
+@pytest.mark.parametrize("schema", [4, 3, 2])
 def test_no_knowledge_section_or_splits_without_a_probed_model(schema, probed, bench, predictions, tmp_path, browser):  # noqa: F811
     audit = _without_probes(probed, tmp_path / "plain.audit.jsonl", schema)
     assert json.loads(audit.read_text(encoding="utf-8").split("\n", 1)[0])["schema_version"] == schema

@@ -9,16 +9,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import CORPUS, FIXTURES, write_jsonl
+from conftest import CORPUS, FIXTURES, strip_table, write_jsonl
 
-from audit.corpora.doclangs import DocumentLanguages, How, write_table
+from audit.corpora.doclangs import DocumentLanguages, How
 from audit.corpora.local import LocalIndex
 from audit.indexing import build_index
 from audit.items import Item, ItemKind, Variant
+from audit.langupgrade import install_table
 from audit.neardup import NearDuplicateIndex, NearDupParams, add_neardup, shingle_text
 from audit.neardup.rarity import CommonShingles
 from audit.neardup.tokens import folded, shingle_strings
-from audit.outputs import marker_files, rewrite_marker
 from audit.readers import load_benchmark
 from audit.signals import minhash
 from audit.text import normalize
@@ -44,12 +44,13 @@ def build(root: Path, rows: list[dict], langs: list[str] | None = None) -> Path:
     write_jsonl(root / "docs.jsonl", rows)
     build_index([root / "docs.jsonl"], root / "index")
     add_neardup(root / "index")
-    if langs is not None:
+    if langs is None:
+        strip_table(root / "index")
+    else:
         names = ["und", *sorted(set(langs) - {"und"})]
         codes = np.array([names.index(lang) for lang in langs], dtype=np.uint16)
         how = np.array([How.NONE if lang == "und" else How.METADATA for lang in langs], dtype=np.uint8)
-        written = write_table(root / "index", DocumentLanguages(names, codes, how))
-        rewrite_marker(root / "index", "index", [*(marker_files(root / "index", "index") or []), *(path.name for path in written)])
+        install_table(root / "index", DocumentLanguages(names, codes, how))
     return root / "index"
 
 

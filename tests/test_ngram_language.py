@@ -10,14 +10,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import write_jsonl
+from conftest import strip_table, write_jsonl
 
-from audit.corpora.doclangs import HEADER, TABLE, UNKNOWN, DocumentLanguages, How, write_table
+from audit.corpora.doclangs import UNKNOWN, DocumentLanguages, How
 from audit.corpora.local import LocalIndex, bytes_to_char_lengths
 from audit.exposure import SEEN, UNSEEN, decide, load_policy
 from audit.indexing import build_index
 from audit.items import Item, Variant
-from audit.outputs import marker_files, rewrite_marker
+from audit.langupgrade import install_table
 from audit.signals.ngram import NgramConfig, run
 
 DEMO = Path(__file__).resolve().parent.parent / "audit" / "data" / "demo" / "corpus"
@@ -45,8 +45,7 @@ def with_table(rows: list[dict], out: Path, memory_bytes: int | None = None) -> 
     languages = [UNKNOWN, *sorted({row["lang"] for row in rows} - {UNKNOWN})]
     codes = np.array([languages.index(row["lang"]) for row in rows], dtype=np.uint16)
     how = np.where(codes == 0, How.NONE, How.METADATA).astype(np.uint8)
-    write_table(out, DocumentLanguages(languages, codes, how))
-    rewrite_marker(out, "index", [*marker_files(out, "index"), TABLE, HEADER])
+    install_table(out, DocumentLanguages(languages, codes, how))
     return LocalIndex(out)
 
 
@@ -186,6 +185,7 @@ def test_a_quotation_in_another_script_counts_for_the_language_of_its_window(cor
 def test_an_index_without_a_table_counts_every_document_and_says_so(tmp_path, base_rows):
     write_jsonl(tmp_path / "docs.jsonl", base_rows)
     build_index([tmp_path / "docs.jsonl"], tmp_path / "index")
+    strip_table(tmp_path / "index")
     old = LocalIndex(tmp_path / "index")
     evidence = run(old, FINNISH, "fi", CONFIG)
     assert field(evidence, "question").figures["language"]["by"] == "unavailable"

@@ -15,8 +15,8 @@ from click.testing import CliRunner
 
 from audit.auditfile import read_audit
 from audit.cli import main
-from audit.exposure import PolicyError, build_config, load_policy, schema_keys
 from audit.indexing import build_index
+from audit.policyfile import PolicyError, build_config, load_policy, schema_keys
 from audit.server.jobs import JobError, JobManager
 from audit.signals import PolicyFile
 from audit.signals.ngram import NgramConfig, WindowSizes

@@ -3,6 +3,7 @@ item's provenance page must show the matched spans and their documents."""
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -14,8 +15,9 @@ from playwright.sync_api import sync_playwright
 from audit.auditfile import read_audit, write_audit
 from audit.cli import main
 from audit.evidence import Evidence
-from audit.exposure import Policy, decide, item_exposure, load_policy
+from audit.exposure import decide, item_exposure
 from audit.outputs import MARKER
+from audit.policyfile import Policy, load_policy
 
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
@@ -324,4 +326,85 @@ def test_provenance_pages_of_a_version_1_audit(browser, tmp_path: Path):
     assert english.locator(".source[data-source=index]").count() == 4
     assert english.locator(".field[data-field=answer] .text mark").inner_text() == "Germany"
     assert "question.exact_count = 0" in page.locator("#lang-en").inner_text()
+    page.close()
+
+
+# The languages an item was seen in ------------------------------------------------------------
+
+HOSTILE_LANG = "<img src=x onerror=\"document.title='owned'\">"
+
+
+def seen_elsewhere_audit(planted: dict[str, Path], path: Path) -> Path:
+    """The planted audit with item 33's German and Japanese questions found verbatim only in
+    documents of other languages: English (and, for German, a language whose recorded name is
+    markup), as the n-gram signal reports it when its rules count the variant's language."""
+    from audit.check import summarise
+    from audit.exposure import seen_in
+
+    audit = read_audit(planted["audit"])
+    elsewhere = {"de": {"en": 2, HOSTILE_LANG: 1, "und": 1}, "ja": {"en": 1}}
+    records = []
+    for record in audit.records:
+        evidence = [Evidence(**e) for e in record["evidence"]]
+        if record["item_id"] == "33" and record["lang"] in elsewhere:
+            figures = {"exact_count": 0, "coverage": 0.0, "longest_match_fraction": 0.0, "any_language": {"exact_count": 2, "coverage": 1.0, "longest_match_fraction": 1.0},
+                       "language": {"lang": record["lang"], "by": "table", "unknown_language": "count", "unknown_documents": 0}, "languages": elsewhere[record["lang"]]}  # fmt: skip
+            evidence.append(Evidence("ngram", "index", "question", figures=figures))
+        decision = decide(BUILTIN, evidence, record["lang"])
+        records.append({**record, "exposure": decision.exposure, "decided_by": decision.decided_by, "seen_in_languages": decision.seen_in_languages, "evidence": [e.to_dict() for e in evidence]})
+    by_item: dict[str, list[dict]] = {}
+    for record in records:
+        by_item.setdefault(record["item_id"], []).append(record)
+    for group in by_item.values():
+        tag, found = item_exposure(group[0]["source_lang"], {r["lang"]: r["exposure"] for r in group}), seen_in([r["seen_in_languages"] for r in group])
+        for record in group:
+            record.update(item_exposure=tag, seen_in=found)
+    manifest = {k: v for k, v in audit.manifest.items() if k not in ("record", "schema_version", "records", "records_sha256")}
+    write_audit(path, manifest | {"summary": summarise(records)}, records)
+    return path
+
+
+def test_the_report_shows_where_an_item_was_seen_beside_where_it_was_asked(planted_audit, browser, tmp_path: Path):
+    audit = seen_elsewhere_audit(planted_audit, tmp_path / "elsewhere.audit.jsonl")
+    out = tmp_path / "report"
+    result = CliRunner().invoke(main, ["report", "--audit", str(audit), "--bench", str(planted_audit["bench"]), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    data = json.loads((out / "report.json").read_text())
+    row = next(r for r in data["exposure"]["items"] if r["item_id"] == "33")
+    assert "en" in row["seen_in"] and HOSTILE_LANG in row["seen_in"] and not {"de", "ja"} & set(row["seen_in"])
+    assert row["asked_in"] == sorted(row["asked_in"]) and {"de", "en", "ja", "fr"} <= set(row["asked_in"])
+    elsewhere = data["exposure"]["seen_elsewhere"]
+    assert elsewhere["per_target"]["de"]["only_elsewhere"] == 1 and elsewhere["per_target"]["ja"]["only_elsewhere"] == 1
+    assert {(p["target"], p["seen_in"], p["targets"], p["only"]) for p in elsewhere["pairs"]} == {("de", "en", 1, 0), ("de", HOSTILE_LANG, 1, 0), ("ja", "en", 1, 1)}
+    markdown = (out / "report.md").read_text()
+    assert "| ja | en | 1 | 1 |" in markdown and "\\<img" in markdown and not re.search(r"(?<!\\)<img", markdown)
+
+    page = browser.new_page()
+    page.goto((out / "report.html").as_uri())
+    assert page.title() != "owned" and page.locator("#seen-elsewhere-pairs img, #items-table img").count() == 0
+    assert page.locator("#seen-elsewhere-pairs tbody tr").count() == 3
+    assert HOSTILE_LANG in page.locator("#seen-elsewhere-pairs").inner_text()
+    cells = page.locator("#items-table tbody tr", has=page.locator("a:text-is('33')"))
+    assert HOSTILE_LANG in cells.locator("td.seen-in").inner_text() and "en" in cells.locator("td.seen-in").inner_text()
+    assert cells.locator("td.asked-in").inner_text() == ", ".join(row["asked_in"])
+    page.goto((out / "items" / "33.html").as_uri())
+    assert page.title() != "owned" and page.locator("img").count() == 0
+    assert page.locator("#lang-ja .seen-in-languages").inner_text() == "seen in: en"
+    assert HOSTILE_LANG in page.locator("header .seen-in").inner_text()
+    assert page.locator("header .asked-in").inner_text() == "asked in " + ", ".join(row["asked_in"])
+    page.close()
+
+
+def test_a_report_of_an_audit_without_languages_says_they_were_not_recorded(browser, tmp_path: Path):
+    fixture = Path(__file__).resolve().parent / "fixtures" / "audit-v1"
+    out = tmp_path / "v1.report"
+    result = CliRunner().invoke(main, ["report", "--audit", str(fixture / "v1.audit.jsonl"), "--bench", str(fixture / "bench.jsonl"), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    data = json.loads((out / "report.json").read_text())
+    assert data["exposure"]["seen_elsewhere"] is None and all(row["seen_in"] is None for row in data["exposure"]["items"])
+    assert "| not recorded |" in (out / "report.md").read_text()
+    page = browser.new_page()
+    page.goto((out / "report.html").as_uri())
+    assert page.locator("#seen-elsewhere-table").count() == 0
+    assert set(page.locator("#items-table td.seen-in").all_inner_texts()) == {"not recorded"}
     page.close()

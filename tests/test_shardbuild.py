@@ -180,6 +180,10 @@ def test_sharded_build_answers_like_the_plain_build(local_mixed: Path, plain_mix
     assert any(split.metadata(d)["linenum"] > 0 for d in first_documents), "no file was cut inside"
     assert sharded["sources"] == plain["sources"]
     assert sharded["extra"]["build"] == {"shards": 3, "executor": "local"}
+    assert sharded["extra"]["languages"] == plain["extra"]["languages"]
+    for name in ("doclangs.bin", "doclangs.json"):
+        assert (local_mixed / name).read_bytes() == (plain_mixed / name).read_bytes(), name
+    assert split.languages.counts() == whole.languages.counts() and len(whole.languages.counts()) > 1
     fingerprints = [bytes.fromhex(s["fingerprint"]) for s in sharded["shards"]]
     assert sharded["fingerprint"] == hashlib.blake2b(b"".join(fingerprints), digest_size=16).hexdigest()
     verify = CliRunner().invoke(main, ["index", "verify", str(local_mixed)])
@@ -342,3 +346,18 @@ def test_refusals_before_any_work(tmp_path: Path, wiki_dir: Path):
     result = build_cli(str(wiki_dir), "--out", str(tmp_path / "other"), "--shards", "0")
     assert result.exit_code == 2
     assert sorted(p.name for p in tmp_path.iterdir()) == ["idx"]
+
+
+def test_shards_identify_their_own_documents_as_the_plain_build_does(tmp_path: Path, wiki_docs):
+    """Texts without metadata under a neutral name: every language is identified, in the shard
+    that read it, and the assembled table is the plain build's byte for byte."""
+    source = write_jsonl(tmp_path / "in" / "part-0001.jsonl", [{"text": row["text"]} for rows in wiki_docs.values() for row in rows])
+    plain, split = tmp_path / "plain", tmp_path / "split"
+    build_index([source], plain)
+    built = build_sharded([source], split, shards=3)
+    assert len(built.manifest.shards) == 3
+    for name in ("doclangs.bin", "doclangs.json"):
+        assert (split / name).read_bytes() == (plain / name).read_bytes(), name
+    summary = built.manifest.extra["languages"]
+    assert summary["known_by"]["identified"] == sum(len(rows) for rows in wiki_docs.values())
+    assert {"en", "zh", "hi", "ja", "ko", "he"} <= set(summary["counts"])

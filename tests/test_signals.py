@@ -131,7 +131,7 @@ def test_several_corpora_in_one_audit(two_indexes):
     result = run(root, "--corpus", str(root / "wiki-a"), "--corpus", str(root / "wiki-b"), "--out", str(out))
     assert result.exit_code == 0, result.output
     audit = read_audit(out)
-    assert audit.manifest["schema_version"] == SCHEMA_VERSION == 3
+    assert audit.manifest["schema_version"] == SCHEMA_VERSION == 4
     assert [c["name"] for c in audit.manifest["corpora"]] == ["wiki-a", "wiki-b"]
     assert audit.manifest["signal_runs"] == [
         {"signal": "ngram", "source": "wiki-a", "ran": True, "reason": None},

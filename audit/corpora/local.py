@@ -28,6 +28,7 @@ from audit.corpora.inlanguage import LanguageView, ShardQueries
 from audit.corpora.shardread import TEXTS_PER_CALL, ShardDocument, bytes_to_char_lengths, count_next, pointer_at
 from audit.corpora.soundness import foreign_files, suffix_order_problem
 from audit.indexing import INDEX_FILE, KINDS, MANIFEST, IndexManifest, pointer_width, read_manifest
+from audit.langtable import summary
 
 
 class IndexOpenError(Exception):
@@ -103,12 +104,14 @@ def _check_names(path: Path, manifest: IndexManifest | None) -> list[int]:
     """Shard numbers, once every expected file is present and no stray one would be read."""
     present = _index_names(path)
     expected = _expected_names(path, manifest, present)
-    missing, stray = sorted(expected - present), sorted(present - expected)
+    shard_files = {name for name in expected if INDEX_FILE.fullmatch(name)}
+    missing = sorted(shard_files - present) + sorted(name for name in expected - shard_files if not (path / name).is_file())
+    stray = sorted(present - expected)
     if missing:
         raise _Damage(missing[0], "is missing")
     if stray:
         raise _Damage(stray[0], "is not a file of this index (infini-gram's engine would read it as one); remove it")
-    return sorted({int(INDEX_FILE.fullmatch(name)[2]) for name in expected})
+    return sorted({int(INDEX_FILE.fullmatch(name)[2]) for name in shard_files})
 
 
 def _size(path: Path, name: str) -> int:
@@ -454,6 +457,8 @@ class LocalIndex:
             },
         )
         self.languages = self._read_languages()
+        if self.languages is not None:
+            self.info.details["languages"] = summary(self.languages)
 
     def _read_languages(self) -> DocumentLanguages | None:
         """Each document's language (`audit.corpora.doclangs`); None for an index built
@@ -461,7 +466,7 @@ class LocalIndex:
         try:
             return read_table(self.path, self.info.documents)
         except LanguageTableError as error:
-            raise IndexOpenError(f"{error}; rewrite it with `audit index languages {self.path}`", str(error)) from None
+            raise IndexOpenError(f"{error}; write it anew with `audit index languages {self.path} --force`", str(error)) from None
 
     @functools.cached_property
     def language_counts(self) -> dict[str, int]:

@@ -19,7 +19,8 @@ from typing import Any
 
 from audit.auditfile import AuditFile
 from audit.evidence import OK, Evidence
-from audit.exposure import SEEN, UNKNOWN, UNSEEN, Knowledge, Policy, decide
+from audit.exposure import SEEN, UNKNOWN, UNSEEN, Knowledge, decide
+from audit.policyfile import Policy
 from audit.rules import parse_rule
 from audit.signals import KNOWLEDGE_SIGNALS
 

@@ -62,8 +62,9 @@ def exposure_section(audit: AuditFile, labels: Exposure) -> dict[str, Any]:
             languages.append(record["lang"])
         row = items.setdefault(
             record["item_id"],
-            {"item_id": record["item_id"], "source_lang": record["source_lang"], "item_exposure": record["item_exposure"], "tags": {}, "page": page_name(record["item_id"])},
-        )
+            {"item_id": record["item_id"], "source_lang": record["source_lang"], "item_exposure": record["item_exposure"], "tags": {}, "page": page_name(record["item_id"]),
+             "seen_in": record.get("seen_in"), "asked_in": record.get("asked_in")},
+        )  # fmt: skip
         row["tags"][record["lang"]] = record["exposure"]
         if record["exposure"] == "seen":
             fires.update({f"{d.get('signal')}.{d['field']}.{d['figure']}" for d in record["decided_by"] if "figure" in d})
@@ -78,7 +79,32 @@ def exposure_section(audit: AuditFile, labels: Exposure) -> dict[str, Any]:
         "notes": labels.notes,
         "item_summary": manifest["summary"]["items"],
         "rule_fires": dict(fires.most_common()),
-        "items": list(items.values()),
+        "items": [row | {"asked_in": row["asked_in"] or sorted(row["tags"])} for row in items.values()],
+        "seen_elsewhere": seen_elsewhere(audit.records),
+    }
+
+
+def seen_elsewhere(records: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """For targets: how often their text or fact was seen only in other languages ("seen in
+    English only"), per target language and per (target, other language) pair.  None when the
+    audit did not record the languages seen in (written before they were)."""
+    recorded = [r for r in records if r.get("role") == "target" and isinstance(r.get("seen_in_languages"), list)]
+    if not recorded:
+        return None
+    per_target: dict[str, Counter] = {}
+    pairs: dict[tuple[str, str], Counter] = {}
+    for record in recorded:
+        lang, found = record["lang"], record["seen_in_languages"]
+        counts = per_target.setdefault(lang, Counter())
+        counts["targets"] += 1
+        if not found or lang in found:
+            continue
+        counts["only_elsewhere"] += 1
+        for other in found:
+            pairs.setdefault((lang, other), Counter()).update(["targets"] + (["only"] if found == [other] else []))
+    return {
+        "per_target": {lang: {"targets": c["targets"], "only_elsewhere": c["only_elsewhere"]} for lang, c in sorted(per_target.items())},
+        "pairs": [{"target": t, "seen_in": o, "targets": c["targets"], "only": c["only"]} for (t, o), c in sorted(pairs.items(), key=lambda kv: (-kv[1]["targets"], kv[0]))],
     }
 
 
@@ -247,6 +273,7 @@ def item_page(item: Item | None, records: list[dict[str, Any]], labels: Exposure
                 "role": record["role"],
                 "exposure": record["exposure"],
                 "decided_by": record["decided_by"],
+                "seen_in_languages": record.get("seen_in_languages"),
                 "knowledge": labels.knowledge_label(*key) if labels.knowledge is not None else None,
                 "knowledge_decided_by": record.get("knowledge_decided_by") or [],
                 "alone": {
@@ -257,4 +284,5 @@ def item_page(item: Item | None, records: list[dict[str, Any]], labels: Exposure
             }
         )
     first = records[0]
-    return {"item_id": first["item_id"], "source_lang": first["source_lang"], "item_exposure": first["item_exposure"], "languages": languages}
+    asked_in = first.get("asked_in") or sorted(record["lang"] for record in records)
+    return {"item_id": first["item_id"], "source_lang": first["source_lang"], "item_exposure": first["item_exposure"], "seen_in": first.get("seen_in"), "asked_in": asked_in, "languages": languages}

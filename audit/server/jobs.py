@@ -36,10 +36,10 @@ from audit.auditfile import write_audit
 from audit.check import audit_manifest, check_items
 from audit.corpora.base import Corpus
 from audit.executors import LOCAL, Executor
-from audit.exposure import Policy, PolicyError, load_policy
 from audit.langcodes import normalise_lang
 from audit.links.model import LinksError
 from audit.outputs import atomic_write_text
+from audit.policyfile import Policy, PolicyError, load_policy
 from audit.probes.cache import CachedModel
 from audit.probes.generation import ProbeError
 from audit.probes.prompts import PromptError

@@ -7,7 +7,7 @@ import tempfile
 import tomllib
 from pathlib import Path
 
-from audit.exposure import Policy, PolicyError, load_policy
+from audit.policyfile import Policy, PolicyError, load_policy
 from audit.server.errors import JobError
 from audit.server.names import BadName, policy_file
 

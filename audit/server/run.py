@@ -17,11 +17,11 @@ from audit.corpora.local import IndexOpenError
 from audit.corpora.protocol import MAX_QUERY_CHARS, MAX_QUERY_TOKENS
 from audit.corpora.registry import CorpusError, read_registry
 from audit.executors import LOCAL, Executor, ExecutorError, connect, parse_executor
-from audit.exposure import Policy, PolicyError, load_policy
 from audit.indexing import IndexBuildError
 from audit.links.model import LinksError
 from audit.links.sources import open_links
 from audit.paths import cache_dir, registry_file
+from audit.policyfile import Policy, PolicyError, load_policy
 from audit.probes.cache import CachedModel
 from audit.probes.generation import ProbeError
 from audit.probes.models import open_model

@@ -1,0 +1,254 @@
+"""The policy file: the built-in policy with the user's file merged over it, validated against
+the schema the signals assemble, and every bad key named in one message.
+
+Kept apart from `audit.exposure` (which applies a policy) so that reading and explaining a
+policy file, and the README's key tables drawn from its schema, change on their own.
+"""
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import re
+import tomllib
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from types import NoneType, UnionType
+from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
+
+from annotated_types import Ge, Gt, Le, Lt
+from pydantic import BaseModel, ValidationError
+from pydantic.fields import FieldInfo
+from pydantic_core import ErrorDetails
+
+from audit.errors import UnreadableFile, read_toml_file
+from audit.rules import SOURCE_SCOPE, FieldRules
+from audit.signals import PolicyFile
+
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+Model = TypeVar("Model", bound=BaseModel)
+
+
+class PolicyError(Exception):
+    """The policy file is unusable; the message names the file and key."""
+
+
+@dataclass(frozen=True)
+class Policy:
+    name: str
+    source: str
+    settings: dict[str, Any]
+
+    @property
+    def rules(self) -> dict[str, dict[str, FieldRules]]:
+        """signal → field → its rules."""
+        return {
+            signal: {name: FieldRules.from_settings(table) for name, table in fields.items() if isinstance(table, dict)}
+            for signal, fields in self.settings.get("rules", {}).items()
+            if isinstance(fields, dict)
+        }
+
+    @property
+    def digest(self) -> str:
+        return hashlib.sha256(json.dumps(self.settings, sort_keys=True).encode()).hexdigest()[:16]
+
+    def section(self, name: str) -> dict[str, Any]:
+        return copy.deepcopy(self.settings.get(name, {}))
+
+
+def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in override.items():
+        merged[key] = _merge(base[key], value) if isinstance(value, dict) and isinstance(base.get(key), dict) else value
+    return merged
+
+
+def _fields(model: type[BaseModel]) -> dict[str, FieldInfo]:
+    """A table's keys as they are spelt in the file (aliases, like `question+answer`)."""
+    return {info.alias or name: info for name, info in model.model_fields.items()}
+
+
+def _table(annotation: Any) -> type[BaseModel] | None:
+    return annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+
+
+def _number(value: float) -> str:
+    return f"{value:g}"
+
+
+def _range(constraints: list[Any]) -> str:
+    """" ≥ 1", " in (0, 1]": the bounds a value must keep, from its Field constraints."""
+    lower = next((c for c in constraints if isinstance(c, Ge | Gt)), None)
+    upper = next((c for c in constraints if isinstance(c, Le | Lt)), None)
+    if lower and upper:
+        left = f"[{_number(lower.ge)}" if isinstance(lower, Ge) else f"({_number(lower.gt)}"
+        right = f"{_number(upper.le)}]" if isinstance(upper, Le) else f"{_number(upper.lt)})"
+        return f" in {left}, {right}"
+    if lower:
+        return f" ≥ {_number(lower.ge)}" if isinstance(lower, Ge) else f" > {_number(lower.gt)}"
+    if upper:
+        return f" ≤ {_number(upper.le)}" if isinstance(upper, Le) else f" < {_number(upper.lt)}"
+    return ""
+
+
+def _constraints(metadata: list[Any]) -> list[Any]:
+    """Constraints and descriptions, whether given bare or inside a `Field(...)`."""
+    flat = []
+    for item in metadata:
+        flat.extend([item, *item.metadata] if isinstance(item, FieldInfo) else [item])
+    return flat
+
+
+def _kind(annotation: Any, metadata: list[Any]) -> str:
+    """One allowed kind of value in words; a type that describes itself (`Field(description=...)`)
+    is named by its description."""
+    if get_origin(annotation) is Annotated:
+        base, *extra = get_args(annotation)
+        return _kind(base, [*metadata, *extra])
+    metadata = _constraints(metadata)
+    described = next((m.description for m in metadata if isinstance(m, FieldInfo) and m.description), None)
+    if described:
+        return described
+    if get_origin(annotation) is Literal:
+        return "one of " + ", ".join(json.dumps(choice) for choice in get_args(annotation))
+    if (table := _table(annotation)) is not None:
+        return f"a table with keys {', '.join(sorted(_fields(table)))}"
+    names = {int: "a whole number", float: "a number", str: "a string", bool: "true or false"}
+    return names.get(annotation, getattr(annotation, "__name__", str(annotation))) + _range(metadata)
+
+
+def _expected(info: FieldInfo) -> str:
+    """What a key accepts, in words: "a number in (0, 1] or false"."""
+    if info.description:
+        return info.description
+    options = get_args(info.annotation) if get_origin(info.annotation) in (Union, UnionType) else (info.annotation,)
+    return " or ".join(_kind(option, list(info.metadata)) for option in options if option is not NoneType)
+
+
+def _dotted(path: list[str]) -> str:
+    return ".".join(part if _BARE_KEY.fullmatch(part) else json.dumps(part) for part in path)
+
+
+def _shown(value: Any) -> str:
+    """A value as it looks in TOML (`true`, `"0.8"`), or what it is for a table or an array."""
+    if isinstance(value, dict):
+        return "a table"
+    if isinstance(value, list):
+        return "an array"
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _explain(schema: type[BaseModel], problem: ErrorDetails, prefix: tuple[str, ...] = ()) -> tuple[str, str]:
+    """(dotted key, what is wrong) for one pydantic error, read against the schema; the
+    location's tail below a leaf (pydantic's union member tags) is dropped."""
+    model, path = schema, list(prefix)
+    for depth, part in enumerate(problem["loc"], start=1):
+        fields = _fields(model)
+        path.append(str(part))
+        if part not in fields:
+            return _dotted(path), f"unknown; expected one of {', '.join(sorted(fields))}"
+        info = fields[part]
+        if problem["type"] == "missing" and depth == len(problem["loc"]):
+            return _dotted(path), f"missing; must be {_expected(info)}"
+        model = _table(info.annotation)
+        if model is None:
+            return _dotted(path), f"must be {_expected(info)}, got {_shown(problem['input'])}"
+    if problem["type"] == "value_error":
+        return _dotted(path), problem["msg"].removeprefix("Value error, ")
+    return _dotted(path), f"must be {_kind(model, [])}, got {_shown(problem['input'])}"
+
+
+def _problems(schema: type[BaseModel], error: ValidationError, prefix: tuple[str, ...] = ()) -> str:
+    """Every bad key once, joined by "; ": `key 'a.b': ...; key 'c': ...`."""
+    found: dict[str, str] = {}
+    for problem in error.errors():
+        key, text = _explain(schema, problem, prefix)
+        found.setdefault(key, text)
+    return "; ".join(f"key '{key}': {text}" for key, text in found.items())
+
+
+def schema_keys(schema: type[BaseModel], prefix: tuple[str, ...] = ()) -> list[tuple[str, str]]:
+    """(dotted key, what it accepts) for every leaf key of a schema, as the README lists them."""
+    keys = []
+    for name, info in _fields(schema).items():
+        table = _table(info.annotation)
+        keys += schema_keys(table, (*prefix, name)) if table else [(_dotted([*prefix, name]), _expected(info))]
+    return keys
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        return read_toml_file(path, "policy file")
+    except UnreadableFile as error:
+        raise PolicyError(str(error)) from None
+
+
+def load_policy(path: Path | None = None, schema: type[BaseModel] = PolicyFile) -> Policy:
+    """The built-in policy, with the user's file (if any) merged over it key by key, and the
+    result validated against `schema` (by default the one `audit.signals` assembles from every
+    signal's rules and parameters).  `settings` holds the validated values."""
+    defaults = tomllib.loads(resources.files("audit").joinpath("data/policy.toml").read_text(encoding="utf-8"))
+    source = "built-in" if path is None else str(path)
+    merged = defaults if path is None else _merge(defaults, _read(Path(path)))
+    _refuse_field_keyed_rules(schema, merged, source)
+    unscoped, scoped = _split_scoped(merged)
+    settings = build_config(schema, unscoped, source).model_dump(by_alias=True, exclude_unset=True)
+    for (signal, field_name, scope), table in scoped.items():
+        model = _field_model(schema, signal, field_name)
+        where = ("rules", signal, field_name, scope)
+        validated = build_config(model, table, source, where) if isinstance(table, dict) else _not_a_table(model, where, table, source)
+        settings["rules"][signal][field_name][scope] = validated.model_dump(by_alias=True, exclude_unset=True)
+    return Policy(name=settings["name"], source=source, settings=settings)
+
+
+def _refuse_field_keyed_rules(schema: type[BaseModel], settings: dict[str, Any], source: str) -> None:
+    """A policy written for the first release keyed rules by field alone (`[rules.question]`);
+    say how to write it now rather than only that the key is unknown."""
+    rules = settings.get("rules")
+    signals = _fields(_table(_fields(schema)["rules"].annotation))
+    if not isinstance(rules, dict):
+        return
+    for key in rules:
+        if key not in signals and any(key in _fields(_table(info.annotation)) for info in signals.values()):
+            raise PolicyError(f"{source}: key 'rules.{key}': rules are keyed by signal now: write [rules.ngram.{key}] for the n-gram signal's rules on {key}")
+
+
+def _split_scoped(settings: dict[str, Any]) -> tuple[dict[str, Any], dict[tuple[str, str, str], Any]]:
+    """The settings without their source-scoped rule tables, and those tables by (signal,
+    field, `source:NAME`): scoped tables have names the schema cannot list, so each is checked
+    against its field's own table on its own."""
+    rules = settings.get("rules")
+    if not isinstance(rules, dict):
+        return settings, {}
+    scoped, kept = {}, {}
+    for signal, fields in rules.items():
+        if not isinstance(fields, dict):
+            kept[signal] = fields
+            continue
+        kept[signal] = {}
+        for name, table in fields.items():
+            if isinstance(table, dict):
+                kept[signal][name] = {k: v for k, v in table.items() if not k.startswith(SOURCE_SCOPE)}
+                scoped.update({(signal, name, k): v for k, v in table.items() if k.startswith(SOURCE_SCOPE)})
+            else:
+                kept[signal][name] = table
+    return {**settings, "rules": kept}, scoped
+
+
+def _field_model(schema: type[BaseModel], signal: str, field_name: str) -> type[BaseModel]:
+    rules = _table(_fields(schema)["rules"].annotation)
+    return _table(_fields(_table(_fields(rules)[signal].annotation))[field_name].annotation)
+
+
+def _not_a_table(model: type[BaseModel], where: tuple[str, ...], value: Any, source: str) -> BaseModel:
+    raise PolicyError(f"{source}: key '{_dotted(list(where))}': must be {_kind(model, [])}, got {_shown(value)}")
+
+
+def build_config(cls: type[Model], section: dict[str, Any], where: str, prefix: tuple[str, ...] = ()) -> Model:
+    """A model (a signal's config, or a whole policy file) from its settings; every bad key
+    is named in one PolicyError that begins with `where`."""
+    try:
+        return cls.model_validate(section)
+    except ValidationError as error:
+        raise PolicyError(f"{where}: {_problems(cls, error, prefix)}") from None
