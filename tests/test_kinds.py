@@ -113,7 +113,7 @@ def test_subject_near_answer_counts_in_documents_of_that_language_only(corpus, f
     (el,) = [e for e in evidence_of(corpus, lee, "el", "subject+answer") if e.figures["form"] == "answer"]
     assert (el.figures["documents"], el.figures["documents_in_language"], el.figures["documents_other_language"]) == (0, 0, 1)
     assert el.figures["any_language"]["documents"] == 1 and el.figures["languages"] == {"ru": 1}
-    assert el.figures["language"] == {"lang": "el", "by": "metadata", "unknown_language": "count", "unknown_documents": 0}
+    assert el.figures["language"] == {"lang": "el", "by": "table", "unknown_language": "count", "unknown_documents": 0}
     assert decide(load_policy(), run(corpus, lee, "el", CONFIG)).exposure is UNSEEN
 
 

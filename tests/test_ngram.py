@@ -27,13 +27,15 @@ def planted(tmp_path_factory, wiki_docs):
     verbatim, paraphrased, absent = items[0], items[1], items[2]
     host = wiki_docs["en"][0]["text"]
     docs = [row for rows in wiki_docs.values() for row in rows]
-    docs.append({"id": "planted-verbatim", "text": host[:300] + " " + verbatim.variants["fr"].context + " " + host[300:]})
-    docs.append({"id": "planted-edited", "text": edited(paraphrased.variants["de"].context) + " " + host})
+    # Each planted document is recorded in the language of the copy it holds, as a corpus's metadata would.
+    docs.append({"id": "planted-verbatim", "lang": "fr", "text": host[:300] + " " + verbatim.variants["fr"].context + " " + host[300:]})
+    docs.append({"id": "planted-edited", "lang": "de", "text": edited(paraphrased.variants["de"].context) + " " + host})
     docs.append(
         {
             "id": "planted-pair",
-            "text": f"{host[:500]} Die Sendestation von {absent.variants['en'].title} wurde bekannt. {host[500:700]} "
-            f"Antwort: {absent.variants['en'].answer}.",
+            "lang": "en",
+            "text": f"{host[:500]} The station of {absent.variants['en'].title} became known. {host[500:700]} "
+            f"Answer: {absent.variants['en'].answer}.",
         }
     )
     root = tmp_path_factory.mktemp("planted")
@@ -163,6 +165,9 @@ def test_text_shared_with_the_source_is_set_aside_for_every_rule(xquad_museum, l
     assert any(names in span and len(span) >= 300 for span in shared)
     assert context.figures["longest_match_chars"] < 150
     assert tags_for(corpus, item)[lang] == UNSEEN
-    alone_context = by_field(run(corpus, alone(target), "xx", CONFIG), "context")
-    assert alone_context.figures["longest_match_chars"] >= 300, "without its source the name list alone would make it seen"
-    assert decide(load_policy(), run(corpus, alone(target), "xx", CONFIG)).exposure == SEEN
+    single = Item("t", lang, {lang: target})
+    alone_context = by_field(run(corpus, single, lang, CONFIG), "context")
+    assert alone_context.figures["any_language"]["longest_match_chars"] >= 300, "without its source the name list alone would be a long match"
+    assert alone_context.figures["longest_match_chars"] == 0 and set(alone_context.figures["languages"]) == {"en"}
+    decision = decide(load_policy(), run(corpus, single, lang, CONFIG))
+    assert decision.exposure == UNSEEN, "the English document holding the list is no evidence for this language either"
