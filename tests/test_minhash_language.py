@@ -233,3 +233,16 @@ def test_a_quotation_in_another_languages_page_counts_for_the_quoted_language(qu
     counted = [p for p in evidence.provenance if p["counted"]]
     assert [(p["language"], p["language_by"]) for p in counted] == [("ru", "window")]
 
+
+
+def test_two_shared_phrases_do_not_carry_a_short_question(tmp_path: Path):
+    """An English XQuAD question of four shingles (google-deepmind/xquad) whose own
+    passage holds two of them reaches containment 0.5, but two shingles are below
+    `min_matched`: the figure is listed below the floor and decides nothing."""
+    question = "What was the average family size?"
+    rows = demo_lines("pud-en.jsonl.gz", range(1, 60))
+    rows[5]["text"] += " The average household size was 2.46 and the average family size was 3.03."
+    index = build(tmp_path, rows, ["en"] * len(rows))
+    figures = question_evidence(index, question_item(question, "en"), "en").figures
+    assert figures["containment"] == 0.5 and figures["below_floor"] == ["containment", "jaccard"]
+    assert figures["floor"]["containment"] == {"needed": 3, "had": 2, "unit": "matched shingles"}

@@ -116,6 +116,7 @@ class MinhashConfig(Table):
     snippet_chars: int = Field(80, ge=0)
     unknown_language: Literal["count", "ignore"] = "count"
     floor: Floors = Field(default_factory=Floors)
+    min_matched: int = Field(3, ge=1)
     common: Common = Field(default_factory=Common)
     index: ExpectedIndex = Field(default_factory=ExpectedIndex)
 
@@ -160,7 +161,7 @@ def _rule_figures(matches: list[Match]) -> dict[str, Any]:
     return {"containment": best.containment if best else 0.0, "jaccard": best.jaccard if best else 0.0, "documents": len(matches)}
 
 
-def _figures(text: str, result: QueryResult, documents: DocumentFilter, floor: int) -> dict[str, Any]:
+def _figures(text: str, result: QueryResult, documents: DocumentFilter, floor: int, min_matched: int) -> dict[str, Any]:
     best = result.best
     figures = {
         **_rule_figures(result.matches),
@@ -183,6 +184,9 @@ def _figures(text: str, result: QueryResult, documents: DocumentFilter, floor: i
     if rare < floor:
         figures["below_floor"] = list(RULE_FIGURES)
         figures["floor"] = {name: {"needed": floor, "had": rare, "unit": "shingles"} for name in RULE_FIGURES}
+    elif best is not None and best.shingles < min_matched:
+        figures["below_floor"] = list(RULE_FIGURES)
+        figures["floor"] = {name: {"needed": min_matched, "had": best.shingles, "unit": "matched shingles"} for name in RULE_FIGURES}
     return figures
 
 
@@ -226,7 +230,7 @@ def field_evidence(index: NearDuplicateIndex, source: str, name: str, raw: str, 
     )
     result = _with_quotations(index, result, documents, config.snippet_chars)
     floor = config.floor.needed(dominant_script(text))
-    evidence = Evidence(signal=NAME, source=source, field=name, figures=_figures(text, result, documents, floor))
+    evidence = Evidence(signal=NAME, source=source, field=name, figures=_figures(text, result, documents, floor, config.min_matched))
     counted = {m.document for m in result.matches}
     others = [m for m in result.any_matches if m.document not in counted]
     for match in [*result.matches, *others]:
