@@ -70,14 +70,7 @@ class ShardQueries:
     def count_in(self, pattern: bytes, allowed: np.ndarray, extra: np.ndarray) -> tuple[int, int]:
         """(fewest, most) occurrences of `pattern` in allowed documents: equal unless a range
         was sampled."""
-        low = high = 0
-        for k, shard in enumerate(self.shards):
-            lo, hi = _suffix.find_range(shard.data, shard.table, shard.ratio, pattern)
-            if hi <= lo:
-                continue
-            found, _, read = self._read(k, lo, hi, allowed, SCAN_CAP, extra)
-            low += len(found)
-            high += (hi - lo) - (read - len(found))
+        low, high, _ = self.occurrences_in(pattern, allowed, extra, 0)
         return low, high
 
     def _holds(self, pattern: bytes, allowed: np.ndarray, extra: np.ndarray) -> bool | None:
