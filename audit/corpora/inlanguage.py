@@ -37,6 +37,10 @@ from audit.corpora.shardread import bytes_to_char_lengths, char_starts
 SCAN_CAP = 1 << 16
 # Ranks read first when only "is any allowed?" is asked: most ranges answer from these.
 FIRST_LOOK = 256
+# A range of at most this many ranks is read rank by rank (see `_any_in_few`).
+FEW = 16
+# Allowed-document masks kept per shard group (one per set of languages asked).
+MASKS_KEPT = 16
 
 
 class ShardQueries:
@@ -55,6 +59,21 @@ class ShardQueries:
             self._codes = codes
         return codes
 
+    def _allowed(self, k: int, allowed: np.ndarray, extra: np.ndarray) -> np.ndarray:
+        """Per document of shard k, whether it counts: computed once per set of languages and
+        let-in documents, so each range costs a gather rather than a set test."""
+        masks = self.__dict__.setdefault("_masks", {})
+        key = (k, allowed.tobytes(), extra.tobytes())
+        if key not in masks:
+            if len(masks) > MASKS_KEPT:
+                masks.clear()
+            shard = self.shards[k]
+            mask = np.isin(self._shard_codes()[k], allowed)
+            local = extra[(extra >= shard.first_document) & (extra < shard.first_document + len(mask))] - shard.first_document
+            mask[local] = True
+            masks[key] = mask
+        return masks[key]
+
     def _read(self, k: int, lo: int, hi: int, allowed: np.ndarray, most: int, extra: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
         """(pointers, shard-local documents) of the allowed positions among at most `most`
         ranks of [lo, hi) spread evenly over it, and how many ranks were read."""
@@ -62,10 +81,19 @@ class ShardQueries:
         ranks = np.arange(lo, hi, dtype=np.int64) if hi - lo <= most else np.unique(np.linspace(lo, hi - 1, num=most).round().astype(np.int64))
         pointers = shard.pointers(ranks)
         documents = np.searchsorted(shard.offsets, pointers, side="right") - 1
-        keep = np.isin(self._shard_codes()[k][documents], allowed)
-        if len(extra):
-            keep |= np.isin(documents + shard.first_document, extra)
+        keep = self._allowed(k, allowed, extra)[documents]
         return pointers[keep], documents[keep], len(ranks)
+
+    def _any_in_few(self, k: int, lo: int, hi: int, allowed: np.ndarray, extra: np.ndarray) -> bool:
+        """Whether a small range [lo, hi) holds an allowed document, read rank by rank: for a
+        handful of ranks this is several times cheaper than the vectorised read."""
+        shard, mask = self.shards[k], self._allowed(k, allowed, extra)
+        width, table, offsets = shard.ratio, shard.table, shard.offsets
+        for rank in range(lo, hi):
+            pointer = int.from_bytes(table[rank * width : (rank + 1) * width], "little")
+            if mask[int(offsets.searchsorted(pointer, side="right")) - 1]:
+                return True
+        return False
 
     def count_in(self, pattern: bytes, allowed: np.ndarray, extra: np.ndarray) -> tuple[int, int]:
         """(fewest, most) occurrences of `pattern` in allowed documents: equal unless a range
@@ -78,6 +106,10 @@ class ShardQueries:
         open_ = False
         for k, shard in enumerate(self.shards):
             lo, hi = _suffix.find_range(shard.data, shard.table, shard.ratio, pattern)
+            if 0 < hi - lo <= FEW:
+                if self._any_in_few(k, lo, hi, allowed, extra):
+                    return True
+                continue
             for most in (FIRST_LOOK, SCAN_CAP):
                 if hi <= lo:
                     break
