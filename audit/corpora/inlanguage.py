@@ -41,6 +41,8 @@ FIRST_LOOK = 256
 FEW = 16
 # Allowed-document masks kept per shard group (one per set of languages asked).
 MASKS_KEPT = 16
+# Allowed documents of a shard up to this many bytes are searched as text (see `_allowed_text`).
+TEXT_CAP = 1 << 20
 
 
 class ShardQueries:
@@ -84,6 +86,23 @@ class ShardQueries:
         keep = self._allowed(k, allowed, extra)[documents]
         return pointers[keep], documents[keep], len(ranks)
 
+    def _allowed_text(self, k: int, allowed: np.ndarray, extra: np.ndarray) -> bytes | None:
+        """The texts of shard k's allowed documents, joined by the document separator, when
+        they are few bytes (`TEXT_CAP`): then whether a pattern is in one of them is a
+        substring search, exact, where a common pattern's range would be sampled."""
+        texts = self.__dict__.setdefault("_texts", {})
+        key = (k, allowed.tobytes(), extra.tobytes())
+        if key not in texts:
+            if len(texts) > MASKS_KEPT:
+                texts.clear()
+            shard, mask = self.shards[k], self._allowed(k, allowed, extra)
+            starts = shard.offsets + 1
+            ends = np.append(shard.offsets[1:], len(shard.data))
+            chosen = np.flatnonzero(mask)
+            size = int((ends[chosen] - starts[chosen]).sum())
+            texts[key] = b"\xff".join(shard.data[int(starts[d]) : int(ends[d])] for d in chosen) if size <= TEXT_CAP else None
+        return texts[key]
+
     def _any_in_few(self, k: int, lo: int, hi: int, allowed: np.ndarray, extra: np.ndarray) -> bool:
         """Whether a small range [lo, hi) holds an allowed document, read rank by rank: for a
         handful of ranks this is several times cheaper than the vectorised read."""
@@ -108,6 +127,11 @@ class ShardQueries:
             lo, hi = _suffix.find_range(shard.data, shard.table, shard.ratio, pattern)
             if 0 < hi - lo <= FEW:
                 if self._any_in_few(k, lo, hi, allowed, extra):
+                    return True
+                continue
+            text = self._allowed_text(k, allowed, extra) if hi > lo else None
+            if text is not None:
+                if pattern in text:
                     return True
                 continue
             for most in (FIRST_LOOK, SCAN_CAP):
