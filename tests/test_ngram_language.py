@@ -236,7 +236,8 @@ def test_a_common_anchor_carries_no_question(planted):
 
 
 def test_a_capped_scan_gives_bounds_that_hold_the_true_figure(corpus, monkeypatch):
-    """A range longer than the scan cap is read at evenly spread ranks: the count becomes
+    """A range longer than the scan cap, in a language with too much text to search as text
+    (TEXT_CAP), is read at evenly spread ranks: the count becomes
     [allowed among those read, range less disallowed among those read], and a longest match
     whose check stayed open gets the unrestricted length as its highest."""
     from audit.corpora import inlanguage
@@ -246,7 +247,9 @@ def test_a_capped_scan_gives_bounds_that_hold_the_true_figure(corpus, monkeypatc
     truth_count, truth_lengths = exact.count_range(" de "), exact.match_lengths(text).lengths
     monkeypatch.setattr(inlanguage, "SCAN_CAP", 4)
     monkeypatch.setattr(inlanguage, "FIRST_LOOK", 2)
-    capped = corpus.in_language(frozenset({"es"}), unknown=False)
+    monkeypatch.setattr(inlanguage, "FEW", 1)
+    monkeypatch.setattr(inlanguage, "TEXT_CAP", 0)
+    capped = LocalIndex(corpus.path).in_language(frozenset({"es"}), unknown=False)
     low, high = capped.count_range(" de ")
     assert low <= truth_count[0] <= high and (low, high) != truth_count
     found = capped.match_lengths(text)
