@@ -67,7 +67,9 @@ def measured(command: list[str], env: dict[str, str] | None = None) -> Measured:
 
 
 def audit(*arguments: str) -> list[str]:
-    return [sys.executable, "-m", "audit.cli", *arguments]
+    """The installed tool (`-P`: a checkout in the working directory is not what is measured,
+    and lacks the compiled extension an installed package has)."""
+    return [sys.executable, "-P", "-m", "audit.cli", *arguments]
 
 
 def environment(cache: Path) -> dict[str, str]:
