@@ -20,27 +20,9 @@ from enum import StrEnum
 from typing import Any
 
 from audit.evidence import ABSENT, FAILED, Evidence, Status
-from audit.policyfile import Policy, PolicyError, build_config, load_policy, schema_keys
+from audit.policyfile import Policy
 from audit.rules import Outcome, Rule, judge
 from audit.signals import KNOWLEDGE_SIGNALS
-
-# Policy-file names that callers have long imported from here.
-__all__ = [
-    "Decision",
-    "Exposure",
-    "ItemExposure",
-    "Knowledge",
-    "KnowledgeDecision",
-    "Policy",
-    "PolicyError",
-    "build_config",
-    "decide",
-    "decide_knowledge",
-    "item_exposure",
-    "load_policy",
-    "schema_keys",
-    "seen_in",
-]
 
 
 class Exposure(StrEnum):

@@ -115,7 +115,7 @@ def budget_runs(url: str, index: Path) -> list[dict]:
     from audit.corpora.api import ApiCorpus, ApiOptions
     from audit.corpora.client import ClientSettings, InfiniGramClient
     from audit.corpora.local import LocalIndex
-    from audit.exposure import build_config, load_policy
+    from audit.policyfile import build_config, load_policy
     from audit.readers import load_benchmark
     from audit.signals import ngram
 

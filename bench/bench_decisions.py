@@ -70,8 +70,8 @@ from test_server import start_server  # noqa: E402
 from audit.check import check_items  # noqa: E402
 from audit.corpora.api import ApiCorpus, ApiOptions  # noqa: E402
 from audit.corpora.client import ClientSettings, InfiniGramClient  # noqa: E402
-from audit.exposure import build_config, load_policy  # noqa: E402
 from audit.items import Item  # noqa: E402
+from audit.policyfile import build_config, load_policy  # noqa: E402
 from audit.readers import load_benchmark  # noqa: E402
 from audit.signals import ngram  # noqa: E402
 

@@ -33,8 +33,9 @@ from audit.auditfile import read_audit, write_audit
 from audit.evaluate import JudgeConfig, evaluate, load_predictions
 from audit.evaluate.judge import JudgeRequest, judge
 from audit.evidence import Evidence
-from audit.exposure import decide, load_policy
+from audit.exposure import decide
 from audit.items import Item, Variant
+from audit.policyfile import load_policy
 
 ROOT = Path(__file__).resolve().parents[1]
 LANGS = ["en", "de", "fr", "es", "it", "pt", "he", "hi", "id", "ja", "ko", "zh", "nl"]

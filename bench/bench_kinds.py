@@ -34,8 +34,8 @@ from fresh import in_fresh_process, measure
 
 from audit.check import check_items
 from audit.corpora.registry import open_corpus
-from audit.exposure import load_policy
 from audit.items import ItemKind
+from audit.policyfile import load_policy
 from audit.readers import load_benchmark
 from audit.signals import configure, plan
 

@@ -436,8 +436,9 @@ def planted_recall(name: str, cap: int | None, work: Path, extra: list[Path]) ->
     from audit import plants
     from audit.corpora.local import LocalIndex
     from audit.evidence import OK
-    from audit.exposure import SEEN, Policy, decide, load_policy
+    from audit.exposure import SEEN, decide
     from audit.neardup import NearDuplicateIndex
+    from audit.policyfile import Policy, load_policy
     from audit.readers import load_benchmark
     from audit.signals import minhash, ngram
 

@@ -74,8 +74,8 @@ def eclektic_kept(corpus, common) -> list[dict]:
 
 def main() -> None:
     from audit.corpora.demo import demo_index
-    from audit.exposure import load_policy
     from audit.neardup import NearDuplicateIndex
+    from audit.policyfile import load_policy
 
     cache = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(tempfile.gettempdir()) / "corpus-audit-bench"
     index = NearDuplicateIndex.open(demo_index(cache))

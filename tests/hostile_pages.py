@@ -15,8 +15,9 @@ import pytest
 
 from audit.auditfile import read_audit, write_audit
 from audit.evidence import Evidence
-from audit.exposure import decide, decide_knowledge, item_exposure, load_policy
+from audit.exposure import decide, decide_knowledge, item_exposure
 from audit.indexing import build_index
+from audit.policyfile import load_policy
 
 PAYLOADS = {
     "script": "<script>window.__pwned='script';document.title='owned'</script>",

@@ -33,8 +33,9 @@ from audit.corpora.client import (
 from audit.corpora.demo import demo_index
 from audit.corpora.local import LocalIndex
 from audit.corpora.registry import cache_dir
-from audit.exposure import build_config, decide, load_policy
+from audit.exposure import decide
 from audit.items import Item, Variant
+from audit.policyfile import build_config, load_policy
 from audit.readers import load_benchmark
 from audit.signals import ngram
 

@@ -9,10 +9,11 @@ from conftest import CORPUS, FIXTURES, read_jsonl_gz, write_jsonl
 
 from audit import forms
 from audit.corpora.local import LocalIndex
-from audit.exposure import SEEN, UNSEEN, decide, load_policy
+from audit.exposure import SEEN, UNSEEN, decide
 from audit.forms import Form
 from audit.indexing import build_index
 from audit.items import Item, ItemKind, Variant
+from audit.policyfile import load_policy
 from audit.readers import load_benchmark
 from audit.signals.ngram import NgramConfig, run
 

@@ -15,8 +15,9 @@ from audit.evaluate.metrics import Estimator, PairScores
 from audit.evaluate.stratify import combination_name
 from audit.evaluate.string_metric import eclektic_recall
 from audit.evidence import Evidence
-from audit.exposure import Policy, decide, load_policy
+from audit.exposure import decide
 from audit.items import Item, Variant
+from audit.policyfile import Policy, load_policy
 
 Z = 1.959963984540054
 

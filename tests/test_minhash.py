@@ -26,11 +26,12 @@ from audit.cli import main
 from audit.corpora.local import LocalIndex
 from audit.corpora.verify import verify_index
 from audit.evidence import ABSENT, FAILED, OK
-from audit.exposure import SEEN, Policy, decide, load_policy
+from audit.exposure import SEEN, decide
 from audit.indexing import MANIFEST, build_index, read_manifest
 from audit.items import Item, Variant
 from audit.neardup import NEARDUP_DIR, NearDupError, NearDuplicateIndex, NearDupParams, add_neardup, family, load_redis, shingle_text, sketch_documents
 from audit.outputs import MARKER
+from audit.policyfile import Policy, load_policy
 from audit.readers import load_benchmark
 from audit.signals import minhash, ngram
 

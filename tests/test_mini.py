@@ -18,7 +18,7 @@ from audit.corpora.demo import demo_index
 from audit.corpora.local import LocalIndex
 from audit.corpora.mini import MiniCorpus
 from audit.corpora.registry import BUILTIN, MINI, CorpusError, cache_dir, open_corpus, read_registry
-from audit.exposure import build_config, load_policy
+from audit.policyfile import build_config, load_policy
 from audit.readers import load_benchmark
 from audit.signals import ngram
 

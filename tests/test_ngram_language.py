@@ -14,10 +14,11 @@ from conftest import strip_table, write_jsonl
 
 from audit.corpora.doclangs import UNKNOWN, DocumentLanguages, How
 from audit.corpora.local import LocalIndex, bytes_to_char_lengths
-from audit.exposure import SEEN, UNSEEN, decide, load_policy
+from audit.exposure import SEEN, UNSEEN, decide
 from audit.indexing import build_index
 from audit.items import Item, Variant
 from audit.langupgrade import install_table
+from audit.policyfile import load_policy
 from audit.signals.ngram import NgramConfig, run
 
 DEMO = Path(__file__).resolve().parent.parent / "audit" / "data" / "demo" / "corpus"

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from conftest import FIXTURES, sample_subset
 
 from audit.cli import main
-from audit.exposure import PolicyError, load_policy
+from audit.policyfile import PolicyError, load_policy
 from audit.probes.compat_server import serve
 from audit.probes.local import LocalModel
 from audit.readers import load_benchmark

@@ -374,7 +374,7 @@ def test_audit_job_runs_off_the_request_path(served: Served, wiki_index: Path, t
     from functools import partial
 
     from audit.check import check_items
-    from audit.exposure import build_config, load_policy
+    from audit.policyfile import build_config, load_policy
     from audit.readers import load_benchmark
     from audit.signals import ngram
 
@@ -440,7 +440,7 @@ def test_a_job_runs_under_an_uploaded_policy(served: Served, wiki_index: Path, t
     from functools import partial
 
     from audit.check import check_items
-    from audit.exposure import build_config, load_policy
+    from audit.policyfile import build_config, load_policy
     from audit.readers import load_benchmark
     from audit.signals import ngram
 
@@ -479,7 +479,7 @@ def test_a_job_on_a_tokenized_index_runs_through_the_protocol(served: Served, tm
     from audit.check import check_items
     from audit.corpora.api import ApiCorpus, ApiOptions
     from audit.corpora.client import ClientSettings, InfiniGramClient
-    from audit.exposure import build_config, load_policy
+    from audit.policyfile import build_config, load_policy
     from audit.readers import load_benchmark
     from audit.signals import ngram
 

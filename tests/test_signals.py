@@ -16,8 +16,9 @@ from click.testing import CliRunner
 from audit.auditfile import SCHEMA_VERSION, read_audit
 from audit.cli import main
 from audit.evidence import Evidence
-from audit.exposure import SEEN, UNKNOWN, UNSEEN, Policy, decide, load_policy
+from audit.exposure import SEEN, UNKNOWN, UNSEEN, decide
 from audit.indexing import build_index
+from audit.policyfile import Policy, load_policy
 from audit.readers import load_benchmark
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
