@@ -173,11 +173,11 @@ class ApiCorpus:
 
     def _map(self, function: Callable[[Any], Any], items: list[Any]) -> list[Any]:
         """Independent requests of one field, issued side by side (the client bounds them)."""
-        if len(items) < 2 or self.client.settings.concurrency < 2:
+        if len(items) < 2 or self.client.pool_size < 2:
             return [function(item) for item in items]
         with self._lock:
             if self._pool is None:
-                self._pool = ThreadPoolExecutor(max_workers=self.client.settings.concurrency, thread_name_prefix="infini-gram-api")
+                self._pool = ThreadPoolExecutor(max_workers=self.client.pool_size, thread_name_prefix="infini-gram-api")
             pool = self._pool
         return list(pool.map(function, items))
 

@@ -100,6 +100,12 @@ class InfiniGramClient:
         self._down_until = 0.0
         self._down_reason = ""
 
+    @property
+    def pool_size(self) -> int:
+        """The most requests this client may ever have in flight at once: a caller issuing
+        independent requests side by side sizes its thread pool by it."""
+        return self.settings.concurrency
+
     def _count(self, key: str) -> None:
         with self._lock:
             self.stats[key] += 1
