@@ -102,7 +102,7 @@ def test_decisions_from_counts_agree_with_the_local_index(served: Served, demo_d
 
 def test_mini_corpora_by_name_and_their_registry_errors(tmp_path: Path, monkeypatch):
     monkeypatch.setenv("AUDIT_CACHE_DIR", str(tmp_path / "cache"))
-    assert BUILTIN["cc-2025-05"].index == "v2_cc_2025-05" and BUILTIN["dclm-mini"].index == "v2_dclm_all"
+    assert BUILTIN["cc-2025-05"].index == "v2_cc-2025-05" and BUILTIN["dclm-mini"].index == "v2_dclm_all"
     assert all(entry.url == "https://api.infini-gram-mini.io/" for entry in BUILTIN.values() if entry.backend == MINI)
     corpus = open_corpus("cc-2025-08", offline=True)
     assert isinstance(corpus, MiniCorpus) and corpus.details["longest_match"] == "count"
