@@ -317,7 +317,7 @@ def test_malformed_oversize_and_unknown_requests_get_json_errors(served: Served)
     assert response.status_code == 413 and "over the limit of 20000 bytes" in response.json()["error"]
     response = requests.get(served.url + "nowhere", timeout=10)
     assert response.status_code == 404 and response.json() == {"error": "Not Found"}
-    response = requests.get(served.url, timeout=10)
+    response = requests.get(served.url + "mini/", timeout=10)
     assert response.status_code == 405 and "error" in response.json()
 
 

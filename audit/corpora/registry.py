@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import re
 import tomllib
+from collections.abc import Collection
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
 from functools import partial
@@ -227,7 +228,7 @@ def open_corpus(
     raise CorpusError(f"unknown corpus {value!r}: not a registered name ({known}) nor an index directory")
 
 
-def _check(entry: Entry, timeout: float) -> CorpusCheck:
+def _check(entry: Entry, timeout: float, probe_remote: bool = True) -> CorpusCheck:
     if entry.backend in REMOTE:
         check = CorpusCheck(entry.name, entry.backend, f"{entry.url} index={entry.index}", entry.description, cached=0)
         cache = entry.cache or cache_dir() / "api-cache.sqlite"
@@ -235,6 +236,8 @@ def _check(entry: Entry, timeout: float) -> CorpusCheck:
             check.cached = ResponseCache(cache).entries(entry.url, entry.index) if cache.exists() else 0
         except CacheError as error:
             check.message = str(error)
+        if not probe_remote:
+            return check
         try:
             client_settings, _ = _settings(entry.url or PUBLIC_ENDPOINT, entry.index or "", {**entry.settings, "timeout": timeout, "attempts": 1}, token=entry.token())
         except CorpusError as error:
@@ -257,10 +260,20 @@ def _check(entry: Entry, timeout: float) -> CorpusCheck:
     return check
 
 
-def check_corpora(registry: Path | None = None, timeout: float = 3.0) -> list[CorpusCheck]:
-    """Every registered corpus with whether it answers now and what its cache holds.  API
-    endpoints are probed side by side, each with `timeout` seconds and no retry, so an
-    unreachable endpoint costs one timeout at most."""
-    entries = list(registry_entries(registry).values())
+def chosen_entries(registry: Path | None = None, names: Collection[str] = ()) -> list[Entry]:
+    """The registry's entries, or only those `names` gives (each of which must exist)."""
+    entries = registry_entries(registry)
+    unknown = sorted(set(names) - set(entries))
+    if unknown:
+        raise CorpusError(f"unknown corpus {', '.join(map(repr, unknown))}: not a registered name ({', '.join(sorted(entries))})")
+    return [entry for name, entry in entries.items() if not names or name in names]
+
+
+def check_corpora(registry: Path | None = None, timeout: float = 3.0, probe_remote: bool = True, names: Collection[str] = ()) -> list[CorpusCheck]:
+    """Every registered corpus (or those `names` gives) with whether it answers now and what
+    its cache holds.  API endpoints are probed side by side, each with `timeout` seconds and no
+    retry, so an unreachable endpoint costs one timeout at most; with `probe_remote` False they
+    are not asked here (`audit corpora --live` settles them by discovery instead)."""
+    entries = chosen_entries(registry, names)
     with ThreadPoolExecutor(max_workers=min(16, max(1, len(entries)))) as pool:
-        return list(pool.map(lambda entry: _check(entry, timeout), entries))
+        return list(pool.map(lambda entry: _check(entry, timeout, probe_remote), entries))

@@ -8,7 +8,8 @@ Routes:
 - `GET /health`: liveness, the indexes served and by what (`served_by`: the engine in this
   process, or N Ray actors at an address), and what jobs may name: link sources and probe
   models (with how many prompts each answered from its cache or by running).
-  `GET /indexes`: what each index holds.
+  `GET /indexes`: what each index holds.  `GET /`: the index names, a JSON list, as the public
+  infini-gram server lists them.
 - `POST /jobs?index=NAME[&format=...][&langs=en,fr][&policy=DIGEST][&map=key=col,...][&source_lang=en][&links=NAME,...][&as_of=YYYY-MM-DD][&probe_model=NAME]`
   with a benchmark file as the body: an audit job (`probe_model`: one of the models `/health`
   lists; without it no model is probed); `GET /jobs/{id}` its status (`prepare`: the step
@@ -100,6 +101,13 @@ def create_app(indexes: dict[str, ServedIndex], jobs: JobManager | None = None, 
             "probe_models": [model_health(model) for _, model in sorted(jobs.probe_models.items())] if jobs else [],
             "judge_model": model_health(jobs.probes.judge) if jobs and jobs.probes and jobs.probes.judge else None,
         }
+
+    @app.get("/")
+    def index_names() -> list[str]:
+        """The names of the indexes served, a JSON list, as the public infini-gram server's
+        `GET /` answers (api/api_server.py of liujch1998/infini-gram, commit 37d2929), so a
+        client can ask either what it serves (`audit corpora --live`)."""
+        return sorted(indexes)
 
     @app.get("/indexes")
     def list_indexes() -> list[dict[str, Any]]:
