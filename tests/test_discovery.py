@@ -165,3 +165,29 @@ def test_corpora_live_prints_what_it_found_and_exits_1_on_a_gone_name(listing: L
     assert good.exit_code == 0 and "answers: answered a count" in good.output
     unknown = CliRunner().invoke(main, [*base, "--corpus", "nothing"], env=env)
     assert unknown.exit_code == 2 and "unknown corpus 'nothing'" in unknown.output
+
+
+def test_the_readme_example_of_corpora_live_is_what_it_prints(wiki_index: Path, tmp_path: Path):
+    """The README's `audit corpora --live` example, run against a real `audit serve` holding
+    `wiki` and `news`: the lines below the table are those the README shows, its port aside."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = readme.index("$ audit corpora --live --corpus team --corpus old\n")
+    shown = readme[start : readme.index("```", start)].splitlines()[2:]
+    assert len(shown) == 4 and shown[-1].startswith("live: ")
+    server = start_server("--index", f"wiki={wiki_index}", "--index", f"news={wiki_index}", "--jobs-dir", str(tmp_path / "jobs"))
+    try:
+        registry = tmp_path / "corpora.toml"
+        registry.write_text(
+            f'[corpora.team]\nbackend = "infini-gram-api"\nurl = "{server.url}"\nindex = "wiki"\n'
+            f'[corpora.old]\nbackend = "infini-gram-api"\nurl = "{server.url}"\nindex = "wiki-2024"\n',
+            encoding="utf-8",
+        )
+        env = {"AUDIT_CACHE_DIR": str(tmp_path / "cache"), "COLUMNS": "200"}
+        result = CliRunner().invoke(main, ["corpora", "--live", "--registry", str(registry), "--corpus", "team", "--corpus", "old"], env=env)
+    finally:
+        server.stop()
+    assert result.exit_code == 1, result.output
+    printed = result.output.splitlines()[-len(shown) :]
+    assert printed == [line.replace("http://127.0.0.1:8000/", server.url) for line in shown]
+    table = result.output.splitlines()[: -len(shown)]
+    assert any("team" in row and " yes " in row for row in table) and any("old" in row and " no " in row for row in table)

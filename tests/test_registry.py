@@ -3,6 +3,7 @@ and the reachability and cache report behind `audit corpora`."""
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Iterator
 from importlib import resources
@@ -49,6 +50,18 @@ def test_the_registry_file_is_the_built_in_registry_the_package_ships():
     assert set(read_registry(ROOT / DEFAULT_REGISTRY)) == set(BUILTIN)
     assert BUILTIN["olmo"].index == "v4_olmo-2-0325-32b-instruct_llama" and BUILTIN["olmo"].url == "https://api.infini-gram.io/"
     assert {name for name, e in BUILTIN.items() if e.backend == API} >= {"olmo", "olmo-mix", "dolma", "dclm", "rpj", "pile", "c4"}
+
+
+def test_the_readme_corpora_table_names_every_built_in_corpus():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("\n## Corpora\n") : readme.index("\n### `audit corpora`")]
+    rows = [line for line in section.splitlines() if line.startswith("| `")]
+    named = {name for row in rows for name in re.findall(r"`([a-z0-9.-]+)`", row.split(" | ")[0])}
+    assert named == set(BUILTIN)
+    for row in rows:
+        backend = row.split(" | ")[1].strip("` ")
+        names = set(re.findall(r"`([a-z0-9.-]+)`", row.split(" | ")[0]))
+        assert {BUILTIN[name].backend for name in names} == {"demo" if backend == "bundled" else backend}, row[:60]
 
 
 def test_built_in_names_open_from_any_directory_without_network(tmp_path: Path, monkeypatch):
