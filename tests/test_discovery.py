@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import requests
 from click.testing import CliRunner
+from hostile_http import start
 from replay.listing import INFINI_GRAM_INDEXES, MINI_INDEXES, S3_UNDESCRIBED, Flavour, ListingServer
 from test_server import Served, start_server
 
@@ -114,6 +115,16 @@ def test_a_throttling_gateway_is_not_asked_further_and_is_no_verdict(listing: Li
     assert any(line.startswith(f"not checked at {listing.url} (2 name(s): a, b): not asked: throttled") for line in summary_lines(found))
 
 
+@pytest.mark.parametrize("listing", [{"flavour": Flavour.ATTRIBUTION}], indirect=True)
+def test_the_attribution_service_is_recognised_and_not_asked_name_by_name(listing: ListingServer):
+    found = discover(entries(listing.url, API, a="olmo-2-0325-32b", b="v4_olmo-2-0325-32b-instruct_llama"))
+    assert states(found) == {"a": NameState.UNCHECKED, "b": NameState.UNCHECKED} and found.exit_code == 0
+    assert listing.log == [("GET", None), ("POST", "olmo-2-0325-32b"), ("GET", "/indexes")]
+    detail = found.checks()[0].detail
+    assert "no infini-gram query route at this URL (POST answers HTTP 404" in detail
+    assert "GET /indexes lists olmo-2-0325-32b, olmo-3-0625-32b-instruct, as Ai2's attribution service does" in detail
+
+
 def test_an_unreachable_endpoint_leaves_its_names_unchecked():
     found = discover(entries("http://127.0.0.1:9/", API, a="x", b="y"), timeout=2.0)
     assert states(found) == {"a": NameState.UNCHECKED, "b": NameState.UNCHECKED} and found.exit_code == 0
@@ -191,3 +202,20 @@ def test_the_readme_example_of_corpora_live_is_what_it_prints(wiki_index: Path, 
     assert printed == [line.replace("http://127.0.0.1:8000/", server.url) for line in shown]
     table = result.output.splitlines()[: -len(shown)]
     assert any("team" in row and " yes " in row for row in table) and any("old" in row and " no " in row for row in table)
+
+
+def test_a_server_with_a_token_is_asked_with_the_entry_s_token(wiki_index: Path, tmp_path: Path, monkeypatch):
+    token = "t0ken-for-discovery-tests-0123456789"
+    server = start(tmp_path, "--index", f"wiki={wiki_index}", env={"AUDIT_SERVE_TOKEN": token}, headers={"Authorization": f"Bearer {token}"})
+    try:
+        text = f'[corpora.team]\nbackend = "infini-gram-api"\nurl = "{server.url}"\nindex = "wiki"\ntoken_env = "TEAM_TOKEN"\n'
+        team = list(parse_registry(text, tmp_path / "corpora.toml").values())
+        monkeypatch.delenv("TEAM_TOKEN", raising=False)
+        without = discover(team)
+        monkeypatch.setenv("TEAM_TOKEN", token)
+        found = discover(team)
+    finally:
+        server.stop()
+    assert states(without) == {"team": NameState.UNCHECKED} and "TEAM_TOKEN is not set" in without.checks()[0].detail
+    assert "GET / answers HTTP 401" in without.endpoints[0].listing_note and without.exit_code == 0
+    assert states(found) == {"team": NameState.LISTED} and found.endpoints[0].requests == 1

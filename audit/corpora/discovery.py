@@ -103,11 +103,11 @@ class _Asker:
     token: str = ""
     session: requests.Session = field(default_factory=requests.Session)
 
-    def send(self, method: str, payload: dict[str, Any] | None = None, token: str = "") -> tuple[int, bytes]:
+    def send(self, method: str, payload: dict[str, Any] | None = None, token: str = "", path: str = "") -> tuple[int, bytes]:
         headers = {"Authorization": f"Bearer {token or self.token}"} if token or self.token else {}
         self.report.requests += 1
         try:
-            response = self.session.request(method, self.report.url, json=payload, headers=headers, timeout=self.timeout, stream=True)
+            response = self.session.request(method, self.report.url + path, json=payload, headers=headers, timeout=self.timeout, stream=True)
             body = read_limited(response, MAX_LISTING_BYTES)
         except requests.RequestException as error:
             raise _Stop(f"unreachable ({type(error).__name__})") from None
@@ -156,7 +156,20 @@ def _probe(asker: _Asker, entry: Entry) -> NameCheck:
     data = _json(body)
     if status == 200 and error is None and isinstance(data, dict) and isinstance(data.get("count"), int):
         return NameCheck(entry.name, entry.index, NameState.ANSWERS, f"answered a count ({data['count']:,})")
+    if status in (404, 405) and error is None:
+        raise _Stop(f"no infini-gram query route at this URL (POST answers HTTP {status}: {snippet(body, 80)}){_other_protocol(asker)}")
     return NameCheck(entry.name, entry.index, NameState.UNCHECKED, f"HTTP {status}: {error or snippet(body, 80)}")
+
+
+def _other_protocol(asker: _Asker) -> str:
+    """What the endpoint is, when it takes no query: Ai2's attribution service
+    (allenai/infinigram-api, api/src/infinigram/infinigram_router.py) lists its index ids at
+    `GET /indexes` and answers only `POST /{index}/attribution`, with no counts."""
+    status, body = asker.send("GET", path="indexes")
+    listed = _json(body)
+    if status != 200 or not isinstance(listed, list) or not listed or not all(isinstance(name, str) for name in listed):
+        return ""
+    return f"; GET /indexes lists {', '.join(listed)}, as Ai2's attribution service does: its protocol has no counts, so no corpus can use it"
 
 
 def _endpoint(url: str, backend: str, entries: list[Entry], timeout: float) -> EndpointReport:

@@ -12,7 +12,11 @@ What each flavour answers, and where that comes from:
   answered by the server behind it.
 - `MINI` (api/api_server.py of xuhaoxh/infini-gram-mini, commit e628b09): only `POST /` is
   routed, so `GET /` is Flask's HTTP 405 page.
-Every flavour answers `POST /` for an unknown index with HTTP 400
+- `ATTRIBUTION` (allenai/infinigram-api, commit ce2072a): a FastAPI app routing `GET /indexes`
+  (its index ids, a JSON list: two since commit a91cb4e), `GET /health/` and
+  `POST /{index}/attribution`, so `GET /` and `POST /` are FastAPI's 404
+  `{"detail": "Not Found"}`.
+Every other flavour answers `POST /` for an unknown index with HTTP 400
 `{"error": "[Flask] Invalid index: NAME"}`, a missing field with HTTP 400
 `{"error": "[Flask] Missing required field: 'NAME'"}`, and a count with `count` (plus, on
 infini-gram, `approx`, `token_ids` and `tokens`) and `latency`.  `forbidden = True` makes it
@@ -54,6 +58,8 @@ MINI_INDEXES = (
     "v2_pileval", "v2_piletrain", "v2_dolmino-mix-1124-minus-olmo-mix-1124", "v2_olmoe-mix-0924-nodclm", "v2_dclm_all",
     "v2_cc-2025-05", "v2_cc-2025-08", "v2_cc-2025-13", "v2_cc-2025-18", "v2_cc-2025-21",
 )
+# index_mappings.py of allenai/infinigram-api at ce2072a: what its GET /indexes lists.
+ATTRIBUTION_INDEXES = ("olmo-2-0325-32b", "olmo-3-0625-32b-instruct")
 # Werkzeug's page for a method a route does not take (Flask answers GET / so on the mini server).
 FLASK_405 = (
     "<!doctype html>\n<html lang=en>\n<title>405 Method Not Allowed</title>\n<h1>Method Not Allowed</h1>\n"
@@ -69,6 +75,7 @@ class Flavour(StrEnum):
     INFINI_GRAM_S3 = "infini-gram-s3"
     FORWARDING = "forwarding"
     MINI = "mini"
+    ATTRIBUTION = "attribution"
 
 
 @dataclass
@@ -87,6 +94,7 @@ class ListingServer:
             self.indexes = {
                 Flavour.INFINI_GRAM: INFINI_GRAM_INDEXES, Flavour.FORWARDING: INFINI_GRAM_INDEXES,
                 Flavour.INFINI_GRAM_S3: (*S3_DESCRIBED, *S3_UNDESCRIBED), Flavour.MINI: MINI_INDEXES,
+                Flavour.ATTRIBUTION: ATTRIBUTION_INDEXES,
             }[self.flavour]
         self._server: ThreadingHTTPServer | None = None
 
@@ -94,6 +102,8 @@ class ListingServer:
         """Status, content type and body of `GET /`."""
         if self.flavour == Flavour.MINI:
             return 405, "text/html; charset=utf-8", FLASK_405
+        if self.flavour == Flavour.ATTRIBUTION:
+            return 404, "application/json", json.dumps({"detail": "Not Found"})
         if self.flavour == Flavour.FORWARDING:
             names: list[Any] = []
         elif self.flavour == Flavour.INFINI_GRAM_S3:
@@ -146,9 +156,13 @@ def _handler(server: ListingServer) -> type[BaseHTTPRequestHandler]:
             self.wfile.write(raw)
 
         def do_GET(self) -> None:
-            server.log.append(("GET", None))
+            server.log.append(("GET", None if self.path == "/" else self.path))
             if server.forbidden:
                 return self._send(403, "application/json", json.dumps({"message": "Forbidden"}))
+            if server.flavour == Flavour.ATTRIBUTION and self.path == "/indexes":
+                return self._send(200, "application/json", json.dumps(list(server.indexes)))
+            if self.path != "/":
+                return self._send(404, "application/json", json.dumps({"detail": "Not Found"}))
             self._send(*server.listing())
 
         def do_POST(self) -> None:
@@ -156,6 +170,8 @@ def _handler(server: ListingServer) -> type[BaseHTTPRequestHandler]:
             server.log.append(("POST", data.get("index")))
             if server.forbidden:
                 return self._send(403, "application/json", json.dumps({"message": "Forbidden"}))
+            if server.flavour == Flavour.ATTRIBUTION:
+                return self._send(404, "application/json", json.dumps({"detail": "Not Found"}))
             status, answer = server.query(data)
             self._send(status, "application/json", json.dumps(answer))
 
