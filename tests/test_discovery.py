@@ -111,8 +111,11 @@ def test_infini_gram_mini_has_no_listing_so_each_name_is_counted(listing: Listin
 def test_a_throttling_gateway_is_not_asked_further_and_is_no_verdict(listing: ListingServer):
     found = discover(entries(listing.url, MINI, a="v2_cc-2025-05", b="v2_pileval"))
     assert states(found) == {"a": NameState.UNCHECKED, "b": NameState.UNCHECKED} and found.exit_code == 0
-    assert len(listing.log) == 1 and "throttled (HTTP 403" in found.checks()[0].detail
-    assert any(line.startswith(f"not checked at {listing.url} (2 name(s): a, b): not asked: throttled") for line in summary_lines(found))
+    assert listing.log == [("GET", None), ("POST", "v2_cc-2025-05")], "a refused GET / alone stops nothing; a refused count does"
+    details = {check.name: check.detail for check in found.checks()}
+    assert details["a"].startswith('throttled (HTTP 403 {"message": "Forbidden"}); try again in a minute')
+    assert details["b"] == f"not asked: {details['a']}"
+    assert f"not checked at {listing.url} (1 name(s): b): not asked: throttled" in " ".join(summary_lines(found))
 
 
 @pytest.mark.parametrize("listing", [{"flavour": Flavour.ATTRIBUTION}], indirect=True)

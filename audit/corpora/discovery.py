@@ -103,7 +103,10 @@ class _Asker:
     token: str = ""
     session: requests.Session = field(default_factory=requests.Session)
 
-    def send(self, method: str, payload: dict[str, Any] | None = None, token: str = "", path: str = "") -> tuple[int, bytes]:
+    def send(self, method: str, payload: dict[str, Any] | None = None, token: str = "", path: str = "", throttle_stops: bool = True) -> tuple[int, bytes]:
+        """Status and body of one request.  A throttling answer stops the endpoint, unless
+        `throttle_stops` is False (for `GET /`, which a gateway may refuse for good while it
+        passes queries: the first count then tells)."""
         headers = {"Authorization": f"Bearer {token or self.token}"} if token or self.token else {}
         self.report.requests += 1
         try:
@@ -113,7 +116,7 @@ class _Asker:
             raise _Stop(f"unreachable ({type(error).__name__})") from None
         except OversizeResponse as error:
             raise _Stop(str(error)) from None
-        if response.status_code in (403, 429) and _error_text(body) is None:
+        if throttle_stops and response.status_code in (403, 429) and _error_text(body) is None:
             raise _Stop(f"throttled (HTTP {response.status_code} {snippet(body, 80)}); try again in a minute")
         return response.status_code, body
 
@@ -175,20 +178,21 @@ def _other_protocol(asker: _Asker) -> str:
 def _endpoint(url: str, backend: str, entries: list[Entry], timeout: float) -> EndpointReport:
     report = EndpointReport(url, backend)
     asker = _Asker(report, timeout, _first_token(entries))
-    pending = list(entries)
+    pending, asked = list(entries), False
     try:
-        report.listing, report.listing_note = parse_listing(*asker.send("GET"))
+        report.listing, report.listing_note = parse_listing(*asker.send("GET", throttle_stops=False))
         listed = set(report.listing or ())
         for entry in entries:
             if entry.index in listed:
                 report.names.append(NameCheck(entry.name, entry.index or "", NameState.LISTED, "listed by GET /"))
                 pending.remove(entry)
         while pending:
+            asked = True
             report.names.append(_probe(asker, pending[0]))
             pending.pop(0)
     except _Stop as stop:
         report.listing_note = report.listing_note or str(stop)
-        report.names += [NameCheck(e.name, e.index or "", NameState.UNCHECKED, f"not asked: {stop}") for e in pending]
+        report.names += [NameCheck(e.name, e.index or "", NameState.UNCHECKED, f"{'' if asked and i == 0 else 'not asked: '}{stop}") for i, e in enumerate(pending)]
     finally:
         asker.session.close()
     return report
