@@ -11,6 +11,9 @@ Public indexes come and go, and a name that no longer answers turns every check 
   so `GET /` is HTTP 405), is asked to count the empty string: a count settles it as answering,
   HTTP 400 `{"error": "[Flask] Invalid index: NAME"}` as gone.
 - The indexes a listing holds that no entry names are reported as missing from the registry.
+- A URL that takes no query at all (`POST /` is 404 or 405) is not asked name by name; its
+  `GET /indexes` is read for a hint, since that is how Ai2's attribution service
+  (allenai/infinigram-api), another protocol with no counts, lists its index ids.
 
 One request at a time per endpoint, no retries and no cache (this is a look at the present).  An
 endpoint that cannot be reached, or that throttles (the gateway's `403 {"message": "Forbidden"}`,
