@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -69,6 +70,22 @@ def test_shipped_remote_entries_say_tokenizer_size_and_source():
         "v4_dolmino-mix-1124-minus-olmo-mix-1124_llama", "v4_pileval_gpt2", "v2_dolmino-mix-1124-minus-olmo-mix-1124", "v2_olmoe-mix-0924-nodclm",
     }
     assert "GPT-2 tokens" in BUILTIN["pile-val-gpt2"].description and "OLMo-2 tokens" in BUILTIN["olmo3-7b-think"].description
+
+
+def test_the_shipped_registry_against_servers_configured_as_the_latest_known_configurations():
+    """Every shipped name, asked of replay servers holding what the newest mirrored server
+    configurations hold (infini-gram branch s3, infini-gram mini main): only the names the
+    registry's comments say have left, or postdate, those configurations are gone."""
+    newest, mini = ListingServer(Flavour.INFINI_GRAM_S3).start(), ListingServer(Flavour.MINI).start()
+    try:
+        moved = [replace(e, url=newest.url if e.backend == API else mini.url) for e in BUILTIN.values() if e.backend in (API, MINI)]
+        found = discover(moved)
+    finally:
+        newest.stop()
+        mini.stop()
+    gone = {check.name for check in found.in_state(NameState.GONE)}
+    assert gone == {"pile-val-gpt2", "dolma-sample-olmo", "cc-2025-26", "cc-2025-30"}
+    assert not found.in_state(NameState.UNCHECKED) and found.unregistered() == {}
 
 
 @pytest.mark.parametrize("listing", [{"flavour": Flavour.INFINI_GRAM}], indirect=True)
