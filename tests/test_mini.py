@@ -76,8 +76,11 @@ def test_the_route_speaks_the_documented_protocol(served: Served, wiki_docs):
     s = next(i for i, (lo, hi) in enumerate(found["segment_by_shard"]) if hi > lo)
     doc = requests.post(url, json={"index": "wiki", "query_type": "get_doc_by_rank", "query": word, "s": s, "rank": found["segment_by_shard"][s][0], "max_ctx_len": 20}, timeout=10).json()
     assert set(doc) >= {"doc_ix", "doc_len", "disp_len", "needle_offset", "text", "metadata"}
-    assert doc["text"][doc["needle_offset"] : doc["needle_offset"] + len(word)] == word
-    assert doc["needle_offset"] <= 20 and len(doc["text"]) - doc["needle_offset"] - len(word) <= 20 and doc["disp_len"] == len(doc["text"])
+    # Offsets and lengths count bytes, as the public server's engine does.
+    shown = doc["text"].encode("utf-8")
+    assert shown[doc["needle_offset"] : doc["needle_offset"] + len(word)] == word.encode()
+    assert doc["needle_offset"] <= 20 and len(shown) - doc["needle_offset"] - len(word) <= 20 and doc["disp_len"] == len(shown) <= doc["doc_len"]
+    assert [word, "0"] in doc["spans"] and "".join(text for text, _ in doc["spans"]) == doc["text"] and doc["latency"] >= 0
     for body, message in (
         ({"index": "wiki", "query_type": "creativity", "query": "a"}, "Invalid query_type"),
         ({"index": "nope", "query_type": "count", "query": "a"}, "Invalid index"),
@@ -102,7 +105,7 @@ def test_decisions_from_counts_agree_with_the_local_index(served: Served, demo_d
 
 def test_mini_corpora_by_name_and_their_registry_errors(tmp_path: Path, monkeypatch):
     monkeypatch.setenv("AUDIT_CACHE_DIR", str(tmp_path / "cache"))
-    assert BUILTIN["cc-2025-05"].index == "v2_cc_2025-05" and BUILTIN["dclm-mini"].index == "v2_dclm_all"
+    assert BUILTIN["cc-2025-05"].backend == MINI and BUILTIN["dclm-mini"].index == "v2_dclm_all"
     assert all(entry.url == "https://api.infini-gram-mini.io/" for entry in BUILTIN.values() if entry.backend == MINI)
     corpus = open_corpus("cc-2025-08", offline=True)
     assert isinstance(corpus, MiniCorpus) and corpus.details["longest_match"] == "count"

@@ -94,7 +94,9 @@ class MiniCorpus(ApiCorpus):
             try:
                 response = self.client.query("get_doc_by_rank", query=_of_length(occurrence.query, needle), s=occurrence.shard, rank=occurrence.rank, max_ctx_len=context)
             except OfflineMiss as error:
+                # Offline, the requests refused when the cache was filled are the ones it lacks.
                 missed = missed or error
+                refused += 1
                 continue
             except ApiQueryError as error:
                 if DECODE_ERROR_MARK not in str(error):
@@ -106,7 +108,7 @@ class MiniCorpus(ApiCorpus):
                     self.details["decode_retries"] += refused
                     self.details["windows_decode_retried"] += 1
             return self._window(occurrence, response, context, needle, refused)
-        if missed is not None and not refused:
+        if missed is not None:
             raise missed
         raise ApiQueryError(
             f"{self.client.settings.url}: get_doc_by_rank s={occurrence.shard} rank={occurrence.rank}: no window the server could decode "
