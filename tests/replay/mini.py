@@ -116,7 +116,7 @@ def _highlight(haystack: str, needle: str) -> list[list[str | None]]:
 
 def _handler(replay: MiniReplay) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 (the http.server hook's name)
+        def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
             status, answer = replay.answer(body)
             payload = json.dumps(answer).encode()
