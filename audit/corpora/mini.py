@@ -14,12 +14,15 @@ retries, the cache, offline mode and the decisions from counts are the infini-gr
   length in characters (api/api_server.py); `needle_offset`, `doc_len` and `disp_len` are
   bytes.  The match's offset in its document is exact only when the window reaches back to
   the document's start;
+- the window is asked with a `query` string as many characters long as the match has bytes
+  (the string only sets the needle's reach and the highlighting in `spans`), so it holds the
+  whole match and `max_ctx_len` bytes either side;
 - a window whose end cuts a multi-byte character is refused (HTTP 200 with a decode error).
   The request is then asked again with other byte reaches: `max_ctx_len` moves both ends, the
-  length of the `query` string (which only sets the needle's length and highlighting) the far
-  end alone, and within four consecutive values of each both ends land on character
-  boundaries, so at most `DECODE_TRIES` requests are made.  Provenance says how many were
-  needed (`infini_gram_mini.decode_retries`), and so do the corpus details.
+  length of the `query` string the far end alone, and within four consecutive values of each
+  both ends land on character boundaries, so at most `DECODE_TRIES` requests are made.
+  Provenance says how many were needed (`infini_gram_mini.decode_retries`), and so do the
+  corpus details.
 """
 from __future__ import annotations
 
@@ -78,12 +81,15 @@ class MiniCorpus(ApiCorpus):
         """Nothing to learn: the index is character-level."""
 
     def _window_requests(self, query: str) -> Iterator[tuple[int, int]]:
-        """(max_ctx_len, needle length) pairs to ask, the configured ones first: four
-        consecutive values of each, within the protocol's limits."""
+        """(max_ctx_len, needle length) pairs to ask: four consecutive values of each within
+        the protocol's limits, the configured context and the match's length in bytes first.
+        A needle as long as the match's bytes makes the window `max_ctx_len` bytes either side
+        of it, both ends the same distance from a character boundary, so in a script of
+        characters of one width the context alone finds a window that decodes."""
         contexts = _consecutive(self.options.max_ctx_len, 1, MAX_CTX_LEN, upward=False)
-        needles = _consecutive(len(query), 0, self.options.max_query_chars, upward=True)
-        for context in contexts:
-            for needle in needles:
+        needles = _consecutive(len(query.encode("utf-8")), 0, self.options.max_query_chars, upward=True)
+        for needle in needles:
+            for context in contexts:
                 yield context, needle
 
     def _fetch_window(self, occurrence: ApiOccurrence) -> MiniWindow:
