@@ -26,6 +26,7 @@ retries, the cache, offline mode and the decisions from counts are the infini-gr
 """
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -85,8 +86,10 @@ class MiniCorpus(ApiCorpus):
         the protocol's limits, the configured context and the match's length in bytes first.
         A needle as long as the match's bytes makes the window `max_ctx_len` bytes either side
         of it, both ends the same distance from a character boundary, so in a script of
-        characters of one width the context alone finds a window that decodes."""
-        contexts = _consecutive(self.options.max_ctx_len, 1, MAX_CTX_LEN, upward=False)
+        characters of one width the context alone finds a window that decodes: a multiple of
+        that width (the match's most usual one) is tried first."""
+        width = _usual_width(query)
+        contexts = sorted(_consecutive(self.options.max_ctx_len, 1, MAX_CTX_LEN, upward=False), key=lambda c: c % width != 0)
         needles = _consecutive(len(query.encode("utf-8")), 0, self.options.max_query_chars, upward=True)
         for needle in needles:
             for context in contexts:
@@ -159,6 +162,12 @@ def _consecutive(value: int, low: int, high: int, upward: bool) -> list[int]:
     first = max(low, first)
     run = range(first, min(high, first + REACH_STEPS - 1) + 1)
     return sorted(run, key=lambda v: abs(v - value))
+
+
+def _usual_width(text: str) -> int:
+    """The most common UTF-8 width of the text's characters (the wider on a tie)."""
+    widths = Counter(len(char.encode("utf-8")) for char in text)
+    return max(widths, key=lambda width: (widths[width], width)) if widths else 1
 
 
 def _of_length(query: str, length: int) -> str:
