@@ -18,7 +18,9 @@ local index holds it:
 - the snippet is a substring of the document, its match is the needle, and its context before
   the match is the document's text before it (up to 40 characters).
 Printed per language and `max_ctx_len`: snippets checked and exact, windows that needed a
-decode retry, the retries, the most on one window, and `get_doc_by_rank` requests per window.
+decode retry, the retries, the most on one window, `get_doc_by_rank` requests per window, and
+the windows whose match a reading of the offsets in characters (this client's before) would
+have misplaced.
 """
 from __future__ import annotations
 
@@ -109,7 +111,7 @@ def snippet_exact(local: LocalIndex, by_place: dict, corpus: MiniCorpus, hit, ne
 def measure(url: str, local: LocalIndex, chosen: dict, by_place: dict, context: int, lang: str) -> dict:
     client = InfiniGramClient(ClientSettings(url=url + "mini/", index="demo"))
     corpus = MiniCorpus(client, "demo", ApiOptions(longest_match="count", max_ctx_len=context))
-    row = {"lang": lang, "max_ctx_len": context, "docs": len(chosen[lang]), "needles": 0, "checked": 0, "exact": 0, "offset_exact": 0, "retried": 0, "retries": 0, "most": 0}
+    row = {"lang": lang, "max_ctx_len": context, "docs": len(chosen[lang]), "needles": 0, "checked": 0, "exact": 0, "offset_exact": 0, "retried": 0, "retries": 0, "most": 0, "misread": 0}
     for doc in chosen[lang]:
         for needle in needles(local.surrounding(Occurrence(doc, 0), 0, 1 << 40).decode("utf-8")):
             row["needles"] += 1
@@ -119,6 +121,8 @@ def measure(url: str, local: LocalIndex, chosen: dict, by_place: dict, context: 
                 row["checked"] += 1
                 row["exact"] += snippet_exact(local, by_place, corpus, hit, needle)
                 row["offset_exact"] += window.offset_exact
+                # Read as characters (as this client did before), needle_offset would miss the match.
+                row["misread"] += len(window.data[: window.needle_at].decode("utf-8")) != window.needle_at
                 row["retried"] += window.decode_retries > 0
                 row["retries"] += window.decode_retries
                 row["most"] = max(row["most"], window.decode_retries)
@@ -142,10 +146,10 @@ def main() -> None:
         process.wait(timeout=10)
     elapsed = time.perf_counter() - started
     print(f"audit {__version__}, Python {platform.python_version()}, {os.cpu_count()} cores, {elapsed:.1f} s\n")
-    print("| lang | max_ctx_len (bytes) | docs | needles | snippets checked | equal to the document | offsets exact | windows retried | decode retries | most on one window | get_doc_by_rank per window |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| lang | max_ctx_len (bytes) | docs | needles | snippets checked | equal to the document | offsets exact | windows retried | decode retries | most on one window | get_doc_by_rank per window | misplaced if read as characters |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['lang']} | {r['max_ctx_len']:,} | {r['docs']} | {r['needles']} | {r['checked']} | {r['exact']} | {r['offset_exact']} | {r['retried']} | {r['retries']} | {r['most']} | {r['per_window']:.2f} |")
+        print(f"| {r['lang']} | {r['max_ctx_len']:,} | {r['docs']} | {r['needles']} | {r['checked']} | {r['exact']} | {r['offset_exact']} | {r['retried']} | {r['retries']} | {r['most']} | {r['per_window']:.2f} | {r['misread']} |")
     total = sum(r["checked"] for r in rows)
     print(f"\nAll: {total} snippets, {sum(r['exact'] for r in rows)} equal to the document text, {sum(r['retries'] for r in rows)} decode retries over {sum(r['retried'] for r in rows)} windows.")
 

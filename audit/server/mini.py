@@ -12,6 +12,7 @@ documentation, which speaks of characters:
   bytes past the match than it holds (the window may even end inside the match);
 - a window that cuts a multi-byte character is answered with HTTP 200 and `DECODE_ERROR`;
 - `spans` split the text on every occurrence of the query string, labelled "0";
+- `metadata` is the document's JSON line without its newline;
 - every answer, that error included, carries the engine's `latency` in milliseconds.
 """
 from __future__ import annotations
@@ -96,7 +97,7 @@ def _document(served: ServedIndex, request: MiniRequest) -> dict[str, Any]:
         "doc_len": int(shown["doc_len"]),
         "disp_len": end - start,
         "needle_offset": at - start,
-        "metadata": shown.get("metadata", ""),
+        "metadata": str(shown.get("metadata", "")).removesuffix("\n"),
         "text": text,
         "spans": mini_spans(text, request.query),
     }
