@@ -213,3 +213,20 @@ def test_an_offline_rerun_reads_retried_windows_from_the_cache(served: Served, d
         again = [hit.window() for hit in offline.occurrences(needle, 3)[1]]
         assert [(w.data, w.needle_at, w.decode_retries) for w in first] == [(w.data, w.needle_at, w.decode_retries) for w in again]
     assert online.details["windows_decode_retried"] > 0 and offline.client.stats["requests"] == 0
+
+
+def test_the_replay_refuses_as_the_public_server_does(replay: MiniReplay):
+    """The public server's own refusals (api/api_server.py), which the client must tell from a
+    window it may ask again: none of them is a decode error."""
+    for body, status, message in (
+        ({"index": "scripts", "query_type": "count"}, 400, "[Flask] Missing required field: 'query'"),
+        ({"index": "v2_cc_2025-05", "query_type": "count", "query": "a"}, 400, "[Flask] Invalid index: v2_cc_2025-05"),
+        ({"index": "scripts", "query_type": "creativity", "query": "a"}, 400, "[Flask] Invalid query_type: creativity"),
+        ({"index": "scripts", "query_type": "get_doc_by_rank", "query": "a", "s": 0, "rank": 0}, 500, "[Flask] Internal server error: "),
+    ):
+        answer = requests.post(replay.url, json=body, timeout=10)
+        assert answer.status_code == status and answer.json()["error"].startswith(message), (body, answer.text)
+    wrong = MiniCorpus(InfiniGramClient(ClientSettings(url=replay.url, index="nope", attempts=1)), "nope")
+    with pytest.raises(ApiQueryError, match=r"\[Flask\] Invalid index: nope"):
+        wrong.occurrences("שלום", 1)
+    assert wrong.details["decode_retries"] == 0

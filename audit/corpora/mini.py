@@ -138,7 +138,7 @@ class MiniCorpus(ApiCorpus):
         except (KeyError, TypeError, ValueError) as error:
             raise ApiResponseError(f"{where}: answer lacks {error}") from None
         if disp_len != len(data) or not 0 <= at <= len(data) or doc_len < len(data):
-            raise ApiResponseError(f"{where}: disp_len {disp_len}, needle_offset {at} and doc_len {doc_len} do not count the {len(data)} bytes of its text in bytes")
+            raise ApiResponseError(f"{where}: disp_len {disp_len}, needle_offset {at} and doc_len {doc_len} do not fit the {len(data)} bytes of its text (the mini protocol counts bytes)")
         match = occurrence.query.encode("utf-8")
         if data[at : at + len(match)] != match[: len(data) - at]:
             raise ApiResponseError(f"{where}: the text at needle_offset {at} is not the match {occurrence.query!r}")
