@@ -3,6 +3,7 @@ multilingual text: counts, documents and provenance equal the local index's, the
 from counts agree with it, and the protocol's errors and the registry's names behave."""
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
@@ -13,6 +14,7 @@ from test_server import SAMPLE, Served, start_server
 
 from audit.check import check_items
 from audit.corpora.api import ApiOptions
+from audit.corpora.base import Occurrence, cut_snippet
 from audit.corpora.client import ClientSettings, InfiniGramClient, OfflineMiss
 from audit.corpora.demo import demo_index
 from audit.corpora.local import LocalIndex
@@ -118,3 +120,35 @@ def test_mini_corpora_by_name_and_their_registry_errors(tmp_path: Path, monkeypa
         read_registry(registry)
     with pytest.raises(OfflineMiss):
         open_corpus("pile-val-mini", offline=True).count("a question never asked")
+
+
+def test_audit_provenance_in_cjk_hindi_and_hebrew_is_the_documents_text(served: Served, demo_dir: Path):
+    """Through a whole check, windows of 300 bytes (long documents need decode retries): every
+    provenance entry of a Chinese, Japanese, Hindi or Hebrew variant quotes its document
+    exactly, at its offset where that is exact, and says how many retries its window took."""
+    items = load_benchmark(SAMPLE).items[:4]
+    policy = load_policy(None)
+    config = build_config(ngram.NgramConfig, policy.section("ngram"), "built-in")
+    rules = {name: table.for_source("demo") for name, table in policy.rules["ngram"].items()}
+    remote = mini(served, "demo", max_ctx_len=300)
+    records = check_items(items, [partial(ngram.run, remote, config=config, rules=rules)], policy)
+    local = LocalIndex(demo_dir, name="demo")
+    by_place = {(meta["path"], meta["linenum"]): doc for doc in range(local.info.documents) for meta in [local.metadata(doc)]}
+    checked: Counter = Counter()
+    exact: Counter = Counter()
+    for record in records:
+        if record["lang"] not in ("zh", "ja", "hi", "he"):
+            continue
+        for entry in (entry for evidence in record["evidence"] for entry in evidence.get("provenance", [])):
+            meta = entry["metadata"]
+            checked[record["lang"]] += 1
+            data = local.surrounding(Occurrence(by_place[(meta["path"], meta["linenum"])], 0), 0, 1 << 40)
+            snippet, (a, b) = entry["snippet"], entry["snippet_match"]
+            assert snippet in data.decode("utf-8") and len(snippet[a:b].encode("utf-8")) == entry["length"]
+            assert meta.get("infini_gram_mini", {"decode_retries": 1})["decode_retries"] >= 1
+            if meta.get("infini_gram_api", {}).get("offset_exact", True):
+                assert data[entry["offset"] : entry["offset"] + entry["length"]] == snippet[a:b].encode("utf-8")
+                assert (snippet, a, b) == cut_snippet(data, entry["offset"], entry["length"], config.snippet_chars)
+                exact[record["lang"]] += 1
+    # Hebrew's long documents hold their matches past the first 300 bytes: offsets there are lower bounds.
+    assert set(checked) == {"zh", "ja", "hi", "he"} and sum(exact.values()) > 0 and remote.details["windows_decode_retried"] > 0
