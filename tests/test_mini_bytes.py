@@ -137,7 +137,7 @@ def test_windows_are_counted_in_bytes_and_the_needle_in_characters(served: Serve
         assert answer["spans"] == [[text[at - context // 3 : at + 1 + context // 3], None]]
 
 
-@pytest.mark.parametrize("max_ctx_len", [25, 301])
+@pytest.mark.parametrize("max_ctx_len", [1, 25, 301])
 def test_provenance_snippets_equal_the_document_text(served: Served, documents, max_ctx_len: int):
     remote = corpus(served.url + "mini/", max_ctx_len)
     by_lang: Counter = Counter()
