@@ -3,6 +3,7 @@ multilingual text: counts, documents and provenance equal the local index's, the
 from counts agree with it, and the protocol's errors and the registry's names behave."""
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
@@ -13,6 +14,7 @@ from test_server import SAMPLE, Served, start_server
 
 from audit.check import check_items
 from audit.corpora.api import ApiOptions
+from audit.corpora.base import Occurrence, cut_snippet
 from audit.corpora.client import ClientSettings, InfiniGramClient, OfflineMiss
 from audit.corpora.demo import demo_index
 from audit.corpora.local import LocalIndex
@@ -60,9 +62,12 @@ def test_documents_and_provenance_equal_the_local_index(served: Served, wiki_ind
             mine, theirs = remote.document_hit(hit, len(text.encode()), 40), local.document_hit(theirs_at, len(text.encode()), 40)
             assert (mine.snippet, mine.snippet_match_start, mine.snippet_match_end) == (theirs.snippet, theirs.snippet_match_start, theirs.snippet_match_end)
             if hit.window().offset_exact:
+                # A window asked again after a decode error says so, beside the document's own metadata.
+                retried = mine.metadata.pop("infini_gram_mini", {"decode_retries": 0})
+                assert retried["decode_retries"] == hit.window().decode_retries
                 assert hit.offset == theirs_at.offset and mine.metadata == theirs.metadata
             else:
-                # Past `max_ctx_len` characters into a document, the offset is a lower bound, and said so.
+                # Past `max_ctx_len` bytes into a document, the offset is a lower bound, and said so.
                 assert hit.offset < theirs_at.offset and mine.metadata["infini_gram_api"]["offset_exact"] is False
     assert any(not hit.window().offset_exact for hit in remote.occurrences("University", 3)[1])
 
@@ -76,8 +81,11 @@ def test_the_route_speaks_the_documented_protocol(served: Served, wiki_docs):
     s = next(i for i, (lo, hi) in enumerate(found["segment_by_shard"]) if hi > lo)
     doc = requests.post(url, json={"index": "wiki", "query_type": "get_doc_by_rank", "query": word, "s": s, "rank": found["segment_by_shard"][s][0], "max_ctx_len": 20}, timeout=10).json()
     assert set(doc) >= {"doc_ix", "doc_len", "disp_len", "needle_offset", "text", "metadata"}
-    assert doc["text"][doc["needle_offset"] : doc["needle_offset"] + len(word)] == word
-    assert doc["needle_offset"] <= 20 and len(doc["text"]) - doc["needle_offset"] - len(word) <= 20 and doc["disp_len"] == len(doc["text"])
+    # Offsets and lengths count bytes, as the public server's engine does.
+    shown = doc["text"].encode("utf-8")
+    assert shown[doc["needle_offset"] : doc["needle_offset"] + len(word)] == word.encode()
+    assert doc["needle_offset"] <= 20 and len(shown) - doc["needle_offset"] - len(word) <= 20 and doc["disp_len"] == len(shown) <= doc["doc_len"]
+    assert [word, "0"] in doc["spans"] and "".join(text for text, _ in doc["spans"]) == doc["text"] and doc["latency"] >= 0
     for body, message in (
         ({"index": "wiki", "query_type": "creativity", "query": "a"}, "Invalid query_type"),
         ({"index": "nope", "query_type": "count", "query": "a"}, "Invalid index"),
@@ -102,7 +110,7 @@ def test_decisions_from_counts_agree_with_the_local_index(served: Served, demo_d
 
 def test_mini_corpora_by_name_and_their_registry_errors(tmp_path: Path, monkeypatch):
     monkeypatch.setenv("AUDIT_CACHE_DIR", str(tmp_path / "cache"))
-    assert BUILTIN["cc-2025-05"].index == "v2_cc-2025-05" and BUILTIN["dclm-mini"].index == "v2_dclm_all"
+    assert BUILTIN["cc-2025-05"].backend == MINI and BUILTIN["cc-2025-05"].index == "v2_cc-2025-05" and BUILTIN["dclm-mini"].index == "v2_dclm_all"
     assert all(entry.url == "https://api.infini-gram-mini.io/" for entry in BUILTIN.values() if entry.backend == MINI)
     corpus = open_corpus("cc-2025-08", offline=True)
     assert isinstance(corpus, MiniCorpus) and corpus.details["longest_match"] == "count"
@@ -112,3 +120,35 @@ def test_mini_corpora_by_name_and_their_registry_errors(tmp_path: Path, monkeypa
         read_registry(registry)
     with pytest.raises(OfflineMiss):
         open_corpus("pile-val-mini", offline=True).count("a question never asked")
+
+
+def test_audit_provenance_in_cjk_hindi_and_hebrew_is_the_documents_text(served: Served, demo_dir: Path):
+    """Through a whole check, windows of 300 bytes (long documents need decode retries): every
+    provenance entry of a Chinese, Japanese, Hindi or Hebrew variant quotes its document
+    exactly, at its offset where that is exact, and says how many retries its window took."""
+    items = load_benchmark(SAMPLE).items[:4]
+    policy = load_policy(None)
+    config = build_config(ngram.NgramConfig, policy.section("ngram"), "built-in")
+    rules = {name: table.for_source("demo") for name, table in policy.rules["ngram"].items()}
+    remote = mini(served, "demo", max_ctx_len=300)
+    records = check_items(items, [partial(ngram.run, remote, config=config, rules=rules)], policy)
+    local = LocalIndex(demo_dir, name="demo")
+    by_place = {(meta["path"], meta["linenum"]): doc for doc in range(local.info.documents) for meta in [local.metadata(doc)]}
+    checked: Counter = Counter()
+    exact: Counter = Counter()
+    for record in records:
+        if record["lang"] not in ("zh", "ja", "hi", "he"):
+            continue
+        for entry in (entry for evidence in record["evidence"] for entry in evidence.get("provenance", [])):
+            meta = entry["metadata"]
+            checked[record["lang"]] += 1
+            data = local.surrounding(Occurrence(by_place[(meta["path"], meta["linenum"])], 0), 0, 1 << 40)
+            snippet, (a, b) = entry["snippet"], entry["snippet_match"]
+            assert snippet in data.decode("utf-8") and len(snippet[a:b].encode("utf-8")) == entry["length"]
+            assert meta.get("infini_gram_mini", {"decode_retries": 1})["decode_retries"] >= 1
+            if meta.get("infini_gram_api", {}).get("offset_exact", True):
+                assert data[entry["offset"] : entry["offset"] + entry["length"]] == snippet[a:b].encode("utf-8")
+                assert (snippet, a, b) == cut_snippet(data, entry["offset"], entry["length"], config.snippet_chars)
+                exact[record["lang"]] += 1
+    # Hebrew's long documents hold their matches past the first 300 bytes: offsets there are lower bounds.
+    assert set(checked) == {"zh", "ja", "hi", "he"} and sum(exact.values()) > 0 and remote.details["windows_decode_retried"] > 0
