@@ -48,15 +48,19 @@ from typing import Any
 import numpy as np
 
 from audit.corpora import counting
+from audit.corpora.asking import KEYS, Requests
 from audit.corpora.base import Budget, CorpusInfo, DocumentHit, MatchLengths, MatchQuestions, OutOfBudget, Profile, cut_snippet
 from audit.corpora.client import ApiQueryError, ApiResponseError, InfiniGramClient
+from audit.corpora.grouped import QueryLimits
 from audit.corpora.local import bytes_to_char_lengths
 from audit.corpora.protocol import MAX_CTX_LEN, MAX_DISP_LEN, MAX_QUERY_CHARS, MAX_QUERY_TOKENS
+from audit.corpora.surface import AS_IS, LEADING_SPACE, WORD_START, TokenizerKind, forms, kind_of_index, learned_kind
 from audit.ranges import merged
 from audit.text import UNSEGMENTED_SCRIPTS, script_of
 
-AS_IS, LEADING_SPACE, WORD_START = "as-is", "leading space", "word start"
 LONGEST_MATCH_MODES = ("auto", "creativity", "count")
+FORMS = ("when-absent", "both")
+COOCCURRENCE = ("auto", "documents")
 SORTED_OCCURRENCES = 10
 
 
@@ -74,6 +78,11 @@ class ApiOptions:
     max_ctx_len: int = MAX_CTX_LEN
     creativity_stride: int = 50
     variants: bool = True
+    tokenizer: str = "auto"
+    forms: str = "when-absent"
+    cooccurrence: str = "auto"
+    group_terms: int = 4
+    max_diff_tokens: int = 1000
 
     def __post_init__(self) -> None:
         if self.profile not in tuple(Profile):
@@ -85,6 +94,12 @@ class ApiOptions:
             raise ValueError(f"budget, max_query_chars, max_query_tokens and max_disp_len must be positive, max_ctx_len in [1, {MAX_CTX_LEN}]")
         if not 0 < self.creativity_stride < self.max_query_tokens:
             raise ValueError("creativity_stride must be positive and below max_query_tokens")
+        for name, value, allowed in (("tokenizer", self.tokenizer, tuple(TokenizerKind)), ("forms", self.forms, FORMS), ("cooccurrence", self.cooccurrence, COOCCURRENCE)):
+            if value not in allowed:
+                raise ValueError(f"{name} {value!r} is not one of {', '.join(allowed)}")
+        object.__setattr__(self, "tokenizer", TokenizerKind(self.tokenizer))
+        if self.group_terms < 1 or self.max_diff_tokens < 1:
+            raise ValueError("group_terms and max_diff_tokens must be positive")
 
 
 @dataclass
@@ -135,7 +150,9 @@ class ApiCorpus:
         self.options = options or ApiOptions()
         self._lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None
-        self._byte_level: bool | None = None
+        kind = self.options.tokenizer
+        self._kind: TokenizerKind | None = kind_of_index(client.settings.index) if kind == TokenizerKind.AUTO else kind
+        self._byte_level: bool | None = None if self._kind is None else self._kind == TokenizerKind.BYTES
         self._mode = self.options.longest_match
         settings = client.settings
         identity = f"{self.BACKEND}\n{settings.url.rstrip('/')}\n{settings.index}"
@@ -144,7 +161,8 @@ class ApiCorpus:
             "index": settings.index,
             "description": description,
             "offline": settings.offline,
-            "tokenization": "unknown",
+            "tokenization": "unknown" if self._byte_level is None else "bytes" if self._byte_level else "tokens",
+            "tokenizer": str(self._kind or TokenizerKind.AUTO),
             "longest_match": self._mode,
             "profile": str(self.options.profile),
             "count_budget_per_variant": self.options.budget,
@@ -154,8 +172,12 @@ class ApiCorpus:
             "counts_over_limit": 0,
             "occurrences_by_prefix": 0,
             "variant_matches": {AS_IS: 0, LEADING_SPACE: 0, WORD_START: 0},
+            "grouped": {"questions": 0, "requests": 0, "cnf_refused": ""},
+            "cooccurrence": {"cnf_queries": 0, "cnf_pairs": 0, "documents_read": 0, "by_documents": 0, "approx": 0},
             "requests": client.stats,
         }
+        limits = QueryLimits(self.options.group_terms, self.options.max_query_chars, self.options.max_query_tokens)
+        self._requests = Requests(client, limits, self._map, self.details["grouped"])
         self.info = CorpusInfo(
             name=name,
             backend=self.BACKEND,
@@ -191,32 +213,42 @@ class ApiCorpus:
         return len(text) <= self.options.max_query_chars and len(text.encode("utf-8")) <= self.max_bytes
 
     def _learn(self, text: str, response: dict[str, Any]) -> None:
-        """Byte-level or token-level, from how the server tokenized a string query."""
-        if self._byte_level is None and text and isinstance(response.get("token_ids"), list):
-            byte_level = response["token_ids"] == list(text.encode("utf-8"))
+        """The tokenizer type, unless configured or known from the index name: from how the
+        server tokenized a plain string query (`audit.corpora.surface.learned_kind`)."""
+        if self._kind is not None:
+            return
+        kind = learned_kind(text, response)
+        if kind is not None:
             with self._lock:
-                self._byte_level = byte_level
-                self.details["tokenization"] = "bytes" if byte_level else "tokens"
+                self._kind, self._byte_level = kind, kind == TokenizerKind.BYTES
+                self.details["tokenization"] = "bytes" if self._byte_level else "tokens"
+                self.details["tokenizer"] = f"{kind} (learned)"
 
     def _variants(self, text: str) -> list[tuple[str, str]]:
-        """The surface forms a token-level index may hold the text as: as it is, and with its
-        word-start space the other way (added; or dropped, for tokenizers such as Llama-2's
-        that add their own word-start marker and, with digits split, keep a space before a
-        number as a token of its own, which a query starting with that space never matches)."""
-        forms = [(AS_IS, text)]
-        if self.options.variants and self._byte_level is False:
-            forms.append((WORD_START, text[1:]) if text.startswith(" ") and len(text) > 1 else (LEADING_SPACE, " " + text))
-        return forms
+        """(label, query) for the surface forms the index may hold the text as (see
+        `audit.corpora.surface.forms`)."""
+        return forms(self._kind, text, self.options.variants)
 
     def _best(self, query_type: str, text: str, key: str) -> tuple[str, str, dict[str, Any]]:
-        """(variant, query, response) for the surface form the corpus holds most often."""
-        first = self.client.query(query_type, query=text)
-        self._learn(text, first)
-        best = (AS_IS, text, first)
-        for variant, form in self._variants(text)[1:]:
-            response = self.client.query(query_type, query=form)
-            if int(response.get(key, 0)) > int(best[2].get(key, 0)):
+        """(variant, query, response) for the surface form the corpus holds: the first that
+        finds something (with forms `both`, the one found most often)."""
+        answers: dict[str, dict[str, Any]] = {}
+
+        def ask(form: str) -> dict[str, Any]:
+            if form not in answers:
+                answers[form] = self._requests.ask(query_type, form) if query_type in KEYS else self.client.query(query_type, query=form)
+            return answers[form]
+
+        if self._kind is None:
+            self._learn(text, ask(text))
+        best: tuple[str, str, dict[str, Any]] | None = None
+        for variant, form in self._variants(text):
+            response = ask(form)
+            if best is None or int(response.get(key, 0)) > int(best[2].get(key, 0)):
                 best = (variant, form, response)
+            if self.options.forms == "when-absent" and int(best[2].get(key, 0)):
+                break
+        assert best is not None
         return best
 
     def _count_fitting(self, text: str) -> int:
@@ -225,6 +257,14 @@ class ApiCorpus:
         if found:
             self._note("variant_matches", variant)
         return found
+
+    def _answer_all(self, occurs: Callable[[str], bool], pieces: list[str]) -> list[bool]:
+        """Whether each piece occurs in any of its surface forms: by group testing over OR
+        queries (`audit.corpora.asking`) with forms `when-absent`, else each piece asked with
+        `occurs`, side by side."""
+        if self.options.forms != "when-absent" or self.options.group_terms < 2:
+            return self._map(occurs, pieces)
+        return self._requests.answer_all([tuple(form for _, form in self._variants(piece)) for piece in pieces])
 
     def _pieces(self, text: str, start: int = 0) -> Iterator[tuple[int, int]]:
         """Consecutive (start, end) character ranges of text[start:], each within the limits."""
@@ -239,6 +279,12 @@ class ApiCorpus:
             yield start, max(end, start + 1)
             start = max(end, start + 1)
 
+    def _occurs(self, text: str) -> bool:
+        """Whether the text occurs in any surface form: one request for all of them."""
+        if self.options.forms == "when-absent" and self.options.group_terms > 1 and self._kind is not None:
+            return self._answer_all(lambda piece: self._count_fitting(piece) > 0, [text])[0]
+        return self.count(text) > 0
+
     def count(self, text: str) -> int:
         return self.count_range(text)[1]
 
@@ -249,14 +295,17 @@ class ApiCorpus:
             found = self._count_fitting(text)
             return found, found
         self._note("counts_over_limit")
-        counts = self._map(self._count_fitting, [text[a:b] for a, b in self._pieces(text)])
+        pieces = [text[a:b] for a, b in self._pieces(text)]
+        if not all(self._answer_all(lambda piece: self._count_fitting(piece) > 0, pieces)):
+            return 0, 0
+        counts = self._map(self._count_fitting, pieces)
         return (0, 0) if 0 in counts else (0, min(counts))
 
     def match_lengths(self, text: str, questions: MatchQuestions | None = None) -> MatchLengths:
         n = len(text)
         if not n:
             return MatchLengths([])
-        if self.fits(text) and self.count(text) > 0:
+        if self.fits(text) and self._occurs(text):
             return MatchLengths([n - i for i in range(n)])
         if self.fits(text[:1]) and self._byte_level is None:
             self._learn(text[:1], self.client.query("count", query=text[:1]))
@@ -344,7 +393,7 @@ class ApiCorpus:
         nothing is asked in particular."""
         geometry = counting.Geometry.of(len(text), lambda i: self._boundary(text, i), self._reaches(text))
         budget = questions.budget if questions is not None else Budget()
-        ask = counting.Asker(text, lambda piece: self._count_fitting(piece) > 0, counting.Known(geometry), budget, self.options.budget, self._map)
+        ask = counting.Asker(text, lambda piece: self._count_fitting(piece) > 0, counting.Known(geometry), budget, self.options.budget, self._answer_all)
         if questions is None or self.options.profile == Profile.FULL:
             spent = False
             try:
