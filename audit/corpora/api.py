@@ -38,88 +38,37 @@ What is derived, and how exact it is:
 from __future__ import annotations
 
 import hashlib
-import json
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from audit.corpora import counting
+from audit.corpora.apidocs import DocumentWindow, displayed, parse_metadata
+from audit.corpora.apioptions import ApiOptions
 from audit.corpora.asking import KEYS, Requests
 from audit.corpora.base import Budget, CorpusInfo, DocumentHit, MatchLengths, MatchQuestions, OutOfBudget, Profile, cut_snippet
 from audit.corpora.client import ApiQueryError, ApiResponseError, InfiniGramClient
+from audit.corpora.cooccur import Found, near_documents
+from audit.corpora.creativity import creativity_lengths
 from audit.corpora.grouped import QueryLimits
-from audit.corpora.local import bytes_to_char_lengths
-from audit.corpora.protocol import MAX_CTX_LEN, MAX_DISP_LEN, MAX_QUERY_CHARS, MAX_QUERY_TOKENS
 from audit.corpora.surface import AS_IS, LEADING_SPACE, WORD_START, TokenizerKind, forms, kind_of_index, learned_kind
-from audit.ranges import merged
 from audit.text import UNSEGMENTED_SCRIPTS, script_of
 
-LONGEST_MATCH_MODES = ("auto", "creativity", "count")
-FORMS = ("when-absent", "both")
-COOCCURRENCE = ("auto", "documents")
 SORTED_OCCURRENCES = 10
-
-
-@dataclass(frozen=True)
-class ApiOptions:
-    """How the corpus turns signal questions into requests (see the module docstring)."""
-
-    longest_match: str = "auto"
-    budget: int = 256
-    profile: Profile = Profile.DECIDE
-    sample_seed: int = 0
-    max_query_chars: int = MAX_QUERY_CHARS
-    max_query_tokens: int = MAX_QUERY_TOKENS
-    max_disp_len: int = MAX_DISP_LEN
-    max_ctx_len: int = MAX_CTX_LEN
-    creativity_stride: int = 50
-    variants: bool = True
-    tokenizer: str = "auto"
-    forms: str = "when-absent"
-    cooccurrence: str = "auto"
-    group_terms: int = 4
-    max_diff_tokens: int = 1000
-
-    def __post_init__(self) -> None:
-        if self.profile not in tuple(Profile):
-            raise ValueError(f"profile {self.profile!r} is not one of {', '.join(Profile)}")
-        object.__setattr__(self, "profile", Profile(self.profile))
-        if self.longest_match not in LONGEST_MATCH_MODES:
-            raise ValueError(f"longest_match {self.longest_match!r} is not one of {', '.join(LONGEST_MATCH_MODES)}")
-        if self.budget < 1 or self.max_query_chars < 2 or self.max_query_tokens < 2 or self.max_disp_len < 2 or not 1 <= self.max_ctx_len <= MAX_CTX_LEN:
-            raise ValueError(f"budget, max_query_chars, max_query_tokens and max_disp_len must be positive, max_ctx_len in [1, {MAX_CTX_LEN}]")
-        if not 0 < self.creativity_stride < self.max_query_tokens:
-            raise ValueError("creativity_stride must be positive and below max_query_tokens")
-        for name, value, allowed in (("tokenizer", self.tokenizer, tuple(TokenizerKind)), ("forms", self.forms, FORMS), ("cooccurrence", self.cooccurrence, COOCCURRENCE)):
-            if value not in allowed:
-                raise ValueError(f"{name} {value!r} is not one of {', '.join(allowed)}")
-        object.__setattr__(self, "tokenizer", TokenizerKind(self.tokenizer))
-        if self.group_terms < 1 or self.max_diff_tokens < 1:
-            raise ValueError("group_terms and max_diff_tokens must be positive")
-
-
-@dataclass
-class DocumentWindow:
-    """A displayed stretch of one document around one occurrence."""
-
-    document: int
-    data: bytes
-    needle_at: int
-    offset_exact: bool
-    metadata: dict[str, Any]
+__all__ = ["AS_IS", "LEADING_SPACE", "WORD_START", "ApiCorpus", "ApiOccurrence", "ApiOptions", "DocumentWindow", "parse_metadata"]
 
 
 class ApiOccurrence:
-    """An occurrence known by its shard and suffix-array rank; its document is fetched the
-    first time a signal asks for it (and kept, as is the response in the cache)."""
+    """An occurrence known by its shard and suffix-array rank (or, found by a CNF query, by its
+    pointer into the shard, with its document already read); the document is fetched the first
+    time a signal asks for it (and kept, as is the response in the cache)."""
 
-    def __init__(self, corpus: ApiCorpus, shard: int, rank: int, query: str, variant: str) -> None:
-        self.corpus, self.shard, self.rank, self.query, self.variant = corpus, shard, rank, query, variant
-        self._window: DocumentWindow | None = None
+    def __init__(self, corpus: ApiCorpus, shard: int, rank: int, query: str, variant: str, ptr: int | None = None, window: DocumentWindow | None = None) -> None:
+        self.corpus, self.shard, self.rank, self.query, self.variant, self.ptr = corpus, shard, rank, query, variant, ptr
+        self._window = window
         self._lock = threading.Lock()
 
     def window(self) -> DocumentWindow:
@@ -154,6 +103,7 @@ class ApiCorpus:
         self._kind: TokenizerKind | None = kind_of_index(client.settings.index) if kind == TokenizerKind.AUTO else kind
         self._byte_level: bool | None = None if self._kind is None else self._kind == TokenizerKind.BYTES
         self._mode = self.options.longest_match
+        self._found: dict[str, tuple[str, str]] = {}
         settings = client.settings
         identity = f"{self.BACKEND}\n{settings.url.rstrip('/')}\n{settings.index}"
         self.details: dict[str, Any] = {
@@ -178,6 +128,9 @@ class ApiCorpus:
         }
         limits = QueryLimits(self.options.group_terms, self.options.max_query_chars, self.options.max_query_tokens)
         self._requests = Requests(client, limits, self._map, self.details["grouped"])
+        if self.BACKEND != ApiCorpus.BACKEND:
+            # Only the infini-gram protocol has AND/OR queries; infini-gram mini counts them as text.
+            self.refuse_cnf(f"{self.BACKEND} has no CNF queries")
         self.info = CorpusInfo(
             name=name,
             backend=self.BACKEND,
@@ -262,7 +215,7 @@ class ApiCorpus:
         """Whether each piece occurs in any of its surface forms: by group testing over OR
         queries (`audit.corpora.asking`) with forms `when-absent`, else each piece asked with
         `occurs`, side by side."""
-        if self.options.forms != "when-absent" or self.options.group_terms < 2:
+        if self.options.forms != "when-absent" or self.options.group_terms < 2 or self.cnf_refused:
             return self._map(occurs, pieces)
         return self._requests.answer_all([tuple(form for _, form in self._variants(piece)) for piece in pieces])
 
@@ -323,46 +276,10 @@ class ApiCorpus:
         return self._by_counts(text, questions)
 
     def _by_creativity(self, text: str) -> MatchLengths:
-        """Lengths from `creativity` answers over successive windows of the text's bytes.
-
-        A window's lengths are exact until the first position whose match reaches the window's
-        end (the matches of all later positions reach it too, since a suffix of a match is a
-        match); the next window starts there.  To make progress it starts at least
-        `creativity_stride` bytes on, and the positions skipped keep their capped lengths."""
-        encoded = text.encode("utf-8")
-        starts = np.append(np.asarray(_char_starts(encoded), dtype=np.int64), len(encoded))
-        lengths = np.zeros(len(encoded), dtype=np.int64)
-        capped: list[tuple[int, int]] = []
-        char = 0
-        while char < len(text):
-            a = int(starts[char])
-            last = min(char + self.options.max_query_chars, len(text), int(np.searchsorted(starts, a + self.max_bytes, side="right")) - 1)
-            b = int(starts[max(last, char + 1)])
-            response = self.client.query("creativity", query=encoded[a:b].decode("utf-8"))
-            rs = response.get("rs")
-            if not isinstance(rs, list) or len(rs) != b - a:
-                raise ApiResponseError(f"{self.client.settings.url}: creativity answered {len(rs) if isinstance(rs, list) else rs!r} values for {b - a} bytes")
-            values = np.asarray(rs, dtype=np.int64) - np.arange(b - a)
-            if b == len(encoded):
-                lengths[a:b] = values
-                break
-            reaching = np.flatnonzero(np.asarray(rs, dtype=np.int64) >= b - a)
-            stop = a + int(reaching[0]) if reaching.size else b
-            following = max(stop, a + self.options.creativity_stride)
-            next_char = min(int(np.searchsorted(starts, following, side="left")), max(last, char + 1))
-            b_next = int(starts[next_char])
-            lengths[a:b_next] = values[: b_next - a]
-            if stop < b_next:
-                capped.append((int(np.searchsorted(starts, stop, side="left")), next_char))
-            char = next_char
-        chars = bytes_to_char_lengths(encoded, lengths)
-        if not capped:
-            return MatchLengths(chars)
-        self._note("fields_capped")
-        highest = list(chars)
-        for a, b in merged(capped):
-            highest[a:b] = [len(text) - i for i in range(a, b)]
-        return MatchLengths(chars, highest)
+        lengths, capped = creativity_lengths(self, text)
+        if capped:
+            self._note("fields_capped")
+        return lengths
 
     def _boundary(self, text: str, i: int) -> bool:
         """Where a token-level query can start or end: at a space (a query then starts with the
@@ -409,6 +326,7 @@ class ApiCorpus:
         return lengths
 
     def occurrences(self, text: str, limit: int) -> tuple[int, list[ApiOccurrence]]:
+        original = text
         if not self.fits(text):
             self._note("occurrences_by_prefix")
             _, end = next(self._pieces(text))
@@ -427,6 +345,7 @@ class ApiCorpus:
             found.extend(ApiOccurrence(self, shard, int(rank), form, variant) for rank in ranks)
         if total:
             self._note("variant_matches", variant)
+            self._found[original] = (variant, form)
         found = found[: max(limit, 0)]
         if len(found) <= SORTED_OCCURRENCES:
             found.sort(key=lambda o: (o.document, o.offset))
@@ -440,17 +359,42 @@ class ApiCorpus:
         up to `max_disp_len / 2` bytes each side is covered)."""
         wanted = self.options.max_disp_len
         response = self.client.query("get_doc_by_rank", query=occurrence.query, s=occurrence.shard, rank=occurrence.rank, max_disp_len=wanted)
-        try:
-            document = int(response["doc_ix"])
-            disp_len = int(response["disp_len"])
-            doc_len = int(response.get("doc_len", disp_len))
-            needle = int(response.get("needle_offset", wanted // 2))
-            metadata = parse_metadata(response.get("metadata", ""))
-        except (KeyError, TypeError, ValueError) as error:
-            raise ApiResponseError(f"{self.client.settings.url}: get_doc_by_rank answer lacks {error}") from None
-        exact = needle < wanted // 2 or disp_len == doc_len
-        data, needle_at = _locate_in_spans(response.get("spans") or [], needle, disp_len)
-        return DocumentWindow(document=document, data=data, needle_at=needle_at, offset_exact=exact, metadata=metadata)
+        return displayed(response, wanted, f"{self.client.settings.url}: get_doc_by_rank").window
+
+    def near_documents(self, strings: Sequence[str], counts: Sequence[int], window: int, limit: int) -> Found | None:
+        """Documents holding all `strings` within `window` bytes, from one CNF query where the
+        server has it (`audit.corpora.cooccur`); None where documents must be read one
+        occurrence at a time."""
+        found = near_documents(self, strings, counts, window, limit)
+        if found is None:
+            self.note_cooccurrence("by_documents")
+        return found
+
+    def found_form(self, text: str) -> str | None:
+        """The surface form `occurrences` found `text` in, if it did."""
+        found = self._found.get(text)
+        return None if found is None else found[1]
+
+    @property
+    def byte_level(self) -> bool:
+        return bool(self._byte_level)
+
+    @property
+    def cnf_refused(self) -> bool:
+        return self._requests.cnf is False
+
+    def refuse_cnf(self, reason: str) -> None:
+        with self._lock:
+            self._requests.cnf = False
+            self.details["grouped"]["cnf_refused"] = reason
+
+    def note_cooccurrence(self, key: str, amount: int = 1) -> None:
+        with self._lock:
+            self.details["cooccurrence"][key] += amount
+
+    def occurrence_at(self, shard: int, ptr: int, form: str, text: str, window: DocumentWindow) -> ApiOccurrence:
+        variant = self._found.get(text, (AS_IS, form))[0]
+        return ApiOccurrence(self, shard, -1, form, variant, ptr=ptr, window=window)
 
     def surrounding(self, occurrence: ApiOccurrence, before: int, after: int) -> bytes:
         window = occurrence.window()
@@ -463,42 +407,6 @@ class ApiCorpus:
         snippet, start, end = cut_snippet(data, min(window.needle_at, reach), length_bytes, context_chars)
         metadata = dict(window.metadata)
         if occurrence.variant != AS_IS or not window.offset_exact:
-            metadata["infini_gram_api"] = {"variant": occurrence.variant, "offset_exact": window.offset_exact, "shard": occurrence.shard, "rank": occurrence.rank}
+            where = {"rank": occurrence.rank} if occurrence.ptr is None else {"ptr": occurrence.ptr}
+            metadata["infini_gram_api"] = {"variant": occurrence.variant, "offset_exact": window.offset_exact, "shard": occurrence.shard, **where}
         return DocumentHit(window.document, metadata, window.needle_at, length_bytes, snippet, start, end)
-
-
-def _char_starts(encoded: bytes) -> list[int]:
-    return [i for i, b in enumerate(encoded) if b & 0xC0 != 0x80]
-
-
-def parse_metadata(raw: Any) -> dict[str, Any]:
-    """A document's metadata as a dict: the API sends the index's JSON line as a string."""
-    if isinstance(raw, dict):
-        return raw
-    if not isinstance(raw, str) or not raw.strip():
-        return {}
-    try:
-        value = json.loads(raw)
-    except json.JSONDecodeError:
-        return {"raw": raw}
-    return value if isinstance(value, dict) else {"raw": value}
-
-
-def _locate_in_spans(spans: list[Any], needle_offset: int, disp_len: int) -> tuple[bytes, int]:
-    """The displayed text and the byte offset of the occurrence in it.  The protocol gives the
-    text only as `spans` (its `token_ids` are the query's) and the occurrence's position only
-    in tokens, and the client has no tokenizer: of the spans labelled as matches, the one whose
-    position in the text is nearest the occurrence's position in the tokens is taken (exact on
-    a byte-level index, where a token is a byte)."""
-    texts = [str(span[0]) for span in spans if isinstance(span, list | tuple) and span]
-    data = "".join(texts).encode("utf-8")
-    if not data:
-        return data, 0
-    target = len(data) * needle_offset / max(disp_len, 1)
-    best, at = None, 0
-    for span in spans:
-        width = len(str(span[0]).encode("utf-8"))
-        if len(span) > 1 and span[1] is not None and (best is None or abs(at - target) < abs(best - target)):
-            best = at
-        at += width
-    return data, int(best if best is not None else round(target))

@@ -61,6 +61,10 @@ def nearby(corpus: Corpus, occurrences: Occurrences, strings: Sequence[str], win
     counts = tuple(occurrences(text)[0] for text in strings)
     if not all(counts):
         return Nearby(counts, {}, True)
+    joint = getattr(corpus, "near_documents", None)
+    found = joint(strings, counts, window, occurrences.limit) if joint is not None else None
+    if found is not None:
+        return Nearby(counts, *found)
     rarest = min(range(len(strings)), key=counts.__getitem__)
     rare, hits = strings[rarest], occurrences(strings[rarest])[1]
     near = _near(corpus, rare, hits, [text for i, text in enumerate(strings) if i != rarest], window)
