@@ -113,6 +113,16 @@ def describe(name: str, records: list[Record], api: ApiCorpus, client: CountingC
     }
     row["median_requests_per_variant"] = statistics.median(r["http_requests"] for r in records)
     row["max_requests_per_variant"] = max(r["http_requests"] for r in records)
+    spent_by_variant = sorted(r["http_requests"] for r in records)
+    row["p90_requests_per_variant"] = spent_by_variant[int(0.9 * (len(spent_by_variant) - 1))]
+    by_lang: dict[str, list[int]] = {}
+    for r in records:
+        by_lang.setdefault(r["lang"], []).append(r["http_requests"])
+    row["mean_requests_by_language"] = {lang: round(statistics.mean(v), 1) for lang, v in sorted(by_lang.items())}
+    by_tag: dict[str, list[int]] = {}
+    for r in records:
+        by_tag.setdefault(str(r["exposure"]), []).append(r["http_requests"])
+    row["mean_requests_by_tag"] = {tag: round(statistics.mean(v), 1) for tag, v in sorted(by_tag.items())}
     if reference is not None:
         row["tags_unlike_reference"] = [f"{decisions.key(r)}: {r['exposure']} (reference {reference[decisions.key(r)]})" for r in records if r["exposure"] != reference[decisions.key(r)]]
     return row

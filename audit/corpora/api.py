@@ -41,6 +41,7 @@ import hashlib
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -55,7 +56,7 @@ from audit.corpora.cooccur import Found, near_documents
 from audit.corpora.creativity import creativity_lengths
 from audit.corpora.grouped import QueryLimits
 from audit.corpora.surface import AS_IS, LEADING_SPACE, WORD_START, TokenizerKind, forms, kind_of_index, learned_kind
-from audit.text import UNSEGMENTED_SCRIPTS, script_of
+from audit.text import UNSEGMENTED_SCRIPTS, script_of, units
 
 SORTED_OCCURRENCES = 10
 __all__ = ["AS_IS", "LEADING_SPACE", "WORD_START", "ApiCorpus", "ApiOccurrence", "ApiOptions", "DocumentWindow", "parse_metadata"]
@@ -104,6 +105,7 @@ class ApiCorpus:
         self._byte_level: bool | None = None if self._kind is None else self._kind == TokenizerKind.BYTES
         self._mode = self.options.longest_match
         self._found: dict[str, tuple[str, str]] = {}
+        self._absent_texts: set[str] = set()
         settings = client.settings
         identity = f"{self.BACKEND}\n{settings.url.rstrip('/')}\n{settings.index}"
         self.details: dict[str, Any] = {
@@ -122,7 +124,7 @@ class ApiCorpus:
             "counts_over_limit": 0,
             "occurrences_by_prefix": 0,
             "variant_matches": {AS_IS: 0, LEADING_SPACE: 0, WORD_START: 0},
-            "grouped": {"questions": 0, "requests": 0, "cnf_refused": ""},
+            "grouped": {"questions": 0, "found": 0, "requests": 0, "cnf_refused": ""},
             "cooccurrence": {"cnf_queries": 0, "cnf_pairs": 0, "documents_read": 0, "by_documents": 0, "approx": 0},
             "requests": client.stats,
         }
@@ -211,13 +213,13 @@ class ApiCorpus:
             self._note("variant_matches", variant)
         return found
 
-    def _answer_all(self, occurs: Callable[[str], bool], pieces: list[str]) -> list[bool]:
+    def _answer_all(self, occurs: Callable[[str], bool], pieces: list[str], tally: list[int] | None = None) -> list[bool]:
         """Whether each piece occurs in any of its surface forms: by group testing over OR
         queries (`audit.corpora.asking`) with forms `when-absent`, else each piece asked with
         `occurs`, side by side."""
         if self.options.forms != "when-absent" or self.options.group_terms < 2 or self.cnf_refused:
             return self._map(occurs, pieces)
-        return self._requests.answer_all([tuple(form for _, form in self._variants(piece)) for piece in pieces])
+        return self._requests.answer_all([tuple(form for _, form in self._variants(piece)) for piece in pieces], tally)
 
     def _pieces(self, text: str, start: int = 0) -> Iterator[tuple[int, int]]:
         """Consecutive (start, end) character ranges of text[start:], each within the limits."""
@@ -248,6 +250,8 @@ class ApiCorpus:
             found = self._count_fitting(text)
             return found, found
         self._note("counts_over_limit")
+        if text in self._absent_texts:
+            return 0, 0
         pieces = [text[a:b] for a, b in self._pieces(text)]
         if not all(self._answer_all(lambda piece: self._count_fitting(piece) > 0, pieces)):
             return 0, 0
@@ -258,7 +262,7 @@ class ApiCorpus:
         n = len(text)
         if not n:
             return MatchLengths([])
-        if self.fits(text) and self._occurs(text):
+        if self.fits(text) and not self._asked_with_chunks(text, questions) and self._occurs(text):
             return MatchLengths([n - i for i in range(n)])
         if self.fits(text[:1]) and self._byte_level is None:
             self._learn(text[:1], self.client.query("count", query=text[:1]))
@@ -304,13 +308,21 @@ class ApiCorpus:
         by_chars = np.arange(len(text)) + self.options.max_query_chars
         return np.minimum(np.minimum(by_bytes, by_chars), len(text)).tolist()
 
+    def _asked_with_chunks(self, text: str, questions: MatchQuestions | None) -> bool:
+        """Whether the whole text is asked in one request with its first chunks (OR queries,
+        lengths derived from counts for the rules' questions), rather than alone first: for a
+        text of more than a few words, which seldom occurs whole."""
+        grouped = self.options.forms == "when-absent" and self.options.group_terms > 1 and self._kind is not None and not self.cnf_refused
+        derived = self._mode == "count" or self._byte_level is False
+        return grouped and derived and questions is not None and bool(questions.longest) and self.options.profile == Profile.DECIDE and self.fits(text) and len(units(text)) > 4
+
     def _by_counts(self, text: str, questions: MatchQuestions | None) -> MatchLengths:
         """Longest matches from count requests (see `audit.corpora.counting`): what `questions`
         asks, charged to the variant's budget; every position with profile `full` or when
         nothing is asked in particular."""
         geometry = counting.Geometry.of(len(text), lambda i: self._boundary(text, i), self._reaches(text))
         budget = questions.budget if questions is not None else Budget()
-        ask = counting.Asker(text, lambda piece: self._count_fitting(piece) > 0, counting.Known(geometry), budget, self.options.budget, self._answer_all)
+        ask = counting.Asker(text, lambda piece: self._count_fitting(piece) > 0, counting.Known(geometry), budget, self.options.budget, partial(self._answer_all, tally=[0, 0]))
         if questions is None or self.options.profile == Profile.FULL:
             spent = False
             try:
@@ -320,9 +332,14 @@ class ApiCorpus:
             lengths = ask.known.lengths()
         else:
             seed = counting.sample_seed(self.options.sample_seed, text)
-            lengths, spent = counting.derive(ask, questions.longest, questions.windows, questions.coverage, seed, self.max_bytes // 4)
+            whole = self._asked_with_chunks(text, questions)
+            lengths, spent = counting.derive(ask, questions.longest, questions.windows, questions.coverage, seed, self.max_bytes // 4, whole)
         if spent:
             self._note("fields_bounded")
+        if not all(ask.known.answers.values()):
+            # A piece of the text occurs nowhere, so neither does the text: its count is 0.
+            with self._lock:
+                self._absent_texts.add(text)
         return lengths
 
     def occurrences(self, text: str, limit: int) -> tuple[int, list[ApiOccurrence]]:
@@ -347,7 +364,7 @@ class ApiCorpus:
             self._note("variant_matches", variant)
             self._found[original] = (variant, form)
         found = found[: max(limit, 0)]
-        if len(found) <= SORTED_OCCURRENCES:
+        if len(found) <= SORTED_OCCURRENCES and limit <= SORTED_OCCURRENCES:
             found.sort(key=lambda o: (o.document, o.offset))
         return total, found
 

@@ -42,8 +42,14 @@ class Requests:
             self._absent.clear()
 
     def ask(self, query_type: str, form: str) -> dict[str, Any]:
-        """The answer to a plain `count` or `find` of `form`, asked at most once."""
+        """The answer to a plain `count` or `find` of `form`, asked at most once.  Where the
+        server has CNF queries (the infini-gram protocol) a count is asked as a `find`, which
+        answers the same count (the engine's `count` is its `find`) and serves a later search
+        for the same string's occurrences."""
         key = KEYS[query_type]
+        if query_type == "count" and self.cnf is not False:
+            found = self.ask("find", form)
+            return {"count": int(found.get("cnt", 0)), **{k: found[k] for k in ("token_ids", "tokens") if k in found}}
         if form in self._absent:
             return {key: 0, "segment_by_shard": []} if query_type == "find" else {key: 0}
         found = self._memo.get((query_type, form))
@@ -79,16 +85,31 @@ class Requests:
                 return found
         return any(int(self.ask("count", term).get("count", 0)) > 0 for term in terms)
 
-    def answer_all(self, questions: list[tuple[str, ...]]) -> list[bool]:
-        """Whether each question (a piece's surface forms) occurs in any form."""
+    def answer_all(self, questions: list[tuple[str, ...]], tally: list[int] | None = None) -> list[bool]:
+        """Whether each question (a piece's surface forms) occurs in any form; `tally` counts
+        the questions asked and found about one text, whose share found sets the group size."""
         if not questions:
             return []
-        groups = pack([tuple(t for t in q if t not in self._absent) for q in questions], self.limits)
+        tally = tally if tally is not None else [0, 0]
+        groups = pack([tuple(t for t in q if t not in self._absent) for q in questions], self._group_limits(tally))
         answers = self.run_all(lambda group: resolve([questions[i] for i in group], self.any_occurs), groups)
-        with self._lock:
-            self.details["questions"] += len(questions)
         found = [False] * len(questions)
         for group, answer in zip(groups, answers, strict=True):
             for i, value in zip(group, answer, strict=True):
                 found[i] = value
+        with self._lock:
+            self.details["questions"] += len(questions)
+            self.details["found"] += sum(found)
+            tally[0] += len(questions)
+            tally[1] += sum(found)
         return found
+
+    def _group_limits(self, tally: list[int]) -> QueryLimits:
+        """Groups pay while most pieces are absent: a positive group costs more requests than
+        asking its pieces one by one.  So a group holds up to the limit's terms while under
+        15% of the pieces occur, two up to 30%, and one above: the share found among this
+        text's questions so far, weighed with the share over every text (as two questions)."""
+        overall = (self.details["found"] + 1) / (self.details["questions"] + 2)
+        share = (tally[1] + 2 * overall) / (tally[0] + 2)
+        terms = self.limits.terms if share < 0.15 else min(2, self.limits.terms) if share < 0.3 else 1
+        return QueryLimits(terms, self.limits.chars, self.limits.tokens)
