@@ -25,8 +25,23 @@ What is derived, and how exact it is:
   `details.fields_bounded` count capped fields and fields that ran out of budget.
 - On a token-level index (the public ones use the Llama-2 tokenizer) a string query matches
   only on token boundaries.  Derived matches then start and end at word boundaries only (any
-  character of a script written without spaces), and both surface forms are tried: the text as it is and with a leading space.  The form with the larger count
-  is used; `details.variant_matches` counts which won, and provenance records it.
+  character of a script written without spaces).  Which surface forms a text is asked in
+  depends on the tokenizer (`ApiOptions.tokenizer`, by default from the index name's suffix,
+  else learned from the first answer; see `audit.corpora.surface`): on Llama-2 the form without
+  a leading space alone, which finds everything the other finds; on a server that prepends the
+  space itself (GPT-2, OLMo, GPT-NeoX types) the text without its own; elsewhere the second
+  form only when the first finds nothing.  `details.variant_matches` counts which form found
+  a count, and provenance records it.
+- Requests (`audit.corpora.asking`): every plain answer is kept for the run and a string
+  known absent is not asked again; counts are asked as `find`s, which also serve a later
+  search for the same string; presence questions (does this piece occur in any form?) are
+  packed into OR queries of up to `group_terms` terms and answered by group testing
+  (`audit.corpora.grouped`), exact; a text of more than a few words is asked with its first
+  chunks, and chunks in doubling batches.  `details.grouped` counts them.
+- Co-occurrence (a question's anchor and its answer near each other) comes from one CNF query
+  where the server has them (`audit.corpora.cooccur`: `find_cnf` within `max_diff_tokens`,
+  then the matched documents only; its reach and approximation are documented there), else
+  from the documents of the rarer string's occurrences; `details.cooccurrence` counts both.
 - `occurrences` samples ranks spread over each shard's `find` range, as the local backend does.
   Up to 10 are resolved to their documents (one `get_doc_by_rank` each) and sorted by document
   and offset, as the local backend sorts them; a larger sample (co-occurrence looks at up to
@@ -47,7 +62,7 @@ from typing import Any
 import numpy as np
 
 from audit.corpora import counting
-from audit.corpora.apidocs import DocumentWindow, displayed, parse_metadata
+from audit.corpora.apidocs import ApiOccurrence, DocumentWindow, displayed, parse_metadata
 from audit.corpora.apioptions import ApiOptions
 from audit.corpora.asking import KEYS, Requests
 from audit.corpora.base import Budget, CorpusInfo, DocumentHit, MatchLengths, MatchQuestions, OutOfBudget, Profile, cut_snippet
@@ -55,39 +70,12 @@ from audit.corpora.client import ApiQueryError, ApiResponseError, InfiniGramClie
 from audit.corpora.cooccur import Found, near_documents
 from audit.corpora.creativity import creativity_lengths
 from audit.corpora.grouped import QueryLimits
+from audit.corpora.querycuts import query_cut, query_pieces, query_reaches
 from audit.corpora.surface import AS_IS, LEADING_SPACE, WORD_START, TokenizerKind, forms, kind_of_index, learned_kind
-from audit.text import UNSEGMENTED_SCRIPTS, script_of, units
+from audit.text import units
 
 SORTED_OCCURRENCES = 10
 __all__ = ["AS_IS", "LEADING_SPACE", "WORD_START", "ApiCorpus", "ApiOccurrence", "ApiOptions", "DocumentWindow", "parse_metadata"]
-
-
-class ApiOccurrence:
-    """An occurrence known by its shard and suffix-array rank (or, found by a CNF query, by its
-    pointer into the shard, with its document already read); the document is fetched the first
-    time a signal asks for it (and kept, as is the response in the cache)."""
-
-    def __init__(self, corpus: ApiCorpus, shard: int, rank: int, query: str, variant: str, ptr: int | None = None, window: DocumentWindow | None = None) -> None:
-        self.corpus, self.shard, self.rank, self.query, self.variant, self.ptr = corpus, shard, rank, query, variant, ptr
-        self._window = window
-        self._lock = threading.Lock()
-
-    def window(self) -> DocumentWindow:
-        with self._lock:
-            if self._window is None:
-                self._window = self.corpus._fetch_window(self)
-            return self._window
-
-    @property
-    def document(self) -> int:
-        return self.window().document
-
-    @property
-    def offset(self) -> int:
-        return self.window().needle_at
-
-    def __repr__(self) -> str:
-        return f"ApiOccurrence(shard={self.shard}, rank={self.rank}, query={self.query!r})"
 
 
 class ApiCorpus:
@@ -222,17 +210,7 @@ class ApiCorpus:
         return self._requests.answer_all([tuple(form for _, form in self._variants(piece)) for piece in pieces], tally)
 
     def _pieces(self, text: str, start: int = 0) -> Iterator[tuple[int, int]]:
-        """Consecutive (start, end) character ranges of text[start:], each within the limits."""
-        while start < len(text):
-            end, size = start, 0
-            while end < len(text) and end - start < self.options.max_query_chars:
-                width = len(text[end].encode("utf-8"))
-                if size + width > self.max_bytes:
-                    break
-                size += width
-                end += 1
-            yield start, max(end, start + 1)
-            start = max(end, start + 1)
+        return query_pieces(text, start, self.max_bytes, self.options.max_query_chars)
 
     def _occurs(self, text: str) -> bool:
         """Whether the text occurs in any surface form: one request for all of them."""
@@ -286,27 +264,10 @@ class ApiCorpus:
         return lengths
 
     def _boundary(self, text: str, i: int) -> bool:
-        """Where a token-level query can start or end: at a space (a query then starts with the
-        space, as the word's first token does in the corpus, and ends before it), or either
-        side of a character of a script written without spaces.  Not after a space, nor at
-        punctuation inside a run of text: a tokenizer cuts such a piece differently from the
-        same characters in context (a word after `(` gains the word-start marker), so its
-        absence would say nothing about the longer strings holding it.  Anywhere on a
-        byte-level index."""
-        if self._byte_level or i == 0 or i == len(text):
-            return True
-        before, here = text[i - 1], text[i]
-        if before.isspace():
-            return False
-        return here.isspace() or bool(UNSEGMENTED_SCRIPTS & {script_of(before), script_of(here)})
+        return query_cut(text, i, bool(self._byte_level))
 
     def _reaches(self, text: str) -> list[int]:
-        """For each start, the furthest end a single query may reach (the query limits)."""
-        widths = np.fromiter((len(c.encode("utf-8")) for c in text), dtype=np.int64, count=len(text))
-        prefix = np.concatenate(([0], np.cumsum(widths)))
-        by_bytes = np.searchsorted(prefix, prefix[:-1] + self.max_bytes, side="right") - 1
-        by_chars = np.arange(len(text)) + self.options.max_query_chars
-        return np.minimum(np.minimum(by_bytes, by_chars), len(text)).tolist()
+        return query_reaches(text, self.max_bytes, self.options.max_query_chars)
 
     def _asked_with_chunks(self, text: str, questions: MatchQuestions | None) -> bool:
         """Whether the whole text is asked in one request with its first chunks (OR queries,

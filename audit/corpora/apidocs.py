@@ -1,8 +1,9 @@
-"""A document as the infini-gram API displays it: the window of text around one occurrence, its
-metadata, and where the occurrence lies in it."""
+"""An occurrence in an infini-gram API corpus, and its document as the API displays it: the window
+of text around the occurrence, its metadata, and where the occurrence lies in it."""
 from __future__ import annotations
 
 import json
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,6 +46,34 @@ def displayed(response: dict[str, Any], wanted: int, where: str) -> Displayed:
     exact = needle < wanted // 2 or disp_len == doc_len
     data, needle_at = locate_in_spans(response.get("spans") or [], needle, disp_len)
     return Displayed(DocumentWindow(document=document, data=data, needle_at=needle_at, offset_exact=exact, metadata=metadata), needle, disp_len)
+
+
+class ApiOccurrence:
+    """An occurrence known by its shard and suffix-array rank (or, found by a CNF query, by its
+    pointer into the shard, with its document already read); the document is fetched the first
+    time a signal asks for it (and kept, as is the response in the cache)."""
+
+    def __init__(self, corpus: Any, shard: int, rank: int, query: str, variant: str, ptr: int | None = None, window: DocumentWindow | None = None) -> None:
+        self.corpus, self.shard, self.rank, self.query, self.variant, self.ptr = corpus, shard, rank, query, variant, ptr
+        self._window = window
+        self._lock = threading.Lock()
+
+    def window(self) -> DocumentWindow:
+        with self._lock:
+            if self._window is None:
+                self._window = self.corpus._fetch_window(self)
+            return self._window
+
+    @property
+    def document(self) -> int:
+        return self.window().document
+
+    @property
+    def offset(self) -> int:
+        return self.window().needle_at
+
+    def __repr__(self) -> str:
+        return f"ApiOccurrence(shard={self.shard}, rank={self.rank}, query={self.query!r})"
 
 
 def char_starts(encoded: bytes) -> list[int]:
