@@ -64,7 +64,7 @@ import numpy as np
 from audit.corpora import counting
 from audit.corpora.apidocs import ApiOccurrence, DocumentWindow, displayed, parse_metadata
 from audit.corpora.apioptions import ApiOptions
-from audit.corpora.asking import KEYS, Requests
+from audit.corpora.asking import KEYS, FieldState, Requests
 from audit.corpora.base import Budget, CorpusInfo, DocumentHit, MatchLengths, MatchQuestions, OutOfBudget, Profile, cut_snippet
 from audit.corpora.client import ApiQueryError, ApiResponseError, InfiniGramClient
 from audit.corpora.cooccur import Found, near_documents
@@ -121,6 +121,7 @@ class ApiCorpus:
         if self.BACKEND != ApiCorpus.BACKEND:
             # Only the infini-gram protocol has AND/OR queries; infini-gram mini counts them as text.
             self.refuse_cnf(f"{self.BACKEND} has no CNF queries")
+            self._requests.find_for_count = False
         self.info = CorpusInfo(
             name=name,
             backend=self.BACKEND,
@@ -201,13 +202,13 @@ class ApiCorpus:
             self._note("variant_matches", variant)
         return found
 
-    def _answer_all(self, occurs: Callable[[str], bool], pieces: list[str], tally: list[int] | None = None) -> list[bool]:
+    def _answer_all(self, occurs: Callable[[str], bool], pieces: list[str], state: FieldState | None = None) -> list[bool]:
         """Whether each piece occurs in any of its surface forms: by group testing over OR
         queries (`audit.corpora.asking`) with forms `when-absent`, else each piece asked with
         `occurs`, side by side."""
         if self.options.forms != "when-absent" or self.options.group_terms < 2 or self.cnf_refused:
             return self._map(occurs, pieces)
-        return self._requests.answer_all([tuple(form for _, form in self._variants(piece)) for piece in pieces], tally)
+        return self._requests.answer_all([tuple(form for _, form in self._variants(piece)) for piece in pieces], state or FieldState())
 
     def _pieces(self, text: str, start: int = 0) -> Iterator[tuple[int, int]]:
         return query_pieces(text, start, self.max_bytes, self.options.max_query_chars)
@@ -283,7 +284,7 @@ class ApiCorpus:
         nothing is asked in particular."""
         geometry = counting.Geometry.of(len(text), lambda i: self._boundary(text, i), self._reaches(text))
         budget = questions.budget if questions is not None else Budget()
-        ask = counting.Asker(text, lambda piece: self._count_fitting(piece) > 0, counting.Known(geometry), budget, self.options.budget, partial(self._answer_all, tally=[0, 0]))
+        ask = counting.Asker(text, lambda piece: self._count_fitting(piece) > 0, counting.Known(geometry), budget, self.options.budget, partial(self._answer_all, state=FieldState()))
         if questions is None or self.options.profile == Profile.FULL:
             spent = False
             try:

@@ -32,6 +32,7 @@ class ApiOptions:
     cooccurrence: str = "auto"
     group_terms: int = 4
     max_diff_tokens: int = 1000
+    cnf_above: int = 10
 
     def __post_init__(self) -> None:
         if self.profile not in tuple(Profile):
@@ -47,5 +48,5 @@ class ApiOptions:
             if value not in allowed:
                 raise ValueError(f"{name} {value!r} is not one of {', '.join(allowed)}")
         object.__setattr__(self, "tokenizer", TokenizerKind(self.tokenizer))
-        if self.group_terms < 1 or self.max_diff_tokens < 1:
-            raise ValueError("group_terms and max_diff_tokens must be positive")
+        if self.group_terms < 1 or self.max_diff_tokens < 1 or self.cnf_above < 0:
+            raise ValueError("group_terms and max_diff_tokens must be positive, cnf_above at least 0")
