@@ -223,14 +223,12 @@ class ApiCorpus:
         return self.count_range(text)[1]
 
     def count_range(self, text: str) -> tuple[int, int]:
-        if not text:
+        if not text or text in self._absent_texts:
             return 0, 0
         if self.fits(text):
             found = self._count_fitting(text)
             return found, found
         self._note("counts_over_limit")
-        if text in self._absent_texts:
-            return 0, 0
         pieces = [text[a:b] for a, b in self._pieces(text)]
         if not all(self._answer_all(lambda piece: self._count_fitting(piece) > 0, pieces)):
             return 0, 0

@@ -67,8 +67,8 @@ class Requests:
         """Whether any of `terms` occurs: one OR query when they fit one and the server takes
         it, else each in turn until one does; none asked when this text's answers already
         found them all absent."""
-        terms = list(dict.fromkeys(terms))
-        if all(t in state.absent for t in terms):
+        terms = [t for t in dict.fromkeys(terms) if t not in state.absent]
+        if not terms:
             return False
         if len(terms) > 1 and self.cnf is not False and self.limits.holds(terms):
             try:
@@ -91,7 +91,7 @@ class Requests:
         """Whether each question (a piece's surface forms) occurs in any form."""
         if not questions:
             return []
-        groups = pack(questions, self._group_limits(state))
+        groups = pack([tuple(t for t in q if t not in state.absent) for q in questions], self._group_limits(state))
         answers = self.run_all(lambda group: resolve([questions[i] for i in group], lambda terms: self.any_occurs(terms, state)), groups)
         found = [False] * len(questions)
         for group, answer in zip(groups, answers, strict=True):
