@@ -12,8 +12,10 @@ imported).  The whole ECLeKTic sample is checked through the API backend (`longe
 requests are tallied (and by query type), twice:
 1. **reference**: `ApiOptions(cooccurrence="documents")`, co-occurrence read from the documents
    of the rarer string's occurrences, as before;
-2. **default**: co-occurrence from one CNF query, the other savings of `audit.corpora.asking`.
-The default run's tags are compared with the reference's, and each run's longest-match and
+2. **default**: co-occurrence from one CNF query where the rarer string occurs more than 10
+   times, the other savings of `audit.corpora.asking`;
+3. **CNF for every pair** (`cnf_above=0`): the CNF query wherever it can answer.
+The later runs' tags are compared with the reference's, and each run's longest-match and
 coverage figures with the exact reference (`bench_decisions.exact_reference`: a full scan
 without budget, in process).  Then the byte-level demo index, default options, against the
 local index's tags and exact figures.  The projection for the full ECLeKTic (4,608 variants)
@@ -55,6 +57,7 @@ CONCURRENCY = next(f.default for f in fields(ClientSettings) if f.name == "concu
 RUNS = {
     "co-occurrence from documents (reference)": {"cooccurrence": "documents"},
     "default": {},
+    "CNF for every pair (cnf_above = 0)": {"cnf_above": 0},
 }
 Record = dict[str, Any]
 

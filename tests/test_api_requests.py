@@ -46,6 +46,7 @@ def test_the_tokenizer_type_is_read_from_the_documented_index_names():
     assert kind_of_index("v4_pileval_gpt2") == TokenizerKind.GPT2
     assert kind_of_index("v4_dolmasample_olmo") == TokenizerKind.OLMO
     assert kind_of_index("v4_olmo-mix-1124_llama") == TokenizerKind.LLAMA
+    assert kind_of_index("v4_olmo-3-7b-instruct_olmo2") == TokenizerKind.TOKENS
     assert kind_of_index("demo") is None and kind_of_index("v2_cc-2025-05") is None
     with pytest.raises(ValueError, match="tokenizer 'sentencepiece' is not one of"):
         ApiOptions(tokenizer="sentencepiece")

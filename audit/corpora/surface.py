@@ -46,7 +46,17 @@ class TokenizerKind(StrEnum):
 
 
 SERVER_SPACE = frozenset({TokenizerKind.GPT2, TokenizerKind.OLMO, TokenizerKind.GPTNEOX})
-_BY_SUFFIX = {"llama": TokenizerKind.LLAMA, "gpt2": TokenizerKind.GPT2, "olmo": TokenizerKind.OLMO, "gptneox": TokenizerKind.GPTNEOX, "pythia": TokenizerKind.GPTNEOX}
+# `_olmo2` (OLMo-2's byte-level BPE, served by Ai2's infinigram-api, whose `Tokenizer.tokenize`
+# encodes the query as given: packages/infini-gram-processor, commit ce2072a) is token-level with
+# no space prepended.
+_BY_SUFFIX = {
+    "llama": TokenizerKind.LLAMA,
+    "gpt2": TokenizerKind.GPT2,
+    "olmo": TokenizerKind.OLMO,
+    "gptneox": TokenizerKind.GPTNEOX,
+    "pythia": TokenizerKind.GPTNEOX,
+    "olmo2": TokenizerKind.TOKENS,
+}
 
 
 def kind_of_index(name: str) -> TokenizerKind | None:
