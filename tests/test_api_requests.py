@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from replay.nocnf import no_cnf
 from test_server import OLMO, TOKEN_DOCS, Served, build_token_index, load_tokenizer, start_server
 
 from audit.corpora.api import ApiCorpus, ApiOptions
@@ -193,3 +194,14 @@ def test_cooccurrence_on_a_tokenized_index(served: Served):
 def test_infini_gram_mini_is_never_sent_an_or_query():
     mini = MiniCorpus(InfiniGramClient(ClientSettings(url="http://127.0.0.1:9/", index="v2_cc-2025-05")), "cc")
     assert mini.cnf_refused and "no CNF queries" in mini.details["grouped"]["cnf_refused"]
+
+
+def test_a_server_refusing_cnf_queries_gets_each_term_asked_alone(served: Served, wiki_docs):
+    text = " ".join(w if i % 4 == 0 else w[::-1] for i, w in enumerate(wiki_docs["en"][7]["text"].split()))[:300]
+    questions = MatchQuestions(longest=(12, 40), windows=windows(text, 3), coverage=(0.5,))
+    direct = corpus(served.url, "wiki", longest_match="count").match_lengths(text, questions)
+    with no_cnf(served.url) as (url, refused):
+        api = corpus(url, "wiki", longest_match="count")
+        found = api.match_lengths(text, MatchQuestions(longest=(12, 40), windows=windows(text, 3), coverage=(0.5,)))
+    assert len(refused) == 1 and "not served from a distributed index" in api.details["grouped"]["cnf_refused"]
+    assert found.lengths == direct.lengths and api.cnf_refused
