@@ -63,11 +63,12 @@ class Requests:
                 self._memo[query_type, form] = answer
         return answer
 
-    def any_occurs(self, terms: Sequence[str], state: FieldState) -> bool:
+    def any_occurs(self, terms: Sequence[str], known: frozenset[str], learned: set[str]) -> bool:
         """Whether any of `terms` occurs: one OR query when they fit one and the server takes
-        it, else each in turn until one does; none asked when this text's answers already
-        found them all absent."""
-        terms = [t for t in dict.fromkeys(terms) if t not in state.absent]
+        it, else each in turn until one does; terms in `known` (this text's earlier answers
+        found them absent) are left out, and the terms an OR query finds absent are added to
+        `learned`."""
+        terms = [t for t in dict.fromkeys(terms) if t not in known]
         if not terms:
             return False
         if len(terms) > 1 and self.cnf is not False and self.limits.holds(terms):
@@ -83,7 +84,8 @@ class Requests:
                     self.cnf = True
                     self.details["requests"] += 1
                 if not found:
-                    state.absent.update(terms)
+                    with self._lock:
+                        learned.update(terms)
                 return found
         return any(int(self.ask("count", term).get("count", 0)) > 0 for term in terms)
 
@@ -91,8 +93,11 @@ class Requests:
         """Whether each question (a piece's surface forms) occurs in any form."""
         if not questions:
             return []
-        groups = pack([tuple(t for t in q if t not in state.absent) for q in questions], self._group_limits(state))
-        answers = self.run_all(lambda group: resolve([questions[i] for i in group], lambda terms: self.any_occurs(terms, state)), groups)
+        # Groups are answered side by side: each leaves out only what was known before any of
+        # them was asked, so the queries sent never depend on which answered first.
+        known, learned = frozenset(state.absent), set()
+        groups = pack([tuple(t for t in q if t not in known) for q in questions], self._group_limits(state))
+        answers = self.run_all(lambda group: resolve([questions[i] for i in group], lambda terms: self.any_occurs(terms, known, learned)), groups)
         found = [False] * len(questions)
         for group, answer in zip(groups, answers, strict=True):
             for i, value in zip(group, answer, strict=True):
@@ -102,6 +107,7 @@ class Requests:
             self.details["found"] += sum(found)
             state.asked += len(questions)
             state.found += sum(found)
+            state.absent |= learned
         return found
 
     def _group_limits(self, state: FieldState) -> QueryLimits:
