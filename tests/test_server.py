@@ -138,9 +138,10 @@ TOKEN_DOCS = [
 OLMO2_EOS, OLMO1_EOS = 100257, 50279
 
 
-# OLMo's byte-level BPE marks a word start with a leading space ("Ġ"), and the server keeps it
-# (it strips only SentencePiece's lone "▁"), so a word inside a sentence is queried with its space.
-NLP, DEEP, AI, ML = " natural language processing", " deep learning", " artificial intelligence", " machine learning"
+# OLMo's byte-level BPE marks a word start with a leading space ("Ġ"), and the server prepends one
+# to every query (as the public server does for its byte-level BPE tokenizers), so a word inside a
+# sentence is queried without it.
+NLP, DEEP, AI, ML = "natural language processing", "deep learning", "artificial intelligence", "machine learning"
 
 
 @pytest.fixture(scope="module")
@@ -172,35 +173,35 @@ def served(wiki_index: Path, olmo_index: Path, olmo1_index: Path, tmp_path_facto
 
 def test_count_example_round_trips_on_the_token_index(served: Served):
     # The API documentation's Getting Started example, on the OLMo-2 (u32) index.
-    response = served.post({"index": "olmo", "query_type": "count", "query": " University of Washington"})
+    response = served.post({"index": "olmo", "query_type": "count", "query": "University of Washington"})
     body = response.json()
     assert response.status_code == 200 and set(body) == {"count", "approx", "latency", "token_ids", "tokens"}
     assert body["token_ids"] == [3907, 315, 6652]
     assert body["tokens"] == ["\u0120University", "\u0120of", "\u0120Washington"]
     assert body["count"] == 3 and body["approx"] is False and body["latency"] >= 0
     # Ids past u16 are stored and matched whole, not cut to their low 16 bits.
-    pike = served.post({"index": "olmo", "query_type": "count", "query": " Pike Place Market"}).json()
+    pike = served.post({"index": "olmo", "query_type": "count", "query": "Pike Place Market"}).json()
     assert pike["token_ids"][0] == 69829 and pike["count"] == 1
 
 
 def test_a_u16_index_with_the_olmo1_tokenizer(served: Served):
-    body = served.post({"index": "olmo1", "query_type": "count", "query": " University of Washington"}).json()
+    body = served.post({"index": "olmo1", "query_type": "count", "query": "University of Washington"}).json()
     assert body["token_ids"] == [2499, 273, 5041] and body["count"] == 3
     assert body["tokens"] == ["\u0120University", "\u0120of", "\u0120Washington"]
-    ntd = served.post({"index": "olmo1", "query_type": "ntd", "query": " University of"}).json()
+    ntd = served.post({"index": "olmo1", "query_type": "ntd", "query": "University of"}).json()
     assert ntd["prompt_cnt"] == 3 and {r["token"] for r in ntd["result_by_token_id"].values()} == {"\u0120Washington"}
-    end = served.post({"index": "olmo1", "query_type": "ntd", "query": " in Seattle."}).json()
+    end = served.post({"index": "olmo1", "query_type": "ntd", "query": "in Seattle."}).json()
     assert end["prompt_cnt"] == 1 and {int(k): r["token"] for k, r in end["result_by_token_id"].items()} == {OLMO1_EOS: "<|endoftext|>"}
-    search = served.post({"index": "olmo1", "query_type": "search_docs", "query": " deep learning", "maxnum": 2, "max_disp_len": 40}).json()
+    search = served.post({"index": "olmo1", "query_type": "search_docs", "query": "deep learning", "maxnum": 2, "max_disp_len": 40}).json()
     assert search["cnt"] == 2 and all(any(label == "0" for _, label in d["spans"]) for d in search["documents"])
 
 
 def test_a_documents_end_is_the_tokenizers_end_of_text(served: Served):
     """The engine reports a continuation at a document's end (or the index's) as the eos id:
     OLMo-2's <|endoftext|>, never a real token such as id 2."""
-    end = served.post({"index": "olmo", "query_type": "ntd", "query": " in Seattle."}).json()
+    end = served.post({"index": "olmo", "query_type": "ntd", "query": "in Seattle."}).json()
     assert end["prompt_cnt"] == 1 and {int(k): r["token"] for k, r in end["result_by_token_id"].items()} == {OLMO2_EOS: "<|endoftext|>"}
-    last = served.post({"index": "olmo", "query_type": "ntd", "query": " brisk mornings."}).json()
+    last = served.post({"index": "olmo", "query_type": "ntd", "query": "brisk mornings."}).json()
     assert {int(k) for k in last["result_by_token_id"]} == {OLMO2_EOS}
 
 
@@ -219,7 +220,7 @@ def test_a_token_index_of_the_wrong_width_is_refused(olmo_index: Path, olmo1_ind
 
 
 def test_query_and_query_ids_are_equivalent(served: Served):
-    nlp, deep, ai, ml = (token_ids(phrase) for phrase in (NLP, DEEP, AI, ML))
+    nlp, deep, ai, ml = (token_ids(" " + phrase) for phrase in (NLP, DEEP, AI, ML))
     by_ids = served.post({"index": "olmo", "query_type": "count", "query_ids": nlp}).json()
     by_text = served.post({"index": "olmo", "query_type": "count", "query": NLP}).json()
     assert by_text["token_ids"] == nlp and by_ids["count"] == by_text["count"] == 2
@@ -255,7 +256,7 @@ def test_find_then_get_doc_by_rank_shows_the_match(served: Served, wiki_index: P
 
 
 def test_cnf_find_then_get_doc_by_ptr(served: Served):
-    query = " AND ".join([" University", " Washington"])
+    query = " AND ".join(["University", "Washington"])
     found = served.post({"index": "olmo", "query_type": "find_cnf", "query": query}).json()
     assert found["cnt"] >= 1 and found["approx"] is False
     shard = next(s for s, ptrs in enumerate(found["ptrs_by_shard"]) if ptrs)
@@ -273,7 +274,7 @@ def test_search_docs_prob_and_ntd(served: Served):
     assert all(any(label == "0" for _, label in d["spans"]) for d in search["documents"])
     prob = served.post({"index": "olmo", "query_type": "prob", "query": NLP}).json()
     assert prob["prompt_cnt"] == 2 and prob["cont_cnt"] == 2 and prob["prob"] == 1.0
-    ntd = served.post({"index": "olmo", "query_type": "ntd", "query": " University of"}).json()
+    ntd = served.post({"index": "olmo", "query_type": "ntd", "query": "University of"}).json()
     assert ntd["prompt_cnt"] == 3 and {r["token"] for r in ntd["result_by_token_id"].values()} == {"\u0120Washington"}
     infgram = served.post({"index": "olmo", "query_type": "infgram_prob", "query": "I love natural language processing"}).json()
     assert infgram["suffix_len"] == 2 and infgram["longest_suffix"].strip() == "natural language"

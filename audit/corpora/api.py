@@ -25,8 +25,23 @@ What is derived, and how exact it is:
   `details.fields_bounded` count capped fields and fields that ran out of budget.
 - On a token-level index (the public ones use the Llama-2 tokenizer) a string query matches
   only on token boundaries.  Derived matches then start and end at word boundaries only (any
-  character of a script written without spaces), and both surface forms are tried: the text as it is and with a leading space.  The form with the larger count
-  is used; `details.variant_matches` counts which won, and provenance records it.
+  character of a script written without spaces).  Which surface forms a text is asked in
+  depends on the tokenizer (`ApiOptions.tokenizer`, by default from the index name's suffix,
+  else learned from the first answer; see `audit.corpora.surface`): on Llama-2 the form without
+  a leading space alone, which finds everything the other finds; on a server that prepends the
+  space itself (GPT-2, OLMo, GPT-NeoX types) the text without its own; elsewhere the second
+  form only when the first finds nothing.  `details.variant_matches` counts which form found
+  a count, and provenance records it.
+- Requests (`audit.corpora.asking`): every plain answer is kept for the run and a string
+  known absent is not asked again; counts are asked as `find`s, which also serve a later
+  search for the same string; presence questions (does this piece occur in any form?) are
+  packed into OR queries of up to `group_terms` terms and answered by group testing
+  (`audit.corpora.grouped`), exact; a text of more than a few words is asked with its first
+  chunks, and chunks in doubling batches.  `details.grouped` counts them.
+- Co-occurrence (a question's anchor and its answer near each other) comes from one CNF query
+  where the server has them (`audit.corpora.cooccur`: `find_cnf` within `max_diff_tokens`,
+  then the matched documents only; its reach and approximation are documented there), else
+  from the documents of the rarer string's occurrences; `details.cooccurrence` counts both.
 - `occurrences` samples ranks spread over each shard's `find` range, as the local backend does.
   Up to 10 are resolved to their documents (one `get_doc_by_rank` each) and sorted by document
   and offset, as the local backend sorts them; a larger sample (co-occurrence looks at up to
@@ -38,91 +53,29 @@ What is derived, and how exact it is:
 from __future__ import annotations
 
 import hashlib
-import json
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
 
 from audit.corpora import counting
+from audit.corpora.apidocs import ApiOccurrence, DocumentWindow, displayed, parse_metadata
+from audit.corpora.apioptions import ApiOptions
+from audit.corpora.asking import KEYS, FieldState, Requests
 from audit.corpora.base import Budget, CorpusInfo, DocumentHit, MatchLengths, MatchQuestions, OutOfBudget, Profile, cut_snippet
 from audit.corpora.client import ApiQueryError, ApiResponseError, InfiniGramClient
-from audit.corpora.local import bytes_to_char_lengths
-from audit.corpora.protocol import MAX_CTX_LEN, MAX_DISP_LEN, MAX_QUERY_CHARS, MAX_QUERY_TOKENS
-from audit.ranges import merged
-from audit.text import UNSEGMENTED_SCRIPTS, script_of
+from audit.corpora.cooccur import Found, near_documents
+from audit.corpora.creativity import creativity_lengths
+from audit.corpora.grouped import QueryLimits
+from audit.corpora.querycuts import query_cut, query_pieces, query_reaches
+from audit.corpora.surface import AS_IS, LEADING_SPACE, WORD_START, TokenizerKind, forms, kind_of_index, learned_kind
+from audit.text import units
 
-AS_IS, LEADING_SPACE, WORD_START = "as-is", "leading space", "word start"
-LONGEST_MATCH_MODES = ("auto", "creativity", "count")
 SORTED_OCCURRENCES = 10
-
-
-@dataclass(frozen=True)
-class ApiOptions:
-    """How the corpus turns signal questions into requests (see the module docstring)."""
-
-    longest_match: str = "auto"
-    budget: int = 256
-    profile: Profile = Profile.DECIDE
-    sample_seed: int = 0
-    max_query_chars: int = MAX_QUERY_CHARS
-    max_query_tokens: int = MAX_QUERY_TOKENS
-    max_disp_len: int = MAX_DISP_LEN
-    max_ctx_len: int = MAX_CTX_LEN
-    creativity_stride: int = 50
-    variants: bool = True
-
-    def __post_init__(self) -> None:
-        if self.profile not in tuple(Profile):
-            raise ValueError(f"profile {self.profile!r} is not one of {', '.join(Profile)}")
-        object.__setattr__(self, "profile", Profile(self.profile))
-        if self.longest_match not in LONGEST_MATCH_MODES:
-            raise ValueError(f"longest_match {self.longest_match!r} is not one of {', '.join(LONGEST_MATCH_MODES)}")
-        if self.budget < 1 or self.max_query_chars < 2 or self.max_query_tokens < 2 or self.max_disp_len < 2 or not 1 <= self.max_ctx_len <= MAX_CTX_LEN:
-            raise ValueError(f"budget, max_query_chars, max_query_tokens and max_disp_len must be positive, max_ctx_len in [1, {MAX_CTX_LEN}]")
-        if not 0 < self.creativity_stride < self.max_query_tokens:
-            raise ValueError("creativity_stride must be positive and below max_query_tokens")
-
-
-@dataclass
-class DocumentWindow:
-    """A displayed stretch of one document around one occurrence."""
-
-    document: int
-    data: bytes
-    needle_at: int
-    offset_exact: bool
-    metadata: dict[str, Any]
-
-
-class ApiOccurrence:
-    """An occurrence known by its shard and suffix-array rank; its document is fetched the
-    first time a signal asks for it (and kept, as is the response in the cache)."""
-
-    def __init__(self, corpus: ApiCorpus, shard: int, rank: int, query: str, variant: str) -> None:
-        self.corpus, self.shard, self.rank, self.query, self.variant = corpus, shard, rank, query, variant
-        self._window: DocumentWindow | None = None
-        self._lock = threading.Lock()
-
-    def window(self) -> DocumentWindow:
-        with self._lock:
-            if self._window is None:
-                self._window = self.corpus._fetch_window(self)
-            return self._window
-
-    @property
-    def document(self) -> int:
-        return self.window().document
-
-    @property
-    def offset(self) -> int:
-        return self.window().needle_at
-
-    def __repr__(self) -> str:
-        return f"ApiOccurrence(shard={self.shard}, rank={self.rank}, query={self.query!r})"
+__all__ = ["AS_IS", "LEADING_SPACE", "WORD_START", "ApiCorpus", "ApiOccurrence", "ApiOptions", "DocumentWindow", "parse_metadata"]
 
 
 class ApiCorpus:
@@ -135,8 +88,12 @@ class ApiCorpus:
         self.options = options or ApiOptions()
         self._lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None
-        self._byte_level: bool | None = None
+        kind = self.options.tokenizer
+        self._kind: TokenizerKind | None = kind_of_index(client.settings.index) if kind == TokenizerKind.AUTO else kind
+        self._byte_level: bool | None = None if self._kind is None else self._kind == TokenizerKind.BYTES
         self._mode = self.options.longest_match
+        self._found: dict[str, tuple[str, str]] = {}
+        self._absent_texts: set[str] = set()
         settings = client.settings
         identity = f"{self.BACKEND}\n{settings.url.rstrip('/')}\n{settings.index}"
         self.details: dict[str, Any] = {
@@ -144,7 +101,8 @@ class ApiCorpus:
             "index": settings.index,
             "description": description,
             "offline": settings.offline,
-            "tokenization": "unknown",
+            "tokenization": "unknown" if self._byte_level is None else "bytes" if self._byte_level else "tokens",
+            "tokenizer": str(self._kind or TokenizerKind.AUTO),
             "longest_match": self._mode,
             "profile": str(self.options.profile),
             "count_budget_per_variant": self.options.budget,
@@ -154,8 +112,16 @@ class ApiCorpus:
             "counts_over_limit": 0,
             "occurrences_by_prefix": 0,
             "variant_matches": {AS_IS: 0, LEADING_SPACE: 0, WORD_START: 0},
+            "grouped": {"questions": 0, "found": 0, "requests": 0, "cnf_refused": ""},
+            "cooccurrence": {"cnf_queries": 0, "cnf_pairs": 0, "documents_read": 0, "by_documents": 0, "approx": 0},
             "requests": client.stats,
         }
+        limits = QueryLimits(self.options.group_terms, self.options.max_query_chars, self.options.max_query_tokens)
+        self._requests = Requests(client, limits, self._map, self.details["grouped"])
+        if self.BACKEND != ApiCorpus.BACKEND:
+            # Only the infini-gram protocol has AND/OR queries; infini-gram mini counts them as text.
+            self.refuse_cnf(f"{self.BACKEND} has no CNF queries")
+            self._requests.find_for_count = False
         self.info = CorpusInfo(
             name=name,
             backend=self.BACKEND,
@@ -191,32 +157,42 @@ class ApiCorpus:
         return len(text) <= self.options.max_query_chars and len(text.encode("utf-8")) <= self.max_bytes
 
     def _learn(self, text: str, response: dict[str, Any]) -> None:
-        """Byte-level or token-level, from how the server tokenized a string query."""
-        if self._byte_level is None and text and isinstance(response.get("token_ids"), list):
-            byte_level = response["token_ids"] == list(text.encode("utf-8"))
+        """The tokenizer type, unless configured or known from the index name: from how the
+        server tokenized a plain string query (`audit.corpora.surface.learned_kind`)."""
+        if self._kind is not None:
+            return
+        kind = learned_kind(text, response)
+        if kind is not None:
             with self._lock:
-                self._byte_level = byte_level
-                self.details["tokenization"] = "bytes" if byte_level else "tokens"
+                self._kind, self._byte_level = kind, kind == TokenizerKind.BYTES
+                self.details["tokenization"] = "bytes" if self._byte_level else "tokens"
+                self.details["tokenizer"] = f"{kind} (learned)"
 
     def _variants(self, text: str) -> list[tuple[str, str]]:
-        """The surface forms a token-level index may hold the text as: as it is, and with its
-        word-start space the other way (added; or dropped, for tokenizers such as Llama-2's
-        that add their own word-start marker and, with digits split, keep a space before a
-        number as a token of its own, which a query starting with that space never matches)."""
-        forms = [(AS_IS, text)]
-        if self.options.variants and self._byte_level is False:
-            forms.append((WORD_START, text[1:]) if text.startswith(" ") and len(text) > 1 else (LEADING_SPACE, " " + text))
-        return forms
+        """(label, query) for the surface forms the index may hold the text as (see
+        `audit.corpora.surface.forms`)."""
+        return forms(self._kind, text, self.options.variants)
 
     def _best(self, query_type: str, text: str, key: str) -> tuple[str, str, dict[str, Any]]:
-        """(variant, query, response) for the surface form the corpus holds most often."""
-        first = self.client.query(query_type, query=text)
-        self._learn(text, first)
-        best = (AS_IS, text, first)
-        for variant, form in self._variants(text)[1:]:
-            response = self.client.query(query_type, query=form)
-            if int(response.get(key, 0)) > int(best[2].get(key, 0)):
+        """(variant, query, response) for the surface form the corpus holds: the first that
+        finds something (with forms `both`, the one found most often)."""
+        answers: dict[str, dict[str, Any]] = {}
+
+        def ask(form: str) -> dict[str, Any]:
+            if form not in answers:
+                answers[form] = self._requests.ask(query_type, form) if query_type in KEYS else self.client.query(query_type, query=form)
+            return answers[form]
+
+        if self._kind is None:
+            self._learn(text, ask(text))
+        best: tuple[str, str, dict[str, Any]] | None = None
+        for variant, form in self._variants(text):
+            response = ask(form)
+            if best is None or int(response.get(key, 0)) > int(best[2].get(key, 0)):
                 best = (variant, form, response)
+            if self.options.forms == "when-absent" and int(best[2].get(key, 0)):
+                break
+        assert best is not None
         return best
 
     def _count_fitting(self, text: str) -> int:
@@ -226,37 +202,44 @@ class ApiCorpus:
             self._note("variant_matches", variant)
         return found
 
+    def _answer_all(self, occurs: Callable[[str], bool], pieces: list[str], state: FieldState | None = None) -> list[bool]:
+        """Whether each piece occurs in any of its surface forms: by group testing over OR
+        queries (`audit.corpora.asking`) with forms `when-absent`, else each piece asked with
+        `occurs`, side by side."""
+        if self.options.forms != "when-absent" or self.options.group_terms < 2 or self.cnf_refused:
+            return self._map(occurs, pieces)
+        return self._requests.answer_all([tuple(form for _, form in self._variants(piece)) for piece in pieces], state or FieldState())
+
     def _pieces(self, text: str, start: int = 0) -> Iterator[tuple[int, int]]:
-        """Consecutive (start, end) character ranges of text[start:], each within the limits."""
-        while start < len(text):
-            end, size = start, 0
-            while end < len(text) and end - start < self.options.max_query_chars:
-                width = len(text[end].encode("utf-8"))
-                if size + width > self.max_bytes:
-                    break
-                size += width
-                end += 1
-            yield start, max(end, start + 1)
-            start = max(end, start + 1)
+        return query_pieces(text, start, self.max_bytes, self.options.max_query_chars)
+
+    def _occurs(self, text: str) -> bool:
+        """Whether the text occurs in any surface form: one request for all of them."""
+        if self.options.forms == "when-absent" and self.options.group_terms > 1 and self._kind is not None:
+            return self._answer_all(lambda piece: self._count_fitting(piece) > 0, [text])[0]
+        return self.count(text) > 0
 
     def count(self, text: str) -> int:
         return self.count_range(text)[1]
 
     def count_range(self, text: str) -> tuple[int, int]:
-        if not text:
+        if not text or text in self._absent_texts:
             return 0, 0
         if self.fits(text):
             found = self._count_fitting(text)
             return found, found
         self._note("counts_over_limit")
-        counts = self._map(self._count_fitting, [text[a:b] for a, b in self._pieces(text)])
+        pieces = [text[a:b] for a, b in self._pieces(text)]
+        if not all(self._answer_all(lambda piece: self._count_fitting(piece) > 0, pieces)):
+            return 0, 0
+        counts = self._map(self._count_fitting, pieces)
         return (0, 0) if 0 in counts else (0, min(counts))
 
     def match_lengths(self, text: str, questions: MatchQuestions | None = None) -> MatchLengths:
         n = len(text)
         if not n:
             return MatchLengths([])
-        if self.fits(text) and self.count(text) > 0:
+        if self.fits(text) and not self._asked_with_chunks(text, questions) and self._occurs(text):
             return MatchLengths([n - i for i in range(n)])
         if self.fits(text[:1]) and self._byte_level is None:
             self._learn(text[:1], self.client.query("count", query=text[:1]))
@@ -274,69 +257,24 @@ class ApiCorpus:
         return self._by_counts(text, questions)
 
     def _by_creativity(self, text: str) -> MatchLengths:
-        """Lengths from `creativity` answers over successive windows of the text's bytes.
-
-        A window's lengths are exact until the first position whose match reaches the window's
-        end (the matches of all later positions reach it too, since a suffix of a match is a
-        match); the next window starts there.  To make progress it starts at least
-        `creativity_stride` bytes on, and the positions skipped keep their capped lengths."""
-        encoded = text.encode("utf-8")
-        starts = np.append(np.asarray(_char_starts(encoded), dtype=np.int64), len(encoded))
-        lengths = np.zeros(len(encoded), dtype=np.int64)
-        capped: list[tuple[int, int]] = []
-        char = 0
-        while char < len(text):
-            a = int(starts[char])
-            last = min(char + self.options.max_query_chars, len(text), int(np.searchsorted(starts, a + self.max_bytes, side="right")) - 1)
-            b = int(starts[max(last, char + 1)])
-            response = self.client.query("creativity", query=encoded[a:b].decode("utf-8"))
-            rs = response.get("rs")
-            if not isinstance(rs, list) or len(rs) != b - a:
-                raise ApiResponseError(f"{self.client.settings.url}: creativity answered {len(rs) if isinstance(rs, list) else rs!r} values for {b - a} bytes")
-            values = np.asarray(rs, dtype=np.int64) - np.arange(b - a)
-            if b == len(encoded):
-                lengths[a:b] = values
-                break
-            reaching = np.flatnonzero(np.asarray(rs, dtype=np.int64) >= b - a)
-            stop = a + int(reaching[0]) if reaching.size else b
-            following = max(stop, a + self.options.creativity_stride)
-            next_char = min(int(np.searchsorted(starts, following, side="left")), max(last, char + 1))
-            b_next = int(starts[next_char])
-            lengths[a:b_next] = values[: b_next - a]
-            if stop < b_next:
-                capped.append((int(np.searchsorted(starts, stop, side="left")), next_char))
-            char = next_char
-        chars = bytes_to_char_lengths(encoded, lengths)
-        if not capped:
-            return MatchLengths(chars)
-        self._note("fields_capped")
-        highest = list(chars)
-        for a, b in merged(capped):
-            highest[a:b] = [len(text) - i for i in range(a, b)]
-        return MatchLengths(chars, highest)
+        lengths, capped = creativity_lengths(self, text)
+        if capped:
+            self._note("fields_capped")
+        return lengths
 
     def _boundary(self, text: str, i: int) -> bool:
-        """Where a token-level query can start or end: at a space (a query then starts with the
-        space, as the word's first token does in the corpus, and ends before it), or either
-        side of a character of a script written without spaces.  Not after a space, nor at
-        punctuation inside a run of text: a tokenizer cuts such a piece differently from the
-        same characters in context (a word after `(` gains the word-start marker), so its
-        absence would say nothing about the longer strings holding it.  Anywhere on a
-        byte-level index."""
-        if self._byte_level or i == 0 or i == len(text):
-            return True
-        before, here = text[i - 1], text[i]
-        if before.isspace():
-            return False
-        return here.isspace() or bool(UNSEGMENTED_SCRIPTS & {script_of(before), script_of(here)})
+        return query_cut(text, i, bool(self._byte_level))
 
     def _reaches(self, text: str) -> list[int]:
-        """For each start, the furthest end a single query may reach (the query limits)."""
-        widths = np.fromiter((len(c.encode("utf-8")) for c in text), dtype=np.int64, count=len(text))
-        prefix = np.concatenate(([0], np.cumsum(widths)))
-        by_bytes = np.searchsorted(prefix, prefix[:-1] + self.max_bytes, side="right") - 1
-        by_chars = np.arange(len(text)) + self.options.max_query_chars
-        return np.minimum(np.minimum(by_bytes, by_chars), len(text)).tolist()
+        return query_reaches(text, self.max_bytes, self.options.max_query_chars)
+
+    def _asked_with_chunks(self, text: str, questions: MatchQuestions | None) -> bool:
+        """Whether the whole text is asked in one request with its first chunks (OR queries,
+        lengths derived from counts for the rules' questions), rather than alone first: for a
+        text of more than a few words, which seldom occurs whole."""
+        grouped = self.options.forms == "when-absent" and self.options.group_terms > 1 and self._kind is not None and not self.cnf_refused
+        derived = self._mode == "count" or self._byte_level is False
+        return grouped and derived and questions is not None and bool(questions.longest) and self.options.profile == Profile.DECIDE and self.fits(text) and len(units(text)) > 4
 
     def _by_counts(self, text: str, questions: MatchQuestions | None) -> MatchLengths:
         """Longest matches from count requests (see `audit.corpora.counting`): what `questions`
@@ -344,7 +282,7 @@ class ApiCorpus:
         nothing is asked in particular."""
         geometry = counting.Geometry.of(len(text), lambda i: self._boundary(text, i), self._reaches(text))
         budget = questions.budget if questions is not None else Budget()
-        ask = counting.Asker(text, lambda piece: self._count_fitting(piece) > 0, counting.Known(geometry), budget, self.options.budget, self._map)
+        ask = counting.Asker(text, lambda piece: self._count_fitting(piece) > 0, counting.Known(geometry), budget, self.options.budget, partial(self._answer_all, state=FieldState()))
         if questions is None or self.options.profile == Profile.FULL:
             spent = False
             try:
@@ -354,12 +292,18 @@ class ApiCorpus:
             lengths = ask.known.lengths()
         else:
             seed = counting.sample_seed(self.options.sample_seed, text)
-            lengths, spent = counting.derive(ask, questions.longest, questions.windows, questions.coverage, seed, self.max_bytes // 4)
+            whole = self._asked_with_chunks(text, questions)
+            lengths, spent = counting.derive(ask, questions.longest, questions.windows, questions.coverage, seed, self.max_bytes // 4, whole)
         if spent:
             self._note("fields_bounded")
+        if not all(ask.known.answers.values()):
+            # A piece of the text occurs nowhere, so neither does the text: its count is 0.
+            with self._lock:
+                self._absent_texts.add(text)
         return lengths
 
     def occurrences(self, text: str, limit: int) -> tuple[int, list[ApiOccurrence]]:
+        original = text
         if not self.fits(text):
             self._note("occurrences_by_prefix")
             _, end = next(self._pieces(text))
@@ -378,8 +322,9 @@ class ApiCorpus:
             found.extend(ApiOccurrence(self, shard, int(rank), form, variant) for rank in ranks)
         if total:
             self._note("variant_matches", variant)
+            self._found[original] = (variant, form)
         found = found[: max(limit, 0)]
-        if len(found) <= SORTED_OCCURRENCES:
+        if len(found) <= SORTED_OCCURRENCES and limit <= SORTED_OCCURRENCES:
             found.sort(key=lambda o: (o.document, o.offset))
         return total, found
 
@@ -391,17 +336,42 @@ class ApiCorpus:
         up to `max_disp_len / 2` bytes each side is covered)."""
         wanted = self.options.max_disp_len
         response = self.client.query("get_doc_by_rank", query=occurrence.query, s=occurrence.shard, rank=occurrence.rank, max_disp_len=wanted)
-        try:
-            document = int(response["doc_ix"])
-            disp_len = int(response["disp_len"])
-            doc_len = int(response.get("doc_len", disp_len))
-            needle = int(response.get("needle_offset", wanted // 2))
-            metadata = parse_metadata(response.get("metadata", ""))
-        except (KeyError, TypeError, ValueError) as error:
-            raise ApiResponseError(f"{self.client.settings.url}: get_doc_by_rank answer lacks {error}") from None
-        exact = needle < wanted // 2 or disp_len == doc_len
-        data, needle_at = _locate_in_spans(response.get("spans") or [], needle, disp_len)
-        return DocumentWindow(document=document, data=data, needle_at=needle_at, offset_exact=exact, metadata=metadata)
+        return displayed(response, wanted, f"{self.client.settings.url}: get_doc_by_rank").window
+
+    def near_documents(self, strings: Sequence[str], counts: Sequence[int], window: int, limit: int) -> Found | None:
+        """Documents holding all `strings` within `window` bytes, from one CNF query where the
+        server has it (`audit.corpora.cooccur`); None where documents must be read one
+        occurrence at a time."""
+        found = near_documents(self, strings, counts, window, limit)
+        if found is None:
+            self.note_cooccurrence("by_documents")
+        return found
+
+    def found_form(self, text: str) -> str | None:
+        """The surface form `occurrences` found `text` in, if it did."""
+        found = self._found.get(text)
+        return None if found is None else found[1]
+
+    @property
+    def byte_level(self) -> bool:
+        return bool(self._byte_level)
+
+    @property
+    def cnf_refused(self) -> bool:
+        return self._requests.cnf is False
+
+    def refuse_cnf(self, reason: str) -> None:
+        with self._lock:
+            self._requests.cnf = False
+            self.details["grouped"]["cnf_refused"] = reason
+
+    def note_cooccurrence(self, key: str, amount: int = 1) -> None:
+        with self._lock:
+            self.details["cooccurrence"][key] += amount
+
+    def occurrence_at(self, shard: int, ptr: int, form: str, text: str, window: DocumentWindow) -> ApiOccurrence:
+        variant = self._found.get(text, (AS_IS, form))[0]
+        return ApiOccurrence(self, shard, -1, form, variant, ptr=ptr, window=window)
 
     def surrounding(self, occurrence: ApiOccurrence, before: int, after: int) -> bytes:
         window = occurrence.window()
@@ -414,42 +384,6 @@ class ApiCorpus:
         snippet, start, end = cut_snippet(data, min(window.needle_at, reach), length_bytes, context_chars)
         metadata = dict(window.metadata)
         if occurrence.variant != AS_IS or not window.offset_exact:
-            metadata["infini_gram_api"] = {"variant": occurrence.variant, "offset_exact": window.offset_exact, "shard": occurrence.shard, "rank": occurrence.rank}
+            where = {"rank": occurrence.rank} if occurrence.ptr is None else {"ptr": occurrence.ptr}
+            metadata["infini_gram_api"] = {"variant": occurrence.variant, "offset_exact": window.offset_exact, "shard": occurrence.shard, **where}
         return DocumentHit(window.document, metadata, window.needle_at, length_bytes, snippet, start, end)
-
-
-def _char_starts(encoded: bytes) -> list[int]:
-    return [i for i, b in enumerate(encoded) if b & 0xC0 != 0x80]
-
-
-def parse_metadata(raw: Any) -> dict[str, Any]:
-    """A document's metadata as a dict: the API sends the index's JSON line as a string."""
-    if isinstance(raw, dict):
-        return raw
-    if not isinstance(raw, str) or not raw.strip():
-        return {}
-    try:
-        value = json.loads(raw)
-    except json.JSONDecodeError:
-        return {"raw": raw}
-    return value if isinstance(value, dict) else {"raw": value}
-
-
-def _locate_in_spans(spans: list[Any], needle_offset: int, disp_len: int) -> tuple[bytes, int]:
-    """The displayed text and the byte offset of the occurrence in it.  The protocol gives the
-    text only as `spans` (its `token_ids` are the query's) and the occurrence's position only
-    in tokens, and the client has no tokenizer: of the spans labelled as matches, the one whose
-    position in the text is nearest the occurrence's position in the tokens is taken (exact on
-    a byte-level index, where a token is a byte)."""
-    texts = [str(span[0]) for span in spans if isinstance(span, list | tuple) and span]
-    data = "".join(texts).encode("utf-8")
-    if not data:
-        return data, 0
-    target = len(data) * needle_offset / max(disp_len, 1)
-    best, at = None, 0
-    for span in spans:
-        width = len(str(span[0]).encode("utf-8"))
-        if len(span) > 1 and span[1] is not None and (best is None or abs(at - target) < abs(best - target)):
-            best = at
-        at += width
-    return data, int(best if best is not None else round(target))

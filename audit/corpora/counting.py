@@ -39,6 +39,7 @@ from audit.corpora.base import Budget, CoverageSample, MatchLengths, OutOfBudget
 
 CONFIDENCE = 0.99
 FIRST_SAMPLE = 8
+FIRST_CHUNKS = 4
 
 
 @dataclass(frozen=True)
@@ -234,10 +235,14 @@ def chunks(geometry: Geometry, size: int) -> list[tuple[int, int]]:
     return pieces
 
 
-def reach(ask: Asker, lengths: Sequence[int], chunk_cap: int) -> None:
+def reach(ask: Asker, lengths: Sequence[int], chunk_cap: int, whole: bool = False) -> None:
     """Enough answers to say whether the longest match reaches each of `lengths` (characters):
     the chunks of the shortest are counted, and each chunk found is extended to every maximal
-    match holding it, stopping once a match reaches the longest of `lengths`."""
+    match holding it, stopping once a match reaches the longest of `lengths`.  Chunks are asked
+    in batches doubling from `FIRST_CHUNKS`, so a text that matches at length stops after few
+    (an absent text's chunks are all asked, in as many requests as at once).  With `whole`,
+    the whole text is asked in the same batch as the chunks (a server answering several
+    questions in one request then settles an absent text's chunks and the text together)."""
     geometry = ask.known.geometry
     shortest, longest = min(lengths), max(lengths)
     if shortest > geometry.length:
@@ -245,17 +250,28 @@ def reach(ask: Asker, lengths: Sequence[int], chunk_cap: int) -> None:
     every_cut = len(geometry.cuts) == geometry.length + 1
     size = max(1, min((shortest + 1) // 2 if every_cut else shortest // 2, chunk_cap))
     pieces = [(a, b) for a, b in chunks(geometry, size) if b <= geometry.reach[a]]
-    present = [piece for piece, found in zip(pieces, ask.many(pieces), strict=True) if found]
-    scanned = -1
-    for a, b in present:
-        if a <= scanned:
-            continue
-        lowest, _ = ask.known.ends()
-        if int((lowest - np.arange(geometry.length)).max(initial=0)) >= longest:
+    first = [(0, geometry.length)] if whole else []
+    scanned, at, batch = -1, 0, FIRST_CHUNKS
+    while at < len(pieces) or first:
+        answers = ask.many(first + pieces[at : at + batch])
+        if first and answers[0]:
             return
-        first = _leftmost_start(ask, a, b, scanned + 1)
-        scan(ask, first, a + 1, b)
-        scanned = a
+        for (a, b), found in zip(pieces[at : at + batch], answers[len(first) :], strict=True):
+            if not found or a <= scanned:
+                continue
+            if _reaches_longest(ask, longest):
+                return
+            start = _leftmost_start(ask, a, b, scanned + 1)
+            scan(ask, start, a + 1, b)
+            scanned = a
+        if _reaches_longest(ask, longest):
+            return
+        first, at, batch = [], at + batch, batch * 2
+
+
+def _reaches_longest(ask: Asker, longest: int) -> bool:
+    lowest, _ = ask.known.ends()
+    return int((lowest - np.arange(ask.known.geometry.length)).max(initial=0)) >= longest
 
 
 def _leftmost_start(ask: Asker, start: int, end: int, floor: int) -> int:
@@ -357,14 +373,17 @@ class _Spent(OutOfBudget):
         self.sample = sample
 
 
-def derive(ask: Asker, longest: Sequence[int], windows: Sequence[tuple[int, int]], coverage: Sequence[float], seed: int, chunk_cap: int) -> tuple[MatchLengths, bool]:
+def derive(ask: Asker, longest: Sequence[int], windows: Sequence[tuple[int, int]], coverage: Sequence[float], seed: int, chunk_cap: int, whole: bool = False) -> tuple[MatchLengths, bool]:
     """What the policy asks of one field (`longest`: lengths a rule compares the longest match
     with; `coverage`: thresholds on the share of `windows` found), within the budget: the
-    lengths and sample that follow, and whether the budget ran out."""
+    lengths and sample that follow, and whether the budget ran out.  With `whole`, the whole
+    text is asked too, first (with the first chunks where lengths are asked)."""
     sample = None
     try:
         if longest:
-            reach(ask, longest, chunk_cap)
+            reach(ask, longest, chunk_cap, whole)
+        elif whole:
+            ask(0, ask.known.geometry.length)
         sample = sample_coverage(ask, windows, coverage, seed)
     except _Spent as spent:
         return ask.known.lengths(spent.sample), True

@@ -147,8 +147,11 @@ class QueryResponse(BaseModel):
 
 class Tokenizer:
     """Query text to token ids and back: UTF-8 bytes for a byte-level index, else a Hugging
-    Face `tokenizer.json` (the public API strips the lone word-start token SentencePiece puts in
-    front of a query, and so does this)."""
+    Face `tokenizer.json`, as the public API's `tokenize` does it (api/api_server.py of
+    liujch1998/infini-gram, commit 37d2929): it strips the lone word-start token SentencePiece
+    puts in front of a query (`llama`), and prepends a space to every non-empty query, and to
+    every term of an AND/OR query, for its byte-level BPE types (`gpt2`, `olmo`, `gptneox`),
+    which this does for any tokenizer whose pre-tokenizer is byte-level (`prepends_space`)."""
 
     END_OF_TEXT = ("</s>", "<|endoftext|>", "<|end_of_text|>", "<eos>", "<|eos|>")
 
@@ -156,6 +159,7 @@ class Tokenizer:
         self.path = path
         self._tokenizer = None
         self._prefix_id: int | None = None
+        self.prepends_space = False
         # The byte-level id of a document's end is NUL, as the public API's byte tokenizer has it.
         self.eos_id = 0
         if path is not None:
@@ -166,6 +170,7 @@ class Tokenizer:
                 raise ValueError(f"{file}: no tokenizer.json")
             self._tokenizer = HFTokenizer.from_file(str(file))
             self._prefix_id = self._tokenizer.token_to_id("\u2581")
+            self.prepends_space = _byte_level_bpe(json.loads(file.read_text(encoding="utf-8")).get("pre_tokenizer"))
             self.eos_id = self._end_of_text(file)
 
     def _end_of_text(self, file: Path) -> int:
@@ -212,6 +217,8 @@ class Tokenizer:
     def encode(self, text: str) -> list[int]:
         if self._tokenizer is None:
             return list(text.encode("utf-8"))
+        if self.prepends_space and text:
+            text = " " + text
         ids = self._tokenizer.encode(text, add_special_tokens=False).ids
         if ids and ids[0] == self._prefix_id:
             ids = ids[1:]
@@ -226,6 +233,13 @@ class Tokenizer:
         if self._tokenizer is None:
             return [chr(b) if 32 <= b < 127 else f"<0x{b:02X}>" for b in ids]
         return [self._tokenizer.id_to_token(i) or "" for i in ids]
+
+
+def _byte_level_bpe(pre_tokenizer: Any) -> bool:
+    """Whether a `tokenizer.json` pre-tokenizer is (or holds) byte-level BPE's."""
+    if not isinstance(pre_tokenizer, dict):
+        return False
+    return pre_tokenizer.get("type") == "ByteLevel" or any(_byte_level_bpe(p) for p in pre_tokenizer.get("pretokenizers") or [])
 
 
 @dataclass

@@ -23,6 +23,8 @@ from audit.signals.ngram_language import Scope, languages_of_entries
 from audit.signals.ngram_match import FieldMatch
 from audit.text import dominant_script, normalize, units
 
+SORTED_HITS = 10
+
 
 class Occurrences:
     """Each string's count and first occurrences, asked once per variant: the pair checks of
@@ -58,12 +60,22 @@ class Nearby:
 
 
 def nearby(corpus: Corpus, occurrences: Occurrences, strings: Sequence[str], window: int) -> Nearby:
+    """The documents where `strings` stand within `window` bytes of each other: from one query
+    where the corpus answers it (`near_documents`, the infini-gram API's CNF queries), else
+    from the documents of the rarest string's occurrences."""
     counts = tuple(occurrences(text)[0] for text in strings)
     if not all(counts):
         return Nearby(counts, {}, True)
+    joint = getattr(corpus, "near_documents", None)
+    found = joint(strings, counts, window, occurrences.limit) if joint is not None else None
+    if found is not None:
+        return Nearby(counts, *found)
     rarest = min(range(len(strings)), key=counts.__getitem__)
     rare, hits = strings[rarest], occurrences(strings[rarest])[1]
     near = _near(corpus, rare, hits, [text for i, text in enumerate(strings) if i != rarest], window)
+    if len(hits) <= SORTED_HITS:
+        # Every hit was read: in document order, as a local index gives a few hits.
+        near.sort(key=lambda o: (o.document, o.offset))
     documents: dict[int, tuple[Occurrence, str]] = {}
     for occurrence in near:
         documents.setdefault(occurrence.document, (occurrence, rare))
