@@ -330,7 +330,7 @@ OK = (200, json.dumps({"count": 7, "approx": False}).encode(), {})
 
 def test_retries_a_server_that_fails_then_answers(scripted):
     script, url = scripted
-    use(script, (500, b'{"error": "[Flask] Internal server error"}', {}), (502, b"bad gateway", {}), (503, b"", {"Retry-After": "0"}), OK)
+    use(script, (500, b'{"error": "[Flask] Web request timed out. Please try again later."}', {}), (502, b"bad gateway", {}), (503, b"", {"Retry-After": "0"}), OK)
     api = client(url, attempts=5)
     assert api.query("count", query="x")["count"] == 7
     assert script.calls == 4 and api.stats["retries"] == 3
