@@ -276,25 +276,41 @@ class Script:
     def __init__(self, *answers: tuple[int, bytes, dict[str, str]]) -> None:
         self.answers = list(answers)
         self.calls = 0
+        self.arrivals: list[float] = []
+        self.in_flight = self.most_in_flight = 0
         self.lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def busy(self) -> Iterator[None]:
+        """Count this request as in flight while the server works on it."""
+        with self.lock:
+            self.in_flight += 1
+            self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            yield
+        finally:
+            with self.lock:
+                self.in_flight -= 1
 
     def next(self) -> tuple[int, bytes, dict[str, str]]:
         with self.lock:
             answer = self.answers[min(self.calls, len(self.answers) - 1)]
             self.calls += 1
+            self.arrivals.append(time.monotonic())
             return answer
 
 
-@pytest.fixture
-def scripted() -> Iterator[tuple[Script, str]]:
-    script = Script((200, b"{}", {}))
+@contextlib.contextmanager
+def serve_script(script: Script) -> Iterator[str]:
+    """A stdlib HTTP server on 127.0.0.1 answering POSTs from `script`; yields its URL."""
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             self.rfile.read(int(self.headers.get("Content-Length", 0)))
             status, body, headers = handler_script.next()
-            if headers.get("sleep"):
-                time.sleep(float(headers["sleep"]))
+            with handler_script.busy():
+                if headers.get("sleep"):
+                    time.sleep(float(headers["sleep"]))
             self.send_response(status)
             for key, value in headers.items():
                 if key != "sleep":
@@ -312,9 +328,18 @@ def scripted() -> Iterator[tuple[Script, str]]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    yield script, f"http://127.0.0.1:{server.server_address[1]}/"
-    server.shutdown()
-    server.server_close()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture
+def scripted() -> Iterator[tuple[Script, str]]:
+    script = Script((200, b"{}", {}))
+    with serve_script(script) as url:
+        yield script, url
 
 
 def use(script: Script, *answers: tuple[int, bytes, dict[str, str]]) -> None:

@@ -220,8 +220,6 @@ class InfiniGramClient:
         if self.settings.offline:
             self._count("offline_misses")
             raise OfflineMiss(f"offline: no cached answer for {query_type} {params.get('query', params.get('query_ids', ''))!r} on {self.settings.index}")
-        if (signum := received()) is not None:
-            raise ApiUnavailable(f"{self.settings.url} ({self.settings.index}): not asked: the run was interrupted (signal {signum})")
         if time.monotonic() < self._down_until:
             raise ApiUnavailable(f"{self.settings.url} ({self.settings.index}): not retried for {COOLDOWN_SECONDS:.0f} s after: {self._down_reason}")
         try:
@@ -239,6 +237,8 @@ class InfiniGramClient:
         where = f"{settings.url} ({settings.index})"
         attempt, throttled_for = 0, 0.0
         while True:
+            if (signum := received()) is not None:
+                raise ApiUnavailable(f"{where}: not asked: the run was interrupted (signal {signum}); {RESUME_HINT}")
             if not self._budget.take():
                 self._count("not_asked")
                 raise RequestBudgetSpent(f"{where}: the request budget of {self._budget.limit:,} requests is spent, so this was not asked; {RESUME_HINT}")
