@@ -176,7 +176,7 @@ class InfiniGramClient:
         self._local = threading.local()
         self._lock = threading.Lock()
         self.stats: dict[str, int] = dict.fromkeys(("requests", "cache_hits", "retries", "throttled", "dropped", "timeouts", "offline_misses", "not_asked"), 0)
-        self.stats.update(max_requests=settings.max_requests, concurrency=self._pacer.limit)
+        self.stats.update(max_requests=settings.max_requests, **self._pacer.snapshot())
         self._down_until = 0.0
         self._down_reason = ""
 
@@ -283,8 +283,9 @@ class InfiniGramClient:
             return Sent(answer, response.status_code, body, f"HTTP {response.status_code}: {snippet(body)}", hint)
         finally:
             self._pacer.release(ticket, self._pacer.outcome(ticket, backing_off))
+            pacing = self._pacer.snapshot()
             with self._lock:
-                self.stats["concurrency"] = self._pacer.limit
+                self.stats.update(pacing)
 
     def _read(self, response: requests.Response, where: str) -> bytes:
         try:

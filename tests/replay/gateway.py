@@ -11,8 +11,9 @@ services' front ends do:
   `{"error": "[Flask] Internal server error: ..."}`, every time, as infini-gram's
   api/api_server.py (commit 37d2929, `query()`) answers an exception of its engine.
 
-Every request is logged (its canonical payload and what the gateway did), in memory and, if
-asked, as JSON lines in a file another process can read.  Run it alone with
+A `latency` added to every POST stands for the round trip to a distant service.  Every
+request is logged (its canonical payload and what the gateway did), in memory and, if asked,
+as JSON lines in a file another process can read.  Run it alone with
 `python tests/replay/gateway.py --upstream URL [options]`: it prints `listening on URL`.
 """
 from __future__ import annotations
@@ -47,10 +48,13 @@ class Plan:
     drop_share: float = 0.0
     failing_queries: tuple[str, ...] = ()
     failure_detail: str = "'NoneType' object is not subscriptable"
+    latency: float = 0.0
     seed: int = 0
     log_path: Path | None = None
 
     def __post_init__(self) -> None:
+        if self.latency < 0:
+            raise ValueError("latency is a number of seconds, 0 or more")
         if not (0 <= self.throttle_share <= 1 and 0 <= self.drop_share <= 1):
             raise ValueError("throttle_share and drop_share are shares of requests, in [0, 1]")
         if self.throttle_status not in (403, 429):
@@ -123,6 +127,7 @@ def _handler(gateway: Gateway) -> type[BaseHTTPRequestHandler]:
             except json.JSONDecodeError:
                 payload = body.decode("utf-8", errors="replace")
             outcome = gateway.decide(payload)
+            time.sleep(gateway.plan.latency)
             if outcome == "throttled":
                 gateway.record(payload, outcome, gateway.plan.throttle_status)
                 headers = {"Retry-After": gateway.plan.retry_after} if gateway.plan.retry_after is not None else {}
@@ -165,10 +170,11 @@ def main() -> None:
     parser.add_argument("--retry-after")
     parser.add_argument("--drop-share", type=float, default=0.0)
     parser.add_argument("--fail-query", action="append", default=[])
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds added to every POST")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--log", type=Path)
     args = parser.parse_args()
-    plan = Plan(args.throttle_share, args.window_start, args.window_seconds, args.throttle_status, args.retry_after, args.drop_share, tuple(args.fail_query), seed=args.seed, log_path=args.log)
+    plan = Plan(args.throttle_share, args.window_start, args.window_seconds, args.throttle_status, args.retry_after, args.drop_share, tuple(args.fail_query), latency=args.latency, seed=args.seed, log_path=args.log)
     gateway = Gateway(args.upstream, plan)
     print(f"listening on {gateway.url.rstrip('/')}", flush=True)
     with contextlib.suppress(KeyboardInterrupt):
