@@ -13,6 +13,7 @@ import pytest
 from test_api_client import OK, Script, serve_script, use
 
 from audit.corpora.api import ApiCorpus, ApiOptions
+from audit.corpora.apirun import RequestsColumn, check_display
 from audit.corpora.cache import ResponseCache
 from audit.corpora.client import (
     Answer,
@@ -193,3 +194,17 @@ def test_bad_pacing_settings_are_refused():
         ClientSettings(url="http://x/", index="i", min_concurrency=0)
     with pytest.raises(ValueError, match="throttle_wait"):
         ClientSettings(url="http://x/", index="i", throttle_wait=-1)
+
+
+def test_the_progress_bar_counts_requests_of_every_api_corpus(served):
+    script, url = served
+    use(script, FORBIDDEN, OK)
+    first, second = client(url, max_requests=10), client(url, max_requests=5)
+    first.query("count", query="x")
+    second.query("count", query="y")
+    display = check_display([first, second])
+    column = next(c for c in display.columns if isinstance(c, RequestsColumn))
+    assert column.render(None).plain == "3/15 requests (1 throttled)"
+    second.query("count", query="z")
+    assert column.render(None).plain == "4/15 requests (1 throttled)"
+    assert not any(isinstance(c, RequestsColumn) for c in check_display([]).columns)
