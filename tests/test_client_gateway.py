@@ -173,3 +173,11 @@ def test_an_interrupted_run_resumes_without_asking_again(served: Served, bench: 
     asked_twice = set(logged[:first]) & set(logged[first:])
     in_flight = ClientSettings(url=gateway.url, index="demo").concurrency
     assert len(asked_twice) == 0 if stop == signal.SIGINT else len(asked_twice) <= in_flight
+
+
+def test_a_budget_for_a_run_without_api_corpora_is_refused(bench: Path, tmp_path: Path):
+    env = dict(os.environ, AUDIT_CACHE_DIR=str(cache_dir()))
+    done = subprocess.run([sys.executable, "-m", "audit.cli", "check", str(bench), "--corpus", "demo", "--max-requests", "5", "--out", str(tmp_path / "x.audit.jsonl")],
+                          capture_output=True, text=True, env=env, cwd=tempfile.gettempdir(), timeout=300)
+    assert done.returncode == 2 and "--max-requests applies to API corpora" in done.stderr
+    assert not (tmp_path / "x.audit.jsonl").exists()
