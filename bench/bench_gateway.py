@@ -17,7 +17,7 @@ For each: wall time, the corpus's `requests` details from the manifest (requests
 throttled answers, dropped connections, the concurrency reached), variants `unknown`, and
 whether every record equals the undisturbed run's.
 
-    python bench/bench_gateway.py                      # about 12 minutes on 2 cores
+    python bench/bench_gateway.py                      # about 20 minutes on 2 cores
     python bench/bench_gateway.py --questions 5 --window 20
 """
 from __future__ import annotations

@@ -278,6 +278,7 @@ class Script:
         self.calls = 0
         self.arrivals: list[float] = []
         self.in_flight = self.most_in_flight = 0
+        self.gate: threading.Event | None = None  # when set up, answers wait until it is set
         self.lock = threading.Lock()
 
     @contextlib.contextmanager
@@ -309,6 +310,8 @@ def serve_script(script: Script) -> Iterator[str]:
             self.rfile.read(int(self.headers.get("Content-Length", 0)))
             status, body, headers = handler_script.next()
             with handler_script.busy():
+                if handler_script.gate is not None:
+                    handler_script.gate.wait(timeout=30)
                 if headers.get("sleep"):
                     time.sleep(float(headers["sleep"]))
             self.send_response(status)

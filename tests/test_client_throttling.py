@@ -6,6 +6,8 @@ the only time asserted is a lower bound: a wait the server asked for was waited.
 from __future__ import annotations
 
 import json
+import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -208,3 +210,18 @@ def test_the_progress_bar_counts_requests_of_every_api_corpus(served):
     second.query("count", query="z")
     assert column.render(None).plain == "4/15 requests (1 throttled)"
     assert not any(isinstance(c, RequestsColumn) for c in check_display([]).columns)
+
+
+def test_a_question_asked_by_two_threads_at_once_is_sent_once(served):
+    script, url = served
+    use(script, (200, json.dumps({"count": 5}).encode(), {}))
+    script.gate = threading.Event()
+    api = client(url)
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        asked = [pool.submit(api.query, "count", query="same") for _ in range(6)]
+        while api.stats["shared"] < 5 and not any(future.done() for future in asked):
+            time.sleep(0.01)
+        script.gate.set()
+        answers = [future.result() for future in asked]
+    assert answers == [{"count": 5}] * 6 and script.calls == 1
+    assert api.stats["requests"] == 1 and api.stats["shared"] == 5

@@ -27,11 +27,13 @@ it as the corpus's `requests`).
 """
 from __future__ import annotations
 
+import copy
 import json
 import random
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -39,7 +41,7 @@ from typing import Any
 import requests
 
 from audit.children import received
-from audit.corpora.cache import ResponseCache
+from audit.corpora.cache import ResponseCache, canonical
 from audit.corpora.pacing import Bounds, HostPacer, RequestBudget, pacer_for
 from audit.responses import OversizeResponse, backoff_delay, read_limited, snippet
 from audit.responses import retry_after as parse_retry_after
@@ -175,8 +177,9 @@ class InfiniGramClient:
         self._budget = RequestBudget(settings.max_requests)
         self._local = threading.local()
         self._lock = threading.Lock()
-        self.stats: dict[str, int] = dict.fromkeys(("requests", "cache_hits", "retries", "throttled", "dropped", "timeouts", "offline_misses", "not_asked"), 0)
+        self.stats: dict[str, int] = dict.fromkeys(("requests", "cache_hits", "shared", "retries", "throttled", "dropped", "timeouts", "offline_misses", "not_asked"), 0)
         self.stats.update(max_requests=settings.max_requests, **self._pacer.snapshot())
+        self._asking: dict[str, Future] = {}
         self._down_until = 0.0
         self._down_reason = ""
 
@@ -210,16 +213,40 @@ class InfiniGramClient:
         return session
 
     def query(self, query_type: str, **params: Any) -> dict[str, Any]:
-        """The response to one request (`index` is added), from the cache when it has it."""
+        """The response to one request (`index` is added), from the cache when it has it; a
+        request another thread is already asking waits for that answer (`shared`)."""
         payload = {"index": self.settings.index, "query_type": query_type, **params}
         if self.cache is not None:
             cached = self.cache.get(self.settings.url, payload)
             if cached is not None:
                 self._count("cache_hits")
                 return cached
+        key = canonical(payload)
+        with self._lock:
+            asked = self._asking.get(key)
+            if asked is None:
+                mine = self._asking[key] = Future()
+        if asked is not None:
+            self._count("shared")
+            return copy.deepcopy(asked.result())
+        try:
+            response = self._answer(payload)
+        except BaseException as error:
+            mine.set_exception(error)
+            raise
+        else:
+            mine.set_result(response)
+            return response
+        finally:
+            with self._lock:
+                del self._asking[key]
+
+    def _answer(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """The server's answer to a request the cache lacks, stored there."""
         if self.settings.offline:
             self._count("offline_misses")
-            raise OfflineMiss(f"offline: no cached answer for {query_type} {params.get('query', params.get('query_ids', ''))!r} on {self.settings.index}")
+            asked = payload.get("query", payload.get("query_ids", ""))
+            raise OfflineMiss(f"offline: no cached answer for {payload['query_type']} {asked!r} on {self.settings.index}")
         if time.monotonic() < self._down_until:
             raise ApiUnavailable(f"{self.settings.url} ({self.settings.index}): not retried for {COOLDOWN_SECONDS:.0f} s after: {self._down_reason}")
         try:
