@@ -181,3 +181,19 @@ def test_a_budget_for_a_run_without_api_corpora_is_refused(bench: Path, tmp_path
                           capture_output=True, text=True, env=env, cwd=tempfile.gettempdir(), timeout=300)
     assert done.returncode == 2 and "--max-requests applies to API corpora" in done.stderr
     assert not (tmp_path / "x.audit.jsonl").exists()
+
+
+def test_ctrl_c_during_a_minutes_hold_ends_the_run_without_waiting_it_out(served: Served, bench: Path, tmp_path: Path):
+    gateway = Gateway(served.url, Plan(throttle_share=1.0, window_seconds=3600))
+    try:
+        registry(tmp_path, gateway.url, throttle_wait=600)
+        env = dict(os.environ, AUDIT_CACHE_DIR=str(tmp_path / "audit-cache"))
+        process = subprocess.Popen(check_command(bench, tmp_path), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd=tempfile.gettempdir())
+        while not gateway.counts["throttled"] and process.poll() is None:
+            time.sleep(0.01)
+        process.send_signal(signal.SIGINT)
+        output = process.communicate(timeout=120)[0].decode()
+    finally:
+        gateway.stop()
+    assert process.returncode == 128 + signal.SIGINT and "interrupted by SIGINT" in output, output
+    assert gateway.counts["forwarded"] == 0

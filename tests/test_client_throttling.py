@@ -225,3 +225,9 @@ def test_a_question_asked_by_two_threads_at_once_is_sent_once(served):
         answers = [future.result() for future in asked]
     assert answers == [{"count": 5}] * 6 and script.calls == 1
     assert api.stats["requests"] == 1 and api.stats["shared"] == 5
+
+
+def test_a_hold_is_abandoned_when_the_run_is_interrupted():
+    pacer = HostPacer(Bounds(1, 1, 1, 1.0))
+    pacer.hold(600)
+    assert pacer.acquire(abandon=lambda: True) is None and pacer.in_flight == 0

@@ -288,7 +288,9 @@ class InfiniGramClient:
 
     def _send(self, payload: dict[str, Any], where: str) -> Sent:
         """One POST under the host's pacer, which learns from how it went."""
-        ticket = self._pacer.acquire()
+        ticket = self._pacer.acquire(abandon=lambda: received() is not None)
+        if ticket is None:
+            raise ApiUnavailable(f"{where}: not asked: the run was interrupted; {RESUME_HINT}")
         backing_off = False
         try:
             self._count("requests")

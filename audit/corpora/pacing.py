@@ -11,13 +11,14 @@ prolongs the refusal, so every client of one host shares one `HostPacer`:
   burst of refusals to requests sent side by side counts once;
 - a throttled answer holds every request to the host until the wait it was given has passed.
 
-The pacer counts nothing in wall-clock terms beyond `fast_seconds`, so its behaviour follows
-from the sequence of outcomes alone (what the tests check).
+Only `fast_seconds` and holds are measured in time: how the limit moves follows from the
+sequence of outcomes alone (what the tests check).
 """
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from urllib.parse import urlsplit
@@ -69,15 +70,19 @@ class HostPacer:
         self.halved = 0
         self._ready = threading.Condition()
 
-    def acquire(self) -> Ticket:
-        """Wait for a place under the limit and past any hold."""
+    def acquire(self, abandon: Callable[[], bool] = lambda: False) -> Ticket | None:
+        """Wait for a place under the limit and past any hold; None if `abandon()` turns true
+        meanwhile (it is asked at least once a second, so an interrupted run need not wait
+        out a minute's hold)."""
         with self._ready:
             while True:
+                if abandon():
+                    return None
                 wait = self.hold_until - time.monotonic()
                 if wait <= 0 and self.in_flight < self.limit:
                     self.in_flight += 1
                     return Ticket(self.epoch, time.monotonic())
-                self._ready.wait(timeout=wait if wait > 0 else None)
+                self._ready.wait(timeout=min(wait, 1.0) if wait > 0 else 1.0)
 
     def release(self, ticket: Ticket, outcome: Outcome) -> None:
         """Give the place back and adapt the limit to what the answer said."""
