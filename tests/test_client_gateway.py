@@ -162,7 +162,12 @@ def test_an_interrupted_run_resumes_without_asking_again(served: Served, bench: 
             time.sleep(0.01)
         assert process.poll() is None, "the run ended before it could be interrupted"
         process.send_signal(stop)
-        output = process.communicate(timeout=120)[0].decode()
+        try:
+            output = process.communicate(timeout=120)[0].decode()
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.communicate()
+            raise
         assert process.returncode != 0, output
         first = len(gateway.log)
         _, records, _ = run_check(bench, tmp_path)
@@ -191,8 +196,15 @@ def test_ctrl_c_during_a_minutes_hold_ends_the_run_without_waiting_it_out(served
         process = subprocess.Popen(check_command(bench, tmp_path), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd=tempfile.gettempdir())
         while not gateway.counts["throttled"] and process.poll() is None:
             time.sleep(0.01)
+        time.sleep(1)  # for the refused requests to reach the hold
+        assert process.poll() is None, "the run ended before it could be interrupted"
         process.send_signal(signal.SIGINT)
-        output = process.communicate(timeout=120)[0].decode()
+        try:
+            output = process.communicate(timeout=120)[0].decode()
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.communicate()
+            raise
     finally:
         gateway.stop()
     assert process.returncode == 128 + signal.SIGINT and "interrupted by SIGINT" in output, output
