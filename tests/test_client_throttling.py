@@ -12,7 +12,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from test_api_client import OK, Script, serve_script, use
+from replay.scripted import Script, serve_script, use
+from test_client_scripted import OK
 
 from audit.corpora.api import ApiCorpus, ApiOptions
 from audit.corpora.apirun import RequestsColumn, check_display
