@@ -42,7 +42,7 @@ import requests
 
 from audit.children import received
 from audit.corpora.cache import ResponseCache, canonical
-from audit.corpora.pacing import Bounds, HostPacer, RequestBudget, pacer_for
+from audit.corpora.pacing import Bounds, HostPacer, Outcome, RequestBudget, pacer_for
 from audit.responses import OversizeResponse, backoff_delay, read_limited, snippet
 from audit.responses import retry_after as parse_retry_after
 
@@ -291,7 +291,7 @@ class InfiniGramClient:
         ticket = self._pacer.acquire(abandon=lambda: received() is not None)
         if ticket is None:
             raise ApiUnavailable(f"{where}: not asked: the run was interrupted; {RESUME_HINT}")
-        backing_off = False
+        backing_off, neutral = False, False
         try:
             self._count("requests")
             try:
@@ -302,6 +302,7 @@ class InfiniGramClient:
                 self._count("timeouts")
                 return Sent(Answer.TRANSIENT, failure=f"{type(error).__name__}: {error}")
             except (requests.ConnectionError, requests.exceptions.ChunkedEncodingError) as error:
+                neutral = True  # says nothing of the host's load, fast as it fails
                 self._count("dropped")
                 return Sent(Answer.TRANSIENT, failure=f"{type(error).__name__}: {error}")
             answer = classify(response.status_code, body)
@@ -311,7 +312,7 @@ class InfiniGramClient:
             hint = parse_retry_after(response.headers.get("Retry-After"))
             return Sent(answer, response.status_code, body, f"HTTP {response.status_code}: {snippet(body)}", hint)
         finally:
-            self._pacer.release(ticket, self._pacer.outcome(ticket, backing_off))
+            self._pacer.release(ticket, Outcome.NEUTRAL if neutral else self._pacer.outcome(ticket, backing_off))
             pacing = self._pacer.snapshot()
             with self._lock:
                 self.stats.update(pacing)
