@@ -27,6 +27,7 @@ from rich.text import Text
 from audit import __version__
 from audit.auditfile import AuditFileError, check_against_benchmark, is_audit_file, locate_benchmark, read_audit, write_audit
 from audit.check import audit_manifest, check_items, variant_processes
+from audit.corpora.apirun import api_clients, budget_stops, check_display, limit_requests
 from audit.corpora.base import Profile
 from audit.corpora.local import IndexOpenError, LocalIndex
 from audit.corpora.registry import CorpusError, check_corpora, chosen_entries, open_corpus
@@ -508,6 +509,7 @@ def _print_summary(summary: dict, out: Path, elapsed: float) -> None:
 @click.option("--probe-prompts", type=click.Path(path_type=Path), help="Prompt templates (TOML) merged over the shipped ones, per language and task.")
 @click.option("--probe-batch-size", type=click.IntRange(min=1), help="Prompts per batch for a local probe model [default: the registry's, else 8].")
 @click.option("--offline", is_flag=True, help="Answer API corpora, link sources and probe models from their caches only; what is not cached is tagged unknown (undetermined).")
+@click.option("--max-requests", type=click.IntRange(min=1), help="Send at most this many HTTP requests to each API corpus; what is left is tagged unknown, and running the command again resumes from the response cache.")
 @click.option("--profile", type=click.Choice([str(p) for p in Profile]), help="For corpora that derive longest matches from counts: `decide` asks what the policy's rules need, `full` the longest match at every position [default: the registry's, else decide].")
 @click.option("--report/--no-report", "with_report", default=True, show_default=True, help="Also write an exposure report (HTML, Markdown, JSON).")
 @click.option("--report-dir", type=click.Path(path_type=Path), help="Where the report goes [default: OUT without .jsonl, plus .report].")
@@ -535,6 +537,7 @@ def check(
     probe_prompts: Path | None,
     probe_batch_size: int | None,
     offline: bool,
+    max_requests: int | None,
     profile: str | None,
     with_report: bool,
     report_dir: Path | None,
@@ -589,6 +592,9 @@ def check(
         raise InputError(str(error)) from None
     finally:
         progress.stop()
+    clients = limit_requests(sources, max_requests) if max_requests else api_clients(sources)
+    if max_requests and not clients:
+        raise InputError("--max-requests applies to API corpora (infini-gram or infini-gram mini entries of the registry)")
     if probe_model and wanted_signals is not None and "probe" not in wanted_signals:
         raise InputError(f"--probe-model: the probe signal is not among --signals {signal_names}")
     if not probe_model and (judge_model or probe_prompts or probe_batch_size):
@@ -606,11 +612,13 @@ def check(
     workers = processes
     forked = not executor.distributed and processes > 1 and all(isinstance(source, LocalIndex) for source in sources)
     where = f" on {executor}" if executor.distributed else ""
-    with variant_processes(runners, policy, processes) if forked else nullcontext() as pool, progress_display() as progress:
+    with variant_processes(runners, policy, processes) if forked else nullcontext() as pool, check_display(clients) as progress:
         task = progress.add_task(escape(f"checking against {', '.join(s.info.name for s in sources)}{where}"), total=variants)
         records = check_items(report.items, runners, policy, langs=wanted, workers=workers, on_done=lambda: progress.advance(task), processes=pool, executor=executor)
     links = {"sources": [source.describe() for source in link_sources], "as_of": cutoff.isoformat() if cutoff else None} if link_sources else None
     models = prober.describe() if prober else None
+    for line in budget_stops(sources):
+        console.print(f"[yellow]note[/yellow] {escape(line)}")
     manifest = audit_manifest(["audit", *sys.argv[1:]], report, bench, [s.info for s in sources], runs, policy, wanted, records, links, models, executor)
     summary = manifest["summary"]
     _warn_failed_sources(records)

@@ -1,16 +1,12 @@
 """The infini-gram API client and corpus against real servers on 127.0.0.1: `audit serve` over
-real indexes (compared with the local backend) and small stdlib HTTP servers that misbehave on
-purpose (failures, malformed, oversize and error answers).  No HTTP is patched or mocked."""
+real indexes (compared with the local backend); tests/test_client_scripted.py has the servers
+that misbehave on purpose.  No HTTP is patched or mocked."""
 from __future__ import annotations
 
-import contextlib
-import json
 import shutil
 import threading
-import time
 from collections.abc import Iterator
 from functools import partial
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -23,9 +19,6 @@ from audit.corpora.api import ApiCorpus, ApiOptions
 from audit.corpora.base import Budget
 from audit.corpora.cache import ResponseCache
 from audit.corpora.client import (
-    ApiQueryError,
-    ApiResponseError,
-    ApiUnavailable,
     ClientSettings,
     InfiniGramClient,
     OfflineMiss,
@@ -266,138 +259,6 @@ def test_token_level_index_tries_the_leading_space_form_and_records_it(served: S
     lengths = api.match_lengths("Seattle, Washington has rain")
     # The server prepends the space, so "Seattle, Washington has" at a document's start is out of reach.
     assert lengths.lengths[0] == len("Seattle, Washington") and lengths.highest is None
-
-
-# Misbehaving servers: the stdlib HTTP server on 127.0.0.1, answering from a script.
-
-
-class Script:
-    """What a test server answers, in order; the last answer repeats."""
-
-    def __init__(self, *answers: tuple[int, bytes, dict[str, str]]) -> None:
-        self.answers = list(answers)
-        self.calls = 0
-        self.lock = threading.Lock()
-
-    def next(self) -> tuple[int, bytes, dict[str, str]]:
-        with self.lock:
-            answer = self.answers[min(self.calls, len(self.answers) - 1)]
-            self.calls += 1
-            return answer
-
-
-@pytest.fixture
-def scripted() -> Iterator[tuple[Script, str]]:
-    script = Script((200, b"{}", {}))
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            self.rfile.read(int(self.headers.get("Content-Length", 0)))
-            status, body, headers = handler_script.next()
-            if headers.get("sleep"):
-                time.sleep(float(headers["sleep"]))
-            self.send_response(status)
-            for key, value in headers.items():
-                if key != "sleep":
-                    self.send_header(key, value)
-            if "Content-Length" not in headers:
-                self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-                self.wfile.write(body)
-
-        def log_message(self, *args) -> None:
-            pass
-
-    handler_script = script
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield script, f"http://127.0.0.1:{server.server_address[1]}/"
-    server.shutdown()
-    server.server_close()
-
-
-def use(script: Script, *answers: tuple[int, bytes, dict[str, str]]) -> None:
-    script.answers = list(answers)
-
-
-def client(url: str, **settings) -> InfiniGramClient:
-    return InfiniGramClient(ClientSettings(url=url, index="test", backoff=0.01, max_backoff=0.05, **settings))
-
-
-OK = (200, json.dumps({"count": 7, "approx": False}).encode(), {})
-
-
-def test_retries_a_server_that_fails_then_answers(scripted):
-    script, url = scripted
-    use(script, (500, b'{"error": "[Flask] Internal server error"}', {}), (502, b"bad gateway", {}), (503, b"", {"Retry-After": "0"}), OK)
-    api = client(url, attempts=5)
-    assert api.query("count", query="x")["count"] == 7
-    assert script.calls == 4 and api.stats["retries"] == 3
-
-
-def test_gives_up_after_the_last_attempt(scripted):
-    script, url = scripted
-    use(script, (503, b"overloaded", {}))
-    with pytest.raises(ApiUnavailable, match="no answer after 3 attempts; last: HTTP 503: overloaded"):
-        client(url, attempts=3).query("count", query="x")
-    assert script.calls == 3
-
-
-def test_retries_timeouts_and_rate_limits(scripted):
-    script, url = scripted
-    use(script, (200, b"{}", {"sleep": "0.6"}), (429, b"slow down", {"Retry-After": "0.01"}), OK)
-    api = client(url, attempts=3, timeout=0.2)
-    assert api.query("count", query="x")["count"] == 7 and api.stats["retries"] == 2
-
-
-def test_error_key_on_http_200_is_an_error_and_not_retried(scripted):
-    script, url = scripted
-    use(script, (200, b'{"error": "Please limit your input to <= 1000 characters!"}', {}))
-    with pytest.raises(ApiQueryError, match="Please limit your input"):
-        client(url).query("count", query="x")
-    assert script.calls == 1
-
-
-@pytest.mark.parametrize(
-    ("answer", "message"),
-    [
-        ((200, b"<html>maintenance</html>", {}), "response is not JSON: <html>maintenance</html>"),
-        ((200, b"[1, 2]", {}), "response is a JSON list, not an object"),
-        ((200, b'{"count": 1', {}), "response is not JSON"),
-        ((404, b"not here", {}), "HTTP 404 response is not JSON: not here"),
-        ((400, b'{"error": "[Flask] Invalid index: x"}', {}), "Invalid index: x"),
-        ((200, b"x" * 5000, {}), "response of 5000 bytes is over the limit of 1000 bytes"),
-        ((200, b"x" * 5000, {"Transfer-Encoding": "chunked", "Content-Length": "5000"}), "over the limit of 1000 bytes"),
-    ],
-)
-def test_malformed_and_oversize_responses_are_clear_errors(scripted, answer, message):
-    script, url = scripted
-    use(script, answer)
-    with pytest.raises((ApiResponseError, ApiQueryError), match=message.replace("[", r"\[").replace("]", r"\]")):
-        client(url, max_response_bytes=1000).query("count", query="x")
-    assert script.calls == 1
-
-
-def test_unreachable_endpoint_is_unavailable_quickly():
-    started = time.monotonic()
-    api = client("http://127.0.0.1:9/", attempts=2)
-    with pytest.raises(ApiUnavailable, match="ConnectionError"):
-        api.query("count", query="x")
-    assert time.monotonic() - started < 5 and api.stats["requests"] == 2
-    with pytest.raises(ApiUnavailable, match="not retried for 30 s"):
-        api.query("count", query="y")
-    assert api.stats["requests"] == 2
-
-
-def test_bad_settings_are_refused():
-    with pytest.raises(ValueError, match="not an http"):
-        ClientSettings(url="ftp://x", index="i")
-    with pytest.raises(ValueError, match="index is required"):
-        ClientSettings(url="http://x/", index="")
-    with pytest.raises(ValueError, match="longest_match"):
-        ApiOptions(longest_match="guess")
 
 
 def count_only_tags(url: str, index: str, items: list, profile: str, budget: int = 256) -> tuple[list[dict], ApiCorpus]:
