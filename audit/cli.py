@@ -501,7 +501,7 @@ def _print_summary(summary: dict, out: Path, elapsed: float) -> None:
 @click.option("--policy", "policy_path", type=click.Path(path_type=Path), help="Policy TOML merged over the built-in one.")
 @click.option("--registry", type=click.Path(path_type=Path), help="Corpus registry TOML [default: indexes/corpora.toml].")
 @click.option("--skip-bad-rows", is_flag=True, help="Skip (and count) malformed benchmark rows instead of stopping.")
-@click.option("--workers", type=click.IntRange(min=1), help="Processes (threads when a corpus is remote) for the search [default: all cores]; more than the variants or four per core are clamped, with a note.")
+@click.option("--workers", type=click.IntRange(min=1), help="Processes (threads when a corpus is remote) for the search [default: all cores; 8 when every corpus is remote]; more than the variants or four per core are clamped, with a note.")
 @click.option("--links", "link_names", multiple=True, help="Run the langlinks signal with this source: `wikipedia-api` (the MediaWiki API, and Wikidata's for entity ids), a lookup directory built by `audit langlinks build`, or a [links.NAME] entry of the registry; repeat for several.")
 @click.option("--as-of", "as_of", type=click.DateTime(formats=["%Y-%m-%d"]), help="The model's training cutoff: the langlinks signal counts only articles that existed on this date (asking their creation dates from the API).")
 @click.option("--probe-model", help="Run the probe signal with this model: `smollm2`, `gemma3-270m`, `openai:MODEL` (at $OPENAI_BASE_URL), a [models.NAME] entry of the registry, a .gguf file or a model directory.  Opt-in: every variant costs model calls.")
@@ -606,7 +606,7 @@ def check(
             console.print(f"[yellow]skipped[/yellow] signal {run.signal} on {escape(run.source)}: {escape(run.reason)}")
     _prepare(runners, report.items, wanted)
     variants = sum(1 for item in report.items for lang in item.variants if wanted is None or lang in wanted)
-    processes, clamped = check_workers(workers, variants)
+    processes, clamped = check_workers(workers, variants, remote=bool(sources) and len(api_clients(sources)) == len(sources))
     if clamped:
         console.print(f"[yellow]note[/yellow] {clamped}")
     workers = processes

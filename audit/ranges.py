@@ -102,14 +102,19 @@ def worker_count(requested: int | None, work: int | None = None, option: str = "
     return Workers(limit, note)
 
 
-def check_workers(asked: int | None, variants: int, cpus: int | None = None) -> tuple[int, str | None]:
+REMOTE_WORKERS = 8
+
+
+def check_workers(asked: int | None, variants: int, cpus: int | None = None, remote: bool = False) -> tuple[int, str | None]:
     """`audit check --workers`: the processes (or threads) to run, and a note when the number
     asked for was lowered.  More workers than variants have nothing to do, and more than four
-    per CPU only contend for it; the default is one per CPU, within the same bounds."""
+    per CPU only contend for it; the default is one per CPU, within the same bounds.  Against
+    remote corpora only (threads waiting on answers) the default is REMOTE_WORKERS, enough
+    variants at once to keep a host's requests in flight at its adaptive limit."""
     cpus = cpus or os.cpu_count() or 1
     limit = max(1, min(variants, 4 * cpus))
     if asked is None:
-        return min(cpus, limit), None
+        return min(REMOTE_WORKERS if remote else cpus, limit), None
     if asked <= limit:
         return asked, None
     return limit, f"--workers {asked}: clamped to {limit} (at most one per variant, {variants}, and four per CPU, {4 * cpus})"

@@ -19,7 +19,7 @@ from audit.corpora.local import IndexOpenError, LocalIndex, check_index
 from audit.corpora.soundness import suffix_order_problem
 from audit.corpora.verify import verify_index
 from audit.indexing import IndexBuildError, build_index
-from audit.ranges import MIN_MEMORY, RangeError, document_limit, memory_budget, worker_count
+from audit.ranges import MIN_MEMORY, REMOTE_WORKERS, RangeError, check_workers, document_limit, memory_budget, worker_count
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "audit" / "data" / "demo" / "corpus"
@@ -56,6 +56,15 @@ def test_worker_counts_are_clamped_to_the_cpus_and_the_work_with_a_note():
     for bad in (0, -3):
         with pytest.raises(RangeError, match=f"--workers {bad}: give at least 1"):
             worker_count(bad)
+
+
+def test_check_workers_default_to_the_cpus_locally_and_more_threads_against_remote_corpora():
+    assert check_workers(None, 468, cpus=2) == (2, None)
+    assert check_workers(None, 468, cpus=2, remote=True) == (REMOTE_WORKERS, None)
+    assert check_workers(None, 3, cpus=2, remote=True) == (3, None)
+    assert check_workers(None, 468, cpus=1, remote=True) == (4, None)
+    count, note = check_workers(200, 468, cpus=2, remote=True)
+    assert count == 8 and note is not None and "clamped to 8" in note
 
 
 def test_memory_budgets_have_a_floor_and_the_machine_as_ceiling():
