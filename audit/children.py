@@ -104,7 +104,10 @@ class WorkerPool(ProcessPoolExecutor):
         """Kill the workers and reap them.  One killed while writing a result leaves half a
         message in the result pipe, and the pool's manager thread would wait for the rest
         forever; with every worker gone, closing this process's own writing end of that pipe
-        turns the wait into end-of-file, which the pool takes for a broken pool and ends."""
+        turns the wait into end-of-file, which the pool takes for a broken pool and ends.
+        The task pipe has the opposite trouble: its feeding thread may be blocked writing a
+        large task (a record batch) that no worker will read, and shutting down joins that
+        thread; it is not waited for, since nothing it still holds is wanted."""
         processes = list((self._processes or {}).values())
         for process in processes:
             if process.is_alive():
@@ -112,6 +115,7 @@ class WorkerPool(ProcessPoolExecutor):
         for process in processes:
             process.join()
         self._result_queue._writer.close()
+        self._call_queue.cancel_join_thread()
 
 
 def end_pool(pool: Pool) -> None:

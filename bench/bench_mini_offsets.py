@@ -27,13 +27,11 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import subprocess
-import sys
 import time
 from collections import defaultdict
 from pathlib import Path
 
-import requests
+from bench_api import start_server
 
 from audit import __version__
 from audit.corpora.api import ApiOptions
@@ -50,23 +48,6 @@ CONTEXTS = (10000, 1000, 100, 10)
 NEEDLE_CHARS = 6
 HITS = 3
 SNIPPET_CHARS = 40
-
-
-def start_server(index: Path) -> tuple[subprocess.Popen, str]:
-    process = subprocess.Popen([sys.executable, "-m", "audit.server", "--index", f"demo={index}", "--port", "0"], stdout=subprocess.PIPE, text=True, cwd=ROOT)
-    line = process.stdout.readline()
-    if "listening on" not in line:
-        process.kill()
-        raise SystemExit(f"audit serve did not start: {line}")
-    url = line.split("listening on ", 1)[1].strip() + "/"
-    for _ in range(200):
-        try:
-            if requests.get(url + "health", timeout=1).ok:
-                return process, url
-        except requests.ConnectionError:
-            time.sleep(0.05)
-    process.kill()
-    raise SystemExit("audit serve did not answer /health")
 
 
 def documents(local: LocalIndex, per_lang: int) -> tuple[dict[str, list[int]], dict[tuple[str, int], int]]:
@@ -137,7 +118,7 @@ def main() -> None:
     index = demo_index(cache_dir())
     local = LocalIndex(index, name="demo")
     chosen, by_place = documents(local, args.docs)
-    process, url = start_server(index)
+    process, url = start_server(index, dict(os.environ))
     started = time.perf_counter()
     try:
         rows = [measure(url, local, chosen, by_place, context, lang) for context in CONTEXTS for lang in LANGS]

@@ -61,6 +61,17 @@ def run_check(bench: Path, root: Path, *extra: str) -> tuple[dict, list[dict], s
     return lines[0], lines[1:], done.stdout + done.stderr
 
 
+def interrupt(process: subprocess.Popen, stop: signal.Signals) -> str:
+    """Send `stop` to a running check and return what it printed; killed if it hangs."""
+    process.send_signal(stop)
+    try:
+        return process.communicate(timeout=120)[0].decode()
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
+        raise
+
+
 def requests_of(manifest: dict) -> dict:
     (corpus,) = manifest["corpora"]
     return corpus["details"]["requests"]
@@ -161,13 +172,7 @@ def test_an_interrupted_run_resumes_without_asking_again(served: Served, bench: 
         while len(gateway.log) < 40 and process.poll() is None:
             time.sleep(0.01)
         assert process.poll() is None, "the run ended before it could be interrupted"
-        process.send_signal(stop)
-        try:
-            output = process.communicate(timeout=120)[0].decode()
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.communicate()
-            raise
+        output = interrupt(process, stop)
         assert process.returncode != 0, output
         first = len(gateway.log)
         _, records, _ = run_check(bench, tmp_path)
@@ -198,13 +203,7 @@ def test_ctrl_c_during_a_minutes_hold_ends_the_run_without_waiting_it_out(served
             time.sleep(0.01)
         time.sleep(1)  # for the refused requests to reach the hold
         assert process.poll() is None, "the run ended before it could be interrupted"
-        process.send_signal(signal.SIGINT)
-        try:
-            output = process.communicate(timeout=120)[0].decode()
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.communicate()
-            raise
+        output = interrupt(process, signal.SIGINT)
     finally:
         gateway.stop()
     assert process.returncode == 128 + signal.SIGINT and "interrupted by SIGINT" in output, output
