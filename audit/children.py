@@ -106,8 +106,11 @@ class WorkerPool(ProcessPoolExecutor):
         forever; with every worker gone, closing this process's own writing end of that pipe
         turns the wait into end-of-file, which the pool takes for a broken pool and ends.
         The task pipe has the opposite trouble: its feeding thread may be blocked writing a
-        large task (a record batch) that no worker will read, and shutting down joins that
-        thread; it is not waited for, since nothing it still holds is wanted."""
+        large task (a record batch) that no worker will read, and the pool's manager thread,
+        seeing the workers die, joins that thread.  So the join is cancelled before any worker
+        is killed, and this process's own reading end is closed after: with no reader left the
+        write fails and the thread ends; nothing it still held is wanted."""
+        self._call_queue.cancel_join_thread()
         processes = list((self._processes or {}).values())
         for process in processes:
             if process.is_alive():
@@ -115,7 +118,7 @@ class WorkerPool(ProcessPoolExecutor):
         for process in processes:
             process.join()
         self._result_queue._writer.close()
-        self._call_queue.cancel_join_thread()
+        self._call_queue._reader.close()
 
 
 def end_pool(pool: Pool) -> None:
