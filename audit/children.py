@@ -108,8 +108,8 @@ class WorkerPool(ProcessPoolExecutor):
         The task pipe has the opposite trouble: its feeding thread may be blocked writing a
         large task (a record batch) that no worker will read, and the pool's manager thread,
         seeing the workers die, joins that thread.  So the join is cancelled before any worker
-        is killed, and this process's own reading end is closed after: with no reader left the
-        write fails and the thread ends; nothing it still held is wanted."""
+        is killed: the thread is left to the process's end, and nothing it holds is wanted.
+        (Closing the reading end here instead would race the thread's own close of it.)"""
         self._call_queue.cancel_join_thread()
         processes = list((self._processes or {}).values())
         for process in processes:
@@ -118,7 +118,6 @@ class WorkerPool(ProcessPoolExecutor):
         for process in processes:
             process.join()
         self._result_queue._writer.close()
-        self._call_queue._reader.close()
 
 
 def end_pool(pool: Pool) -> None:
