@@ -27,7 +27,7 @@ from audit.auditschema import (
     no_constant,
     surrogate_field,
 )
-from audit.errors import special_kind
+from audit.errors import AuditError, special_kind
 from audit.items import Item
 from audit.outputs import atomic_write_bytes
 
@@ -36,7 +36,7 @@ READABLE_VERSIONS = (1, 2, 3, 4)
 MANIFEST, EXPOSURE = "manifest", "exposure"
 
 
-class AuditFileError(Exception):
+class AuditFileError(AuditError):
     """Not an audit file, or a damaged one; the message names the file and line."""
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, fields
 from enum import StrEnum
 from typing import Any
 
+from audit.errors import AuditError
 from audit.evidence import Status
 from audit.exposure import BELOW_FLOOR, Exposure, ItemExposure, Knowledge, item_exposure, seen_in
 from audit.items import Item
@@ -30,7 +31,7 @@ SHOWN_MISSING = 5
 
 
 @dataclass
-class SchemaError(Exception):
+class SchemaError(AuditError):
     """One bad value: the line it is on (None for the file as a whole), the field, and why."""
 
     line: int | None

@@ -12,13 +12,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from audit.errors import AuditError
 from audit.text import normalize
 
 DOC_SEPARATOR = b"\xff"
 NORMALIZERS: dict[str, Callable[[str], str]] = {"text": normalize, "none": lambda text: text}
 
 
-class IndexBuildError(Exception):
+class IndexBuildError(AuditError):
     """A source document or the output directory is unusable; the message names which."""
 
 

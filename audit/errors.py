@@ -11,7 +11,17 @@ from pathlib import Path
 from typing import Any
 
 
-class LocatedError(Exception):
+class AuditError(Exception):
+    """The base of every error the tool raises about its inputs, indexes, sources or outputs,
+    so a caller (the command line, the server, a notebook) catches them all in one clause.
+    Errors that know the place carry it as `path`, `line` and `field`; `place()` reads them."""
+
+    def place(self) -> tuple[str | None, int | None, str | None]:
+        """(path, line, field) where the error knows them, else None in each."""
+        return getattr(self, "path", None), getattr(self, "line", None), getattr(self, "field", None)
+
+
+class LocatedError(AuditError):
     """A bad input, located by file, line and field: `path:line: field 'x': message`."""
 
     def __init__(self, path: str | os.PathLike[str], line: int | None = None, field: str | None = None, message: str = "") -> None:
@@ -82,7 +92,7 @@ def json_problem(error: ValueError | RecursionError) -> str:
     return f"invalid JSON: {str(error).split(';')[0]}"
 
 
-class UnreadableFile(Exception):
+class UnreadableFile(AuditError):
     """A user's file that cannot be read as text; the message names the file and says why."""
 
 

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from types import ModuleType
 
+from audit.errors import AuditError
+
 INSTALL_HINT = 'pip install "corpus-audit[ray]"'
 # Ray Client's proxy now and then fails to start the server it runs for a new client (the more
 # so on a loaded head); a new connection gets a new one.
@@ -23,7 +25,7 @@ CONNECT_ATTEMPTS = 3
 PROXY_FAILURE = "Initialization failure from server"
 
 
-class ExecutorError(Exception):
+class ExecutorError(AuditError):
     """An executor that cannot be named or reached."""
 
 

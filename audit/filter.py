@@ -21,6 +21,7 @@ from typing import Any
 
 from audit import __version__
 from audit.auditfile import AuditedBenchmark, AuditFile
+from audit.errors import AuditError
 from audit.exposure import SEEN, UNKNOWN
 from audit.items import Item
 from audit.outputs import atomic_write_bytes, commit_directory, discard_staging, staging_directory
@@ -30,7 +31,7 @@ from audit.timestamps import utc_timestamp
 RULES = ("target-seen", "any-seen")
 
 
-class FilterError(Exception):
+class FilterError(AuditError):
     """The audit and the benchmark do not belong together, or the output cannot be written."""
 
 

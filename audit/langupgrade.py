@@ -25,6 +25,7 @@ from audit.corpora.doclangs import HEADER, TABLE, DocumentLanguages, has_table
 from audit.corpora.local import IndexOpenError, _Shard, map_shards
 from audit.corpora.soundness import foreign_files
 from audit.documents import ParsedChunk
+from audit.errors import AuditError
 from audit.indexing import INDEX_FILE, MANIFEST, IndexManifest, ProgressHook, file_order, read_manifest, write_languages
 from audit.langid import preload
 from audit.langtable import TableBuilder, chunk_languages, summary
@@ -35,7 +36,7 @@ BATCH = 2048
 TABLE_FILES = (TABLE, HEADER)
 
 
-class LanguageUpgradeError(Exception):
+class LanguageUpgradeError(AuditError):
     """The index cannot be given a table: not one the tool wrote, damaged, or it has one."""
 
 

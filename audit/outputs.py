@@ -19,12 +19,13 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from audit import __version__
+from audit.errors import AuditError
 
 MARKER = ".corpus-audit.json"
 STAGING_TAG = ".corpus-audit-staging"
 
 
-class OutputError(Exception):
+class OutputError(AuditError):
     """An output that cannot be written without risking a file the tool did not write."""
 
 
@@ -44,7 +45,7 @@ _LATEST: list[Path] = []
 SHORT_WRITE = re.compile(r"\d+ requested and \d+ written")
 
 
-class DiskFull(OSError):
+class DiskFull(AuditError, OSError):
     """A write that found no room; its message names the device and the output."""
 
     def __str__(self) -> str:

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails
 
-from audit.errors import UnreadableFile, read_toml_file
+from audit.errors import AuditError, UnreadableFile, read_toml_file
 from audit.rules import SOURCE_SCOPE, FieldRules
 from audit.signals import PolicyFile
 
@@ -30,7 +30,7 @@ _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 Model = TypeVar("Model", bound=BaseModel)
 
 
-class PolicyError(Exception):
+class PolicyError(AuditError):
     """The policy file is unusable; the message names the file and key."""
 
 

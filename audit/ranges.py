@@ -7,12 +7,14 @@ import os
 import re
 from dataclasses import dataclass
 
+from audit.errors import AuditError
+
 # The smallest memory budget that holds a real shard: a few MiB of text and its suffix array.
 MIN_MEMORY = 16 << 20
 _SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)i?B?\s*", re.IGNORECASE)
 
 
-class RangeError(ValueError):
+class RangeError(AuditError, ValueError):
     """An option's value outside its range; the message names the option and the value."""
 
 

@@ -11,8 +11,10 @@ from typing import Any
 
 import requests
 
+from audit.errors import AuditError
 
-class OversizeResponse(Exception):
+
+class OversizeResponse(AuditError):
     """The answer is over the limit; the message says by how much, for the caller to place."""
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
 
+from audit.errors import AuditError
 from audit.langcodes import normalise_lang
 
 
@@ -65,7 +66,7 @@ class UnknownLanguage(StrEnum):
     IGNORE = "ignore"
 
 
-class OutOfBudget(Exception):
+class OutOfBudget(AuditError):
     """A variant has asked all the count queries its budget allows of one corpus."""
 
 

@@ -15,6 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from audit.errors import AuditError
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
     key TEXT PRIMARY KEY,
@@ -27,7 +29,7 @@ CREATE TABLE IF NOT EXISTS responses (
 """
 
 
-class CacheError(RuntimeError):
+class CacheError(AuditError, RuntimeError):
     """The cache file cannot be opened or read; the message names it."""
 
 

@@ -43,6 +43,7 @@ import requests
 from audit.children import received
 from audit.corpora.cache import ResponseCache, canonical
 from audit.corpora.pacing import Bounds, HostPacer, Outcome, RequestBudget, pacer_for
+from audit.errors import AuditError
 from audit.responses import OversizeResponse, backoff_delay, read_limited, snippet
 from audit.responses import retry_after as parse_retry_after
 
@@ -53,7 +54,7 @@ TRANSIENT_ERRORS = ("[Flask] Web request timed out", "[Flask] Web request error"
 RESUME_HINT = "run the same command again to resume: every answer so far is in the response cache"
 
 
-class ApiError(RuntimeError):
+class ApiError(AuditError, RuntimeError):
     """The API could not answer a question (a RuntimeError, so a signal records the check as
     failed and the policy tags the variant `unknown`)."""
 

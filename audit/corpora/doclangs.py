@@ -20,6 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
+from audit.errors import AuditError
+
 TABLE = "doclangs.bin"
 HEADER = "doclangs.json"
 FORMAT = 1
@@ -38,7 +40,7 @@ class How(IntEnum):
     IDENTIFIED = 3
 
 
-class LanguageTableError(Exception):
+class LanguageTableError(AuditError):
     """The table is missing a file, damaged, or does not fit the index; the message names the file."""
 
 

@@ -27,11 +27,12 @@ from audit.corpora.doclangs import DocumentLanguages, LanguageTableError, read_t
 from audit.corpora.inlanguage import LanguageView, ShardQueries
 from audit.corpora.shardread import TEXTS_PER_CALL, ShardDocument, bytes_to_char_lengths, count_next, pointer_at
 from audit.corpora.soundness import foreign_files, suffix_order_problem
+from audit.errors import AuditError
 from audit.indexing import INDEX_FILE, KINDS, MANIFEST, IndexManifest, pointer_width, read_manifest
 from audit.langtable import summary
 
 
-class IndexOpenError(Exception):
+class IndexOpenError(AuditError):
     """The directory is not a complete, undamaged index; the message names the file at fault
     and says what to do, `detail` only what is wrong."""
 

@@ -38,7 +38,7 @@ from audit.corpora.demo import DEMO, demo_index
 from audit.corpora.distributed import DistributedIndex
 from audit.corpora.local import IndexOpenError, LocalIndex
 from audit.corpora.mini import MINI_ENDPOINT, MiniCorpus
-from audit.errors import UnreadableFile, read_text_file
+from audit.errors import AuditError, UnreadableFile, read_text_file
 from audit.executors import LOCAL, Executor
 from audit.indexing import MANIFEST, ProgressHook
 from audit.paths import cache_dir, registry_file
@@ -67,7 +67,7 @@ class CorpusCheck:
     message: str = ""
 
 
-class CorpusError(Exception):
+class CorpusError(AuditError):
     """An unknown corpus name or an unusable registry entry; the message says which."""
 
 

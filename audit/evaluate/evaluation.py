@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from audit.auditfile import AuditFile
+from audit.errors import AuditError
 from audit.evaluate.judge import FOUND, JudgeConfig, JudgeRequest, Progress
 from audit.evaluate.judge import OK as JUDGE_OK
 from audit.evaluate.judge import judge as run_judge
@@ -75,7 +76,7 @@ METHOD_NOTES = {
 }
 
 
-class EvaluationError(Exception):
+class EvaluationError(AuditError):
     """Inputs that cannot be evaluated together; the message says which and why."""
 
 

@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from audit.errors import AuditError
 from audit.paths import cache_dir
 from audit.probes.remote import unreachable
 
@@ -70,7 +71,7 @@ _WORD = re.compile(r"[a-z]+")
 Progress = Callable[[int, int], None]
 
 
-class JudgeError(Exception):
+class JudgeError(AuditError):
     """The judge cannot run: missing configuration, or an endpoint that answered nothing."""
 
 

@@ -18,6 +18,7 @@ from itertools import combinations
 from typing import Any
 
 from audit.auditfile import AuditFile
+from audit.errors import AuditError
 from audit.evidence import OK, Evidence
 from audit.exposure import SEEN, UNKNOWN, UNSEEN, Knowledge, decide
 from audit.policyfile import Policy
@@ -31,7 +32,7 @@ KNOWLEDGE_STRATA = (KNOWN, NOT_KNOWN, UNDETERMINED)
 Labels = dict[tuple[str, str], str]
 
 
-class ExposureError(Exception):
+class ExposureError(AuditError):
     """An audit file whose records cannot be read as exposure labels."""
 
 

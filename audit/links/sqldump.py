@@ -18,6 +18,8 @@ from datetime import date
 from functools import lru_cache
 from pathlib import Path
 
+from audit.errors import AuditError
+
 _QUOTED = r"'[^'\\]*(?:\\.[^'\\]*)*'"
 _TUPLE = re.compile(rf"\((?:{_QUOTED}|[^'()])*\)", re.DOTALL)
 _VALUE = re.compile(rf"({_QUOTED})|(NULL)|(-?[0-9][0-9.eE+-]*)")
@@ -30,7 +32,7 @@ _FILE_DATE = re.compile(r"-(\d{8})-")
 Value = int | float | str | None
 
 
-class DumpError(Exception):
+class DumpError(AuditError):
     """A dump that cannot be read; the message names the file and the byte offset."""
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from audit.errors import AuditError
 from audit.langcodes import normalise_lang
 
 # Wiki prefixes whose language code differs, and the language each holds.
@@ -37,7 +38,7 @@ NOT_A_LANGUAGE: dict[str, str] = {
 }
 
 
-class WikiError(ValueError):
+class WikiError(AuditError, ValueError):
     """A language or wiki prefix that has no counterpart."""
 
 

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 from pydantic import ValidationError
 
+from audit.errors import AuditError
 from audit.indexing import MANIFEST, FileInfo, IndexManifest, hash_file
 from audit.neardup.tokens import SCRIPT_NAMES, NearDupParams, ShingleSizes
 
@@ -26,7 +27,7 @@ WINDOW_DTYPE = np.dtype([("document", "<u8"), ("offset", "<u8"), ("length", "<u4
 ProgressHook = Callable[[str, int, int], None]
 
 
-class NearDupError(Exception):
+class NearDupError(AuditError):
     """The near-duplicate index is missing, damaged, built otherwise than asked, or could not
     be queried; the message names the file or the parameter and says what to do."""
 

@@ -13,6 +13,8 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Protocol
 
+from audit.errors import AuditError
+
 
 class Role(StrEnum):
     SYSTEM = "system"
@@ -75,7 +77,7 @@ class Output:
         return self.text is not None
 
 
-class ProbeError(Exception):
+class ProbeError(AuditError):
     """A model that cannot be loaded or reached, or a bad model setting; the message names it."""
 
 

@@ -18,7 +18,7 @@ from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
 
-from audit.errors import UnreadableFile, read_toml_file
+from audit.errors import AuditError, UnreadableFile, read_toml_file
 from audit.langcodes import describe_lang, normalise_lang
 
 DEFAULT = "default"
@@ -49,7 +49,7 @@ ALLOWED: Mapping[Task, frozenset[str]] = MappingProxyType({
 })
 
 
-class PromptError(Exception):
+class PromptError(AuditError):
     """A bad template file or template use; the message names the file and the key."""
 
 

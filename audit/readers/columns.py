@@ -9,10 +9,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
-from audit.errors import UnreadableFile, read_toml_file
+from audit.errors import AuditError, UnreadableFile, read_toml_file
 
 
-class MappingError(ValueError):
+class MappingError(AuditError, ValueError):
     """A column mapping that cannot be used; the message names the key."""
 
 

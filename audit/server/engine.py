@@ -36,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from audit.corpora.distributed import DistributedIndex
 from audit.corpora.local import IndexOpenError, LocalIndex, check_index
 from audit.corpora.protocol import MAX_DISP_LEN, MAX_QUERY_CHARS, MAX_QUERY_TOKENS
+from audit.errors import AuditError
 from audit.executors import LOCAL, Executor, connect
 from audit.server.sharded import EngineOrder, ShardedEngine
 
@@ -89,7 +90,7 @@ class Limits(BaseModel):
     max_disp_len: int = MAX_DISP_LEN
 
 
-class QueryError(Exception):
+class QueryError(AuditError):
     """A request the protocol answers with `{"error": ...}`; `status` is its HTTP status (the
     public API answers input problems found while processing with 200, malformed requests with
     400)."""

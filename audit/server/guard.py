@@ -29,6 +29,8 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from audit.errors import AuditError
+
 LOG = logging.getLogger("uvicorn.error")
 SECURITY_HEADERS = [
     (b"content-security-policy", b"default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"),
@@ -90,7 +92,7 @@ class Access:
         return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), self.token.encode())
 
 
-class Refused(Exception):
+class Refused(AuditError):
     """A request answered before it reaches a route: `status`, message and extra headers."""
 
     def __init__(self, status: int, message: str, headers: tuple[tuple[bytes, bytes], ...] = ()) -> None:

@@ -8,13 +8,15 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from audit.errors import AuditError
+
 JOB_ID = re.compile(r"[0-9a-f]{16}")
 UPLOAD_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 POLICY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 RESERVED = ("job.json", "audit.jsonl")
 
 
-class BadName(ValueError):
+class BadName(AuditError, ValueError):
     """A parameter that is not a name of the kind asked for."""
 
 

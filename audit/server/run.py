@@ -16,6 +16,7 @@ from audit.corpora.demo import DEMO, demo_index
 from audit.corpora.local import IndexOpenError
 from audit.corpora.protocol import MAX_QUERY_CHARS, MAX_QUERY_TOKENS
 from audit.corpora.registry import CorpusError, read_registry
+from audit.errors import AuditError
 from audit.executors import LOCAL, Executor, ExecutorError, connect, parse_executor
 from audit.indexing import IndexBuildError
 from audit.links.model import LinksError
@@ -38,7 +39,7 @@ TOKEN_ENV = "AUDIT_SERVE_TOKEN"
 MIN_TOKEN = 16
 
 
-class ServeError(Exception):
+class ServeError(AuditError):
     """A server that cannot start as asked; the message says why."""
 
 

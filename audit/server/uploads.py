@@ -16,13 +16,14 @@ from typing import BinaryIO
 
 import zstandard
 
+from audit.errors import AuditError
 from audit.outputs import atomic_write_bytes
 
 GZIP, ZSTD = b"\x1f\x8b", b"\x28\xb5\x2f\xfd"
 CHUNK = 1 << 20
 
 
-class UploadError(Exception):
+class UploadError(AuditError):
     """An upload that cannot be kept; `status` is the HTTP status to answer with."""
 
     def __init__(self, message: str, status: int = 400) -> None:

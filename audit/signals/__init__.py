@@ -27,6 +27,7 @@ from typing import Any
 
 from pydantic import Field, create_model
 
+from audit.errors import AuditError
 from audit.evidence import FAILED, Evidence, SignalRun
 from audit.items import Item
 from audit.rules import FieldRules, Table
@@ -140,7 +141,7 @@ def _policy_schema() -> type[Table]:
 PolicyFile = _policy_schema()
 
 
-class SignalError(Exception):
+class SignalError(AuditError):
     """A signal asked for that cannot run, or that no corpus supports."""
 
 
