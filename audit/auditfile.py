@@ -13,7 +13,6 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from audit.auditschema import (
     FIRST_RECORD_LINE,
@@ -30,6 +29,7 @@ from audit.auditschema import (
 from audit.errors import AuditError, special_kind
 from audit.items import Item
 from audit.outputs import atomic_write_bytes
+from audit.records import AuditManifest, ExposureRecord, Json, JsonObject
 
 SCHEMA_VERSION = 4
 READABLE_VERSIONS = (1, 2, 3, 4)
@@ -72,10 +72,12 @@ def is_audit_file(path: Path) -> bool:
         return False
 
 
-def write_audit(path: Path, manifest: dict[str, Any], records: Iterable[dict[str, Any]]) -> AuditFile:
-    """Write the file and return it as `read_audit` would read it back."""
+def write_audit(path: Path, manifest: AuditManifest | JsonObject, records: Iterable[ExposureRecord | JsonObject]) -> AuditFile:
+    """Write the file and return it as `read_audit` would read it back; typed records are
+    written as their `to_dict()`."""
     path = Path(path)
-    written = [{"record": EXPOSURE, **record} for record in records]
+    manifest = manifest.to_dict() if isinstance(manifest, AuditManifest) else manifest
+    written = [{"record": EXPOSURE, **(record.to_dict() if isinstance(record, ExposureRecord) else record)} for record in records]
     lines = [(json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8") for record in written]
     digest = hashlib.sha256()
     for line in lines:
@@ -88,8 +90,8 @@ def write_audit(path: Path, manifest: dict[str, Any], records: Iterable[dict[str
 
 @dataclass
 class AuditFile:
-    manifest: dict[str, Any]
-    records: list[dict[str, Any]]
+    manifest: JsonObject
+    records: list[JsonObject]
 
 
 @dataclass(frozen=True)
@@ -100,7 +102,7 @@ class AuditedBenchmark:
     absolute_path: str | None
     format: str
     sha256: str
-    mapping: dict[str, Any] = field(default_factory=dict)
+    mapping: JsonObject = field(default_factory=dict)
     source_lang: str | None = None
 
 
@@ -141,7 +143,7 @@ def locate_benchmark(audit: AuditFile, audit_path: Path, given: Path | None) -> 
     return Path(given), recorded
 
 
-def _check_integrity(path: Path, manifest: dict[str, Any], count: int, digest: str) -> None:
+def _check_integrity(path: Path, manifest: JsonObject, count: int, digest: str) -> None:
     expected, recorded = manifest.get("records"), manifest.get("records_sha256")
     if "records" in manifest and (isinstance(expected, bool) or not isinstance(expected, int)):
         raise AuditFileError(f"{path}:1: field 'records': expected the number of records, got {expected!r}")
@@ -165,7 +167,7 @@ def located(path: Path | str, problem: SchemaError) -> AuditFileError:
     return AuditFileError(f"{where}: {what}")
 
 
-def _parse_line(path: Path, number: int, raw: bytes) -> Any:
+def _parse_line(path: Path, number: int, raw: bytes) -> Json:
     """One line as JSON: strict about what Python's parser lets through (NaN, infinities,
     numbers past 64 bits, lone surrogates), so no reader meets them later."""
     try:
@@ -182,7 +184,7 @@ def _parse_line(path: Path, number: int, raw: bytes) -> Any:
     return value
 
 
-def _check_manifest_line(path: Path, record: Any) -> dict[str, Any]:
+def _check_manifest_line(path: Path, record: Json) -> JsonObject:
     kind = record.get("record") if isinstance(record, dict) else None
     if kind != MANIFEST:
         raise AuditFileError(f"{path}:1: field 'record': expected the manifest line, got {kind!r}; not an audit file")
@@ -197,7 +199,7 @@ def read_audit(path: Path) -> AuditFile:
     whatever the digest says."""
     path = Path(path)
     records = []
-    manifest: dict[str, Any] | None = None
+    manifest: JsonObject | None = None
     digest = hashlib.sha256()
     try:
         if special_kind(path):
@@ -237,7 +239,7 @@ def check_against_benchmark(audit: AuditFile, audit_path: Path | str, items: lis
         raise located(audit_path, problem) from None
 
 
-def upgrade_v1(manifest: dict[str, Any], records: list[dict[str, Any]]) -> AuditFile:
+def upgrade_v1(manifest: JsonObject, records: list[JsonObject]) -> AuditFile:
     """A version-1 audit (one corpus, the n-gram signal, rules keyed by field) in version 2's
     shape, so every reader handles one schema: evidence names its `source`, checks name their
     source and operator, the policy's rules sit under `ngram`, and the one corpus is the

@@ -13,13 +13,12 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields
 from enum import StrEnum
-from typing import Any
 
 from audit.errors import AuditError
 from audit.evidence import Status
 from audit.exposure import BELOW_FLOOR, Exposure, ItemExposure, Knowledge, item_exposure, seen_in
 from audit.items import Item
-from audit.records import AuditManifest, ExposureRecord, Role
+from audit.records import AuditManifest, ExposureRecord, Json, JsonObject, Role
 from audit.rules import Op, Outcome
 
 FIRST_RECORD_LINE = 2
@@ -47,7 +46,7 @@ class _Bad(Exception):
         self.path, self.message = path, message
 
 
-def _shown(value: Any) -> str:
+def _shown(value: Json) -> str:
     if isinstance(value, dict):
         return "an object"
     if isinstance(value, list):
@@ -56,43 +55,43 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _string(path: str, value: Any, empty: bool = False) -> str:
+def _string(path: str, value: Json, empty: bool = False) -> str:
     if not isinstance(value, str) or (not empty and not value.strip()):
         raise _Bad(path, f"expected a {'string' if empty else 'non-empty string'}, got {_shown(value)}")
     return value
 
 
-def _choice(path: str, value: Any, choices: type[StrEnum] | tuple[str, ...], null: bool = False) -> None:
+def _choice(path: str, value: Json, choices: type[StrEnum] | tuple[str, ...], null: bool = False) -> None:
     allowed = tuple(c.value for c in choices) if isinstance(choices, type) else choices
     if (value is None and null) or (isinstance(value, str) and value in allowed):
         return
     raise _Bad(path, f"expected one of {', '.join(allowed)}{' or null' if null else ''}, got {_shown(value)}")
 
 
-def _count(path: str, value: Any) -> int:
+def _count(path: str, value: Json) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise _Bad(path, f"expected a whole number >= 0, got {_shown(value)}")
     return value
 
 
-def _scalar(path: str, value: Any) -> None:
+def _scalar(path: str, value: Json) -> None:
     if isinstance(value, dict | list):
         raise _Bad(path, f"expected a number, a string, true, false or null, got {_shown(value)}")
 
 
-def _object(path: str, value: Any) -> dict[str, Any]:
+def _object(path: str, value: Json) -> JsonObject:
     if not isinstance(value, dict):
         raise _Bad(path, f"expected an object, got {_shown(value)}")
     return value
 
 
-def _array(path: str, value: Any) -> list[Any]:
+def _array(path: str, value: Json) -> list[Json]:
     if not isinstance(value, list):
         raise _Bad(path, f"expected an array, got {_shown(value)}")
     return value
 
 
-def _keys(path: str, value: dict[str, Any], required: Iterable[str], allowed: Iterable[str]) -> None:
+def _keys(path: str, value: JsonObject, required: Iterable[str], allowed: Iterable[str]) -> None:
     """Every required key present and no key the schema lacks (a misspelt or invented one)."""
     prefix = f"{path}." if path else ""
     for name in required:
@@ -103,7 +102,7 @@ def _keys(path: str, value: dict[str, Any], required: Iterable[str], allowed: It
         raise _Bad(f"{prefix}{extra[0]}", f"not a field of this schema; expected one of {', '.join(sorted(allowed))}")
 
 
-_CHECK_FIELDS: dict[str, Callable[[str, Any], Any]] = {
+_CHECK_FIELDS: dict[str, Callable[[str, Json], Json]] = {
     "signal": _string,
     "source": lambda p, v: _string(p, v, empty=True),
     "field": _string,
@@ -120,7 +119,7 @@ _CHECK_FIELDS: dict[str, Callable[[str, Any], Any]] = {
 }
 
 
-def _checks(path: str, value: Any) -> None:
+def _checks(path: str, value: Json) -> None:
     """Rule checks (`decided_by`, `knowledge_decided_by`): each names where it looked, or is the
     one `reason` no rule applied."""
     for index, check in enumerate(_array(path, value)):
@@ -135,7 +134,7 @@ def _checks(path: str, value: Any) -> None:
 _EVIDENCE_FIELDS = ("signal", "source", "field", "status", "figures", "provenance")
 
 
-def _evidence(path: str, value: Any) -> None:
+def _evidence(path: str, value: Json) -> None:
     for index, found in enumerate(_array(path, value)):
         where = f"{path}[{index}]"
         _keys(where, _object(where, found), _EVIDENCE_FIELDS, (*_EVIDENCE_FIELDS, "error"))
@@ -150,7 +149,7 @@ def _evidence(path: str, value: Any) -> None:
             _string(f"{where}.error", found["error"], empty=True)
 
 
-def _languages(path: str, value: Any) -> None:
+def _languages(path: str, value: Json) -> None:
     """A list of language names, or null where the audit did not record it."""
     if value is not None:
         for index, lang in enumerate(_array(path, value)):
@@ -160,7 +159,7 @@ def _languages(path: str, value: Any) -> None:
 _REQUIRED = ("item_id", "lang", "source_lang", "role", "exposure", "decided_by", "evidence", "item_exposure")
 
 
-def check_record(number: int, record: dict[str, Any]) -> None:
+def check_record(number: int, record: JsonObject) -> None:
     """One record's fields: present, of their type, within their closed choices, none extra."""
     try:
         _keys("", record, _REQUIRED, RECORD_KEYS)
@@ -181,7 +180,7 @@ def check_record(number: int, record: dict[str, Any]) -> None:
         raise SchemaError(number, bad.path, bad.message) from None
 
 
-def check_manifest(manifest: dict[str, Any]) -> None:
+def check_manifest(manifest: JsonObject) -> None:
     """The manifest keys the readers use, typed; and no key this schema does not define."""
     try:
         _keys("", manifest, ("benchmark", "summary", "created", "corpora", "signals", "signal_runs", "policy"), MANIFEST_KEYS)
@@ -207,7 +206,7 @@ def check_manifest(manifest: dict[str, Any]) -> None:
         raise SchemaError(1, bad.path, bad.message) from None
 
 
-def _check_provenance(manifest: dict[str, Any]) -> None:
+def _check_provenance(manifest: JsonObject) -> None:
     """What the report shows of where the audit came from: sources, signals, policy, models."""
     _object("policy", manifest["policy"])
     for name, entry in (("corpora", _object), ("signals", _string), ("command", _string)):
@@ -227,7 +226,7 @@ def _check_provenance(manifest: dict[str, Any]) -> None:
         _string("executor", manifest["executor"])
 
 
-def check_records(manifest: dict[str, Any], records: list[dict[str, Any]]) -> None:
+def check_records(manifest: JsonObject, records: list[JsonObject]) -> None:
     """The records against each other and against what the manifest declares: one record per
     (item, language), languages of the benchmark, one source language and one item tag per
     item (the tag its languages' tags give), and the manifest's counts."""
@@ -250,7 +249,7 @@ def check_records(manifest: dict[str, Any], records: list[dict[str, Any]]) -> No
     _check_counts(manifest, records, len(by_item))
 
 
-def _check_item(records: list[dict[str, Any]], indexes: list[int]) -> None:
+def _check_item(records: list[JsonObject], indexes: list[int]) -> None:
     """One item's records agree on its source language and carry the item tag their tags give."""
     head = records[indexes[0]]
     expected = item_exposure(head["source_lang"], {records[i]["lang"]: records[i]["exposure"] for i in indexes})
@@ -265,7 +264,7 @@ def _check_item(records: list[dict[str, Any]], indexes: list[int]) -> None:
     _check_item_languages(records, indexes)
 
 
-def _check_item_languages(records: list[dict[str, Any]], indexes: list[int]) -> None:
+def _check_item_languages(records: list[JsonObject], indexes: list[int]) -> None:
     """Where recorded, an item's `seen_in` is the union of its records' `seen_in_languages`,
     and its `asked_in` the same on each of its records (the benchmark, where at hand, says
     whether it is right)."""
@@ -279,7 +278,7 @@ def _check_item_languages(records: list[dict[str, Any]], indexes: list[int]) -> 
             raise SchemaError(number, "asked_in", f"{record.get('asked_in')!r}, where line {indexes[0] + FIRST_RECORD_LINE} gives item {head['item_id']!r} {head.get('asked_in')!r}")
 
 
-def _check_counts(manifest: dict[str, Any], records: list[dict[str, Any]], items: int) -> None:
+def _check_counts(manifest: JsonObject, records: list[JsonObject], items: int) -> None:
     declared = manifest["benchmark"]["items"]
     if items > declared:
         raise SchemaError(1, "benchmark.items", f"{declared}, but the records are of {items} items")
@@ -296,7 +295,7 @@ def _check_counts(manifest: dict[str, Any], records: list[dict[str, Any]], items
         raise SchemaError(1, "summary.items", f"{summary['items']}, but the records give {dict(item_tags)}")
 
 
-def check_benchmark(records: list[dict[str, Any]], items: list[Item], declared: dict[str, Any]) -> None:
+def check_benchmark(records: list[JsonObject], items: list[Item], declared: JsonObject) -> None:
     """The records against the benchmark they audit: the manifest's item count and languages
     are the benchmark's, every item and language exists, with the item's source language, and
     every variant in an audited language has its record."""
@@ -337,11 +336,11 @@ def no_constant(name: str) -> None:
     raise ValueError(f"{name} is not a JSON value")
 
 
-def surrogate_field(value: Any, path: str = "") -> str | None:
+def surrogate_field(value: Json, path: str = "") -> str | None:
     """The first field holding a lone surrogate (`"\\ud800"` is valid JSON, not text), if any."""
     if isinstance(value, str):
         return (path or "(value)") if any("\ud800" <= char <= "\udfff" for char in value) else None
-    children: Iterable[tuple[str, Any]] = ()
+    children: Iterable[tuple[str, Json]] = ()
     if isinstance(value, dict):
         children = [(f"{path}.{key}" if path else str(key), part) for key, item in value.items() for part in (key, item)]
     elif isinstance(value, list):

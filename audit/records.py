@@ -1,20 +1,82 @@
-"""The audit file's records, typed: one `ExposureRecord` per (item, language) and the
-`AuditManifest` that heads the file.  The README's schema tables are checked against these
-fields (tests/test_signals.py), so the documentation cannot drift from what is written.
+"""The audit file's records, typed: one `ExposureRecord` per (item, language), with its rule
+`Check`s and its signals' `Evidence`, and the `AuditManifest` that heads the file.  The
+README's schema tables are checked against these fields (tests/test_signals.py), so the
+documentation cannot drift from what is written.  `to_dict()` gives exactly the keys, in the
+order, the file has always held, so a record read and written again is the same bytes.
 """
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
 from enum import StrEnum
-from typing import Any
+from typing import TypeAlias
 
-from audit.evidence import Evidence, SignalRun
+from audit.evidence import Evidence, SignalRun, Status
 from audit.exposure import Decision, Exposure, ItemExposure, Knowledge, KnowledgeDecision
+
+# A value as JSON gives it: what the audit file holds below the fields its records type.
+Json: TypeAlias = "bool | int | float | str | list[Json] | dict[str, Json] | None"
+JsonObject: TypeAlias = "dict[str, Json]"
+Scalar: TypeAlias = "bool | int | float | str | None"
 
 
 class Role(StrEnum):
     SOURCE = "source"
     TARGET = "target"
+
+
+# Statuses of a check made on a source that could not be asked: the check names the error.
+_SOURCE_STATUSES = (Status.FAILED.value, Status.UNKNOWN.value)
+
+
+@dataclass(frozen=True)
+class Check:
+    """One check behind a tag: the signal, source and field (and form) it looked at, the rule's
+    figure, operator and threshold against the value found; or, for a source that could not
+    be asked, its `status` and `error`; or the one `reason` no rule applied.  `status` is
+    `below_floor` or `bounded` for a figure that could not carry the decision (with its
+    `floor` or `bounds`)."""
+
+    signal: str | None = None
+    source: str | None = None
+    field: str | None = None
+    form: str | None = None
+    figure: str | None = None
+    op: str | None = None
+    value: Scalar = None
+    threshold: Scalar = None
+    status: str | None = None
+    error: str | None = None
+    bounds: list[Scalar] | None = None
+    floor: JsonObject | None = None
+    reason: str | None = None
+
+    @classmethod
+    def from_dict(cls, data: JsonObject) -> Check:
+        return cls(**{f.name: data.get(f.name) for f in fields(cls)})
+
+    @property
+    def key(self) -> str:
+        """`signal.source.field.figure`: how tables and columns name the figure checked."""
+        return f"{self.signal}.{self.source}.{self.field}.{self.figure}"
+
+    def to_dict(self) -> JsonObject:
+        """The written keys: those set, and `error` (even when null) on a source's failure."""
+        data: JsonObject = {}
+        for name in (f.name for f in fields(self)):
+            value = getattr(self, name)
+            if value is not None or (name == "error" and self.figure is None and self.status in _SOURCE_STATUSES):
+                data[name] = value
+        return data
+
+
+def evidence_from_dict(data: JsonObject) -> Evidence:
+    """A checked evidence entry of the audit file as the `Evidence` a signal gave."""
+    figures, provenance, error = data.get("figures"), data.get("provenance"), data.get("error")
+    return Evidence(
+        str(data["signal"]), str(data["source"]), str(data["field"]), Status(str(data["status"])),
+        figures if isinstance(figures, dict) else {}, [p for p in provenance if isinstance(p, dict)] if isinstance(provenance, list) else [],
+        error if isinstance(error, str) else None,
+    )
 
 
 @dataclass
@@ -31,11 +93,11 @@ class ExposureRecord:
     source_lang: str
     role: Role
     exposure: Exposure
-    decided_by: list[dict[str, Any]]
-    evidence: list[dict[str, Any]]
+    decided_by: list[Check]
+    evidence: list[Evidence]
     item_exposure: ItemExposure | None = None
     knowledge: Knowledge | None = None
-    knowledge_decided_by: list[dict[str, Any]] = field(default_factory=list)
+    knowledge_decided_by: list[Check] = field(default_factory=list)
     # Fields written in another language than `lang` (MLQA's cross-lingual files); written only
     # when there are some, so records of other benchmarks, and older audits, have none.
     field_languages: dict[str, str] = field(default_factory=dict)
@@ -46,16 +108,46 @@ class ExposureRecord:
     @classmethod
     def decided(cls, item_id: str, lang: str, source_lang: str, decision: Decision, evidence: list[Evidence], knowledge: KnowledgeDecision | None = None, field_languages: dict[str, str] | None = None) -> ExposureRecord:
         role = Role.SOURCE if lang == source_lang else Role.TARGET
-        known = (knowledge.knowledge, knowledge.decided_by) if knowledge else (None, [])
-        record = cls(item_id, lang, source_lang, role, decision.exposure, decision.decided_by, [e.to_dict() for e in evidence], None, *known, dict(field_languages or {}))
+        checks = [Check.from_dict(check) for check in knowledge.decided_by] if knowledge else []
+        record = cls(item_id, lang, source_lang, role, decision.exposure, [Check.from_dict(check) for check in decision.decided_by], list(evidence), None,
+                     knowledge.knowledge if knowledge else None, checks, dict(field_languages or {}))
         record.seen_in_languages = list(decision.seen_in_languages)
         return record
 
-    def to_dict(self) -> dict[str, Any]:
-        """Its fields as they are written; decided_by and evidence are plain data already, so
-        they are not copied again (a deep copy of every record's evidence costs seconds).
-        `field_languages` is left out when the variant has none."""
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "field_languages" or self.field_languages}
+    @classmethod
+    def from_dict(cls, data: JsonObject) -> ExposureRecord:
+        """A record the schema has checked (`audit.auditschema.check_record`), typed."""
+
+        def checks(name: str) -> list[Check]:
+            found = data.get(name)
+            return [Check.from_dict(check) for check in found if isinstance(check, dict)] if isinstance(found, list) else []
+
+        def languages(name: str) -> list[str] | None:
+            found = data.get(name)
+            return [str(lang) for lang in found] if isinstance(found, list) else None
+
+        evidence = data.get("evidence")
+        knowledge, item_tag, written = data.get("knowledge"), data.get("item_exposure"), data.get("field_languages")
+        return cls(
+            str(data["item_id"]), str(data["lang"]), str(data["source_lang"]), Role(str(data["role"])), Exposure(str(data["exposure"])), checks("decided_by"),
+            [evidence_from_dict(found) for found in evidence if isinstance(found, dict)] if isinstance(evidence, list) else [],
+            ItemExposure(item_tag) if isinstance(item_tag, str) else None, Knowledge(knowledge) if isinstance(knowledge, str) else None, checks("knowledge_decided_by"),
+            {str(name): str(lang) for name, lang in written.items()} if isinstance(written, dict) else {},
+            languages("seen_in_languages"), languages("seen_in"), languages("asked_in"),
+        )
+
+    def to_dict(self) -> JsonObject:
+        """Its fields as they are written; evidence figures and provenance are plain data
+        already, so they are not copied again (a deep copy of every record's evidence costs
+        seconds).  `field_languages` is left out when the variant has none."""
+        data: JsonObject = {}
+        for name in (f.name for f in fields(self)):
+            value = getattr(self, name)
+            if name in ("decided_by", "knowledge_decided_by", "evidence"):
+                value = [entry.to_dict() for entry in value]
+            if name != "field_languages" or value:
+                data[name] = value
+        return data
 
 
 @dataclass
@@ -76,6 +168,29 @@ class BenchmarkRecord:
     mapping: dict[str, object] = field(default_factory=dict)
     source_lang: str | None = None
 
+    @classmethod
+    def from_dict(cls, data: JsonObject) -> BenchmarkRecord:
+        """The manifest's `benchmark`, checked; what an older audit did not record is empty."""
+
+        def text(name: str) -> str:
+            value = data.get(name)
+            return value if isinstance(value, str) else ""
+
+        def strings(name: str) -> list[str]:
+            value = data.get(name)
+            return [str(entry) for entry in value] if isinstance(value, list) else []
+
+        def table(name: str) -> JsonObject:
+            value = data.get(name)
+            return dict(value) if isinstance(value, dict) else {}
+
+        items, excluded, source_lang = data.get("items"), data.get("excluded_rows"), data.get("source_lang")
+        return cls(
+            text("path"), text("absolute_path"), text("format"), text("sha256"), items if isinstance(items, int) else 0, strings("languages"), strings("skipped_rows"),
+            excluded if isinstance(excluded, int) else 0, {k: v for k, v in table("kinds").items() if isinstance(v, int)}, {k: str(v) for k, v in table("language_codes").items()},
+            strings("unused_fields"), dict(table("mapping")), source_lang if isinstance(source_lang, str) else None,
+        )
+
 
 @dataclass
 class AuditManifest:
@@ -87,18 +202,42 @@ class AuditManifest:
     created: str
     command: list[str]
     benchmark: BenchmarkRecord
-    corpora: list[dict[str, Any]]
+    corpora: list[JsonObject]
     signals: list[str]
     signal_runs: list[SignalRun]
-    policy: dict[str, Any]
+    policy: JsonObject
     config_hash: str
-    summary: dict[str, Any] = field(default_factory=dict)
-    links: dict[str, Any] | None = None
-    models: dict[str, Any] | None = None
+    summary: JsonObject = field(default_factory=dict)
+    links: JsonObject | None = None
+    models: JsonObject | None = None
     executor: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
+    @classmethod
+    def from_dict(cls, data: JsonObject) -> AuditManifest:
+        """A manifest the schema has checked (`audit.auditschema.check_manifest`), typed; the
+        file's own bookkeeping (`record`, `schema_version`, the records' count and digest) is
+        not part of it."""
+
+        def text(name: str) -> str:
+            value = data.get(name)
+            return value if isinstance(value, str) else ""
+
+        def table(name: str) -> JsonObject | None:
+            value = data.get(name)
+            return value if isinstance(value, dict) else None
+
+        corpora, signals, runs, benchmark = data.get("corpora"), data.get("signals"), data.get("signal_runs"), table("benchmark")
+        return cls(
+            text("tool"), text("version"), text("created"), [str(word) for word in data.get("command") or [] if isinstance(word, str)],
+            BenchmarkRecord.from_dict(benchmark or {}), [entry for entry in corpora if isinstance(entry, dict)] if isinstance(corpora, list) else [],
+            [str(name) for name in signals] if isinstance(signals, list) else [],
+            [SignalRun(str(run["signal"]), str(run["source"]), bool(run["ran"]), run.get("reason") if isinstance(run.get("reason"), str) else None) for run in runs if isinstance(run, dict)]
+            if isinstance(runs, list) else [],
+            table("policy") or {}, text("config_hash"), table("summary") or {}, table("links"), table("models"), data.get("executor") if isinstance(data.get("executor"), str) else None,
+        )
+
+    def to_dict(self) -> JsonObject:
+        data: JsonObject = asdict(self)
         for optional in ("links", "models", "executor"):
             if data[optional] is None:
                 del data[optional]
