@@ -1,0 +1,132 @@
+"""The Python API on a real audit of the bundled sample: `audit.read`, `Audit.to_pandas`,
+`audit export`, and a damaged file refused as every reader refuses it."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+import audit
+from audit.auditfile import AuditFileError, read_audit, write_audit
+from audit.cli import main
+from audit.records import Check, ExposureRecord
+from audit.result import BASE_COLUMNS
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ROOT / "audit" / "data" / "demo" / "eclektic_sample.csv.gz"
+LANGS = ("en", "fr", "ja")
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("cache")
+
+
+def run(cache: Path, *args: str):
+    return CliRunner().invoke(main, list(args), env={"AUDIT_CACHE_DIR": str(cache)})
+
+
+@pytest.fixture(scope="module")
+def sample_audit(cache, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("audit") / "sample.audit.jsonl"
+    result = run(cache, "check", str(SAMPLE), "--corpus", "demo", "--out", str(out), "--langs", ",".join(LANGS), "--no-report")
+    assert result.exit_code == 0, result.output
+    return out
+
+
+def test_import_audit_loads_no_more_than_before():
+    loaded = subprocess.run([sys.executable, "-c", "import audit, sys; print(sorted(m for m in sys.modules if m.startswith(('audit.', 'pandas', 'typing'))))"],
+                            capture_output=True, text=True, check=True)
+    assert loaded.stdout.strip() == "[]"
+
+
+def test_read_gives_typed_records_of_the_file(sample_audit: Path):
+    result = audit.read(sample_audit)
+    raw = read_audit(sample_audit)
+    assert isinstance(result, audit.Audit) and len(result) == 39 * len(LANGS) == len(raw.records)
+    assert result.manifest.benchmark.format == "eclektic-csv" and result.manifest.benchmark.items == 39
+    assert sorted(result.languages) == sorted(LANGS)
+    assert {run.signal for run in result.manifest.signal_runs if run.ran} == {"ngram", "minhash"}
+    first = result.records[0]
+    assert isinstance(first, ExposureRecord) and all(isinstance(check, Check) for check in first.decided_by)
+    assert first.evidence[0].status == "ok" and isinstance(first.evidence[0].figures, dict)
+    # typed and back: the very dictionaries the file holds
+    assert [{"record": "exposure", **record.to_dict()} for record in result.records] == raw.records
+
+
+def test_typed_records_write_the_same_bytes(sample_audit: Path, tmp_path: Path):
+    result = audit.read(sample_audit)
+    again = tmp_path / "again.audit.jsonl"
+    bookkeeping = ("record", "schema_version", "records", "records_sha256")
+    write_audit(again, {k: v for k, v in result.file.manifest.items() if k not in bookkeeping}, result.records)
+    assert again.read_bytes() == sample_audit.read_bytes()
+
+
+def test_to_pandas_one_row_per_item_and_language_with_deciding_figures(sample_audit: Path):
+    result = audit.read(sample_audit)
+    frame = result.to_pandas()
+    assert len(frame) == len(result.records) and tuple(frame.columns[: len(BASE_COLUMNS)]) == BASE_COLUMNS
+    assert not frame.duplicated(["item_id", "lang"]).any()
+    seen_rate = frame.groupby("lang")["exposure"].apply(lambda tags: (tags == "seen").mean())
+    assert seen_rate["en"] == 1.0  # the demo corpus holds every English source passage
+    english = frame[frame.lang == "en"].iloc[0]
+    record = next(r for r in result.records if r.item_id == english.item_id and r.lang == "en")
+    context = next(e for e in record.evidence if e.signal == "ngram" and e.field == "context")
+    assert english["ngram.demo.context.coverage"] == context.figures["coverage"] == 1.0
+    assert english["ngram.demo.context.status"] == "ok"
+    assert english["seen_in_languages"] == ",".join(record.seen_in_languages or [])
+    assert english["asked_in"] == ",".join(record.asked_in or []) and "en" in english["asked_in"].split(",")
+    assert "ngram.demo.context.coverage" in english["decided_by"].split("; ")
+    # every figure a rule checked on a record is a column holding the value the rule saw
+    checked = 0
+    for row, rec in zip(frame.to_dict("records"), result.records, strict=True):
+        for check in (check for check in rec.decided_by if check.figure):
+            assert row[check.key] == check.value
+            checked += 1
+    assert checked >= len(result.records)
+
+
+def test_all_figures_adds_the_signals_other_figures(sample_audit: Path):
+    frame = audit.read(sample_audit).to_pandas(all_figures=True)
+    assert {"minhash.demo.context.jaccard", "ngram.demo.question.exact_count", "ngram.demo.answer.exact_count"} <= set(frame.columns)
+    assert frame["minhash.demo.context.jaccard"].between(0, 1).all()
+
+
+def test_a_damaged_file_is_refused_naming_file_line_and_field(sample_audit: Path, tmp_path: Path):
+    lines = sample_audit.read_text(encoding="utf-8").splitlines(keepends=True)
+    record = json.loads(lines[3])
+    record["exposure"] = "maybe"
+    edited = tmp_path / "edited.audit.jsonl"
+    edited.write_text("".join([*lines[:3], json.dumps(record, ensure_ascii=False) + "\n", *lines[4:]]), encoding="utf-8")
+    with pytest.raises(AuditFileError, match="records' sha256 differs"):
+        audit.read(edited)
+    truncated = tmp_path / "truncated.audit.jsonl"
+    truncated.write_text("".join(lines[:-1]), encoding="utf-8")
+    with pytest.raises(AuditFileError, match="truncated or damaged"):
+        audit.read(truncated)
+    # a valid digest over an invalid record: the schema still refuses it, at its line and field
+    manifest = json.loads(lines[0])
+    rewritten = tmp_path / "rewritten.audit.jsonl"
+    write_audit(rewritten, {k: v for k, v in manifest.items() if k not in ("record", "schema_version", "records", "records_sha256")},
+                [{k: v for k, v in json.loads(line).items() if k != "record"} for line in [*lines[1:3], json.dumps(record) + "\n", *lines[4:]]])
+    with pytest.raises(AuditFileError, match=rf"^{rewritten}:4: field 'exposure': expected one of seen, unseen, unknown, got 'maybe'$"):
+        audit.read(rewritten)
+
+
+def test_read_takes_an_older_audit(tmp_path: Path):
+    old = audit.read(ROOT / "tests" / "fixtures" / "audit-v1" / "v1.audit.jsonl")
+    frame = old.to_pandas()
+    assert len(frame) == len(old.records) > 0 and frame["seen_in_languages"].isna().all()
+    assert "ngram.index.question.exact_count" in frame.columns
+
+
+def test_frame_survives_parquet(sample_audit: Path, tmp_path: Path):
+    result = audit.read(sample_audit)
+    path = tmp_path / "table.parquet"
+    path.write_bytes(result.to_parquet_bytes())
+    pd.testing.assert_frame_equal(pd.read_parquet(path), result.to_pandas(), check_dtype=False)
