@@ -11,13 +11,11 @@ from audit.evaluate.evaluation import (
     METHODS,
     ROBUST,
     Evaluation,
-    EvaluationError,
-    PairRow,
-    Score,
     evaluate,
 )
 from audit.evaluate.judge import JudgeConfig, JudgeError, JudgeResult
 from audit.evaluate.metrics import Stat
+from audit.evaluate.pairs import EvaluationError, PairRow, Score
 from audit.evaluate.predictions import (
     Prediction,
     PredictionsError,

@@ -15,24 +15,23 @@ answers there cannot have been known in that language beforehand).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
 from audit.auditfile import AuditFile
-from audit.errors import AuditError
 from audit.evaluate.judge import FOUND, JudgeConfig, JudgeRequest, Progress
 from audit.evaluate.judge import OK as JUDGE_OK
 from audit.evaluate.judge import judge as run_judge
-from audit.evaluate.metrics import METRICS, Estimator, PairScores, Stat, too_many_draws
+from audit.evaluate.metrics import Estimator, PairScores, too_many_draws
+from audit.evaluate.pairs import EvaluationError, PairRow, Score, Summary, summary_dict
 from audit.evaluate.predictions import Prediction, PredictionSet, load_predictions
-from audit.evaluate.stratify import KNOWLEDGE_STRATA, KNOWN, NOT_KNOWN, STRATA, Exposure, ExposureError, read_exposure
+from audit.evaluate.strata import audit_exposure, label_rows, split_by_exposure
 from audit.evaluate.string_metric import eclektic_recall, robust_recall
-from audit.exposure import SEEN, UNSEEN
 from audit.items import Item
 from audit.langcodes import ISO_639_1
+from audit.records import JsonObject
 
 GIVEN, ECLEKTIC, ROBUST, JUDGE = "given", "eclektic", "robust", "judge"
 METHODS = (GIVEN, ECLEKTIC, ROBUST, JUDGE)
@@ -76,67 +75,6 @@ METHOD_NOTES = {
 }
 
 
-class EvaluationError(AuditError):
-    """Inputs that cannot be evaluated together; the message says which and why."""
-
-
-@dataclass(frozen=True)
-class Score:
-    """One answer scored: `value` in [0, 1] (None if unscorable), `correct` as a yes/no."""
-
-    value: float | None
-    correct: bool | None
-    judge: dict[str, Any] | None = None
-
-
-@dataclass
-class PairRow:
-    item_id: str
-    source: str
-    target: str
-    source_score: Score | None
-    target_score: Score
-    method: str
-    source_exposure: str | None = None
-    target_exposure: str | None = None
-    target_combination: str | None = None
-    source_knowledge: str | None = None
-    target_knowledge: str | None = None
-
-    @property
-    def scored(self) -> bool:
-        return self.source_score is not None and self.source_score.value is not None and self.target_score.value is not None
-
-    def values(self) -> tuple[float, float]:
-        """(source score, target score) of a scored pair."""
-        if self.source_score is None or self.source_score.value is None or self.target_score.value is None:
-            raise ValueError(f"pair '{self.item_id}'/{self.target} is not scored")
-        return self.source_score.value, self.target_score.value
-
-    def to_dict(self) -> dict[str, Any]:
-        source = self.source_score or Score(None, None)
-        judged = source.judge is not None or self.target_score.judge is not None
-        return {
-            "item_id": self.item_id,
-            "source": self.source,
-            "target": self.target,
-            "source_correct": source.correct,
-            "target_correct": self.target_score.correct,
-            "source_score": source.value,
-            "target_score": self.target_score.value,
-            "method": self.method,
-            "source_exposure": self.source_exposure,
-            "target_exposure": self.target_exposure,
-            "target_combination": self.target_combination,
-            "source_knowledge": self.source_knowledge,
-            "target_knowledge": self.target_knowledge,
-            "judge": {"source": source.judge, "target": self.target_score.judge} if judged else None,
-        }
-
-
-Summary = dict[str, Stat]
-
-
 @dataclass
 class Evaluation:
     method: str
@@ -148,29 +86,26 @@ class Evaluation:
     per_target: dict[str, Summary]
     per_source: dict[str, Summary]
     pairs: list[tuple[str, str, Summary]]
-    strata: dict[str, Any]
+    strata: JsonObject
     rows: list[PairRow]
     problems: list[str] = field(default_factory=list)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {
             "method": self.method,
             "method_notes": self.method_notes,
             "questions": self.questions,
             "languages": self.languages,
             "source_languages": self.source_languages,
-            "total": _summary_dict(self.total),
-            "per_target": {lang: _summary_dict(s) for lang, s in self.per_target.items()},
-            "per_source": {lang: _summary_dict(s) for lang, s in self.per_source.items()},
-            "pairs": [{"source": source, "target": target, **_summary_dict(s)} for source, target, s in self.pairs],
+            "total": summary_dict(self.total),
+            "per_target": {lang: summary_dict(s) for lang, s in self.per_target.items()},
+            "per_source": {lang: summary_dict(s) for lang, s in self.per_source.items()},
+            "pairs": [{"source": source, "target": target, **summary_dict(s)} for source, target, s in self.pairs],
             "strata": self.strata,
             "rows": [row.to_dict() for row in self.rows],
             "problems": self.problems,
         }
 
-
-def _summary_dict(summary: Summary) -> dict[str, Any]:
-    return {metric: summary[metric].to_dict() for metric in METRICS}
 
 
 def evaluate(
@@ -191,15 +126,7 @@ def evaluate(
     intervals and the strata tests, both seeded by `seed`. `progress(done, total)` is called
     as judgments arrive (method `judge` only).
     """
-    if method not in METHODS:
-        raise EvaluationError(f"unknown method {method!r}; expected one of {', '.join(METHODS)}")
-    if bootstrap < 0 or (permutations is not None and permutations < 0):
-        raise EvaluationError("bootstrap and permutations must be 0 or more")
-    draws = bootstrap if permutations is None else max(bootstrap, permutations)
-    if too_many := too_many_draws(draws, 0, 0):
-        raise EvaluationError(too_many)
-    if not items:
-        raise EvaluationError("no benchmark items to evaluate")
+    draws = _check_options(items, method, bootstrap, permutations)
     bound = predictions if isinstance(predictions, PredictionSet) else load_predictions(predictions, items)
     if not bound.bound:
         bound = bound.bind(items)
@@ -216,9 +143,9 @@ def evaluate(
         for item, source, target in rows_wanted
     ]
     problems += _unscored(bound.path, rows)
-    exposure = _exposure(audit)
+    exposure = audit_exposure(audit)
     if exposure is not None:
-        problems += exposure.notes + _label(rows, exposure)
+        problems += exposure.notes + label_rows(rows, exposure)
     scored = [row for row in rows if row.scored]
     if not scored:
         raise EvaluationError(f"{bound.path}: no pair could be scored:" + "".join(f"\n  {p}" for p in problems[:5]))
@@ -226,7 +153,28 @@ def evaluate(
     if too_many := too_many_draws(draws, table.n_questions, table.size):
         raise EvaluationError(too_many)
     estimator = Estimator(table, draws=bootstrap, permutations=bootstrap if permutations is None else permutations, seed=seed)
-    targets = len({lang for item in items for lang in item.variants}) - 1
+    evaluation = _summarise(estimator, table, method, len({lang for item in items for lang in item.variants}) - 1, judge, rows, problems)
+    if exposure is not None:
+        evaluation.strata = split_by_exposure(estimator, scored, exposure)
+    return evaluation
+
+
+def _check_options(items: list[Item], method: str, bootstrap: int, permutations: int | None) -> int:
+    """Refuse what cannot be evaluated before anything is read; the number of draws."""
+    if method not in METHODS:
+        raise EvaluationError(f"unknown method {method!r}; expected one of {', '.join(METHODS)}")
+    if bootstrap < 0 or (permutations is not None and permutations < 0):
+        raise EvaluationError("bootstrap and permutations must be 0 or more")
+    draws = bootstrap if permutations is None else max(bootstrap, permutations)
+    if too_many := too_many_draws(draws, 0, 0):
+        raise EvaluationError(too_many)
+    if not items:
+        raise EvaluationError("no benchmark items to evaluate")
+    return draws
+
+
+def _summarise(estimator: Estimator, table: PairScores, method: str, targets: int, judge: JudgeConfig | None, rows: list[PairRow], problems: list[str]) -> Evaluation:
+    """The figures in total, per target and source language and per language pair."""
     everything = np.ones(table.size, dtype=bool)
     sources, target_langs = sorted(set(table.source)), sorted(set(table.target))
     config = (judge or JudgeConfig()).resolve() if method == JUDGE else None
@@ -241,7 +189,7 @@ def evaluate(
         per_source={lang: estimator.summary(table.where(source=lang)) for lang in sources},
         pairs=[(s, t, estimator.summary(table.where(source=s, target=t)))
                for s, t in sorted(set(zip(table.source, table.target, strict=True)))],
-        strata=_strata(estimator, scored, exposure) if exposure is not None else {},
+        strata={},
         rows=rows,
         problems=problems,
     )
@@ -352,104 +300,3 @@ def _table(rows: list[PairRow]) -> PairScores:
         t=values[:, 1],
         n_questions=len(index),
     )
-
-
-# Strata ---------------------------------------------------------------------------------
-
-
-def _exposure(audit: AuditFile | None) -> Exposure | None:
-    if audit is None:
-        return None
-    try:
-        return read_exposure(audit)
-    except ExposureError as exc:
-        raise EvaluationError(str(exc)) from None
-
-
-def _label(rows: list[PairRow], exposure: Exposure) -> list[str]:
-    """Set each row's exposure labels; the audit must cover at least some of the pairs."""
-    missing = 0
-    for row in rows:
-        row.source_exposure = exposure.label(row.item_id, row.source)
-        row.target_exposure = exposure.label(row.item_id, row.target)
-        row.target_combination = exposure.combination(row.item_id, row.target) if exposure.judged else None
-        if exposure.knowledge is not None:
-            row.source_knowledge = exposure.knowledge_label(row.item_id, row.source)
-            row.target_knowledge = exposure.knowledge_label(row.item_id, row.target)
-        missing += (row.item_id, row.target) not in exposure.overall
-    if missing == len(rows):
-        raise EvaluationError("the audit file has no record for any evaluated pair: is it the audit of this benchmark?")
-    if missing:
-        return [f"audit: {missing} of {len(rows)} pairs have no audit record for their target language; they are 'unknown'"]
-    return []
-
-
-def _strata(estimator: Estimator, rows: list[PairRow], exposure: Exposure) -> dict[str, Any]:
-    """The scored pairs split by target and source exposure, by each signal and each source
-    judged alone and by the set of signals that saw the target, with tests between strata;
-    and, when a model was probed, by what it knew of the target and of the source."""
-    target = np.array([row.target_exposure for row in rows], dtype=object)
-    source = np.array([row.source_exposure for row in rows], dtype=object)
-    by_signal = {
-        signal: np.array([exposure.signal_label(signal, row.item_id, row.target) for row in rows], dtype=object)
-        for signal in exposure.by_signal
-    }
-    by_source = {
-        source: np.array([exposure.source_label(source, row.item_id, row.target) for row in rows], dtype=object)
-        for source in exposure.by_source
-    }
-    combination = np.array([row.target_combination for row in rows], dtype=object)
-    clean = np.array([exposure.clean(row.item_id, row.target) for row in rows], dtype=bool)
-    knowledge = {
-        "target_knowledge": np.array([row.target_knowledge for row in rows], dtype=object),
-        "source_knowledge": np.array([row.source_knowledge for row in rows], dtype=object),
-    } if exposure.knowledge is not None else {}
-
-    def split(labels: np.ndarray, strata: Iterable[str] = STRATA) -> dict[str, dict[str, Any]]:
-        return {label: _summary_dict(estimator.summary(labels == label)) for label in strata}
-
-    tests = [("target_exposure", None, target == UNSEEN, target == SEEN, UNSEEN, SEEN),
-             ("source_exposure", None, source == UNSEEN, source == SEEN, UNSEEN, SEEN)]
-    tests += [("by_signal", signal, labels == UNSEEN, labels == SEEN, UNSEEN, SEEN) for signal, labels in by_signal.items()]
-    tests.append(("clean_transfer", None, clean, target == SEEN, "clean", SEEN))
-    # After the others, so their permutation draws (and p-values) stay as they were.
-    tests += [("by_source", source, labels == UNSEEN, labels == SEEN, UNSEEN, SEEN) for source, labels in by_source.items()]
-    tests += [(name, None, labels == NOT_KNOWN, labels == KNOWN, NOT_KNOWN, KNOWN) for name, labels in knowledge.items()]
-    differences = []
-    for name, scope, mask_a, mask_b, a, b in tests:
-        for metric, result in estimator.difference(mask_a, mask_b).items():
-            entry: dict[str, Any] = {"split": name, "a": a, "b": b, "metric": metric}
-            if scope is not None:
-                entry["source" if name == "by_source" else "signal"] = scope
-            entry |= {
-                "difference": result.difference,
-                "ci": list(result.ci) if result.ci else None,
-                "p_value": result.p_value,
-                "test": result.test,
-            }
-            differences.append(entry)
-    strata: dict[str, Any] = {
-        "signals": exposure.signals,
-        "target_exposure": split(target),
-        "source_exposure": split(source),
-        "by_signal": {signal: split(labels) for signal, labels in by_signal.items()},
-        "sources": exposure.sources,
-        "by_source": {source: split(labels) for source, labels in by_source.items()},
-        "signal_combination": {"signals": exposure.judged, "strata": split(combination, exposure.combinations())},
-        "clean_transfer": _summary_dict(estimator.summary(clean)),
-        "differences": differences,
-    }
-    if knowledge:
-        strata |= {name: split(labels, KNOWLEDGE_STRATA) for name, labels in knowledge.items()}
-        strata["unknown_to_model"] = _unknown_to_model(estimator, rows, knowledge["target_knowledge"] == NOT_KNOWN)
-    return strata
-
-
-def _unknown_to_model(estimator: Estimator, rows: list[PairRow], unknown: np.ndarray) -> dict[str, Any]:
-    """LiveCLKTBench's filter: the figures over the pairs whose target the model did not know,
-    in total and per target language, so what transfers cannot have been known beforehand."""
-    languages = np.array([row.target for row in rows], dtype=object)
-    return {
-        "total": _summary_dict(estimator.summary(unknown)),
-        "per_target": {lang: _summary_dict(estimator.summary(unknown & (languages == lang))) for lang in sorted(set(languages))},
-    }
