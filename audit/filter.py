@@ -17,7 +17,6 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from audit import __version__
 from audit.auditfile import AuditedBenchmark, AuditFile
@@ -26,6 +25,7 @@ from audit.exposure import SEEN, UNKNOWN
 from audit.items import Item
 from audit.outputs import atomic_write_bytes, commit_directory, discard_staging, staging_directory
 from audit.readers.squad import squad_files
+from audit.records import JsonObject
 from audit.timestamps import utc_timestamp
 
 RULES = ("target-seen", "any-seen")
@@ -55,12 +55,12 @@ class Verdict:
     reason: str
     seen_languages: list[str] = field(default_factory=list)
     unknown_languages: list[str] = field(default_factory=list)
-    decided_by: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    decided_by: dict[str, list[JsonObject]] = field(default_factory=dict)
 
 
 def judge_items(audit: AuditFile, policy: FilterPolicy) -> dict[str, Verdict]:
     """One verdict per audited item, with the evidence that decided each seen language."""
-    by_item: dict[str, list[dict[str, Any]]] = {}
+    by_item: dict[str, list[JsonObject]] = {}
     for record in audit.records:
         by_item.setdefault(record["item_id"], []).append(record)
     verdicts = {}
@@ -97,7 +97,7 @@ def _write_text(path: Path, text: str, bom: bool = False) -> None:
     atomic_write_bytes(path, gzip.compress(data, mtime=0) if path.name.lower().endswith(".gz") else data)
 
 
-def _flag(verdict: Verdict | None) -> dict[str, Any]:
+def _flag(verdict: Verdict | None) -> JsonObject:
     if verdict is None:
         return {"leaky": None, "reason": "not audited"}
     return {"leaky": verdict.leaky, "reason": verdict.reason, "seen_languages": verdict.seen_languages}
@@ -263,7 +263,7 @@ def _filter_squad(source: Path, out: Path, verdicts: dict[str, Verdict], flag: b
 
 @dataclass
 class FilterResult:
-    manifest: dict[str, Any]
+    manifest: JsonObject
     kept: int
     removed: int
     flagged: int

@@ -29,11 +29,15 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from audit.errors import AuditError
 from audit.paths import cache_dir
 from audit.probes.remote import unreachable
+from audit.records import JsonObject
+
+if TYPE_CHECKING:
+    from openai import OpenAI
 
 PROMPT_VERSION = 1
 OK, FOUND, AMBIGUOUS, UNPARSED, EMPTY, ERROR, SKIPPED = "ok", "found", "ambiguous", "unparsed", "empty", "error", "skipped"
@@ -139,7 +143,7 @@ class JudgeResult:
     model: str
     error: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return asdict(self)
 
 
@@ -278,11 +282,11 @@ def _ask_all(
     return answers
 
 
-def _ask(client: Any, config: JudgeConfig, prompt: str) -> tuple[str | None, str | None]:
+def _ask(client: OpenAI, config: JudgeConfig, prompt: str) -> tuple[str | None, str | None]:
     """(output, error): one chat completion, with the client's own retries."""
     from openai import OpenAIError
 
-    options: dict[str, Any] = {}
+    options: JsonObject = {}
     if config.temperature is not None:
         options["temperature"] = config.temperature
     if config.max_tokens is not None:

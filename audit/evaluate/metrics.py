@@ -33,9 +33,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from statistics import NormalDist
-from typing import Any
 
 import numpy as np
+
+from audit.records import JsonObject
 
 OVERALL, TRANSFER = "overall_success", "transfer_score"
 METRICS = (OVERALL, TRANSFER)
@@ -54,7 +55,7 @@ class Stat:
     ci_bootstrap: tuple[float, float] | None
     ci_normal: tuple[float, float] | None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {
             "value": self.value,
             "n": self.n,

@@ -24,11 +24,11 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from audit.errors import LocatedError, json_problem, text_lines
 from audit.items import Item
 from audit.langcodes import normalise_lang
+from audit.records import Json, JsonObject
 
 LONG, PAIR = "long", "pair"
 
@@ -134,7 +134,7 @@ def _numbered_lines(path: Path) -> Iterator[tuple[int, str]]:
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _json_records(path: Path, first: tuple[int, str], rest: Iterator[tuple[int, str]]) -> Iterator[tuple[int, dict[str, Any]]]:
+def _json_records(path: Path, first: tuple[int, str], rest: Iterator[tuple[int, str]]) -> Iterator[tuple[int, JsonObject]]:
     if first[1].lstrip().startswith("["):
         raise PredictionsError(path, first[0], None, "expected JSON Lines (one object per line), got a JSON array")
     for number, text in _chain(first, rest):
@@ -153,7 +153,7 @@ def _json_records(path: Path, first: tuple[int, str], rest: Iterator[tuple[int, 
         yield number, value
 
 
-def _csv_records(path: Path, first: tuple[int, str], rest: Iterator[tuple[int, str]]) -> Iterator[tuple[int, dict[str, Any]]]:
+def _csv_records(path: Path, first: tuple[int, str], rest: Iterator[tuple[int, str]]) -> Iterator[tuple[int, JsonObject]]:
     if path.name.lower().removesuffix(".gz").endswith((".jsonl", ".json", ".ndjson")):
         raise PredictionsError(path, first[0], None, "expected a JSON object on each line")
     starts: list[int] = []
@@ -190,7 +190,7 @@ def _chain(first: tuple[int, str], rest: Iterator[tuple[int, str]]) -> Iterator[
     yield from rest
 
 
-def _type_name(value: Any) -> str:
+def _type_name(value: Json) -> str:
     names = {dict: "object", list: "array", str: "string", bool: "boolean", int: "number", float: "number"}
     return "null" if value is None else names.get(type(value), type(value).__name__)
 
@@ -202,7 +202,7 @@ def _type_name(value: Any) -> str:
 class _Row:
     path: Path
     line: int
-    record: dict[str, Any]
+    record: JsonObject
 
     def key(self, name: str) -> str | None:
         """The one column spelling `name` in this row, if any; two spellings are an error."""
@@ -211,12 +211,12 @@ class _Row:
             raise PredictionsError(self.path, self.line, present[1], f"given together with '{present[0]}'; keep one")
         return present[0] if present else None
 
-    def raw(self, name: str) -> tuple[str, Any]:
+    def raw(self, name: str) -> tuple[str, Json]:
         """The column's spelling and value; a missing column reads as None under its main name."""
         key = self.key(name)
         return (_ALIASES[name][0], None) if key is None else (key, self.record[key])
 
-    def required(self, name: str) -> tuple[str, Any]:
+    def required(self, name: str) -> tuple[str, Json]:
         key, value = self.raw(name)
         if value is None or (isinstance(value, str) and not value.strip()):
             if self.key(name) is None:
@@ -240,7 +240,7 @@ class _Row:
             return None
         return self._language(key, value)
 
-    def _language(self, key: str, value: Any) -> str:
+    def _language(self, key: str, value: Json) -> str:
         if not isinstance(value, str):
             raise PredictionsError(self.path, self.line, key, f"expected a language code string, got {_type_name(value)}")
         try:
@@ -272,7 +272,7 @@ class _Row:
         raise PredictionsError(self.path, self.line, key, f"expected true/false (or 1/0, yes/no), got {value!r}")
 
 
-def _read(path: Path, records: Iterable[tuple[int, dict[str, Any]]], known: dict[str, str]) -> PredictionSet:
+def _read(path: Path, records: Iterable[tuple[int, JsonObject]], known: dict[str, str]) -> PredictionSet:
     """Rows into predictions; `known` gives source languages from the benchmark, if there is one."""
     predictions: dict[tuple[str, str], Prediction] = {}
     sources: dict[str, tuple[str, int]] = {}

@@ -6,12 +6,12 @@ import hashlib
 import re
 from collections import Counter
 from collections.abc import Callable
-from typing import Any
 
 from audit.auditfile import AuditFile, AuditFileError
 from audit.evaluate.stratify import KNOWLEDGE_STRATA, KNOWN, NOT_KNOWN, STRATA, UNSEEN, Exposure, ExposureError, read_exposure
 from audit.items import Item, Variant
 from audit.probes.judge import UNPARSED
+from audit.records import JsonObject
 from audit.report.premise import premise_section
 from audit.signals import probe
 from audit.text import normalize
@@ -38,13 +38,13 @@ def exposure_labels(audit: AuditFile, audit_path: str) -> Exposure:
         raise AuditFileError(f"{audit_path}: {error}") from None
 
 
-def _counts(labels: list[str]) -> dict[str, Any]:
+def _counts(labels: list[str]) -> JsonObject:
     counts = Counter(labels)
     total = len(labels)
     return {tag: counts.get(tag, 0) for tag in STRATA} | {"total": total, "seen_rate": counts.get("seen", 0) / total if total else 0.0}
 
 
-def _alone(labels: dict[tuple[str, str], str], languages: list[str]) -> dict[str, Any]:
+def _alone(labels: dict[tuple[str, str], str], languages: list[str]) -> JsonObject:
     """Counts of one signal's (or one source's) own labels, overall and per language."""
     return {
         "overall": _counts(list(labels.values())),
@@ -52,10 +52,10 @@ def _alone(labels: dict[tuple[str, str], str], languages: list[str]) -> dict[str
     }
 
 
-def exposure_section(audit: AuditFile, labels: Exposure) -> dict[str, Any]:
+def exposure_section(audit: AuditFile, labels: Exposure) -> JsonObject:
     manifest = audit.manifest
     languages: list[str] = []
-    items: dict[str, dict[str, Any]] = {}
+    items: dict[str, JsonObject] = {}
     fires: Counter = Counter()
     for record in audit.records:
         if record["lang"] not in languages:
@@ -84,7 +84,7 @@ def exposure_section(audit: AuditFile, labels: Exposure) -> dict[str, Any]:
     }
 
 
-def seen_elsewhere(records: list[dict[str, Any]]) -> dict[str, Any] | None:
+def seen_elsewhere(records: list[JsonObject]) -> JsonObject | None:
     """For targets: how often their text or fact was seen only in other languages ("seen in
     English only"), per target language and per (target, other language) pair.  None when the
     audit did not record the languages seen in (written before they were)."""
@@ -108,7 +108,7 @@ def seen_elsewhere(records: list[dict[str, Any]]) -> dict[str, Any] | None:
     }
 
 
-def _knowledge_counts(labels: list[str]) -> dict[str, Any]:
+def _knowledge_counts(labels: list[str]) -> JsonObject:
     counts = Counter(labels)
     total = len(labels)
     return {tag: counts.get(tag, 0) for tag in KNOWLEDGE_STRATA} | {"total": total, "known_rate": counts.get(KNOWN, 0) / total if total else 0.0}
@@ -126,12 +126,12 @@ def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def calibration(records: list[dict[str, Any]]) -> dict[str, Any]:
+def calibration(records: list[JsonObject]) -> JsonObject:
     """The judge's verdicts on the self-summaries against answer recall and chrF, which need
     no model: a judge that says `known` of summaries that never name the answer, or `not_known`
     of ones that do, is not to be trusted.  `unparsed`: the judge was asked but gave no verdict
     (a reply that could not be read, no strict majority of samples, or no reply)."""
-    rows: dict[str, dict[str, Any]] = {
+    rows: dict[str, JsonObject] = {
         verdict: {"summaries": 0, "answer_recall": dict.fromkeys(RECALL_BANDS, 0), "no_answer": 0, "recall": [], "chrf": []} for verdict in VERDICTS
     }
     for record in records:
@@ -160,7 +160,7 @@ def calibration(records: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def knowledge_section(audit: AuditFile, labels: Exposure) -> dict[str, Any] | None:
+def knowledge_section(audit: AuditFile, labels: Exposure) -> JsonObject | None:
     """What the probed model knows, per language; against what the corpus signals found (a
     variant the model knows and no corpus signal saw is exposure the audit could not explain);
     and the judge's calibration.  None when no model was probed."""
@@ -188,7 +188,7 @@ def knowledge_section(audit: AuditFile, labels: Exposure) -> dict[str, Any] | No
     }
 
 
-def report_data(audit: AuditFile, audit_path: str, evaluation: dict[str, Any] | None, labels: Exposure) -> dict[str, Any]:
+def report_data(audit: AuditFile, audit_path: str, evaluation: JsonObject | None, labels: Exposure) -> JsonObject:
     manifest = audit.manifest
     return {
         "title": f"Contamination audit of {manifest['benchmark']['path']}",
@@ -230,7 +230,7 @@ def highlighted(text: str, spans: list[tuple[int, int]]) -> list[tuple[str, bool
     return segments
 
 
-def _prepare_ngram(evidence: dict[str, Any], variant: Variant | None) -> dict[str, Any]:
+def _prepare_ngram(evidence: JsonObject, variant: Variant | None) -> JsonObject:
     """n-gram spans are character offsets into the normalised field text (or the form's text,
     which the evidence carries): cut that text into highlighted segments (a match of the whole
     text counts as one span)."""
@@ -248,12 +248,12 @@ def _prepare_ngram(evidence: dict[str, Any], variant: Variant | None) -> dict[st
 
 # What a signal's evidence needs beyond the audit record before its template can show it;
 # a signal without an entry is shown as recorded.
-PREPARE: dict[str, Callable[[dict[str, Any], Variant | None], dict[str, Any]]] = {"ngram": _prepare_ngram}
+PREPARE: dict[str, Callable[[JsonObject, Variant | None], JsonObject]] = {"ngram": _prepare_ngram}
 
 
-def grouped_evidence(evidence: list[dict[str, Any]], variant: Variant | None) -> dict[str, dict[str, list[dict[str, Any]]]]:
+def grouped_evidence(evidence: list[JsonObject], variant: Variant | None) -> dict[str, dict[str, list[JsonObject]]]:
     """{signal: {source: [evidence, ...]}}, in the order the audit recorded them."""
-    grouped: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    grouped: dict[str, dict[str, list[JsonObject]]] = {}
     for entry in evidence:
         signal, source = str(entry.get("signal", "")), str(entry.get("source", ""))
         prepare = PREPARE.get(signal)
@@ -261,7 +261,7 @@ def grouped_evidence(evidence: list[dict[str, Any]], variant: Variant | None) ->
     return grouped
 
 
-def item_page(item: Item | None, records: list[dict[str, Any]], labels: Exposure) -> dict[str, Any]:
+def item_page(item: Item | None, records: list[JsonObject], labels: Exposure) -> JsonObject:
     """Everything the provenance page of one item shows, language by language: each signal's
     evidence from each source, and what each signal and each source decides alone."""
     languages = []

@@ -4,8 +4,9 @@ a link and escape what the Markdown report shows, since Markdown has no autoesca
 from __future__ import annotations
 
 import re
-from typing import Any
 from urllib.parse import quote, urlsplit
+
+from audit.records import Json
 
 WEB_SCHEMES = ("http", "https")
 # Characters that start Markdown (and GitHub-flavoured Markdown) syntax anywhere in a line:
@@ -22,7 +23,7 @@ _LINE_BREAK = re.compile(r"[\r\n\u2028\u2029]+")
 POLICY = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
 
 
-def web_url(value: Any) -> str | None:
+def web_url(value: Json) -> str | None:
     """The value when it is an absolute http(s) URL a browser reads as written, else None:
     anything else (javascript:, data:, relative, `//host`, a URL with leading blanks or
     control characters a browser would strip) is shown as text, never followed."""
@@ -37,14 +38,14 @@ def web_url(value: Any) -> str | None:
     return value
 
 
-def page_href(path: Any, fragment: Any = None) -> str:
+def page_href(path: Json, fragment: Json = None) -> str:
     """A link to a page the report wrote, percent-encoded so that no part of it (a folder
     name, an item's language in the fragment) can read as a scheme or leave the path."""
     href = quote(str(path), safe="/")
     return href if fragment is None else f"{href}#{quote(str(fragment), safe='')}"
 
 
-def markdown_text(value: Any) -> str:
+def markdown_text(value: Json) -> str:
     """Input text for the Markdown report: on one line, with every character that could start
     markup, a link or a table cell backslash-escaped."""
     text = _LINE_BREAK.sub(" ", "" if value is None else str(value))
@@ -58,7 +59,7 @@ def markdown_text(value: Any) -> str:
     return _MARKDOWN.sub(escaped, text)
 
 
-def markdown_code(value: Any) -> str:
+def markdown_code(value: Json) -> str:
     """A name as inline code when a code span can hold it as is; otherwise as escaped text
     (a backtick would end the span, a pipe the table cell)."""
     text = "" if value is None else str(value)
@@ -67,7 +68,7 @@ def markdown_code(value: Any) -> str:
     return markdown_text(text)
 
 
-def markdown_link(title: Any, url: Any) -> str:
+def markdown_link(title: Json, url: Json) -> str:
     """A Markdown link for http(s) URLs only; the title alone, escaped, for anything else."""
     target = web_url(url)
     if target is None:
@@ -75,7 +76,7 @@ def markdown_link(title: Any, url: Any) -> str:
     return f"[{markdown_text(title)}](<{quote(target, safe=URL_KEPT)}>)"
 
 
-def markdown_page(path: Any, title: Any, fragment: Any = None) -> str:
+def markdown_page(path: Json, title: Json, fragment: Json = None) -> str:
     """A Markdown link to a page the report wrote (percent-encoded: no blank or parenthesis
     can end the destination)."""
     return f"[{markdown_text(title)}]({page_href(path, fragment)})"

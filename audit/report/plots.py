@@ -11,13 +11,15 @@ import io
 import math
 import warnings
 from collections.abc import Callable
-from typing import Any, ParamSpec, TypeVar
+from typing import ParamSpec, TypeVar
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
+
+from audit.records import Json, JsonObject
 
 COLORS = {"seen": "#c0392b", "unseen": "#27ae60", "unknown": "#95a5a6", "known": "#d35400", "not_known": "#2980b9", "undetermined": "#95a5a6"}
 EXPOSURE, KNOWLEDGE = ("seen", "unseen", "unknown"), ("known", "not_known", "undetermined")
@@ -41,7 +43,7 @@ def plain_text(function: Callable[P, R]) -> Callable[P, R]:
     return drawn
 
 
-def label(value: Any, limit: int = MAX_LABEL) -> str:
+def label(value: Json, limit: int = MAX_LABEL) -> str:
     """A string from the input as one short line of plain text for a tick, legend or title."""
     text = " ".join(str(value).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -73,7 +75,7 @@ def exposure_bars(per_language: dict[str, dict[str, int]], tags: tuple[str, ...]
 
 
 @plain_text
-def exposure_grid(rows: list[dict[str, Any]], languages: list[str]) -> str | None:
+def exposure_grid(rows: list[JsonObject], languages: list[str]) -> str | None:
     """Item x language exposure, one cell per variant; too many items make it unreadable."""
     if not rows or len(rows) > MAX_GRID_ITEMS:
         return None
@@ -94,7 +96,7 @@ def exposure_grid(rows: list[dict[str, Any]], languages: list[str]) -> str | Non
 
 
 @plain_text
-def transfer_heatmap(pairs: list[dict[str, Any]], metric: str) -> str | None:
+def transfer_heatmap(pairs: list[JsonObject], metric: str) -> str | None:
     """Source x target matrix of a metric, annotated, like ECLeKTic's Figure 5."""
     values = [p for p in pairs if p[metric]["value"] is not None]
     if not values:
@@ -118,7 +120,7 @@ def transfer_heatmap(pairs: list[dict[str, Any]], metric: str) -> str | None:
     return _data_uri(figure)
 
 
-def combination_colors(split: dict[str, dict[str, Any]]) -> dict[str, str]:
+def combination_colors(split: dict[str, JsonObject]) -> dict[str, str]:
     """A colour per set of signals that saw a target (the seen colour for all of them), and the
     unseen and unknown colours for none and `unknown`, the last two strata."""
     *seen, nothing, unknown = split
@@ -128,7 +130,7 @@ def combination_colors(split: dict[str, dict[str, Any]]) -> dict[str, str]:
 
 
 @plain_text
-def strata_bars(split: dict[str, dict[str, Any]], title: str, colors: dict[str, str] | None = None) -> str | None:
+def strata_bars(split: dict[str, JsonObject], title: str, colors: dict[str, str] | None = None) -> str | None:
     """Overall success and transfer score per stratum, with bootstrap intervals."""
     strata = [name for name, stats in split.items() if stats["overall_success"]["n"]]
     if not strata:

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
 
 from audit.auditfile import AuditFile
 from audit.evidence import ABSENT, OK
+from audit.records import JsonObject
 from audit.signals.langlinks import NAME
 
 HOLDS, FAILS, UNKNOWN, NO_ARTICLE = "holds", "fails", "unknown", "no_article"
@@ -23,13 +23,13 @@ class _Item:
     source_lang: str
     resolved: bool = False
     named: bool = False
-    article: dict[str, Any] = field(default_factory=dict)
+    article: JsonObject = field(default_factory=dict)
     item_article: str | None = None
     answered: set[str] = field(default_factory=set)
     targets: set[str] = field(default_factory=set)
-    existing: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    existing: dict[str, list[JsonObject]] = field(default_factory=dict)
 
-    def add(self, lang: str, evidence: dict[str, Any]) -> None:
+    def add(self, lang: str, evidence: JsonObject) -> None:
         figures = evidence.get("figures") or {}
         self.named = self.named or evidence.get("status") != ABSENT
         self.resolved = self.resolved or "article" in figures
@@ -53,17 +53,17 @@ class _Item:
             return NO_ARTICLE
         return HOLDS if self.answered == self.targets else UNKNOWN
 
-    def articles(self) -> list[dict[str, Any]]:
+    def articles(self) -> list[JsonObject]:
         """One article per language where one existed: the one with the earliest known creation
         date among the sources that showed one."""
         return [{"lang": lang} | min(found, key=_earliest) for lang, found in sorted(self.existing.items())]
 
 
-def _earliest(article: dict[str, Any]) -> tuple[bool, str]:
+def _earliest(article: JsonObject) -> tuple[bool, str]:
     return (article["created"] is None, article["created"] or article["as_of"] or "")
 
 
-def _since(articles: list[dict[str, Any]]) -> dict[str, Any]:
+def _since(articles: list[JsonObject]) -> JsonObject:
     """When an article in another language existed: the earliest creation date known, and the
     earliest snapshot that showed one (it existed by then).  The creation date says since when
     (`exact`) only if no snapshot shows an article, of unknown age, before it."""
@@ -72,7 +72,7 @@ def _since(articles: list[dict[str, Any]]) -> dict[str, Any]:
     return {"created": created, "by": by, "exact": created is not None and (by is None or created[:10] <= by[:10])}
 
 
-def _summary(items: list[_Item], rows: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def _summary(items: list[_Item], rows: dict[str, JsonObject]) -> JsonObject:
     verdicts = Counter(item.verdict() for item in items)
     failing = [article for item in items if item.existing for article in rows[item.item_id]["articles"]]
     return {
@@ -84,7 +84,7 @@ def _summary(items: list[_Item], rows: dict[str, dict[str, Any]]) -> dict[str, A
     }
 
 
-def _sources(audit: AuditFile) -> list[dict[str, Any]]:
+def _sources(audit: AuditFile) -> list[JsonObject]:
     """The link sources the audit asked, each with the snapshot dates its manifest entry names
     (a dump's per wiki) and the range of dates its answers carry (an API's retrieval times)."""
     answered: dict[str, list[str]] = {}
@@ -102,7 +102,7 @@ def _sources(audit: AuditFile) -> list[dict[str, Any]]:
     ]
 
 
-def premise_section(audit: AuditFile) -> dict[str, Any] | None:
+def premise_section(audit: AuditFile) -> JsonObject | None:
     """Per source language, how many items keep the premise, and the items that do not, each
     with the articles that break it; None when the langlinks signal did not run."""
     items: dict[str, _Item] = {}

@@ -11,7 +11,6 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
@@ -20,6 +19,7 @@ from audit.children import WorkerPool
 from audit.evaluate.stratify import Exposure
 from audit.items import Item
 from audit.outputs import commit_directory, discard_staging, staging_directory
+from audit.records import Json, JsonObject
 from audit.report import inert
 from audit.report.build import exposure_labels, item_page, page_name, report_data
 
@@ -61,7 +61,7 @@ def _evidence_templates(known: set[str]) -> Callable[[str], str]:
     return template
 
 
-def _figure(value: Any) -> str:
+def _figure(value: Json) -> str:
     """One figure of any signal as text: numbers rounded, anything structured as JSON."""
     if isinstance(value, float):
         return f"{value:.4g}"
@@ -70,25 +70,25 @@ def _figure(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def _flat(mapping: Any, prefix: str = "") -> list[tuple[str, Any]]:
+def _flat(mapping: Json, prefix: str = "") -> list[tuple[str, Json]]:
     """A provenance entry's nested metadata as (dotted key, value) rows, for signals whose
     provenance the report knows nothing about."""
     if not isinstance(mapping, dict):
         return [(prefix or "value", mapping)]
-    rows: list[tuple[str, Any]] = []
+    rows: list[tuple[str, Json]] = []
     for key, value in mapping.items():
         name = f"{prefix}.{key}" if prefix else str(key)
         rows.extend(_flat(value, name) if isinstance(value, dict) and value else [(name, value)])
     return rows
 
 
-def figures(data: dict[str, Any]) -> dict[str, Any]:
+def figures(data: JsonObject) -> JsonObject:
     # matplotlib is imported here, not with the module: it costs a second of every command's
     # start-up, and only a report draws.
     from audit.report import plots
 
     exposure = data["exposure"]
-    result: dict[str, Any] = {
+    result: JsonObject = {
         "exposure_bars": plots.exposure_bars(exposure["per_language"]),
         "exposure_grid": plots.exposure_grid(exposure["items"], exposure["languages"]),
     }
@@ -114,7 +114,7 @@ def figures(data: dict[str, Any]) -> dict[str, Any]:
 
 
 @contextmanager
-def _drawing(data: dict[str, Any]) -> Iterator[Callable[[], dict[str, Any]]]:
+def _drawing(data: JsonObject) -> Iterator[Callable[[], JsonObject]]:
     """The figures, drawn in a forked process while this one writes the item pages (importing
     matplotlib and drawing take as long as the pages), when forking is safe: on a platform that
     forks and with no other thread running (a server renders in its own thread, inline)."""
@@ -126,7 +126,7 @@ def _drawing(data: dict[str, Any]) -> Iterator[Callable[[], dict[str, Any]]]:
         yield drawn.result
 
 
-def link_item_pages(data: dict[str, Any], report: Path, out: Path) -> None:
+def link_item_pages(data: JsonObject, report: Path, out: Path) -> None:
     """Point every item row at the provenance page another report of the same audit already
     wrote (the pages depend on the audit alone), instead of writing copies."""
     try:
@@ -143,10 +143,10 @@ def link_item_pages(data: dict[str, Any], report: Path, out: Path) -> None:
         row["page"] = Path(os.path.relpath(page, out.absolute())).as_posix()
 
 
-def write_item_pages(directory: Path, environment: Environment, data: dict[str, Any], audit: AuditFile, items: list[Item], labels: Exposure) -> None:
+def write_item_pages(directory: Path, environment: Environment, data: JsonObject, audit: AuditFile, items: list[Item], labels: Exposure) -> None:
     """One provenance page per item under `directory`/items."""
     by_id = {item.item_id: item for item in items}
-    records: dict[str, list[dict[str, Any]]] = {}
+    records: dict[str, list[JsonObject]] = {}
     for record in audit.records:
         records.setdefault(record["item_id"], []).append(record)
     template = environment.get_template("item.html.j2")
@@ -164,10 +164,10 @@ def write_report(
     audit: AuditFile,
     audit_path: str,
     items: list[Item],
-    evaluation: dict[str, Any] | None = None,
+    evaluation: JsonObject | None = None,
     item_pages: Path | None = None,
     inputs: Iterable[Path] = (),
-) -> dict[str, Any]:
+) -> JsonObject:
     """Render the whole report into `out` and return report.json's data.  An existing `out` is
     replaced only if it is a report this tool wrote and holds none of `inputs`.  With
     `item_pages` (another report's directory) its provenance pages are linked, not written."""
