@@ -46,7 +46,9 @@ class Audit:
 
     @property
     def languages(self) -> list[str]:
-        return list(self.manifest.benchmark.languages)
+        """The audited languages (those with records), in the benchmark's order."""
+        audited = {record.lang for record in self.records}
+        return [lang for lang in self.manifest.benchmark.languages if lang in audited]
 
     @property
     def summary(self) -> JsonObject:
