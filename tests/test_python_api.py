@@ -130,3 +130,21 @@ def test_frame_survives_parquet(sample_audit: Path, tmp_path: Path):
     path = tmp_path / "table.parquet"
     path.write_bytes(result.to_parquet_bytes())
     pd.testing.assert_frame_equal(pd.read_parquet(path), result.to_pandas(), check_dtype=False)
+
+
+def test_the_manual_lists_the_tables_columns():
+    text = (ROOT / "docs" / "python-api.md").read_text(encoding="utf-8")
+    table = text.split("The first columns are always these:", 1)[1].split("\n\n", 2)[1]
+    documented = tuple(line.split("`")[1] for line in table.splitlines() if line.startswith("| `"))
+    assert documented == BASE_COLUMNS
+
+
+def test_the_manual_lists_the_figures_the_built_in_policy_judges(sample_audit: Path):
+    text = (ROOT / "docs" / "python-api.md").read_text(encoding="utf-8")
+    table = text.split("The built-in policy judges these figures", 1)[1].split("\n\n", 2)[1]
+    documented = set()
+    for line in table.splitlines()[2:]:
+        signal, names, figures = (cell.strip() for cell in line.strip("|").split("|"))
+        documented |= {(signal.strip("`"), name.strip("` "), figure.split("`")[1]) for name in names.split(",") for figure in figures.split(",")}
+    rules = audit.read(sample_audit).manifest.policy["settings"]["rules"]
+    assert documented == {(signal, name, figure) for signal, table in rules.items() for name, figures in table.items() for figure in figures}
