@@ -89,18 +89,33 @@ class Audit:
         rows = [_row(record, figures, statuses) for record in self.records]
         return pd.DataFrame.from_records(rows, columns=columns)
 
-    def to_parquet_bytes(self, all_figures: bool = False) -> bytes:
-        """The table as a Parquet file (needs pyarrow)."""
-        try:
-            import pyarrow  # noqa: F401
-        except ImportError:
-            raise ImportError("writing Parquet needs pyarrow: pip install pyarrow (or write --csv)") from None
-        buffer = io.BytesIO()
-        self.to_pandas(all_figures).to_parquet(buffer, index=False)
-        return buffer.getvalue()
 
-    def to_csv_text(self, all_figures: bool = False) -> str:
-        return self.to_pandas(all_figures).to_csv(index=False)
+
+TABLE_FORMATS = ("parquet", "csv")
+
+
+def table_bytes(frame: pd.DataFrame, kind: str) -> bytes:
+    """A table as a Parquet (through pyarrow) or CSV file's bytes."""
+    if kind == "csv":
+        return frame.to_csv(index=False).encode("utf-8")
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        raise ImportError("writing Parquet needs pyarrow (pip install pyarrow), or write --csv") from None
+    buffer = io.BytesIO()
+    _one_type_per_column(frame).to_parquet(buffer, index=False)
+    return buffer.getvalue()
+
+
+def _one_type_per_column(frame: pd.DataFrame) -> pd.DataFrame:
+    """Parquet holds one type per column: a figure some signal gave as a number on one row
+    and as text (or a truth value) on another is written as text throughout."""
+    mixed = [name for name in frame.columns if frame[name].dtype == object and len(_kinds(frame[name])) > 1]
+    return frame.astype({name: "string" for name in mixed}) if mixed else frame
+
+
+def _kinds(column: pd.Series) -> set[str]:
+    return {"number" if isinstance(value, int | float) and not isinstance(value, bool) else type(value).__name__ for value in column if value is not None}
 
 
 def read(path: Path | str) -> Audit:

@@ -15,7 +15,7 @@ import audit
 from audit.auditfile import AuditFileError, read_audit, write_audit
 from audit.cli import main
 from audit.records import Check, ExposureRecord
-from audit.result import BASE_COLUMNS
+from audit.result import BASE_COLUMNS, table_bytes
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "audit" / "data" / "demo" / "eclektic_sample.csv.gz"
@@ -128,8 +128,17 @@ def test_read_takes_an_older_audit(tmp_path: Path):
 def test_frame_survives_parquet(sample_audit: Path, tmp_path: Path):
     result = audit.read(sample_audit)
     path = tmp_path / "table.parquet"
-    path.write_bytes(result.to_parquet_bytes())
+    path.write_bytes(table_bytes(result.to_pandas(), "parquet"))
     pd.testing.assert_frame_equal(pd.read_parquet(path), result.to_pandas(), check_dtype=False)
+
+
+def test_a_column_of_mixed_kinds_is_written_as_text(tmp_path: Path):
+    frame = pd.DataFrame({"figure": [1, "many", None, 2.5], "count": [1, 2, None, 4]})
+    path = tmp_path / "mixed.parquet"
+    path.write_bytes(table_bytes(frame, "parquet"))
+    back = pd.read_parquet(path)
+    assert list(back["figure"].astype(object).where(back["figure"].notna(), None)) == ["1", "many", None, "2.5"]
+    assert back["count"].tolist()[:2] == [1.0, 2.0]
 
 
 def test_the_manual_lists_the_tables_columns():
@@ -148,3 +157,40 @@ def test_the_manual_lists_the_figures_the_built_in_policy_judges(sample_audit: P
         documented |= {(signal.strip("`"), name.strip("` "), figure.split("`")[1]) for name in names.split(",") for figure in figures.split(",")}
     rules = audit.read(sample_audit).manifest.policy["settings"]["rules"]
     assert documented == {(signal, name, figure) for signal, table in rules.items() for name, figures in table.items() for figure in figures}
+
+
+def test_export_writes_the_table_as_parquet_and_csv(cache, sample_audit: Path, tmp_path: Path):
+    parquet, csv = tmp_path / "table.parquet", tmp_path / "table.csv"
+    result = run(cache, "export", str(sample_audit), "--parquet", str(parquet), "--csv", str(csv))
+    assert result.exit_code == 0, result.output
+    expected = audit.read(sample_audit).to_pandas()
+    pd.testing.assert_frame_equal(pd.read_parquet(parquet), expected, check_dtype=False)
+    assert list(pd.read_csv(csv, keep_default_na=False, dtype=str).columns) == list(expected.columns)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["table.csv", "table.parquet"]  # no staging file left
+    wider = tmp_path / "wide.parquet"
+    assert run(cache, "export", str(sample_audit), "--parquet", str(wider), "--all-figures").exit_code == 0
+    assert "minhash.demo.context.jaccard" in pd.read_parquet(wider).columns
+
+
+def test_export_replaces_a_file_only_with_force_and_never_the_audit(cache, sample_audit: Path, tmp_path: Path):
+    mine = tmp_path / "notes.csv"
+    mine.write_text("not the tool's\n", encoding="utf-8")
+    refused = run(cache, "export", str(sample_audit), "--csv", str(mine))
+    assert refused.exit_code != 0 and f"{mine}: already exists (use --force to replace it)" in refused.output
+    assert mine.read_text(encoding="utf-8") == "not the tool's\n"
+    assert run(cache, "export", str(sample_audit), "--csv", str(mine), "--force").exit_code == 0
+    assert mine.read_text(encoding="utf-8").startswith("item_id,lang,")
+    before = sample_audit.read_bytes()
+    itself = run(cache, "export", str(sample_audit), "--parquet", str(sample_audit), "--force")
+    assert itself.exit_code != 0 and "refusing to overwrite it" in itself.output and sample_audit.read_bytes() == before
+    assert "give --parquet OUT or --csv OUT" in run(cache, "export", str(sample_audit)).output
+
+
+def test_export_refuses_a_damaged_audit_naming_file_and_line(cache, sample_audit: Path, tmp_path: Path):
+    lines = sample_audit.read_text(encoding="utf-8").splitlines(keepends=True)
+    damaged = tmp_path / "damaged.audit.jsonl"
+    damaged.write_text("".join([*lines[:5], "{not json\n", *lines[6:]]), encoding="utf-8")
+    out = tmp_path / "table.parquet"
+    result = run(cache, "export", str(damaged), "--parquet", str(out))
+    assert result.exit_code != 0 and f"{damaged}:6: not valid JSON" in result.output
+    assert not out.exists()
