@@ -7,15 +7,18 @@ Without an argument it first audits the bundled ECLeKTic sample against the bund
 corpus in English, French and Japanese (`audit check`, about a minute), writing
 `sample.audit.jsonl` into the current directory.
 """
+# expects: 117 records, 39 items, languages en, fr, ja
+# writes: sample.audit.jsonl
 from __future__ import annotations
 
 import subprocess
 import sys
+from importlib import resources
 from pathlib import Path
 
 import audit
 
-SAMPLE = Path(audit.__file__).parent / "data" / "demo" / "eclektic_sample.csv.gz"
+SAMPLE = resources.files("audit") / "data" / "demo" / "eclektic_sample.csv.gz"
 
 
 def sample_audit(out: Path) -> Path:
