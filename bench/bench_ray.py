@@ -1,6 +1,6 @@
 """Scale-out benchmark: the sharded build and the audit on a real local Ray cluster, against
 the local executor doing the same work, with 1 and 2 workers; and the per-shard figures the
-README's capacity plan is computed from.
+manual's capacity plan (docs/ray.md) is computed from.
 
     pip install '.[bench,ray]'
     python bench/bench_ray.py            # about 10 minutes on 2 cores

@@ -141,7 +141,7 @@ def planted_audit(tmp_path_factory, wiki_docs) -> dict[str, Path]:
 
 
 def pytest_terminal_summary(terminalreporter) -> None:
-    """The robustness suite's tally, as the README's reliability section reports it."""
+    """The robustness suite's tally, as the manual's reliability page reports it."""
     from hostile import TALLY
 
     if TALLY["cases"]:

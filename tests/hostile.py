@@ -6,7 +6,7 @@ with `run_case`.
 Each case runs in a sandbox holding a real benchmark, a real index built from real text, an
 audit file, a report and an unrelated folder of the user's; before and after the command every
 file there is hashed, and any file changed or gone fails the case.  The tally is printed at the
-end of the run (see the README's reliability section).
+end of the run (see the manual's reliability page, docs/reliability.md).
 """
 from __future__ import annotations
 

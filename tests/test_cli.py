@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from manual import README, page
 
 from audit.auditfile import AuditFileError, read_audit, write_audit
 from audit.cli import main
@@ -152,10 +153,11 @@ def test_audit_file_is_written_whole_or_not_at_all(tmp_path: Path):
         read_audit(out)
 
 
-def test_the_readme_shows_what_the_main_command_prints(cache, tmp_path: Path, monkeypatch):
-    """The set-up section's sample output is the command's real output (bar the timing)."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("## Set up and run") :]
+@pytest.mark.parametrize("text", [README, page("install.md")], ids=["readme", "manual"])
+def test_the_set_up_section_shows_what_the_main_command_prints(cache, demo_audit: Path, tmp_path: Path, monkeypatch, text: str):
+    """The set-up section's sample output, in the README and in the manual, is the command's
+    real output (bar the timing) once the demo index is built (`demo_audit` builds it)."""
+    section = text[text.index("Set up and run\n") :]
     command = section[section.index("audit check") : section.index("\n", section.index("audit check"))].split()
     shown = section[section.index("```\n", section.index("in the current directory:")) + 4 :]
     shown = shown[: shown.index("```")]

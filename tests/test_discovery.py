@@ -12,6 +12,7 @@ import pytest
 import requests
 from click.testing import CliRunner
 from hostile_http import start
+from manual import page
 from replay.listing import INFINI_GRAM_INDEXES, MINI_INDEXES, S3_UNDESCRIBED, Flavour, ListingServer
 from test_server import Served, start_server
 
@@ -198,12 +199,12 @@ def test_corpora_live_prints_what_it_found_and_exits_1_on_a_gone_name(listing: L
     assert unknown.exit_code == 2 and "unknown corpus 'nothing'" in unknown.output
 
 
-def test_the_readme_example_of_corpora_live_is_what_it_prints(wiki_index: Path, tmp_path: Path):
-    """The README's `audit corpora --live` example, run against a real `audit serve` holding
-    `wiki` and `news`: the lines below the table are those the README shows, its port aside."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    start = readme.index("$ audit corpora --live --corpus team --corpus old\n")
-    shown = readme[start : readme.index("```", start)].splitlines()[2:]
+def test_the_manual_example_of_corpora_live_is_what_it_prints(wiki_index: Path, tmp_path: Path):
+    """The manual's `audit corpora --live` example, run against a real `audit serve` holding
+    `wiki` and `news`: the lines below the table are those the manual shows, its port aside."""
+    text = page("corpora.md")
+    start = text.index("$ audit corpora --live --corpus team --corpus old\n")
+    shown = text[start : text.index("```", start)].splitlines()[2:]
     assert len(shown) == 4 and shown[-1].startswith("live: ")
     server = start_server("--index", f"wiki={wiki_index}", "--index", f"news={wiki_index}", "--jobs-dir", str(tmp_path / "jobs"))
     try:

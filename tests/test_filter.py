@@ -9,6 +9,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 from conftest import BMLAMA, write_jsonl
+from manual import page
 
 from audit.auditfile import read_audit, write_audit
 from audit.check import summarise
@@ -170,11 +171,11 @@ def test_jsonl_in_gzip_and_a_parquet_table_are_written_as_named(planted_audit, t
     assert {row["id"] for row in kept} == {i.item_id for i in items} - {"39", "46"} and set(kept[0]) == {"id", "lang", "q", "a", "c"}
 
 
-def test_the_readme_lists_the_names_the_filter_writes():
+def test_the_manual_lists_the_names_the_filter_writes():
     from audit.cli.filteroutput import SUFFIXES
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    table = readme[readme.index("| input | `--out` may end in |") :].split("\n\n")[0].splitlines()[2:]
+    text = page("filter.md")
+    table = text[text.index("| input | `--out` may end in |") :].split("\n\n")[0].splitlines()[2:]
     cells = [row.strip().strip("|").split(" | ") for row in table]
     listed = {tuple(name.strip(" `") for name in written.split(", ")) for _, written in cells if written.lstrip().startswith("`")}
     assert listed == set(SUFFIXES.values())

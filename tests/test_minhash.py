@@ -35,7 +35,7 @@ from audit.policyfile import Policy, load_policy
 from audit.readers import load_benchmark
 from audit.signals import minhash, ngram
 
-# The default thresholds this file checks (and the README reports): containment of the field's
+# The default thresholds this file checks (and the manual's near-duplicate page reports): containment of the field's
 # shingles in one span of the corpus.
 THRESHOLDS = {"question": {"containment": 0.5}, "context": {"containment": 0.35}}
 MINHASH_POLICY = Policy("minhash-default", "test", {"name": "minhash-default", "rules": {"minhash": THRESHOLDS}})

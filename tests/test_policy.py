@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from manual import page
 
 from audit.auditfile import read_audit
 from audit.cli import main
@@ -139,8 +140,8 @@ def test_window_sizes_cover_exactly_the_scripts_the_text_module_names():
     assert set(WindowSizes.model_fields) == {"default", *_SCRIPT_RANGES, *UNSEGMENTED_SCRIPTS}
 
 
-def test_the_readme_lists_every_key_with_what_it_accepts():
-    section = (ROOT / "README.md").read_text(encoding="utf-8").split("\n## Policy\n", 1)[1].split("\n## ", 1)[0]
+def test_the_manual_lists_every_key_with_what_it_accepts():
+    section = page("policy.md")
     rows = {line.split(" | ")[0].removeprefix("| ") for line in section.splitlines() if line.startswith("| `")}
     keys = schema_keys(PolicyFile)
     assert {f"`{key}`" for key, _ in keys} == rows

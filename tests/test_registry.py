@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from manual import page
 from test_server import SAMPLE, Served, start_server
 
 from audit.auditfile import read_audit
@@ -52,9 +53,9 @@ def test_the_registry_file_is_the_built_in_registry_the_package_ships():
     assert {name for name, e in BUILTIN.items() if e.backend == API} >= {"olmo", "olmo-mix", "dolma", "dclm", "rpj", "pile", "c4"}
 
 
-def test_the_readme_corpora_table_names_every_built_in_corpus():
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("\n## Corpora\n") : readme.index("\n### `audit corpora`")]
+def test_the_manual_corpora_table_names_every_built_in_corpus():
+    text = page("corpora.md")
+    section = text[: text.index("\n## `audit corpora`")]
     rows = [line for line in section.splitlines() if line.startswith("| `")]
     named = {name for row in rows for name in re.findall(r"`([a-z0-9.-]+)`", row.split(" | ")[0])}
     assert named == set(BUILTIN)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from manual import page
 
 from audit.auditfile import SCHEMA_VERSION, read_audit
 from audit.cli import main
@@ -184,13 +185,12 @@ def test_a_version_1_audit_file_is_still_filtered_and_reported(tmp_path: Path, m
     assert len(data["exposure"]["items"]) == 2
 
 
-def test_the_readme_schema_tables_are_the_records_fields():
+def test_the_manual_schema_tables_are_the_records_fields():
     from dataclasses import fields
 
     from audit.records import AuditManifest, ExposureRecord
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("\n## The audit file\n") :]
+    section = page("audit-file.md")
 
     def table_after(heading: str) -> set[str]:
         rows = section[section.index(heading) :].split("\n\n")[1].splitlines()[2:]

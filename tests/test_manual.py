@@ -1,6 +1,6 @@
-"""The README shows what the tool really prints and lists what the code really accepts: each
-example output and each table that mirrors code is compared here with the code or with a real
-run, so a change to either that the other does not follow fails a test."""
+"""The manual (docs/) and the README show what the tool really prints and list what the code
+really accepts: each example output and each table that mirrors code is compared here with the
+code or with a real run, so a change to either that the other does not follow fails a test."""
 from __future__ import annotations
 
 import contextlib
@@ -15,6 +15,7 @@ import click
 import pytest
 from click.testing import CliRunner
 from conftest import CORPUS
+from manual import README, ROOT, manual, page, section
 from test_langlinks import dumps  # noqa: F401  (a fixture: dumps holding real langlinks rows)
 
 from audit.cli import main
@@ -31,26 +32,7 @@ from audit.readers.columns import ColumnMap
 from audit.readers.mkqa import MKQA_KEYS
 from audit.readers.tydi import TYDI_KEYS
 
-ROOT = Path(__file__).resolve().parents[1]
-README = (ROOT / "README.md").read_text(encoding="utf-8")
 SAMPLE = ROOT / "audit" / "data" / "demo" / "eclektic_sample.csv.gz"
-
-
-def section(heading: str) -> str:
-    """The README's text under `heading` (a whole heading line), up to the next heading of the
-    same or a higher level outside code blocks (where `#` starts a shell comment)."""
-    level = len(heading.split(" ", 1)[0])
-    lines = README.splitlines()
-    start = lines.index(heading) + 1
-    fenced = False
-    for end in range(start, len(lines)):
-        fenced ^= lines[end].startswith("```")
-        hashes = lines[end].split(" ", 1)[0]
-        if not fenced and hashes and set(hashes) == {"#"} and len(hashes) <= level:
-            break
-    else:
-        end = len(lines)
-    return "\n" + "\n".join(lines[start:end]) + "\n"
 
 
 def table(text: str, header: str) -> list[list[str]]:
@@ -96,7 +78,7 @@ def option_names(command: click.Command) -> set[str]:
 
 
 def test_the_formats_table_lists_every_format_the_cli_reads():
-    rows = table(section("## Benchmark formats"), "| `--format` |")
+    rows = table(section(page("benchmarks.md"), "# Benchmark formats"), "| `--format` |")
     assert sorted(row[0].strip("`") for row in rows) == sorted(FORMATS) == sorted(_EXPECTS)
     for row in rows:
         assert set(_EXPECTS[row[0].strip("`")]) <= quoted(row[1]), row[0]
@@ -118,38 +100,40 @@ def test_audit_formats_lists_what_check_help_points_to(tmp_path: Path):
     assert named and named <= commands
 
 
-@pytest.mark.parametrize("heading", ["### `audit check BENCH --corpus NAME [--corpus NAME ...]`", "### `audit filter AUDIT --out CLEAN`"])
-def test_an_options_table_lists_every_option_of_its_command(heading: str):
+@pytest.mark.parametrize(("name", "heading"), [("check.md", "# `audit check BENCH --corpus NAME [--corpus NAME ...]`"), ("filter.md", "# `audit filter AUDIT --out CLEAN`")])
+def test_an_options_table_lists_every_option_of_its_command(name: str, heading: str):
+    text = section(page(name), heading)
     name = " ".join(heading.split("`")[1].split()[:2])
     shown = set(re.findall(r"--[a-z-]+", heading))
-    for row in table(section(heading), "| option |"):
+    for row in table(text, "| option |"):
         shown |= {name for name in quoted(row[0]) if name.startswith("--")}
     assert shown == option_names(commands(main)[name])
 
 
-def test_every_command_is_in_the_readme():
-    missing = [name for name in commands(main) if f"`{name}" not in README]
+def test_every_command_is_in_the_manual():
+    text = manual()
+    missing = [name for name in commands(main) if f"`{name}" not in text]
     assert missing == []
 
 
 def test_the_column_mapping_table_lists_every_key():
-    rows = table(section("### Column mapping: `--map`"), "| key |")
+    rows = table(section(page("benchmarks.md"), "## Column mapping: `--map`"), "| key |")
     assert set().union(*(quoted(row[0]) for row in rows)) == {f.name for f in fields(ColumnMap)}
 
 
 def test_the_predictions_table_lists_every_spelling_the_reader_accepts():
-    for row in table(section("### Predictions file"), "| column |"):
+    for row in table(section(page("evaluation.md"), "## Predictions file"), "| column |"):
         (column,) = quoted(row[0])
         assert [column, *sorted(quoted(row[1]))] == [column, *sorted(set(_ALIASES[column]) - {column})], column
 
 
 def test_the_methods_table_lists_every_method_but_auto():
-    rows = table(section("### Correctness, three ways"), "| method |")
+    rows = table(section(page("evaluation.md"), "## Correctness, three ways"), "| method |")
     choices = next(p for p in commands(main)["audit report"].params if p.name == "method").type.choices
     assert [row[0].strip("`") for row in rows] == [c for c in choices if c != "auto"]
 
 
-# Outputs shown: run on the bundled sample, as the README's reader would.
+# Outputs shown: run on the bundled sample, as the manual's reader would.
 
 
 @pytest.fixture(scope="module")
@@ -166,7 +150,7 @@ def sample(tmp_path_factory) -> Path:
 def test_the_audit_file_tables_list_the_keys_it_writes(sample: Path):
     with open(sample / "eclektic_sample.demo.audit.jsonl", encoding="utf-8") as handle:
         manifest, record = json.loads(next(handle)), json.loads(next(handle))
-    text = section("## The audit file")
+    text = section(page("audit-file.md"), "# The audit file")
     documented = set().union(*(quoted(row[0]) for row in table(text, "| key |")))
     only_when = {"executor", "links", "models"}
     assert set(manifest) <= documented and documented - only_when <= set(manifest)
@@ -175,13 +159,21 @@ def test_the_audit_file_tables_list_the_keys_it_writes(sample: Path):
     assert set(record) <= keys and keys - {"field_languages"} <= set(record)
 
 
-def test_the_filter_example_prints_what_the_readme_shows(sample: Path):
-    """Each `$ audit filter ...` line of the filter section, run on the sample's audit, prints the line shown under it."""
-    shown = output_block(section("### `audit filter AUDIT --out CLEAN`"), "On the sample audited").strip().splitlines()
+@pytest.mark.parametrize(
+    ("text", "after"),
+    [(section(page("filter.md"), "# `audit filter AUDIT --out CLEAN`"), "On the sample audited"), (section(README, "## A five-minute tour"), "**3. Filter**")],
+    ids=["manual", "readme"],
+)
+def test_the_filter_example_prints_what_is_shown(sample: Path, tmp_path: Path, text: str, after: str):
+    """Each `$ audit filter ...` line of the filter section and of the README's tour, run on the
+    sample's audit, prints the line shown under it."""
+    shown = output_block(text, after).strip().splitlines()
     assert len(shown) >= 2
+    for name in (SAMPLE.name, "eclektic_sample.demo.audit.jsonl"):
+        shutil.copyfile(sample / name, tmp_path / name)
     for command, output in zip(shown[::2], shown[1::2], strict=True):
         args = command.removeprefix("$ audit ").split()
-        with contextlib.chdir(sample):
+        with contextlib.chdir(tmp_path):
             result = run(*args, cache=sample / "cache")
         assert result.exit_code == 0, result.output
         assert result.output.strip() == output, command
@@ -192,8 +184,8 @@ def test_the_filter_example_prints_what_the_readme_shows(sample: Path):
     ['[rules.ngram.question]\ncoverge = 0.8\n', "[rules.ngram.question]\ncoverage = -0.5\n", "[ngram.window]\ndefault = 0\n"],
     ids=["misspelt", "negative", "zero"],
 )
-def test_a_policy_error_reads_as_the_readme_shows(sample: Path, policy: str):
-    shown = output_block(section("## Policy"), "separated by `; `").strip().splitlines()
+def test_a_policy_error_reads_as_the_manual_shows(sample: Path, policy: str):
+    shown = output_block(page("policy.md"), "separated by `; `").strip().splitlines()
     with contextlib.chdir(sample):
         Path("my-policy.toml").write_text(policy, encoding="utf-8")
         result = run("check", SAMPLE.name, "--corpus", "demo", "--policy", "my-policy.toml", "--no-report", "--out", "x.audit.jsonl", cache=sample / "cache")
@@ -203,7 +195,7 @@ def test_a_policy_error_reads_as_the_readme_shows(sample: Path, policy: str):
 
 @pytest.fixture(scope="module")
 def small_index(tmp_path_factory) -> Path:
-    """A real index, under the README's name for it, of a few demo passages."""
+    """A real index, under the manual's name for it, of a few demo passages."""
     root = tmp_path_factory.mktemp("index")
     with gzip.open(CORPUS / "xquad-en.jsonl.gz", "rt", encoding="utf-8") as lines:
         (root / "docs.jsonl").write_text("".join(next(lines) for _ in range(40)), encoding="utf-8")
@@ -216,8 +208,8 @@ def shape(line: str) -> str:
     return re.sub(r"\b[0-9a-f]{32}\b|\d[\d,]*", "#", line)
 
 
-def test_index_verify_prints_what_the_readme_shows(small_index: Path, tmp_path: Path):
-    shown = output_block(section("### `audit index verify DIR`"), "Then it runs the open checks.").strip().splitlines()
+def test_index_verify_prints_what_the_manual_shows(small_index: Path, tmp_path: Path):
+    shown = output_block(section(page("indexes.md"), "## `audit index verify DIR`"), "Then it runs the open checks.").strip().splitlines()
     copy = tmp_path / "indexes" / "my-wiki"
     shutil.copytree(small_index / "indexes" / "my-wiki", copy)
     table_file = copy / "table.0"
@@ -230,8 +222,8 @@ def test_index_verify_prints_what_the_readme_shows(small_index: Path, tmp_path: 
     assert [shape(line) for line in result.stdout.strip().splitlines()] == [shape(line) for line in shown[1:]]
 
 
-def test_index_info_of_a_cut_index_prints_what_the_readme_shows(small_index: Path, tmp_path: Path):
-    (shown,) = output_block(section("### `audit index info DIR`"), "A damaged index, or one holding a file it did not write, is an error").strip().splitlines()
+def test_index_info_of_a_cut_index_prints_what_the_manual_shows(small_index: Path, tmp_path: Path):
+    (shown,) = output_block(section(page("indexes.md"), "## `audit index info DIR`"), "A damaged index, or one holding a file it did not write, is an error").strip().splitlines()
     copy = tmp_path / "indexes" / "my-wiki"
     shutil.copytree(small_index / "indexes" / "my-wiki", copy)
     table_file = copy / "table.0"
@@ -242,9 +234,9 @@ def test_index_info_of_a_cut_index_prints_what_the_readme_shows(small_index: Pat
     assert shape(result.output.strip()) == shape(shown)
 
 
-def test_langlinks_lookup_prints_what_the_readme_shows(dumps: list[Path], tmp_path: Path):  # noqa: F811  (the fixture imported above)
+def test_langlinks_lookup_prints_what_the_manual_shows(dumps: list[Path], tmp_path: Path):  # noqa: F811  (the fixture imported above)
     """The lookup example's answer, shown as comments, from dumps holding the same rows."""
-    block = section("### `audit langlinks build DUMP... --out DIR` and `audit langlinks lookup ARTICLE --links SOURCE`")
+    block = section(page("signals/langlinks.md"), "## `audit langlinks build DUMP... --out DIR` and `audit langlinks lookup ARTICLE --links SOURCE`")
     lines = block[block.index("```bash\n") + 8 :].splitlines()
     lookup = next(line for line in lines if line.startswith("audit langlinks lookup https:"))
     after = lines[lines.index(lookup) + 1 :]
@@ -260,8 +252,8 @@ def test_langlinks_lookup_prints_what_the_readme_shows(dumps: list[Path], tmp_pa
 
 
 def toml_blocks() -> dict[str, str]:
-    """The README's TOML examples, by their first table's name."""
-    blocks = re.findall(r"\n```toml\n(.*?)```", README, flags=re.DOTALL)
+    """The manual's TOML examples, by their first table's name."""
+    blocks = re.findall(r"\n```toml\n(.*?)```", manual(), flags=re.DOTALL)
     return {re.match(r"\[([^\]]+)\]", block).group(1): block for block in blocks}
 
 
@@ -282,7 +274,7 @@ def test_the_toml_examples_are_accepted_by_their_readers(tmp_path: Path):
 
 
 def test_the_judge_settings_table_names_what_the_judge_reads(monkeypatch, tmp_path: Path):
-    rows = dict(table(section("### Correctness, three ways"), "| setting |"))
+    rows = dict(table(section(page("evaluation.md"), "## Correctness, three ways"), "| setting |"))
     monkeypatch.setenv("AUDIT_CACHE_DIR", str(tmp_path))
     for name in ("AUDIT_JUDGE_MODEL", "AUDIT_JUDGE_BASE_URL", "OPENAI_BASE_URL", "AUDIT_JUDGE_API_KEY", "OPENAI_API_KEY"):
         monkeypatch.setenv(name, name.lower())
@@ -303,7 +295,7 @@ def test_the_judge_settings_table_names_what_the_judge_reads(monkeypatch, tmp_pa
 
 def test_ci_runs_the_readme_test_command():
     """CI installs nothing itself: it runs the one command the README gives a new user."""
-    block = section("## Set up and run")
+    block = section(README, "## Set up and run")
     command = block[block.index("```bash\n", block.index("Run the tests")) + 8 :].split()[0]
     script = ROOT / command
     assert script.is_file() and script.stat().st_mode & 0o111
