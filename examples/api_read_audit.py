@@ -8,6 +8,7 @@ corpus in English, French and Japanese (`audit check`, about a minute), writing
 `sample.audit.jsonl` into the current directory.
 """
 # expects: 117 records, 39 items, languages en, fr, ja
+# expects: ^en\s+1\.0$
 # writes: sample.audit.jsonl
 from __future__ import annotations
 
