@@ -249,8 +249,8 @@ def _minhashprogress_display() -> tuple[Progress, IndexProgress]:
 def _add_minhash(directory: Path, params: NearDupParams, force: bool) -> None:
     progress, report = _minhashprogress_display()
     try:
-        built = add_neardup(directory, params, force=force, progress=report)
-    except NearDupError as error:
+        built = add_neardup(LocalIndex(directory), params, force=force, progress=report)
+    except (IndexOpenError, NearDupError) as error:
         raise InputError(str(error)) from None
     finally:
         progress.stop()

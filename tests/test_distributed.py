@@ -50,7 +50,7 @@ def sharded(tmp_path_factory, items) -> Path:
     write_jsonl(root / "docs.jsonl", rows)
     manifest = build_index([root / "docs.jsonl"], root / "index", memory_bytes=5 * 65_536)
     assert len(manifest.shards) >= 4
-    add_neardup(root / "index")
+    add_neardup(LocalIndex(root / "index"))
     return root / "index"
 
 

@@ -91,8 +91,8 @@ def _add_neardup(target: Path) -> None:
     """The demo index carries its near-duplicate index (one cached by an older version gets one
     added), so every signal runs against `demo` out of the box."""
     try:
-        add_neardup(target, force=True)
-    except NearDupError as error:
+        add_neardup(LocalIndex(target), force=True)
+    except (IndexOpenError, NearDupError) as error:
         raise IndexBuildError(f"{target}: cannot add the near-duplicate index: {error}") from None
     _record_verified(target)
 

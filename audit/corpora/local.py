@@ -569,6 +569,10 @@ class LocalIndex:
     def surrounding(self, occurrence: Occurrence, before: int, after: int) -> bytes:
         return self.ask_owner(occurrence.document, "surrounding", occurrence, before, after)
 
+    def text_span(self, document: int, start: int, end: int) -> bytes:
+        """Bytes `start` to `end` of a document's text, cut at its end."""
+        return self.surrounding(Occurrence(document, start), 0, end - start)
+
     def document_hit(self, occurrence: Occurrence, length_bytes: int, context_chars: int) -> DocumentHit:
         reach = 4 * context_chars
         window, metadata = self.ask_owner(occurrence.document, "excerpt", occurrence, reach, length_bytes + reach)
