@@ -29,8 +29,9 @@ from audit.auditfile import AuditFileError, check_against_benchmark, is_audit_fi
 from audit.check import audit_manifest, check_items, variant_processes
 from audit.corpora.apirun import api_clients, budget_stops, check_display, limit_requests
 from audit.corpora.base import Profile
-from audit.corpora.local import IndexOpenError, LocalIndex
+from audit.corpora.local import LocalIndex
 from audit.corpora.registry import CorpusError, check_corpora, chosen_entries, open_corpus
+from audit.corpora.shards import IndexOpenError
 from audit.corpora.soundness import OPEN_CHECKS
 from audit.corpora.verify import EXTRA, verify_index
 from audit.executors import ExecutorError, parse_executor

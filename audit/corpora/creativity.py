@@ -9,7 +9,7 @@ import numpy as np
 from audit.corpora.apidocs import char_starts
 from audit.corpora.base import MatchLengths
 from audit.corpora.client import ApiResponseError
-from audit.corpora.local import bytes_to_char_lengths
+from audit.corpora.shardread import bytes_to_char_lengths
 from audit.ranges import merged
 
 

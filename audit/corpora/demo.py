@@ -16,7 +16,8 @@ from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 
-from audit.corpora.local import IndexOpenError, LocalIndex
+from audit.corpora.local import LocalIndex
+from audit.corpora.shards import IndexOpenError
 from audit.corpora.verify import verify_index
 from audit.indexing import MANIFEST, IndexBuildError, ProgressHook, build_index, code_fingerprint
 from audit.neardup import NEARDUP_DIR, NearDupError, add_neardup

@@ -34,8 +34,9 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from audit.corpora.distributed import DistributedIndex
-from audit.corpora.local import IndexOpenError, LocalIndex, check_index
+from audit.corpora.local import LocalIndex
 from audit.corpora.protocol import MAX_DISP_LEN, MAX_QUERY_CHARS, MAX_QUERY_TOKENS
+from audit.corpora.shards import IndexOpenError, check_index
 from audit.errors import AuditError
 from audit.executors import LOCAL, Executor, connect
 from audit.server.sharded import EngineOrder, ShardedEngine

@@ -13,9 +13,9 @@ from typing import Any
 from audit.corpora.api import ApiCorpus, ApiOptions
 from audit.corpora.client import ClientSettings, InfiniGramClient
 from audit.corpora.demo import DEMO, demo_index
-from audit.corpora.local import IndexOpenError
 from audit.corpora.protocol import MAX_QUERY_CHARS, MAX_QUERY_TOKENS
 from audit.corpora.registry import CorpusError, read_registry
+from audit.corpora.shards import IndexOpenError
 from audit.errors import AuditError
 from audit.executors import LOCAL, Executor, ExecutorError, connect, parse_executor
 from audit.indexing import IndexBuildError
