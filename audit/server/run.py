@@ -28,12 +28,14 @@ from audit.probes.generation import ProbeError
 from audit.probes.models import open_model
 from audit.probes.prompts import PromptError, load_templates
 from audit.server.app import create_app
-from audit.server.engine import Limits, ServedIndex, Tokenizer
+from audit.server.engine import ServedIndex
 from audit.server.guard import Access, ServerLimits
 from audit.server.jobs import JobError, JobManager
+from audit.server.messages import Limits
 from audit.server.probing import ProbeModels
 from audit.server.protocol import header_deadline
 from audit.server.retention import Retention
+from audit.server.tokenizer import Tokenizer
 
 TOKEN_ENV = "AUDIT_SERVE_TOKEN"
 MIN_TOKEN = 16
