@@ -22,7 +22,7 @@ import numpy as np
 
 from audit.children import WorkerPool
 from audit.corpora.doclangs import HEADER, TABLE, DocumentLanguages, has_table
-from audit.corpora.local import IndexOpenError, _Shard, map_shards
+from audit.corpora.shards import IndexOpenError, Shard, map_shards
 from audit.corpora.soundness import foreign_files
 from audit.documents import ParsedChunk
 from audit.errors import AuditError
@@ -72,7 +72,7 @@ def _require_index(directory: Path, force: bool) -> IndexManifest:
     return manifest
 
 
-def _shards(directory: Path, manifest: IndexManifest) -> list[_Shard]:
+def _shards(directory: Path, manifest: IndexManifest) -> list[Shard]:
     numbers = [int(shard.name) for shard in manifest.shards]
     firsts = [sum(shard.documents for shard in manifest.shards[:k]) for k in range(len(numbers))]
     try:
@@ -81,7 +81,7 @@ def _shards(directory: Path, manifest: IndexManifest) -> list[_Shard]:
         raise LanguageUpgradeError(str(error)) from None
 
 
-def _chunks(shard: _Shard) -> Iterator[ParsedChunk]:
+def _chunks(shard: Shard) -> Iterator[ParsedChunk]:
     """The shard's documents as the build's parser handed them over, BATCH at a time."""
     starts = np.append(shard.offsets, len(shard.data))
     meta = np.append(shard.metaoff, len(shard.metadata)) if shard.metadata is not None and shard.metaoff is not None else None
@@ -95,7 +95,7 @@ def _chunks(shard: _Shard) -> Iterator[ParsedChunk]:
         yield ParsedChunk(texts, np.diff(starts[first : last + 1]).tolist(), metadata, meta_sizes)
 
 
-def _identify(shards: list[_Shard], workers: int, progress: ProgressHook | None) -> TableBuilder:
+def _identify(shards: list[Shard], workers: int, progress: ProgressHook | None) -> TableBuilder:
     """Every document's language, in global order, on `workers` forked processes."""
     languages = TableBuilder()
     total, done = sum(len(shard.offsets) for shard in shards), 0

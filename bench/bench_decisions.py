@@ -285,7 +285,9 @@ def exact_reference(index: Path, items: list[Item], records: list[Record], api: 
     from audit.corpora import counting
     from audit.corpora.base import Budget
     from audit.rules import judge
-    from audit.server.engine import QueryRequest, ServedIndex, Tokenizer
+    from audit.server.engine import ServedIndex
+    from audit.server.messages import QueryRequest
+    from audit.server.tokenizer import Tokenizer
     from audit.text import normalize, windows
 
     served = ServedIndex("llama-demo", index, Tokenizer(LLAMA))

@@ -303,7 +303,9 @@ def test_count_only_decisions_on_a_tokenized_index_hold_the_exact_figures(olmo_d
     longest-match and coverage figure the decisions rest on is bounded around the exact one:
     the full longest-match profile, computed from the same index's counts in this process
     (exact at word boundaries, as `test_counting` checks against a direct index)."""
-    from audit.server.engine import QueryRequest, ServedIndex, Tokenizer
+    from audit.server.engine import ServedIndex
+    from audit.server.messages import QueryRequest
+    from audit.server.tokenizer import Tokenizer
     from audit.text import normalize, windows
 
     server = start_server("--index", f"olmo-demo={olmo_demo}", "--tokenizer", f"olmo-demo={OLMO}", "--jobs-dir", str(tmp_path / "jobs"))

@@ -22,7 +22,8 @@ from click.testing import CliRunner
 
 from audit.auditfile import AuditFileError, read_audit
 from audit.cli import main
-from audit.corpora.local import IndexOpenError, LocalIndex
+from audit.corpora.local import LocalIndex
+from audit.corpora.shards import IndexOpenError
 from audit.outputs import MARKER, STAGING_TAG
 
 CORPUS = Path(str(resources.files("audit").joinpath("data/demo/corpus")))

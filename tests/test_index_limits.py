@@ -15,7 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from audit.corpora.local import IndexOpenError, LocalIndex, check_index
+from audit.corpora.local import LocalIndex
+from audit.corpora.shards import IndexOpenError, check_index
 from audit.corpora.soundness import suffix_order_problem
 from audit.corpora.verify import verify_index
 from audit.indexing import IndexBuildError, build_index

@@ -18,7 +18,8 @@ from conftest import CORPUS, ECLEKTIC_CSV, strip_table, write_jsonl
 
 from audit.cli import main
 from audit.corpora.doclangs import How
-from audit.corpora.local import IndexOpenError, LocalIndex
+from audit.corpora.local import LocalIndex
+from audit.corpora.shards import IndexOpenError
 from audit.corpora.verify import verify_index
 from audit.indexing import MANIFEST, build_index
 from audit.langid import Identified, identifier, identify, identify_document, identify_many

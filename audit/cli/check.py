@@ -21,8 +21,9 @@ from audit.check import audit_manifest, check_items, variant_processes
 from audit.cli.common import build_progress_display
 from audit.corpora.apirun import api_clients, budget_stops, check_display, limit_requests
 from audit.corpora.base import Profile
-from audit.corpora.local import IndexOpenError, LocalIndex
+from audit.corpora.local import LocalIndex
 from audit.corpora.registry import CorpusError, open_corpus
+from audit.corpora.shards import IndexOpenError
 from audit.executors import ExecutorError, parse_executor
 from audit.exposure import UNKNOWN, Knowledge
 from audit.indexing import IndexBuildError

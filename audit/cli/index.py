@@ -11,7 +11,8 @@ from rich.markup import escape
 from rich.progress import DownloadColumn, Progress
 
 from audit.cli.common import build_progress_display
-from audit.corpora.local import IndexOpenError, LocalIndex
+from audit.corpora.local import LocalIndex
+from audit.corpora.shards import IndexOpenError
 from audit.corpora.soundness import OPEN_CHECKS
 from audit.corpora.verify import EXTRA, verify_index
 from audit.executors import ExecutorError, parse_executor
@@ -187,8 +188,8 @@ def _minhashprogress_display() -> tuple[Progress, IndexProgress]:
 def _add_minhash(directory: Path, params: NearDupParams, force: bool) -> None:
     progress, report = _minhashprogress_display()
     try:
-        built = add_neardup(directory, params, force=force, progress=report)
-    except NearDupError as error:
+        built = add_neardup(LocalIndex(directory), params, force=force, progress=report)
+    except (IndexOpenError, NearDupError) as error:
         raise InputError(str(error)) from None
     finally:
         progress.stop()

@@ -17,6 +17,10 @@ from typing import Any, Protocol
 from audit.errors import AuditError
 from audit.langcodes import normalise_lang
 
+# A JSON value as a server answers it or a document's metadata holds it.
+JsonValue = str | int | float | bool | None | list["JsonValue"] | dict[str, "JsonValue"]
+JsonObject = dict[str, JsonValue]
+
 
 @dataclass(frozen=True)
 class CorpusInfo:
@@ -153,7 +157,7 @@ class DocumentHit:
 _LANGUAGE_KEYS = ("lang", "language")
 
 
-def document_language(metadata: dict[str, Any]) -> str | None:
+def document_language(metadata: JsonObject) -> str | None:
     for key in _LANGUAGE_KEYS:
         value = metadata.get(key)
         if isinstance(value, str) and value.strip():

@@ -13,7 +13,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from audit.corpora.local import IndexOpenError, LocalIndex, ShardGroup
+from audit.corpora.local import LocalIndex
+from audit.corpora.shardgroup import ShardGroup
+from audit.corpora.shards import IndexOpenError
 from audit.executors import Executor, connect
 
 # An actor killed mid-call is restarted and the call re-sent this many times before it fails.

@@ -39,9 +39,10 @@ from pydantic import BaseModel, ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from audit import __version__
-from audit.server.engine import QueryError, QueryRequest, ServedIndex
+from audit.server.engine import ServedIndex
 from audit.server.guard import Access, GuardMiddleware, ServerLimits
 from audit.server.jobs import JobError, JobManager
+from audit.server.messages import QueryError, QueryRequest
 from audit.server.mini import MiniRequest, answer_mini
 from audit.server.probing import model_health
 

@@ -13,9 +13,9 @@ from typing import Any
 from audit.corpora.api import ApiCorpus, ApiOptions
 from audit.corpora.client import ClientSettings, InfiniGramClient
 from audit.corpora.demo import DEMO, demo_index
-from audit.corpora.local import IndexOpenError
 from audit.corpora.protocol import MAX_QUERY_CHARS, MAX_QUERY_TOKENS
 from audit.corpora.registry import CorpusError, read_registry
+from audit.corpora.shards import IndexOpenError
 from audit.errors import AuditError
 from audit.executors import LOCAL, Executor, ExecutorError, connect, parse_executor
 from audit.indexing import IndexBuildError
@@ -28,12 +28,14 @@ from audit.probes.generation import ProbeError
 from audit.probes.models import open_model
 from audit.probes.prompts import PromptError, load_templates
 from audit.server.app import create_app
-from audit.server.engine import Limits, ServedIndex, Tokenizer
+from audit.server.engine import ServedIndex
 from audit.server.guard import Access, ServerLimits
 from audit.server.jobs import JobError, JobManager
+from audit.server.messages import Limits
 from audit.server.probing import ProbeModels
 from audit.server.protocol import header_deadline
 from audit.server.retention import Retention
+from audit.server.tokenizer import Tokenizer
 
 TOKEN_ENV = "AUDIT_SERVE_TOKEN"
 MIN_TOKEN = 16

@@ -25,7 +25,9 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from audit.corpora.local import Layout, LocalIndex, ShardDocument
+from audit.corpora.local import LocalIndex
+from audit.corpora.shardread import ShardDocument
+from audit.corpora.shards import Layout
 
 # The engine's document numbers, counts and pointers are unsigned 64-bit.
 U64 = 1 << 64
