@@ -14,7 +14,7 @@ from infini_gram.engine import InfiniGramEngine
 
 from audit.cli import main
 from audit.corpora.local import LocalIndex
-from audit.indexing import MANIFEST, IndexBuildError, build_index
+from audit.index.build import MANIFEST, IndexBuildError, build_index
 from audit.text import normalize
 
 

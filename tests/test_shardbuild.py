@@ -23,10 +23,10 @@ from test_indexing import engine_for, probe_strings
 
 from audit.cli import main
 from audit.corpora.local import LocalIndex
-from audit.documents import IndexBuildError
 from audit.executors import connect, parse_executor
-from audit.indexing import MANIFEST, ReadOptions, build_index, discover_sources
-from audit.shardbuild import PLAN, RECORDS, ShardPlan, build_sharded, make_plan, planned_sources, staging_path
+from audit.index.build import MANIFEST, ReadOptions, build_index, discover_sources
+from audit.index.documents import IndexBuildError
+from audit.index.sharded.build import PLAN, RECORDS, ShardPlan, build_sharded, make_plan, planned_sources, staging_path
 
 AUDIT = str(Path(sys.executable).with_name("audit"))
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from audit.corpora.local import IndexOpenError, LocalIndex
 from audit.corpora.verify import verify_index
-from audit.indexing import MANIFEST, IndexBuildError, ProgressHook, build_index, code_fingerprint
+from audit.index.build import MANIFEST, IndexBuildError, ProgressHook, build_index, code_fingerprint
 from audit.neardup import NEARDUP_DIR, NearDupError, add_neardup
 from audit.outputs import atomic_write_text
 from audit.timestamps import utc_timestamp

@@ -30,8 +30,8 @@ import numpy as np
 
 from audit import _suffix
 from audit.corpora.base import DocumentHit, LanguageBy, MatchLengths, MatchQuestions, Occurrence
-from audit.corpora.doclangs import RECORD, TABLE, UNKNOWN, How
 from audit.corpora.shardread import bytes_to_char_lengths, char_starts
+from audit.index.doclangs import RECORD, TABLE, UNKNOWN, How
 
 # Positions of one suffix-array range read to find allowed documents; a larger range is sampled.
 SCAN_CAP = 1 << 16

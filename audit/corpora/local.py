@@ -23,13 +23,13 @@ import numpy as np
 
 from audit import _suffix
 from audit.corpora.base import CorpusInfo, DocumentHit, MatchLengths, MatchQuestions, Occurrence, cut_snippet
-from audit.corpora.doclangs import DocumentLanguages, LanguageTableError, read_table
 from audit.corpora.inlanguage import LanguageView, ShardQueries
 from audit.corpora.shardread import TEXTS_PER_CALL, ShardDocument, bytes_to_char_lengths, count_next, pointer_at
 from audit.corpora.soundness import foreign_files, suffix_order_problem
 from audit.errors import AuditError
-from audit.indexing import INDEX_FILE, KINDS, MANIFEST, IndexManifest, pointer_width, read_manifest
-from audit.langtable import summary
+from audit.index.build import INDEX_FILE, KINDS, MANIFEST, IndexManifest, pointer_width, read_manifest
+from audit.index.doclangs import DocumentLanguages, LanguageTableError, read_table
+from audit.index.langtable import summary
 
 
 class IndexOpenError(AuditError):
@@ -462,7 +462,7 @@ class LocalIndex:
             self.info.details["languages"] = summary(self.languages)
 
     def _read_languages(self) -> DocumentLanguages | None:
-        """Each document's language (`audit.corpora.doclangs`); None for an index built
+        """Each document's language (`audit.index.doclangs`); None for an index built
         before the table was written, whose documents' languages are unknown."""
         try:
             return read_table(self.path, self.info.documents)

@@ -1,4 +1,4 @@
-"""Filling the per-document language table (`audit.corpora.doclangs`) while an index is built.
+"""Filling the per-document language table (`audit.index.doclangs`) while an index is built.
 
 Each document's language is known, in this order of trust:
 1. from its metadata (`lang`, `language`, Dolma's nested `metadata`: `document_language`): METADATA;
@@ -23,9 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from audit.corpora.base import document_language
-from audit.corpora.doclangs import UNKNOWN, DocumentLanguages, How
-from audit.documents import ParsedChunk
+from audit.index.doclangs import UNKNOWN, DocumentLanguages, How, document_language
+from audit.index.documents import ParsedChunk
 from audit.langcodes import ISO_639_1, normalise_lang
 from audit.langid import BLOCK, BLOCKS, identifier, line_language, model_line
 
@@ -34,7 +33,7 @@ from audit.langid import BLOCK, BLOCKS, identifier, line_language, model_line
 WIKI_DUMP = re.compile(r"([a-z]{2,3}(?:_[a-z]{2,8})?)wiki(?![a-z])")
 # Two-letter codes that are also common English words, so never read from a file name.
 NAME_WORDS = frozenset({"am", "an", "as", "be", "is", "my", "no", "or", "so", "to"})
-# The start of a stored metadata line (`audit.documents`): the input's name as a JSON string.
+# The start of a stored metadata line (`audit.index.documents`): the input's name as a JSON string.
 PATH_FIELD = re.compile(rb'\{"path": ("(?:[^"\\]|\\.)*")')
 # Bytes of a document read per block: enough for BLOCK characters of any script (4 bytes each).
 BLOCK_BYTES = 4 * BLOCK

@@ -44,10 +44,8 @@ from typing import BinaryIO
 
 from audit import __version__
 from audit.children import WorkerPool
-from audit.corpusread import MAX_DOCUMENT, CorpusFile, ReadOptions, Span, read_tasks
-from audit.documents import IndexBuildError
 from audit.executors import LOCAL, Executor, ExecutorError, connect
-from audit.indexing import (
+from audit.index.build import (
     MANIFEST,
     MANIFEST_VERSION,
     FileInfo,
@@ -71,7 +69,9 @@ from audit.indexing import (
     write_languages,
     write_suffix_array,
 )
-from audit.langtable import TableBuilder, parse_and_identify, summary
+from audit.index.corpusread import MAX_DOCUMENT, CorpusFile, ReadOptions, Span, read_tasks
+from audit.index.documents import IndexBuildError
+from audit.index.langtable import TableBuilder, parse_and_identify, summary
 from audit.nospace import is_full_disk, no_space
 from audit.outputs import STAGING_TAG, OutputError, atomic_write_text, discard_staging
 from audit.timestamps import utc_timestamp
@@ -716,7 +716,7 @@ def build_sharded(
 ) -> ShardedBuild:
     """Build an index at `out` in `shards` shards, each built apart by `executor`.
 
-    Options mean what they mean to `audit.indexing.build_index`; `memory_bytes` bounds each
+    Options mean what they mean to `audit.index.build.build_index`; `memory_bytes` bounds each
     shard (the local executor runs `workers` shards at once, default one per CPU, in spawned
     processes, so a script calling this needs the `if __name__ == "__main__":` guard; on Ray
     every node must see the sources and `out`'s directory at the same paths).  Progress is

@@ -36,11 +36,11 @@ import pydivsufsort
 
 from audit import __version__
 from audit.children import WorkerPool
-from audit.corpora.doclangs import HEADER, TABLE, DocumentLanguages, write_table
-from audit.corpusread import MAX_DOCUMENT, CorpusFile, ReadOptions, read_tasks
-from audit.documents import NORMALIZERS, IndexBuildError, ParsedChunk
+from audit.index.corpusread import MAX_DOCUMENT, CorpusFile, ReadOptions, read_tasks
+from audit.index.doclangs import HEADER, TABLE, DocumentLanguages, write_table
+from audit.index.documents import NORMALIZERS, IndexBuildError, ParsedChunk
+from audit.index.langtable import TableBuilder, parse_and_identify, summary
 from audit.langid import identifier, preload
-from audit.langtable import TableBuilder, parse_and_identify, summary
 from audit.nospace import is_full_disk, no_space
 from audit.outputs import MARKER, STAGING_TAG, OutputError, check_directory_target, commit_directory, discard_staging, staging_directory
 from audit.timestamps import utc_timestamp
@@ -52,7 +52,7 @@ INDEX_FILE = re.compile(rf"({'|'.join(KINDS)})\.(\d+)")
 HASH_BLOCK = 1 << 24
 # The modules whose code decides the bytes of an index (its language table included); their hash,
 # with the language identifier's version, is the `code` a manifest records.
-BUILD_CODE = ("indexing.py", "corpusread.py", "documents.py", "text.py", "langid.py", "langtable.py", "corpora/doclangs.py")
+BUILD_CODE = ("index/build.py", "index/corpusread.py", "index/documents.py", "text.py", "langid.py", "index/langtable.py", "index/doclangs.py")
 SA_CHUNK = 1 << 24
 WRITE_BUFFER = 1 << 22
 TEXT_SUFFIXES = (".txt", ".txt.gz", ".txt.zst", ".md")
@@ -65,7 +65,7 @@ ProgressHook = Callable[[str, int, int], None]
 @dataclass
 class ShardInfo:
     """One shard's size, documents and pointer width; `fingerprint` (blake2b-128 of its texts and
-    metadata) is recorded by a sharded build (`audit.shardbuild`), which hashes shards apart."""
+    metadata) is recorded by a sharded build (`audit.index.sharded.build`), which hashes shards apart."""
 
     name: str
     bytes: int
@@ -170,7 +170,7 @@ def code_fingerprint() -> str:
     digest = hashlib.blake2b(__version__.encode(), digest_size=8)
     digest.update(json.dumps(identifier(), sort_keys=True).encode())
     for name in BUILD_CODE:
-        source = Path(__file__).parent / name
+        source = Path(__file__).parents[1] / name
         digest.update(source.read_bytes() if source.exists() else name.encode())
     return digest.hexdigest()
 

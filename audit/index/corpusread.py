@@ -1,6 +1,6 @@
 """Reading corpus files in pieces: JSONL lines (plain, gzip or Zstandard), plain-text blocks or
 whole files, and Parquet or Arrow record batches, each cut into tasks of about CHUNK_BYTES that
-the build's worker processes parse (`audit.documents`).  No file is held whole, and no
+the build's worker processes parse (`audit.index.documents`).  No file is held whole, and no
 document longer than `ReadOptions.max_document`: one line a small compressed file inflates to
 gigabytes is refused, naming the file and line, before it is held."""
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 
 import zstandard
 
-from audit.documents import IndexBuildError, ParsedChunk, parse_batch, parse_lines, parse_text
+from audit.index.documents import IndexBuildError, ParsedChunk, parse_batch, parse_lines, parse_text
 
 CHUNK_BYTES = 1 << 22
 # The largest document (line, block or whole text file) a build reads, unless told otherwise.

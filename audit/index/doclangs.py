@@ -14,6 +14,7 @@ Two files in the index directory, both recorded in its manifest:
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
 from pathlib import Path
@@ -21,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from audit.errors import AuditError
+from audit.langcodes import normalise_lang
 
 TABLE = "doclangs.bin"
 HEADER = "doclangs.json"
@@ -120,3 +122,21 @@ def read_table(directory: Path, documents: int) -> DocumentLanguages | None:
     if len(codes) and (int(codes.max()) >= len(languages) or int(how.max()) > max(How)):
         raise LanguageTableError(f"{body_path}: a record names a language or a source the header does not have")
     return DocumentLanguages(list(languages), codes, how, dict(identifier))
+
+
+_LANGUAGE_KEYS = ("lang", "language")
+
+
+def document_language(metadata: Mapping[str, object]) -> str | None:
+    """The language a document's metadata records (`lang` or `language`, at the top or in a
+    nested `metadata`, as Dolma and Wikipedia dumps write it), normalised; None when it records
+    none or one that is no language code."""
+    for key in _LANGUAGE_KEYS:
+        value = metadata.get(key)
+        if isinstance(value, str) and value.strip():
+            try:
+                return normalise_lang(value.strip())
+            except ValueError:
+                return None
+    nested = metadata.get("metadata")
+    return document_language(nested) if isinstance(nested, dict) else None

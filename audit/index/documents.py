@@ -1,7 +1,7 @@
 """Corpus documents in their on-disk form: JSONL lines, plain-text blocks and Arrow record
 batches parsed into separator-prefixed text and infini-gram metadata lines.
 
-Kept apart from `audit.indexing` so that the worker processes which parse in parallel import
+Kept apart from `audit.index.build` so that the worker processes which parse in parallel import
 nothing heavier than `json` (pyarrow only when they are handed a record batch).
 """
 from __future__ import annotations
@@ -32,7 +32,7 @@ class ParsedChunk:
     metadata: bytes
     metadata_sizes: list[int]
     blank_lines: int = 0
-    # Each document's (language, `audit.corpora.doclangs.How`), filled where it was parsed.
+    # Each document's (language, `audit.index.doclangs.How`), filled where it was parsed.
     languages: list[tuple[str, int]] | None = None
 
 
