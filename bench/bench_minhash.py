@@ -196,7 +196,7 @@ def best_build(repeat: int, command: list[str], clear: Path | None = None) -> di
 
 
 def disk(index: Path) -> dict:
-    from audit.index.build import read_manifest
+    from audit.index.format import read_manifest
 
     manifest = read_manifest(index)
     ngram = {info.name: info.bytes for info in manifest.files}

@@ -19,7 +19,9 @@ from audit.corpora import demo
 from audit.corpora.demo import demo_index, demo_location, demo_sources, stamp_path
 from audit.corpora.local import IndexOpenError, LocalIndex
 from audit.corpora.verify import verify_index
-from audit.index.build import MANIFEST, IndexBuildError, build_index, hash_file, pointer_width
+from audit.index.build import build_index
+from audit.index.documents import IndexBuildError
+from audit.index.format import MANIFEST, hash_file, pointer_width
 from audit.outputs import MARKER, STAGING_TAG
 
 ROOT = Path(__file__).resolve().parents[1]

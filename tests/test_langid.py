@@ -19,8 +19,9 @@ from conftest import CORPUS, ECLEKTIC_CSV, strip_table, write_jsonl
 from audit.cli import main
 from audit.corpora.local import IndexOpenError, LocalIndex
 from audit.corpora.verify import verify_index
-from audit.index.build import MANIFEST, build_index
+from audit.index.build import build_index
 from audit.index.doclangs import How
+from audit.index.format import MANIFEST
 from audit.index.langtable import source_language
 from audit.langid import Identified, identifier, identify, identify_document, identify_many
 from audit.outputs import MARKER

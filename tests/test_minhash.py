@@ -28,7 +28,8 @@ from audit.corpora.verify import verify_index
 from audit.evidence import ABSENT, FAILED, OK
 from audit.exposure import SEEN, decide
 from audit.index import plants
-from audit.index.build import MANIFEST, build_index, read_manifest
+from audit.index.build import build_index
+from audit.index.format import MANIFEST, read_manifest
 from audit.items import Item, Variant
 from audit.neardup import NEARDUP_DIR, NearDupError, NearDuplicateIndex, NearDupParams, add_neardup, family, load_redis, shingle_text, sketch_documents
 from audit.outputs import MARKER

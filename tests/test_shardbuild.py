@@ -24,9 +24,12 @@ from test_indexing import engine_for, probe_strings
 from audit.cli import main
 from audit.corpora.local import LocalIndex
 from audit.executors import connect, parse_executor
-from audit.index.build import MANIFEST, ReadOptions, build_index, discover_sources
+from audit.index.build import build_index
+from audit.index.corpusread import ReadOptions
 from audit.index.documents import IndexBuildError
+from audit.index.format import MANIFEST
 from audit.index.sharded.build import PLAN, RECORDS, ShardPlan, build_sharded, make_plan, planned_sources, staging_path
+from audit.index.sources import discover_sources
 
 AUDIT = str(Path(sys.executable).with_name("audit"))
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from audit.corpora.local import IndexOpenError, _Damage, _index_names, _load_manifest, _size, check_index
-from audit.index.build import MANIFEST, FileInfo, hash_file
+from audit.index.format import MANIFEST, FileInfo, hash_file
 from audit.outputs import MARKER
 
 OK, SIZE, HASH, MISSING, EXTRA = "ok", "size differs", "hash differs", "missing", "unexpected extra file"

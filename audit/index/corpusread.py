@@ -15,13 +15,14 @@ from typing import Any
 
 import zstandard
 
-from audit.index.documents import IndexBuildError, ParsedChunk, parse_batch, parse_lines, parse_text
+from audit.index.documents import NORMALIZERS, IndexBuildError, ParsedChunk, parse_batch, parse_lines, parse_text
 
 CHUNK_BYTES = 1 << 22
 # The largest document (line, block or whole text file) a build reads, unless told otherwise.
 MAX_DOCUMENT = 64 << 20
 # Compressed bytes fed to Zstandard at a time: at most ~64 MiB out, whatever the file holds.
 ZSTD_READ = 2048
+TEXT_DOCS = ("file", "block")
 
 Task = tuple[Callable[..., ParsedChunk], tuple]
 
@@ -53,6 +54,19 @@ class ReadOptions:
     text_field: str = "text"
     text_docs: str = "file"
     max_document: int = MAX_DOCUMENT
+
+
+def read_options(normalization: str, text_field: str, text_docs: str, max_document: int = MAX_DOCUMENT) -> ReadOptions:
+    """The options of a build, refused before any work when one is not understood."""
+    if normalization not in NORMALIZERS:
+        raise IndexBuildError(f"normalization {normalization!r} is not one of {', '.join(NORMALIZERS)}")
+    if text_docs not in TEXT_DOCS:
+        raise IndexBuildError(f"text_docs {text_docs!r} is not one of {', '.join(TEXT_DOCS)}")
+    if not text_field:
+        raise IndexBuildError("the text field's name is empty")
+    if max_document < 1:
+        raise IndexBuildError(f"the largest document size {max_document} is not a positive number of bytes")
+    return ReadOptions(normalization, text_field, text_docs, max_document)
 
 
 def _decompressed(raw: io.BufferedReader, path: Path, limit: int) -> Iterable[bytes]:

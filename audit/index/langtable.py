@@ -18,13 +18,14 @@ import re
 from array import array
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import numpy as np
 
-from audit.index.doclangs import UNKNOWN, DocumentLanguages, How, document_language
+from audit.index.doclangs import UNKNOWN, DocumentLanguages, How, document_language, write_table
 from audit.index.documents import ParsedChunk
+from audit.index.format import FileInfo, hash_file
 from audit.langcodes import ISO_639_1, normalise_lang
 from audit.langid import BLOCK, BLOCKS, identifier, line_language, model_line
 
@@ -193,6 +194,11 @@ class TableBuilder:
     def extend(self, other: TableBuilder) -> None:
         """Append another part's documents (the next shard), mapping its codes into this table's."""
         self.add((other.names[code], how) for code, how in zip(other.codes, other.how, strict=True))
+
+
+def write_languages(directory: Path, table: DocumentLanguages) -> list[FileInfo]:
+    """The language table's two files written into `directory` (a build's staging), recorded."""
+    return [FileInfo(name=path.name, bytes=path.stat().st_size, blake2b=hash_file(path)) for path in write_table(directory, table)]
 
 
 def summary(table: DocumentLanguages) -> dict[str, Any]:

@@ -17,7 +17,7 @@ import numpy as np
 from audit import __version__
 from audit.children import WorkerPool
 from audit.corpora.local import IndexOpenError, LocalIndex
-from audit.index.build import MANIFEST, FileInfo, IndexManifest, hash_file, read_manifest
+from audit.index.format import MANIFEST, FileInfo, IndexManifest, hash_file, read_manifest
 from audit.neardup.family import _Family, band_keys
 from audit.neardup.store import MANIFEST_NAME, NEARDUP_DIR, WINDOW_DTYPE, NearDupError, NearDupManifest, ProgressHook
 from audit.neardup.tokens import NearDupParams, code_points, shingle_hashes, tokenize_points

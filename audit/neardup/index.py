@@ -11,7 +11,7 @@ import numpy as np
 
 from audit.corpora.base import DocumentHit, Occurrence
 from audit.corpora.local import IndexOpenError, LocalIndex
-from audit.index.build import read_manifest
+from audit.index.format import read_manifest
 from audit.neardup.family import _Family, band_keys
 from audit.neardup.redis_bands import RedisLSH
 from audit.neardup.store import (

@@ -45,33 +45,16 @@ from typing import BinaryIO
 from audit import __version__
 from audit.children import WorkerPool
 from audit.executors import LOCAL, Executor, ExecutorError, connect
-from audit.index.build import (
-    MANIFEST,
-    MANIFEST_VERSION,
-    FileInfo,
-    IndexManifest,
-    ProgressHook,
-    ShardInfo,
-    ShardWriter,
-    build_lock,
-    check_target,
-    code_fingerprint,
-    commit_index,
-    describe_size,
-    discover_sources,
-    file_order,
-    hash_file,
-    holds,
-    new_file_hash,
-    read_options,
-    shard_budget,
-    source_info,
-    write_languages,
-    write_suffix_array,
-)
-from audit.index.corpusread import MAX_DOCUMENT, CorpusFile, ReadOptions, Span, read_tasks
+from audit.index.build import ProgressHook, source_info
+from audit.index.corpusread import MAX_DOCUMENT, CorpusFile, ReadOptions, Span, read_options, read_tasks
 from audit.index.documents import IndexBuildError
-from audit.index.langtable import TableBuilder, parse_and_identify, summary
+from audit.index.format import MANIFEST, MANIFEST_VERSION, FileInfo, IndexManifest, ShardInfo, file_order, hash_file, new_file_hash
+from audit.index.langtable import TableBuilder, parse_and_identify, summary, write_languages
+from audit.index.limits import describe_size, shard_budget
+from audit.index.shardwriter import ShardWriter, write_suffix_array
+from audit.index.sources import discover_sources
+from audit.index.stamp import code_fingerprint
+from audit.index.target import build_lock, check_target, commit_index, holds
 from audit.nospace import is_full_disk, no_space
 from audit.outputs import STAGING_TAG, OutputError, atomic_write_text, discard_staging
 from audit.timestamps import utc_timestamp

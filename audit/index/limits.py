@@ -1,0 +1,17 @@
+"""What a build may use: the memory one shard's sort may take, and sizes as people read them."""
+from __future__ import annotations
+
+import math
+
+
+def shard_budget(memory_bytes: int) -> int:
+    """Largest shard whose sort fits the budget: the text plus a 4- or 8-byte suffix array."""
+    per_byte = 5 if memory_bytes // 5 < 2**31 else 9
+    return max(1 << 16, memory_bytes // per_byte)
+
+
+def describe_size(n: int) -> str:
+    if n < 1024:
+        return f"{n} B"
+    exponent = min(int(math.log(n, 1024)), 4)
+    return f"{n / 1024 ** exponent:.1f} {'BKMGT'[exponent]}{'iB' if exponent else ''}"
