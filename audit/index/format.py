@@ -28,7 +28,7 @@ HASH_BLOCK = 1 << 24
 @dataclass
 class ShardInfo:
     """One shard's size, documents and pointer width; `fingerprint` (blake2b-128 of its texts and
-    metadata) is recorded by a sharded build (`audit.index.sharded.build`), which hashes shards apart."""
+    metadata) is recorded by a sharded build (`audit.index.sharded`), which hashes shards apart."""
 
     name: str
     bytes: int
