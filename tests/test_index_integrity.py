@@ -20,7 +20,7 @@ from audit.corpora.demo import demo_index, demo_location, demo_sources, stamp_pa
 from audit.corpora.local import IndexOpenError, LocalIndex
 from audit.corpora.verify import verify_index
 from audit.index.build import build_index
-from audit.index.documents import IndexBuildError
+from audit.index.errors import IndexBuildError
 from audit.index.format import MANIFEST, hash_file, pointer_width
 from audit.outputs import MARKER, STAGING_TAG
 

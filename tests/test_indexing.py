@@ -15,7 +15,7 @@ from infini_gram.engine import InfiniGramEngine
 from audit.cli import main
 from audit.corpora.local import LocalIndex
 from audit.index.build import build_index
-from audit.index.documents import IndexBuildError
+from audit.index.errors import IndexBuildError
 from audit.index.format import MANIFEST
 from audit.text import normalize
 

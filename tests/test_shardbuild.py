@@ -26,7 +26,7 @@ from audit.corpora.local import LocalIndex
 from audit.executors import connect, parse_executor
 from audit.index.build import build_index
 from audit.index.corpusread import ReadOptions
-from audit.index.documents import IndexBuildError
+from audit.index.errors import IndexBuildError
 from audit.index.format import MANIFEST
 from audit.index.sharded.build import build_sharded
 from audit.index.sharded.cuts import make_plan

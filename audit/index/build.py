@@ -20,7 +20,8 @@ from pathlib import Path
 from audit import __version__
 from audit.children import WorkerPool
 from audit.index.corpusread import MAX_DOCUMENT, CorpusFile, ReadOptions, read_options, read_tasks
-from audit.index.documents import IndexBuildError, ParsedChunk
+from audit.index.documents import ParsedChunk
+from audit.index.errors import IndexBuildError
 from audit.index.format import MANIFEST, MANIFEST_VERSION, FileInfo, IndexManifest, ShardInfo, SourceInfo, file_order
 from audit.index.langtable import TableBuilder, parse_and_identify, summary, write_languages
 from audit.index.limits import shard_budget

@@ -15,7 +15,8 @@ from typing import Any
 
 import zstandard
 
-from audit.index.documents import NORMALIZERS, IndexBuildError, ParsedChunk, parse_batch, parse_lines, parse_text
+from audit.index.documents import NORMALIZERS, ParsedChunk, parse_batch, parse_lines, parse_text
+from audit.index.errors import IndexBuildError
 
 CHUNK_BYTES = 1 << 22
 # The largest document (line, block or whole text file) a build reads, unless told otherwise.

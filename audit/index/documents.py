@@ -12,15 +12,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from audit.errors import AuditError
+from audit.index.errors import IndexBuildError
 from audit.text import normalize
 
 DOC_SEPARATOR = b"\xff"
 NORMALIZERS: dict[str, Callable[[str], str]] = {"text": normalize, "none": lambda text: text}
-
-
-class IndexBuildError(AuditError):
-    """A source document or the output directory is unusable; the message names which."""
 
 
 @dataclass

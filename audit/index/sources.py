@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from audit.index.corpusread import CorpusFile
-from audit.index.documents import IndexBuildError
+from audit.index.errors import IndexBuildError
 from audit.index.format import MANIFEST
 from audit.outputs import MARKER, STAGING_TAG
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import IO
 
 from audit.index.doclangs import HEADER, TABLE
-from audit.index.documents import IndexBuildError
+from audit.index.errors import IndexBuildError
 from audit.index.format import INDEX_FILE, MANIFEST
 from audit.outputs import OutputError, check_directory_target, commit_directory
 

@@ -18,7 +18,7 @@ from audit.corpora.protocol import MAX_QUERY_CHARS, MAX_QUERY_TOKENS
 from audit.corpora.registry import CorpusError, read_registry
 from audit.errors import AuditError
 from audit.executors import LOCAL, Executor, ExecutorError, connect, parse_executor
-from audit.index.documents import IndexBuildError
+from audit.index.errors import IndexBuildError
 from audit.links.model import LinksError
 from audit.links.sources import open_links
 from audit.paths import cache_dir, registry_file

@@ -14,7 +14,7 @@ from pathlib import Path
 from audit.executors import LOCAL, Executor
 from audit.index.build import ProgressHook
 from audit.index.corpusread import MAX_DOCUMENT, ReadOptions, read_options
-from audit.index.documents import IndexBuildError
+from audit.index.errors import IndexBuildError
 from audit.index.format import MANIFEST, IndexManifest
 from audit.index.sharded.assemble import assemble
 from audit.index.sharded.cuts import make_plan

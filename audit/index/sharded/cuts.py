@@ -12,7 +12,7 @@ from itertools import accumulate, pairwise
 from typing import BinaryIO
 
 from audit.index.corpusread import ReadOptions
-from audit.index.documents import IndexBuildError
+from audit.index.errors import IndexBuildError
 from audit.index.sharded.plan import Piece, PlannedSource, ShardPlan, splittable
 
 COUNT_BLOCK = 1 << 24

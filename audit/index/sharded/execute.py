@@ -13,7 +13,7 @@ from types import ModuleType
 
 from audit.children import WorkerPool
 from audit.executors import Executor, ExecutorError, connect
-from audit.index.documents import IndexBuildError
+from audit.index.errors import IndexBuildError
 from audit.index.sharded.records import ShardResult, ShardTask
 from audit.index.sharded.worker import build_shard
 

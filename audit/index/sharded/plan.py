@@ -11,7 +11,7 @@ from pathlib import Path
 
 from audit import __version__
 from audit.index.corpusread import CorpusFile, ReadOptions
-from audit.index.documents import IndexBuildError
+from audit.index.errors import IndexBuildError
 from audit.index.limits import describe_size, shard_budget
 
 PLAN_KIND = "sharded-build"

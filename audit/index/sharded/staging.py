@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from audit.index.documents import IndexBuildError
+from audit.index.errors import IndexBuildError
 from audit.index.sharded.plan import PLAN_KIND, ShardPlan
 from audit.index.sharded.records import RECORDS, read_json, read_record
 from audit.index.target import holds

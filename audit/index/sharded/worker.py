@@ -13,7 +13,7 @@ import socket
 from pathlib import Path
 
 from audit.index.corpusread import CorpusFile, Span, read_tasks
-from audit.index.documents import IndexBuildError
+from audit.index.errors import IndexBuildError
 from audit.index.format import FileInfo, ShardInfo, file_order, hash_file, new_file_hash
 from audit.index.langtable import TableBuilder, parse_and_identify
 from audit.index.limits import describe_size
