@@ -18,9 +18,10 @@ from pathlib import Path
 
 from audit.corpora.local import IndexOpenError, LocalIndex
 from audit.corpora.verify import verify_index
-from audit.index.build import ProgressHook, build_index
+from audit.index.build import build_index
 from audit.index.errors import IndexBuildError
 from audit.index.format import MANIFEST
+from audit.index.progress import ProgressHook
 from audit.index.stamp import code_fingerprint
 from audit.neardup import NEARDUP_DIR, NearDupError, add_neardup
 from audit.outputs import atomic_write_text

@@ -40,8 +40,8 @@ from audit.corpora.local import IndexOpenError, LocalIndex
 from audit.corpora.mini import MINI_ENDPOINT, MiniCorpus
 from audit.errors import AuditError, UnreadableFile, read_text_file
 from audit.executors import LOCAL, Executor
-from audit.index.build import ProgressHook
 from audit.index.format import MANIFEST
+from audit.index.progress import ProgressHook
 from audit.paths import cache_dir, registry_file
 
 API = ApiCorpus.BACKEND

@@ -24,7 +24,8 @@ from audit.index.documents import ParsedChunk
 from audit.index.errors import IndexBuildError
 from audit.index.format import MANIFEST, MANIFEST_VERSION, FileInfo, IndexManifest, ShardInfo, SourceInfo, file_order
 from audit.index.langtable import TableBuilder, parse_and_identify, summary, write_languages
-from audit.index.limits import shard_budget
+from audit.index.limits import BuildLimits
+from audit.index.progress import ProgressHook, Stage
 from audit.index.shardwriter import ShardWriter, write_suffix_array
 from audit.index.sources import discover_sources
 from audit.index.stamp import code_fingerprint
@@ -33,8 +34,6 @@ from audit.langid import preload
 from audit.nospace import is_full_disk, no_space
 from audit.outputs import OutputError, discard_staging, staging_directory
 from audit.timestamps import utc_timestamp
-
-ProgressHook = Callable[[str, int, int], None]
 
 
 def source_info(name: str, format: str, options: ReadOptions) -> SourceInfo:
@@ -100,7 +99,7 @@ def build_index(
     check_target(out, inputs, force)
     files = discover_sources(inputs)
     with build_lock(out):
-        return _write_index(files, out, inputs, options, memory_bytes, workers or os.cpu_count() or 1, progress)
+        return _write_index(files, out, inputs, options, BuildLimits(memory_bytes, workers), progress)
 
 
 def _sort_shards(staging: Path, shards: list[ShardInfo], progress: ProgressHook | None) -> list[FileInfo]:
@@ -108,33 +107,33 @@ def _sort_shards(staging: Path, shards: list[ShardInfo], progress: ProgressHook 
     tables = []
     for i, shard in enumerate(shards):
         if progress:
-            progress("sort", i, len(shards))
+            progress(Stage.SORT, i, len(shards))
         shard.ratio, table = write_suffix_array(staging / f"tokenized.{shard.name}", staging / f"table.{shard.name}")
         tables.append(table)
     if progress:
-        progress("sort", len(shards), len(shards))
+        progress(Stage.SORT, len(shards), len(shards))
     return tables
 
 
-def _write_index(files: list[CorpusFile], out: Path, inputs: list[Path], options: ReadOptions, memory_bytes: int, workers: int, progress: ProgressHook | None) -> IndexManifest:
+def _write_index(files: list[CorpusFile], out: Path, inputs: list[Path], options: ReadOptions, limits: BuildLimits, progress: ProgressHook | None) -> IndexManifest:
     """The build proper, in a staging directory moved into place when whole (see `build_index`)."""
     total_input = sum(file.path.stat().st_size for file in files)
     staging = staging_directory(out)
     started = time.perf_counter()
     try:
         digest = hashlib.blake2b(digest_size=16)
-        writer = ShardWriter(staging, shard_budget(memory_bytes), digest)
+        writer = ShardWriter(staging, limits.shard_bytes, digest)
         done_input = 0
 
         def advance(n: int) -> None:
             nonlocal done_input
             done_input += n
             if progress:
-                progress("read", done_input, total_input)
+                progress(Stage.READ, done_input, total_input)
 
         source_infos = [source_info(file.name, file.format, options) for file in files]
         languages = TableBuilder()
-        for source, chunk in parsed_chunks(files, options, advance, workers):
+        for source, chunk in parsed_chunks(files, options, advance, limits.processes):
             writer.add(chunk)
             languages.add_chunk(chunk)
             source_infos[source].documents += len(chunk.text_sizes)

@@ -11,12 +11,15 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import zstandard
 
 from audit.index.documents import NORMALIZERS, ParsedChunk, parse_batch, parse_lines, parse_text
 from audit.index.errors import IndexBuildError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 CHUNK_BYTES = 1 << 22
 # The largest document (line, block or whole text file) a build reads, unless told otherwise.
@@ -84,7 +87,7 @@ class _LineTooLong(Exception):
     """A line past the document limit, found before it was held whole."""
 
 
-def _bounded_lines(stream: Any, limit: int) -> Iterator[bytes]:
+def _bounded_lines(stream: io.BufferedIOBase, limit: int) -> Iterator[bytes]:
     """Lines of a file object, none read past `limit + 1` bytes, so one endless line (a small
     gzip file can inflate to gigabytes of one line) is refused, not held."""
     while line := stream.readline(limit + 1):
@@ -206,7 +209,7 @@ def text_blocks(path: Path, on_bytes: Callable[[int], None], span: Span | None =
         yield run
 
 
-def _check_text_column(path: Path, schema: Any, text_field: str) -> None:
+def _check_text_column(path: Path, schema: pa.Schema, text_field: str) -> None:
     """Refuse, before any row is read, a file whose text column is absent or not text."""
     import pyarrow as pa
 
@@ -219,7 +222,7 @@ def _check_text_column(path: Path, schema: Any, text_field: str) -> None:
         raise IndexBuildError(f"{path}: row 0: field {text_field!r} is {kind}, not a string")
 
 
-def record_batches(file: CorpusFile, text_field: str, on_bytes: Callable[[int], None]) -> Iterator[tuple[int, Any]]:
+def record_batches(file: CorpusFile, text_field: str, on_bytes: Callable[[int], None]) -> Iterator[tuple[int, pa.RecordBatch]]:
     """(first row, record batch) of a Parquet file or an Arrow IPC file (stream or file format),
     read a batch at a time; rows are numbered from 0, as pyarrow and pandas number them.
 
@@ -280,14 +283,14 @@ def _ends_stream(path: Path, size: int) -> bool:
         return handle.read(8) == b"\xff\xff\xff\xff\x00\x00\x00\x00"
 
 
-def _slices(batch: Any) -> Iterator[tuple[int, Any]]:
+def _slices(batch: pa.RecordBatch) -> Iterator[tuple[int, pa.RecordBatch]]:
     """A record batch in pieces of about CHUNK_BYTES, so one large batch is not one huge task."""
     step = max(1, batch.num_rows * CHUNK_BYTES // batch.nbytes if batch.nbytes > CHUNK_BYTES else batch.num_rows)
     for start in range(0, batch.num_rows, step):
         yield start, batch.slice(start, step)
 
 
-def _ipc_stream(batch: Any) -> Any:
+def _ipc_stream(batch: pa.RecordBatch) -> pa.Buffer:
     """One record batch as an Arrow IPC stream, the form a worker process is sent it in."""
     import pyarrow as pa
 

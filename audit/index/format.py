@@ -15,8 +15,12 @@ import sys
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from audit.index.documents import JsonValue
 
 MANIFEST = "audit-index.json"
 MANIFEST_VERSION = 2
@@ -82,7 +86,7 @@ class IndexManifest:
     tool: str
     build_seconds: float = 0.0
     code: str = ""
-    extra: dict = field(default_factory=dict)
+    extra: dict[str, JsonValue] = field(default_factory=dict)
     files: list[FileInfo] = field(default_factory=list)
     minhash: list[FileInfo] = field(default_factory=list)
 
@@ -95,7 +99,7 @@ class IndexManifest:
         return json.dumps(asdict(self), ensure_ascii=False, indent=2)
 
     @classmethod
-    def from_dict(cls, data: dict) -> IndexManifest:
+    def from_dict(cls, data: dict[str, JsonValue]) -> IndexManifest:
         data = dict(data)
         data["shards"] = [ShardInfo(**s) for s in data["shards"]]
         data["sources"] = [SourceInfo(**s) for s in data["sources"]]

@@ -19,12 +19,11 @@ from array import array
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
 
 import numpy as np
 
 from audit.index.doclangs import UNKNOWN, DocumentLanguages, How, document_language, write_table
-from audit.index.documents import ParsedChunk
+from audit.index.documents import JsonValue, ParsedChunk
 from audit.index.format import FileInfo, hash_file
 from audit.langcodes import ISO_639_1, normalise_lang
 from audit.langid import BLOCK, BLOCKS, identifier, line_language, model_line
@@ -149,6 +148,16 @@ def parse_and_identify(function: Callable[..., ParsedChunk], arguments: tuple) -
     return chunk
 
 
+@dataclass(frozen=True)
+class LanguagePart:
+    """Part of a table in JSON-safe form: its language names, and its documents' codes and ways
+    known as the base64 of their arrays."""
+
+    names: list[str]
+    codes: str
+    how: str
+
+
 @dataclass
 class TableBuilder:
     """The table, document by document in global order, as chunks arrive."""
@@ -180,16 +189,16 @@ class TableBuilder:
         how = np.frombuffer(self.how, dtype=np.uint8).copy() if self.how else np.zeros(0, dtype=np.uint8)
         return DocumentLanguages(list(self.names), codes, how, identifier())
 
-    def to_json(self) -> dict[str, Any]:
+    def part(self) -> LanguagePart:
         """A compact, JSON-safe copy (a sharded build's record carries its shard's part)."""
-        return {"names": self.names, "codes": base64.b64encode(self.codes.tobytes()).decode(), "how": base64.b64encode(self.how.tobytes()).decode()}
+        return LanguagePart(self.names, base64.b64encode(self.codes.tobytes()).decode(), base64.b64encode(self.how.tobytes()).decode())
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> TableBuilder:
+    def from_part(cls, part: LanguagePart) -> TableBuilder:
         codes, how = array("H"), array("B")
-        codes.frombytes(base64.b64decode(data["codes"]))
-        how.frombytes(base64.b64decode(data["how"]))
-        return cls(list(data["names"]), codes, how)
+        codes.frombytes(base64.b64decode(part.codes))
+        how.frombytes(base64.b64decode(part.how))
+        return cls(list(part.names), codes, how)
 
     def extend(self, other: TableBuilder) -> None:
         """Append another part's documents (the next shard), mapping its codes into this table's."""
@@ -201,7 +210,7 @@ def write_languages(directory: Path, table: DocumentLanguages) -> list[FileInfo]
     return [FileInfo(name=path.name, bytes=path.stat().st_size, blake2b=hash_file(path)) for path in write_table(directory, table)]
 
 
-def summary(table: DocumentLanguages) -> dict[str, Any]:
+def summary(table: DocumentLanguages) -> dict[str, JsonValue]:
     """What a manifest and `audit index info` say of a table: documents per language, how their
     languages were known, and the identifier."""
     known = np.bincount(table.how, minlength=len(How))

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
 
 from audit.index.corpusread import CorpusFile
+from audit.index.documents import JsonValue
 from audit.index.errors import IndexBuildError
 from audit.index.format import MANIFEST
 from audit.outputs import MARKER, STAGING_TAG
@@ -36,7 +36,7 @@ def is_datasets_directory(path: Path) -> bool:
     return any((path / marker).is_file() for marker in DATASETS_MARKERS)
 
 
-def _read_json(path: Path) -> Any:
+def _read_json(path: Path) -> JsonValue:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as error:

@@ -22,7 +22,7 @@ def _assemble_languages(staging: Path, records: list[ShardRecord]) -> tuple[list
     into the staging directory: their file records and the manifest's summary."""
     languages = TableBuilder()
     for record in records:
-        languages.extend(TableBuilder.from_json(record.languages))
+        languages.extend(TableBuilder.from_part(record.languages))
     table = languages.table()
     return write_languages(staging, table), summary(table)
 

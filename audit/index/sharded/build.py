@@ -5,17 +5,17 @@ agree and builds the rest (`staging`).  Once all are done the manifest is writte
 and the directory is moved into place like any build."""
 from __future__ import annotations
 
-import os
 import time
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 
 from audit.executors import LOCAL, Executor
-from audit.index.build import ProgressHook
 from audit.index.corpusread import MAX_DOCUMENT, ReadOptions, read_options
 from audit.index.errors import IndexBuildError
 from audit.index.format import MANIFEST, IndexManifest
+from audit.index.limits import BuildLimits
+from audit.index.progress import ProgressHook, Stage
 from audit.index.sharded.assemble import assemble
 from audit.index.sharded.cuts import make_plan
 from audit.index.sharded.execute import place
@@ -70,7 +70,7 @@ def build_sharded(
     check_staging(staging, inputs)
     planned = planned_sources(discover_sources(inputs))
     with build_lock(out):
-        return _build_planned(planned, out, inputs, staging, options, shards=shards, executor=executor, memory_bytes=memory_bytes, force=force, workers=workers, progress=progress)
+        return _build_planned(planned, out, inputs, staging, options, shards=shards, executor=executor, limits=BuildLimits(memory_bytes, workers), force=force, progress=progress)
 
 
 def _build_planned(
@@ -82,9 +82,8 @@ def _build_planned(
     *,
     shards: int,
     executor: Executor,
-    memory_bytes: int,
+    limits: BuildLimits,
     force: bool,
-    workers: int | None,
     progress: ProgressHook | None,
 ) -> ShardedBuild:
     """The sharded build proper, under the build lock of `out` (see `build_sharded`)."""
@@ -93,7 +92,7 @@ def _build_planned(
     plan = resumable(staging, digest)
     fresh = plan is None
     plan = plan or make_plan(planned, options, shards, digest, code)
-    budget = check_budget(plan, memory_bytes)
+    budget = check_budget(plan, limits.memory_bytes)
     placement = place(executor)
     if fresh:
         start_staging(staging, plan)
@@ -102,14 +101,14 @@ def _build_planned(
     records: dict[int, ShardRecord] = {}
     reused = 0
     try:
-        with placement.results(tasks, workers or os.cpu_count() or 1) as results:
+        with placement.results(tasks, limits.processes) as results:
             if progress:
-                progress("shards", 0, len(tasks))
+                progress(Stage.SHARDS, 0, len(tasks))
             for result in results:
                 records[int(result.record.shard.name)] = result.record
                 reused += result.reused
                 if progress:
-                    progress("shards", len(records), len(tasks))
+                    progress(Stage.SHARDS, len(records), len(tasks))
     except (IndexBuildError, KeyboardInterrupt, BrokenProcessPool, OSError) as error:
         reason = {KeyboardInterrupt: "interrupted", BrokenProcessPool: "a shard's process died (out of memory?)"}.get(type(error), str(error))
         kept = f"; {finished_count(staging, plan)} of {len(tasks)} shards finished; run the same command again to resume"

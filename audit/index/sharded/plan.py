@@ -11,6 +11,7 @@ from pathlib import Path
 
 from audit import __version__
 from audit.index.corpusread import CorpusFile, ReadOptions
+from audit.index.documents import JsonValue
 from audit.index.errors import IndexBuildError
 from audit.index.limits import describe_size, shard_budget
 
@@ -57,7 +58,7 @@ class ShardPlan:
         return json.dumps({"kind": PLAN_KIND, "tool": f"corpus-audit {__version__}", "plan_version": PLAN_VERSION, **asdict(self)}, ensure_ascii=False, indent=1)
 
     @classmethod
-    def from_dict(cls, data: dict) -> ShardPlan:
+    def from_dict(cls, data: dict[str, JsonValue]) -> ShardPlan:
         return cls(
             digest=data["digest"],
             code=data["code"],

@@ -7,7 +7,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from audit.index.corpusread import ReadOptions
+from audit.index.documents import JsonValue
 from audit.index.format import FileInfo, ShardInfo
+from audit.index.langtable import LanguagePart
 from audit.index.sharded.plan import Piece, PlannedSource
 
 RECORDS = "shards"
@@ -40,27 +42,27 @@ class SourceCount:
 class ShardRecord:
     """`shards/K.json`: a finished shard, its files as written and what it read; `attempt`
     names the attempt directory that wrote it; `languages`, its documents' languages
-    (`TableBuilder.to_json`), which the assembled index's table concatenates in shard order."""
+    (`TableBuilder.part`), which the assembled index's table concatenates in shard order."""
 
     digest: str
     shard: ShardInfo
     files: list[FileInfo]
     sources: list[SourceCount]
     attempt: str
-    languages: dict
+    languages: LanguagePart
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=1)
 
     @classmethod
-    def from_dict(cls, data: dict) -> ShardRecord:
+    def from_dict(cls, data: dict[str, JsonValue]) -> ShardRecord:
         return cls(
             digest=data["digest"],
             shard=ShardInfo(**data["shard"]),
             files=[FileInfo(**f) for f in data["files"]],
             sources=[SourceCount(**s) for s in data["sources"]],
             attempt=data["attempt"],
-            languages=dict(data["languages"]),
+            languages=LanguagePart(**data["languages"]),
         )
 
 
@@ -72,7 +74,7 @@ class ShardResult:
     reused: bool
 
 
-def read_json(path: Path) -> dict | None:
+def read_json(path: Path) -> dict[str, JsonValue] | None:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError):

@@ -111,7 +111,7 @@ def build_shard(task: ShardTask) -> ShardResult:
         info, files, counts, languages = _write_shard(task, attempt)
         for file in files:
             os.replace(attempt / file.name, staging / file.name)
-        record = ShardRecord(task.digest, info, files, counts, attempt.name, languages.to_json())
+        record = ShardRecord(task.digest, info, files, counts, attempt.name, languages.part())
         atomic_write_text(record_path(staging, task.shard), record.to_json())
     finally:
         shutil.rmtree(attempt, ignore_errors=True)
