@@ -24,10 +24,10 @@ from audit.children import WorkerPool
 from audit.corpora.local import IndexOpenError, _Shard, map_shards
 from audit.corpora.soundness import foreign_files
 from audit.errors import AuditError
-from audit.index.doclangs import HEADER, TABLE, DocumentLanguages, has_table
+from audit.index.doclangs import HEADER, TABLE, DocumentLanguages, has_table, summary
 from audit.index.documents import ParsedChunk
 from audit.index.format import INDEX_FILE, MANIFEST, IndexManifest, file_order, read_manifest
-from audit.index.langtable import TableBuilder, chunk_languages, summary, write_languages
+from audit.index.langtable import TableBuilder, chunk_languages, write_languages
 from audit.index.progress import ProgressHook
 from audit.langid import preload
 from audit.outputs import atomic_write_text, discard_staging, marker_files, rewrite_marker, staging_directory

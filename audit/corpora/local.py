@@ -27,9 +27,8 @@ from audit.corpora.inlanguage import LanguageView, ShardQueries
 from audit.corpora.shardread import TEXTS_PER_CALL, ShardDocument, bytes_to_char_lengths, count_next, pointer_at
 from audit.corpora.soundness import foreign_files, suffix_order_problem
 from audit.errors import AuditError
-from audit.index.doclangs import DocumentLanguages, LanguageTableError, read_table
+from audit.index.doclangs import DocumentLanguages, LanguageTableError, read_table, summary
 from audit.index.format import INDEX_FILE, KINDS, MANIFEST, IndexManifest, pointer_width, read_manifest
-from audit.index.langtable import summary
 
 
 class IndexOpenError(AuditError):

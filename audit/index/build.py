@@ -20,10 +20,11 @@ from pathlib import Path
 from audit import __version__
 from audit.children import WorkerPool
 from audit.index.corpusread import MAX_DOCUMENT, CorpusFile, ReadOptions, read_options, read_tasks
+from audit.index.doclangs import summary
 from audit.index.documents import ParsedChunk
 from audit.index.errors import IndexBuildError
 from audit.index.format import MANIFEST, MANIFEST_VERSION, FileInfo, IndexManifest, ShardInfo, SourceInfo, file_order
-from audit.index.langtable import TableBuilder, parse_and_identify, summary, write_languages
+from audit.index.langtable import TableBuilder, parse_and_identify, write_languages
 from audit.index.limits import BuildLimits
 from audit.index.progress import ProgressHook, Stage
 from audit.index.shardwriter import ShardWriter, write_suffix_array

@@ -10,6 +10,9 @@ Two files in the index directory, both recorded in its manifest:
   `uint16` index into the language list and a `uint8` for how it was known (`How`);
 - `doclangs.json`: the language list (`und` first: not known), the identifier that filled the
   table, and the documents per language.
+
+`document_language` reads the language a document's metadata records, the first source a build
+trusts when it fills the table (`audit.index.langtable`).
 """
 from __future__ import annotations
 
@@ -18,11 +21,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from audit.errors import AuditError
 from audit.langcodes import normalise_lang
+
+if TYPE_CHECKING:
+    from audit.index.documents import JsonValue
 
 TABLE = "doclangs.bin"
 HEADER = "doclangs.json"
@@ -80,6 +87,18 @@ class DocumentLanguages:
     def counts(self) -> dict[str, int]:
         found = np.bincount(self.codes, minlength=len(self.languages))
         return {name: int(n) for name, n in zip(self.languages, found, strict=True) if n}
+
+
+def summary(table: DocumentLanguages) -> dict[str, JsonValue]:
+    """What a manifest and `audit index info` say of a table: documents per language, how their
+    languages were known, and the identifier."""
+    known = np.bincount(table.how, minlength=len(How))
+    return {
+        "identifier": table.identifier,
+        "documents": table.documents,
+        "counts": dict(sorted(table.counts().items(), key=lambda item: (-item[1], item[0]))),
+        "known_by": {how.name.lower(): int(known[how]) for how in How},
+    }
 
 
 def write_table(directory: Path, table: DocumentLanguages) -> list[Path]:

@@ -23,7 +23,7 @@ from pathlib import Path, PurePosixPath
 import numpy as np
 
 from audit.index.doclangs import UNKNOWN, DocumentLanguages, How, document_language, write_table
-from audit.index.documents import JsonValue, ParsedChunk
+from audit.index.documents import ParsedChunk
 from audit.index.format import FileInfo, hash_file
 from audit.langcodes import ISO_639_1, normalise_lang
 from audit.langid import BLOCK, BLOCKS, identifier, line_language, model_line
@@ -208,15 +208,3 @@ class TableBuilder:
 def write_languages(directory: Path, table: DocumentLanguages) -> list[FileInfo]:
     """The language table's two files written into `directory` (a build's staging), recorded."""
     return [FileInfo(name=path.name, bytes=path.stat().st_size, blake2b=hash_file(path)) for path in write_table(directory, table)]
-
-
-def summary(table: DocumentLanguages) -> dict[str, JsonValue]:
-    """What a manifest and `audit index info` say of a table: documents per language, how their
-    languages were known, and the identifier."""
-    known = np.bincount(table.how, minlength=len(How))
-    return {
-        "identifier": table.identifier,
-        "documents": table.documents,
-        "counts": dict(sorted(table.counts().items(), key=lambda item: (-item[1], item[0]))),
-        "known_by": {how.name.lower(): int(known[how]) for how in How},
-    }

@@ -10,8 +10,9 @@ from pathlib import Path
 
 from audit import __version__
 from audit.index.build import source_info
+from audit.index.doclangs import summary
 from audit.index.format import MANIFEST_VERSION, FileInfo, IndexManifest, file_order
-from audit.index.langtable import TableBuilder, summary, write_languages
+from audit.index.langtable import TableBuilder, write_languages
 from audit.index.sharded.plan import ShardPlan
 from audit.index.sharded.records import ShardRecord
 from audit.timestamps import utc_timestamp
