@@ -17,13 +17,12 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from pathlib import Path
 
-from audit import __version__
 from audit.children import WorkerPool
 from audit.index.corpusread import MAX_DOCUMENT, CorpusFile, ReadOptions, read_options, read_tasks
 from audit.index.doclangs import summary
 from audit.index.documents import ParsedChunk
 from audit.index.errors import IndexBuildError
-from audit.index.format import MANIFEST, MANIFEST_VERSION, FileInfo, IndexManifest, ShardInfo, SourceInfo, file_order
+from audit.index.format import MANIFEST, FileInfo, IndexManifest, ShardInfo, SourceInfo, file_order
 from audit.index.langtable import TableBuilder, parse_and_identify, write_languages
 from audit.index.limits import BuildLimits
 from audit.index.progress import ProgressHook, Stage
@@ -34,7 +33,6 @@ from audit.index.target import build_lock, check_target, commit_index
 from audit.langid import preload
 from audit.nospace import is_full_disk, no_space
 from audit.outputs import OutputError, discard_staging, staging_directory
-from audit.timestamps import utc_timestamp
 
 
 def source_info(name: str, format: str, options: ReadOptions) -> SourceInfo:
@@ -118,50 +116,9 @@ def _sort_shards(staging: Path, shards: list[ShardInfo], progress: ProgressHook 
 
 def _write_index(files: list[CorpusFile], out: Path, inputs: list[Path], options: ReadOptions, limits: BuildLimits, progress: ProgressHook | None) -> IndexManifest:
     """The build proper, in a staging directory moved into place when whole (see `build_index`)."""
-    total_input = sum(file.path.stat().st_size for file in files)
     staging = staging_directory(out)
-    started = time.perf_counter()
     try:
-        digest = hashlib.blake2b(digest_size=16)
-        writer = ShardWriter(staging, limits.shard_bytes, digest)
-        done_input = 0
-
-        def advance(n: int) -> None:
-            nonlocal done_input
-            done_input += n
-            if progress:
-                progress(Stage.READ, done_input, total_input)
-
-        source_infos = [source_info(file.name, file.format, options) for file in files]
-        languages = TableBuilder()
-        for source, chunk in parsed_chunks(files, options, advance, limits.processes):
-            writer.add(chunk)
-            languages.add_chunk(chunk)
-            source_infos[source].documents += len(chunk.text_sizes)
-            source_infos[source].skipped_blank_lines += chunk.blank_lines
-        shards = writer.close()
-        if not shards:
-            raise IndexBuildError(f"no documents found in {', '.join(str(p) for p in inputs)}")
-        tables = _sort_shards(staging, shards, progress)
-        table = languages.table()
-        manifest = IndexManifest(
-            format="infini-gram",
-            version=4,
-            manifest_version=MANIFEST_VERSION,
-            token_dtype="u8",
-            normalization=options.normalization,
-            shards=shards,
-            sources=source_infos,
-            documents=sum(s.documents for s in shards),
-            bytes=sum(s.bytes for s in shards),
-            fingerprint=digest.hexdigest(),
-            created=utc_timestamp(),
-            tool=f"corpus-audit {__version__}",
-            build_seconds=round(time.perf_counter() - started, 3),
-            code=code_fingerprint(),
-            extra={"languages": summary(table)},
-            files=sorted(writer.files + tables + write_languages(staging, table), key=file_order),
-        )
+        manifest = _write_staged(staging, files, inputs, options, limits, progress)
         (staging / MANIFEST).write_text(manifest.to_json(), encoding="utf-8")
         commit_index(staging, out, inputs)
         return manifest
@@ -176,3 +133,41 @@ def _write_index(files: list[CorpusFile], out: Path, inputs: list[Path], options
     except BaseException:
         discard_staging(staging)
         raise
+
+
+def _write_staged(staging: Path, files: list[CorpusFile], inputs: list[Path], options: ReadOptions, limits: BuildLimits, progress: ProgressHook | None) -> IndexManifest:
+    """Every file of the index written into `staging`; the manifest that records them."""
+    started = time.perf_counter()
+    total_input = sum(file.path.stat().st_size for file in files)
+    digest = hashlib.blake2b(digest_size=16)
+    writer = ShardWriter(staging, limits.shard_bytes, digest)
+    done_input = 0
+
+    def advance(n: int) -> None:
+        nonlocal done_input
+        done_input += n
+        if progress:
+            progress(Stage.READ, done_input, total_input)
+
+    source_infos = [source_info(file.name, file.format, options) for file in files]
+    languages = TableBuilder()
+    for source, chunk in parsed_chunks(files, options, advance, limits.processes):
+        writer.add(chunk)
+        languages.add_chunk(chunk)
+        source_infos[source].documents += len(chunk.text_sizes)
+        source_infos[source].skipped_blank_lines += chunk.blank_lines
+    shards = writer.close()
+    if not shards:
+        raise IndexBuildError(f"no documents found in {', '.join(str(p) for p in inputs)}")
+    tables = _sort_shards(staging, shards, progress)
+    table = languages.table()
+    return IndexManifest.built(
+        normalization=options.normalization,
+        shards=shards,
+        sources=source_infos,
+        fingerprint=digest.hexdigest(),
+        seconds=time.perf_counter() - started,
+        code=code_fingerprint(),
+        extra={"languages": summary(table)},
+        files=sorted(writer.files + tables + write_languages(staging, table), key=file_order),
+    )

@@ -19,6 +19,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from audit import __version__
+from audit.timestamps import utc_timestamp
+
 if TYPE_CHECKING:
     from audit.index.documents import JsonValue
 
@@ -89,6 +92,30 @@ class IndexManifest:
     extra: dict[str, JsonValue] = field(default_factory=dict)
     files: list[FileInfo] = field(default_factory=list)
     minhash: list[FileInfo] = field(default_factory=list)
+
+    @classmethod
+    def built(
+        cls, *, normalization: str, shards: list[ShardInfo], sources: list[SourceInfo], fingerprint: str, seconds: float, code: str, extra: dict[str, JsonValue], files: list[FileInfo]
+    ) -> IndexManifest:
+        """The manifest of a build finished now: infini-gram's byte-level v4 files, this layout."""
+        return cls(
+            format="infini-gram",
+            version=4,
+            manifest_version=MANIFEST_VERSION,
+            token_dtype="u8",
+            normalization=normalization,
+            shards=shards,
+            sources=sources,
+            documents=sum(s.documents for s in shards),
+            bytes=sum(s.bytes for s in shards),
+            fingerprint=fingerprint,
+            created=utc_timestamp(),
+            tool=f"corpus-audit {__version__}",
+            build_seconds=round(seconds, 3),
+            code=code,
+            extra=extra,
+            files=files,
+        )
 
     def recorded_files(self) -> list[FileInfo]:
         """Every file the manifest records a size and hash for: the index's own, then the

@@ -8,14 +8,12 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from audit import __version__
 from audit.index.build import source_info
 from audit.index.doclangs import summary
-from audit.index.format import MANIFEST_VERSION, FileInfo, IndexManifest, file_order
+from audit.index.format import FileInfo, IndexManifest, file_order
 from audit.index.langtable import TableBuilder, write_languages
 from audit.index.sharded.plan import ShardPlan
 from audit.index.sharded.records import ShardRecord
-from audit.timestamps import utc_timestamp
 
 
 def _assemble_languages(staging: Path, records: list[ShardRecord]) -> tuple[list[FileInfo], dict]:
@@ -39,20 +37,12 @@ def assemble(plan: ShardPlan, records: list[ShardRecord], executor: str, seconds
             sources[count.source].skipped_blank_lines += count.skipped_blank_lines
     shards = [record.shard for record in records]
     fingerprint = hashlib.blake2b(b"".join(bytes.fromhex(s.fingerprint) for s in shards), digest_size=16).hexdigest()
-    return IndexManifest(
-        format="infini-gram",
-        version=4,
-        manifest_version=MANIFEST_VERSION,
-        token_dtype="u8",
+    return IndexManifest.built(
         normalization=plan.options.normalization,
         shards=shards,
         sources=sources,
-        documents=sum(s.documents for s in shards),
-        bytes=sum(s.bytes for s in shards),
         fingerprint=fingerprint,
-        created=utc_timestamp(),
-        tool=f"corpus-audit {__version__}",
-        build_seconds=round(seconds, 3),
+        seconds=seconds,
         code=plan.code,
         extra={"build": {"shards": len(shards), "executor": executor}, "languages": languages},
         files=sorted([*(f for record in records for f in record.files), *language_files], key=file_order),
