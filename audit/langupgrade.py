@@ -43,7 +43,7 @@ class LanguageUpgradeError(AuditError):
 
 @dataclass(frozen=True)
 class Upgrade:
-    """What `add_languages` did: the table's summary (`audit.index.langtable.summary`), whether it
+    """What `add_languages` did: the table's summary (`audit.index.doclangs.summary`), whether it
     replaced a table the index had, and how long it took."""
 
     summary: dict
