@@ -2,7 +2,7 @@
 
 The clean benchmark is written in the input's own format by copying the kept items' original
 rows, so nothing the audit did not judge is rewritten (and never converted: see
-`audit.filteroutput`).  The audit must describe the very file
+`audit.cli.filteroutput`).  The audit must describe the very file
 being filtered: `audit.auditfile.locate_benchmark` checks the sha256 its manifest records
 before the benchmark is read.
 """

@@ -171,7 +171,7 @@ def test_jsonl_in_gzip_and_a_parquet_table_are_written_as_named(planted_audit, t
 
 
 def test_the_readme_lists_the_names_the_filter_writes():
-    from audit.filteroutput import SUFFIXES
+    from audit.cli.filteroutput import SUFFIXES
 
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
     table = readme[readme.index("| input | `--out` may end in |") :].split("\n\n")[0].splitlines()[2:]

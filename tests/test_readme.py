@@ -17,7 +17,8 @@ from click.testing import CliRunner
 from conftest import CORPUS
 from test_langlinks import dumps  # noqa: F401  (a fixture: dumps holding real langlinks rows)
 
-from audit.cli import _EXPECTS, main
+from audit.cli import main
+from audit.cli.formats import _EXPECTS
 from audit.corpora.registry import parse_registry
 from audit.evaluate.judge import JudgeConfig, default_cache_path
 from audit.evaluate.predictions import _ALIASES

@@ -1,0 +1,103 @@
+"""`audit report`: transfer scores stratified by exposure, with intervals and provenance pages."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.markup import escape
+
+from audit.auditfile import AuditFileError, check_against_benchmark, locate_benchmark, read_audit
+from audit.outputs import OutputError, check_directory_target
+from audit.readers import BenchmarkError, MappingError, load_benchmark, recorded_options
+from audit.report.render import REPORT, write_report
+from audit.shell import InputError, console, progress_display, step
+
+METHODS = ("auto", "given", "eclektic", "robust", "judge")
+
+
+@click.command("report")
+@click.option("--audit", "audit_path", required=True, type=click.Path(path_type=Path), help="Audit file written by `audit check`.")
+@click.option("--predictions", type=click.Path(path_type=Path), help="A model's answers (JSONL or CSV); without it, an exposure-only report.")
+@click.option("--out", required=True, type=click.Path(path_type=Path), help="Report directory: new, empty, or a report audit wrote (then replaced).")
+@click.option("--method", type=click.Choice(METHODS), default="auto", show_default=True, help="How answers are judged; auto: given judgments when every row has one, else robust.")
+@click.option("--bench", type=click.Path(path_type=Path), help="The audited benchmark [default: the path in the audit's manifest].")
+@click.option("--judge-model", help="Model name for --method judge [default: $AUDIT_JUDGE_MODEL].")
+@click.option("--judge-concurrency", type=click.IntRange(min=1), default=8, show_default=True, help="Judge requests in flight.")
+@click.option("--bootstrap", type=click.IntRange(min=0, max=100_000), default=1000, show_default=True, help="Bootstrap resamples over questions for the intervals (at most 100000, and as many as fit in about 2 GiB).")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seeds the resamples and permutations.")
+@click.option("--item-pages", type=click.Path(path_type=Path), help="Link the provenance pages of this report of the same audit instead of writing copies.")
+def report_command(
+    audit_path: Path,
+    predictions: Path | None,
+    out: Path,
+    method: str,
+    bench: Path | None,
+    judge_model: str | None,
+    judge_concurrency: int,
+    bootstrap: int,
+    seed: int,
+    item_pages: Path | None,
+) -> None:
+    """Transfer scores stratified by measured exposure, with intervals, plots and provenance pages."""
+    from audit.evaluate import (
+        EvaluationError,
+        JudgeConfig,
+        JudgeError,
+        PredictionsError,
+        evaluate,
+        load_predictions,
+    )
+
+    try:
+        audit = read_audit(audit_path)
+        bench, recorded = locate_benchmark(audit, audit_path, bench)
+        inputs = [path for path in (audit_path, bench, predictions, item_pages) if path is not None]
+        check_directory_target(out, REPORT, inputs=inputs)
+        items = load_benchmark(bench, recorded.format, options=recorded_options(recorded.mapping, recorded.source_lang)).items
+        check_against_benchmark(audit, audit_path, items)
+        evaluation = None
+        if predictions is not None:
+            answers = load_predictions(predictions, items)
+            if method == "auto":
+                method = "given" if all(p.correct is not None for p in answers.predictions.values()) else "robust"
+            judge = JudgeConfig(model=judge_model, concurrency=judge_concurrency) if method == "judge" else None
+            with progress_display() as progress:
+                task = progress.add_task(f"scoring ({method})", total=None)
+                result = evaluate(
+                    items, answers, audit, method, judge=judge, bootstrap=bootstrap, seed=seed,
+                    progress=lambda done, total: progress.update(task, completed=done, total=total),
+                )
+            evaluation = result.to_dict()
+            for problem in evaluation["problems"]:
+                console.print(f"[yellow]problem[/yellow] {escape(problem)}")
+        with step(f"writing the report {out}"):
+            data = write_report(out, audit, str(audit_path), items, evaluation, item_pages, inputs=inputs)
+    except (AuditFileError, BenchmarkError, MappingError, PredictionsError, EvaluationError, JudgeError, OutputError, FileNotFoundError) as error:
+        raise InputError(str(error)) from None
+    if evaluation:
+        _print_evaluation(evaluation, method)
+    pages = len(data["exposure"]["items"])
+    click.echo(f"report: {out / 'report.html'} ({pages} provenance pages{f', linked from {item_pages}' if item_pages else ''})")
+
+
+def _print_evaluation(evaluation: dict[str, Any], method: str) -> None:
+    """The headline scores: overall, clean transfer, and transfer to what the model did not know."""
+    total = evaluation["total"]
+    click.echo(
+        f"overall success {_fmt(total['overall_success'])}, transfer {_fmt(total['transfer_score'])} "
+        f"({method}, {evaluation['questions']} questions)"
+    )
+    clean = (evaluation.get("strata") or {}).get("clean_transfer")
+    if clean:
+        click.echo(f"clean transfer (targets unseen by every signal) {_fmt(clean['transfer_score'])}")
+    unknown = (evaluation.get("strata") or {}).get("unknown_to_model")
+    if unknown:
+        click.echo(f"transfer to targets the probed model did not know {_fmt(unknown['total']['transfer_score'])}")
+
+
+def _fmt(stat: dict) -> str:
+    if stat["value"] is None:
+        return "n/a"
+    interval = stat.get("ci_bootstrap")
+    return f"{stat['value']:.3f}" + (f" [{interval[0]:.3f}, {interval[1]:.3f}]" if interval else "")
