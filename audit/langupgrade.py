@@ -2,7 +2,7 @@
 before tables were written, in place.
 
 The documents are read back from the index's own files (the stored text and metadata line of
-each), and each one's language is found exactly as a build finds it (`audit.langtable`), so an
+each), and each one's language is found exactly as a build finds it (`audit.index.langtable`), so an
 upgraded index has the table a new build of the same input would have.  The table is written
 in a hidden sibling and moved in; the marker is rewritten to list it first, then the manifest
 (each in one rename), so at every moment the index opens and `--force` may still replace it.
@@ -21,14 +21,15 @@ from pathlib import Path
 import numpy as np
 
 from audit.children import WorkerPool
-from audit.corpora.doclangs import HEADER, TABLE, DocumentLanguages, has_table
 from audit.corpora.shards import IndexOpenError, Shard, map_shards
 from audit.corpora.soundness import foreign_files
-from audit.documents import ParsedChunk
 from audit.errors import AuditError
-from audit.indexing import INDEX_FILE, MANIFEST, IndexManifest, ProgressHook, file_order, read_manifest, write_languages
+from audit.index.doclangs import HEADER, TABLE, DocumentLanguages, has_table, summary
+from audit.index.documents import ParsedChunk
+from audit.index.format import INDEX_FILE, MANIFEST, IndexManifest, file_order, read_manifest
+from audit.index.langtable import TableBuilder, chunk_languages, write_languages
+from audit.index.progress import ProgressHook
 from audit.langid import preload
-from audit.langtable import TableBuilder, chunk_languages, summary
 from audit.outputs import atomic_write_text, discard_staging, marker_files, rewrite_marker, staging_directory
 
 # Documents sent to a worker at a time.
@@ -42,7 +43,7 @@ class LanguageUpgradeError(AuditError):
 
 @dataclass(frozen=True)
 class Upgrade:
-    """What `add_languages` did: the table's summary (`audit.langtable.summary`), whether it
+    """What `add_languages` did: the table's summary (`audit.index.doclangs.summary`), whether it
     replaced a table the index had, and how long it took."""
 
     summary: dict

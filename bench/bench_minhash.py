@@ -196,7 +196,7 @@ def best_build(repeat: int, command: list[str], clear: Path | None = None) -> di
 
 
 def disk(index: Path) -> dict:
-    from audit.indexing import read_manifest
+    from audit.index.format import read_manifest
 
     manifest = read_manifest(index)
     ngram = {info.name: info.bytes for info in manifest.files}
@@ -407,9 +407,9 @@ def redis_latency(name: str, index_dir: Path, fields: list[dict], work: Path) ->
 def planted_index(name: str, cap: int | None, work: Path, extra: list[Path]) -> tuple[Path, dict, dict]:
     """The demo text (up to `cap` bytes per file) with half of the items planted, edited four ways,
     in every ECLeKTic language, and the `extra` document files; both indexes built."""
-    from audit import plants
     from audit.corpora.local import LocalIndex
-    from audit.indexing import build_index
+    from audit.index import plants
+    from audit.index.build import build_index
     from audit.neardup import add_neardup
     from audit.readers import load_benchmark
 
@@ -436,10 +436,10 @@ def planted_recall(name: str, cap: int | None, work: Path, extra: list[Path]) ->
     """Both signals on every (item, language), as tests/test_minhash.py's `planted` fixture runs them;
     a planted field the near-duplicate signal misses is queried again with every LSH candidate
     verified, to tell a miss of the candidate ranking from one of the threshold."""
-    from audit import plants
     from audit.corpora.local import LocalIndex
     from audit.evidence import OK
     from audit.exposure import SEEN, decide
+    from audit.index import plants
     from audit.neardup import NearDuplicateIndex
     from audit.policyfile import Policy, load_policy
     from audit.readers import load_benchmark
@@ -513,7 +513,7 @@ def same_item_copies(item_id: str, documents: list[str]) -> bool:
 
 
 def tally(name: str, plan: dict, found: dict, langs: list[str], facts: dict, seconds: dict) -> dict:
-    from audit import plants
+    from audit.index import plants
 
     def rate(hits: list[bool]) -> dict:
         return {"rate": sum(hits) / len(hits) if hits else None, "hits": sum(hits), "of": len(hits)}

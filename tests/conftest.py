@@ -108,7 +108,7 @@ def wiki_dir(tmp_path_factory, wiki_docs) -> Path:
 
 @pytest.fixture(scope="session")
 def wiki_index(tmp_path_factory, wiki_dir) -> Path:
-    from audit.indexing import build_index
+    from audit.index.build import build_index
 
     out = tmp_path_factory.mktemp("indexes") / "wiki"
     build_index([wiki_dir], out)
@@ -122,7 +122,7 @@ def planted_audit(tmp_path_factory, wiki_docs) -> dict[str, Path]:
     from click.testing import CliRunner
 
     from audit.cli import main
-    from audit.indexing import build_index
+    from audit.index.build import build_index
     from audit.readers import load_benchmark
 
     root = tmp_path_factory.mktemp("planted-audit")

@@ -14,7 +14,7 @@ from manual import page
 from audit.auditfile import read_audit, write_audit
 from audit.check import summarise
 from audit.cli import main
-from audit.indexing import build_index
+from audit.index.build import build_index
 from audit.outputs import MARKER
 from audit.readers import load_benchmark
 

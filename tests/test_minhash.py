@@ -21,14 +21,16 @@ from click.testing import CliRunner
 from conftest import ECLEKTIC_CSV, write_jsonl
 from datasketch import MinHash, MinHashLSH
 
-from audit import neardup, plants
+from audit import neardup
 from audit.cli import main
 from audit.corpora.base import Occurrence
 from audit.corpora.local import LocalIndex
 from audit.corpora.verify import verify_index
 from audit.evidence import ABSENT, FAILED, OK
 from audit.exposure import SEEN, decide
-from audit.indexing import MANIFEST, build_index, read_manifest
+from audit.index import plants
+from audit.index.build import build_index
+from audit.index.format import MANIFEST, read_manifest
 from audit.items import Item, Variant
 from audit.neardup import NEARDUP_DIR, NearDupError, NearDuplicateIndex, NearDupParams, add_neardup, family, load_redis, shingle_text, sketch_documents
 from audit.outputs import MARKER

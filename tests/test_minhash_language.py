@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from conftest import CORPUS, FIXTURES, strip_table, write_jsonl
 
-from audit.corpora.doclangs import DocumentLanguages, How
 from audit.corpora.local import LocalIndex
-from audit.indexing import build_index
+from audit.index.build import build_index
+from audit.index.doclangs import DocumentLanguages, How
 from audit.items import Item, ItemKind, Variant
 from audit.langupgrade import install_table
 from audit.neardup import NearDuplicateIndex, NearDupParams, add_neardup, shingle_text

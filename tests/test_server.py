@@ -23,7 +23,7 @@ import requests
 
 from audit.auditfile import read_audit
 from audit.corpora.local import LocalIndex
-from audit.indexing import pointer_width
+from audit.index.format import pointer_width
 from audit.server.messages import Limits
 from audit.server.run import ServeError, load_indexes
 from audit.timestamps import utc_timestamp

@@ -25,7 +25,7 @@ from test_server import OLMO2, TOKEN_DOCS, Served, build_token_index, start_serv
 from audit.corpora.api import ApiCorpus, ApiOptions
 from audit.corpora.client import ClientSettings, InfiniGramClient
 from audit.corpora.local import LocalIndex
-from audit.indexing import build_index
+from audit.index.build import build_index
 from audit.server.engine import ServedIndex
 from audit.server.sharded import ShardedEngine
 from audit.server.tokenizer import Tokenizer

@@ -26,7 +26,7 @@ from audit.corpora.registry import CorpusError, open_corpus
 from audit.corpora.shards import IndexOpenError
 from audit.executors import ExecutorError, parse_executor
 from audit.exposure import UNKNOWN, Knowledge
-from audit.indexing import IndexBuildError
+from audit.index.errors import IndexBuildError
 from audit.items import LoadReport
 from audit.langcodes import normalise_lang
 from audit.links.model import LinksError

@@ -19,7 +19,11 @@ from pathlib import Path
 from audit.corpora.local import LocalIndex
 from audit.corpora.shards import IndexOpenError
 from audit.corpora.verify import verify_index
-from audit.indexing import MANIFEST, IndexBuildError, ProgressHook, build_index, code_fingerprint
+from audit.index.build import build_index
+from audit.index.errors import IndexBuildError
+from audit.index.format import MANIFEST
+from audit.index.progress import ProgressHook
+from audit.index.stamp import code_fingerprint
 from audit.neardup import NEARDUP_DIR, NearDupError, add_neardup
 from audit.outputs import atomic_write_text
 from audit.timestamps import utc_timestamp

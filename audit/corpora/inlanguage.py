@@ -31,9 +31,9 @@ import numpy as np
 
 from audit import _suffix
 from audit.corpora.base import CorpusInfo, DocumentHit, LanguageBy, MatchLengths, MatchQuestions, Occurrence
-from audit.corpora.doclangs import RECORD, TABLE, UNKNOWN, DocumentLanguages, How
 from audit.corpora.shardread import bytes_to_char_lengths
 from audit.corpora.shards import Shard
+from audit.index.doclangs import RECORD, TABLE, UNKNOWN, DocumentLanguages, How
 
 # Positions of one suffix-array range read to find allowed documents; a larger range is sampled.
 SCAN_CAP = 1 << 16

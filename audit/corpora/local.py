@@ -13,12 +13,11 @@ from typing import Any
 import numpy as np
 
 from audit.corpora.base import CorpusInfo, DocumentHit, MatchLengths, MatchQuestions, Occurrence, cut_snippet
-from audit.corpora.doclangs import DocumentLanguages, LanguageTableError, read_table
 from audit.corpora.inlanguage import LanguageView
 from audit.corpora.shardgroup import ShardGroup, share_out
 from audit.corpora.shardread import TEXTS_PER_CALL, bytes_to_char_lengths, char_starts
 from audit.corpora.shards import IndexOpenError, index_layout
-from audit.langtable import summary
+from audit.index.doclangs import DocumentLanguages, LanguageTableError, read_table, summary
 
 
 class LocalIndex:
@@ -59,7 +58,7 @@ class LocalIndex:
             self.info.details["languages"] = summary(self.languages)
 
     def _read_languages(self) -> DocumentLanguages | None:
-        """Each document's language (`audit.corpora.doclangs`); None for an index built
+        """Each document's language (`audit.index.doclangs`); None for an index built
         before the table was written, whose documents' languages are unknown."""
         try:
             return read_table(self.path, self.info.documents)

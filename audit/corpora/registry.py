@@ -41,7 +41,8 @@ from audit.corpora.mini import MINI_ENDPOINT, MiniCorpus
 from audit.corpora.shards import IndexOpenError
 from audit.errors import AuditError, UnreadableFile, read_text_file
 from audit.executors import LOCAL, Executor
-from audit.indexing import MANIFEST, ProgressHook
+from audit.index.format import MANIFEST
+from audit.index.progress import ProgressHook
 from audit.paths import cache_dir, registry_file
 
 API = ApiCorpus.BACKEND

@@ -18,7 +18,7 @@ import numpy as np
 
 from audit.corpora.soundness import foreign_files, suffix_order_problem
 from audit.errors import AuditError
-from audit.indexing import INDEX_FILE, KINDS, MANIFEST, IndexManifest, pointer_width, read_manifest
+from audit.index.format import INDEX_FILE, KINDS, MANIFEST, IndexManifest, pointer_width, read_manifest
 
 
 class IndexOpenError(AuditError):

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from audit.corpora.shards import Damage, IndexOpenError, check_index, file_size, index_names, load_manifest
-from audit.indexing import MANIFEST, FileInfo, hash_file
+from audit.index.format import MANIFEST, FileInfo, hash_file
 from audit.outputs import MARKER
 
 OK, SIZE, HASH, MISSING, EXTRA = "ok", "size differs", "hash differs", "missing", "unexpected extra file"

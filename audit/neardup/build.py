@@ -16,7 +16,7 @@ import numpy as np
 
 from audit import __version__
 from audit.children import WorkerPool
-from audit.indexing import MANIFEST, FileInfo, IndexManifest, hash_file, read_manifest
+from audit.index.format import MANIFEST, FileInfo, IndexManifest, hash_file, read_manifest
 from audit.neardup.family import Family, band_keys
 from audit.neardup.source import Texts
 from audit.neardup.store import MANIFEST_NAME, NEARDUP_DIR, WINDOW_DTYPE, NearDupError, NearDupManifest, ProgressHook

@@ -10,7 +10,7 @@ from typing import Generic, TypeVar
 
 import numpy as np
 
-from audit.indexing import read_manifest
+from audit.index.format import read_manifest
 from audit.neardup.bands import BandStore, MappedBands
 from audit.neardup.family import Family, band_keys
 from audit.neardup.redis_bands import RedisBands

@@ -12,7 +12,7 @@ import numpy as np
 from pydantic import ValidationError
 
 from audit.errors import AuditError
-from audit.indexing import MANIFEST, FileInfo, IndexManifest, hash_file
+from audit.index.format import MANIFEST, FileInfo, IndexManifest, hash_file
 from audit.neardup.tokens import SCRIPT_NAMES, NearDupParams, ShingleSizes
 
 NEARDUP_DIR = "minhash"

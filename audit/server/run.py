@@ -18,7 +18,7 @@ from audit.corpora.registry import CorpusError, read_registry
 from audit.corpora.shards import IndexOpenError
 from audit.errors import AuditError
 from audit.executors import LOCAL, Executor, ExecutorError, connect, parse_executor
-from audit.indexing import IndexBuildError
+from audit.index.errors import IndexBuildError
 from audit.links.model import LinksError
 from audit.links.sources import open_links
 from audit.paths import cache_dir, registry_file
