@@ -8,7 +8,6 @@ import os
 import socket
 import sys
 from pathlib import Path
-from typing import Any
 
 from audit.corpora.api import ApiCorpus, ApiOptions
 from audit.corpora.client import ClientSettings, InfiniGramClient
@@ -20,7 +19,7 @@ from audit.errors import AuditError
 from audit.executors import LOCAL, Executor, ExecutorError, connect, parse_executor
 from audit.indexing import IndexBuildError
 from audit.links.model import LinksError
-from audit.links.sources import open_links
+from audit.links.sources import LinkSource, open_links
 from audit.paths import cache_dir, registry_file
 from audit.policyfile import Policy, PolicyError, load_policy
 from audit.probes.cache import CachedModel
@@ -102,7 +101,7 @@ def serve(
     jobs_dir: Path | None = None,
     job_workers: int = 1,
     policy: Policy | None = None,
-    links: dict[str, Any] | None = None,
+    links: dict[str, LinkSource] | None = None,
     probes: ProbeModels | None = None,
     executor: Executor = LOCAL,
     announce=print,
@@ -215,9 +214,9 @@ def parser() -> argparse.ArgumentParser:
     return parse
 
 
-def load_links(values: list[str], registry: Path | None, offline: bool) -> dict[str, Any]:
+def load_links(values: list[str], registry: Path | None, offline: bool) -> dict[str, LinkSource]:
     """Link sources by the name jobs give them (their own name: a directory's, an entry's)."""
-    sources: dict[str, Any] = {}
+    sources: dict[str, LinkSource] = {}
     for value in values:
         source = open_links(value, registry, offline=offline)
         if source.name in sources:
