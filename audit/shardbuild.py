@@ -46,7 +46,7 @@ from audit import __version__
 from audit.children import WorkerPool
 from audit.corpusread import MAX_DOCUMENT, CorpusFile, ReadOptions, Span, read_tasks
 from audit.documents import IndexBuildError
-from audit.executors import LOCAL, Executor, ExecutorError, connect
+from audit.executors import LOCAL, Executor, ExecutorError
 from audit.indexing import (
     MANIFEST,
     MANIFEST_VERSION,
@@ -758,7 +758,7 @@ def _build_planned(
     plan = plan or make_plan(planned, options, shards, digest, code)
     budget = check_budget(plan, memory_bytes)
     try:
-        ray = connect(executor) if executor.distributed else None
+        ray = executor.cluster()
     except ExecutorError as error:
         raise IndexBuildError(str(error)) from None
     if fresh:

@@ -96,16 +96,12 @@ def run_audit(request: AuditRequest, *, progress: Progress = QUIET, opener: Open
     progress.read(reading.report)
     planned = open_sources(request, opener, reading, progress)
     prepare(planned.runners, reading, progress)
-    records = check(request, where, opener, reading, planned, progress)
+    records, recorded = check(request, where, opener, reading, planned, progress)
     for line in budget_stops(planned.sources):
         progress.note(Note(NoteKind.NOTE, line))
-    checked = Checked([s.info for s in planned.sources], planned.runs, planned.links, request.as_of, planned.prober, _recorded(where))
+    checked = Checked([s.info for s in planned.sources], planned.runs, planned.links, request.as_of, planned.prober, recorded)
     manifest = audit_manifest(command or ["audit.check", str(request.benchmark)], reading.report, request.benchmark, checked, reading.policy, reading.langs, records)
     return write_audit(request.target, manifest.to_dict(), (record.to_dict() for record in records))
-
-
-def _recorded(where: Executor) -> str | None:
-    return str(where) if where.distributed else None
 
 
 def read(request: AuditRequest, opener: Opener) -> Reading:
@@ -184,8 +180,9 @@ def prepare(runners: Sequence[Runner], reading: Reading, progress: Progress) -> 
             runner.prepare(reading.report.items, reading.langs, step)
 
 
-def check(request: AuditRequest, where: Executor, opener: Opener, reading: Reading, planned: Planned, progress: Progress) -> list[ExposureRecord]:
-    """Every variant checked where the one executor chosen here runs them, and decided."""
+def check(request: AuditRequest, where: Executor, opener: Opener, reading: Reading, planned: Planned, progress: Progress) -> tuple[list[ExposureRecord], str | None]:
+    """Every variant checked where the one executor chosen here runs them, and decided; and
+    where that was, for the manifest (None on this machine)."""
     total = variants(reading)
     sources = planned.sources
     workers, clamped = check_workers(request.workers, total, remote=bool(sources) and len(api_clients(sources)) == len(sources))
@@ -194,4 +191,5 @@ def check(request: AuditRequest, where: Executor, opener: Opener, reading: Readi
     executor = choose_executor(where, workers, planned.runners, sources, fork=opener.fork)
     description = f"checking against {', '.join(s.info.name for s in sources)}{executor.where}"
     with executor, progress.checking(description, total, planned.clients) as advance:
-        return check_items(reading.report.items, planned.runners, reading.policy, langs=reading.langs, on_done=advance, executor=executor)
+        records = check_items(reading.report.items, planned.runners, reading.policy, langs=reading.langs, on_done=advance, executor=executor)
+    return records, executor.recorded

@@ -16,7 +16,7 @@ from audit.corpora.local import IndexOpenError
 from audit.corpora.protocol import MAX_QUERY_CHARS, MAX_QUERY_TOKENS
 from audit.corpora.registry import CorpusError, read_registry
 from audit.errors import AuditError
-from audit.executors import LOCAL, Executor, ExecutorError, connect, parse_executor
+from audit.executors import LOCAL, Executor, ExecutorError, parse_executor
 from audit.indexing import IndexBuildError
 from audit.links.model import LinksError
 from audit.links.sources import LinkSource, open_links
@@ -296,9 +296,10 @@ def require_token(host: str, token: str | None) -> None:
 
 
 def join_cluster(executor: Executor) -> None:
-    """Connect to the Ray cluster before any index opens, so an unreachable one is one clear line."""
+    """Connect to the Ray cluster, if one is named, before any index opens, so an unreachable
+    one is one clear line."""
     try:
-        connect(executor)
+        executor.cluster()
     except ExecutorError as error:
         raise ServeError(f"--executor {executor}: {error}") from None
 
@@ -315,8 +316,7 @@ def main(argv: list[str] | None = None) -> int:
         # The probe models first: opening one reads its file only, so a bad value fails fast.
         probes = load_probes(args.probe_model, args.judge_model, args.probe_prompts, args.registry, offline=args.offline, batch_size=args.probe_batch_size)
         limits = Limits(max_query_chars=args.max_query_chars, max_query_tokens=args.max_query_tokens)
-        if executor.distributed:
-            join_cluster(executor)
+        join_cluster(executor)
         indexes = load_indexes(args.index or [DEMO], _pairs(args.tokenizer, "--tokenizer"), args.registry, limits, executor, args.actors)
         server_limits = ServerLimits(
             max_body_bytes=args.max_body_bytes, max_job_bytes=args.max_job_bytes, max_concurrent=args.max_concurrent, queue_seconds=args.queue_seconds,
