@@ -125,7 +125,7 @@ def create_app(indexes: dict[str, ServedIndex], jobs: JobManager | None = None, 
         client can ask either what it serves (`audit corpora --live`)."""
         return sorted(indexes)
 
-    @app.get("/indexes")
+    @app.get("/indexes", response_model=None)
     def list_indexes() -> list[Answer]:
         return [served.describe() for served in indexes.values()]
 
