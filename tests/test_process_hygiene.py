@@ -68,7 +68,7 @@ class Run:
 
 
 RUNS = [
-    Run("check", ("check", "bench.jsonl", "--corpus", "index", "--workers", "2", "--out", "new.audit.jsonl"), "audit.check:check_variant"),
+    Run("check", ("check", "bench.jsonl", "--corpus", "index", "--workers", "2", "--out", "new.audit.jsonl"), "audit.run.executors:gathered"),
     Run(
         "check-report", ("check", "bench.jsonl", "--corpus", "index", "--out", "new.audit.jsonl"), "audit.report.render:write_item_pages",
         kept=("new.audit.jsonl",), says="the audit file new.audit.jsonl was written whole",

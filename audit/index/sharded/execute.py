@@ -12,7 +12,7 @@ from itertools import islice
 from types import ModuleType
 
 from audit.children import WorkerPool
-from audit.executors import Executor, ExecutorError, connect
+from audit.executors import Executor, ExecutorError
 from audit.index.errors import IndexBuildError
 from audit.index.sharded.records import ShardResult, ShardTask
 from audit.index.sharded.worker import build_shard
@@ -112,9 +112,7 @@ class Placement:
 
 def place(executor: Executor) -> Placement:
     """The placement `executor` names, connected to its cluster when it has one."""
-    if not executor.distributed:
-        return Placement(executor.kind.value)
     try:
-        return Placement(executor.kind.value, connect(executor))
+        return Placement(executor.kind.value, executor.cluster())
     except ExecutorError as error:
         raise IndexBuildError(str(error)) from None
