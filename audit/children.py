@@ -25,9 +25,11 @@ from contextlib import contextmanager
 from multiprocessing.context import BaseContext
 from multiprocessing.pool import TERMINATE, Pool
 from types import TracebackType
-from typing import Any
+from typing import ParamSpec, TypeVar
 
 PR_SET_PDEATHSIG = 1
+P = ParamSpec("P")
+T = TypeVar("T")
 
 
 class Interrupted(KeyboardInterrupt):
@@ -61,7 +63,7 @@ def worker_setup(parent: int) -> None:
     _die_with(parent)
 
 
-def pool_options() -> dict[str, Any]:
+def pool_options() -> dict[str, Callable[[int], None] | tuple[int]]:
     """`initializer` and `initargs` for a ProcessPoolExecutor or multiprocessing Pool."""
     return {"initializer": worker_setup, "initargs": (os.getpid(),)}
 
@@ -90,7 +92,7 @@ class WorkerPool(ProcessPoolExecutor):
     def __init__(self, max_workers: int, mp_context: BaseContext) -> None:
         super().__init__(max_workers=max_workers, mp_context=mp_context, **pool_options())
 
-    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future:
+    def submit(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> Future[T]:
         with sigint_blocked():
             return super().submit(fn, *args, **kwargs)
 

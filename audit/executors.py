@@ -46,6 +46,11 @@ class Executor:
     def distributed(self) -> bool:
         return self.kind is ExecutorKind.RAY
 
+    def cluster(self) -> ModuleType | None:
+        """Ray, connected to the cluster this executor names; None when work stays on this
+        machine.  Raises ExecutorError when the cluster cannot be reached."""
+        return connect(self) if self.distributed else None
+
     def __str__(self) -> str:
         return self.address or self.kind.value
 

@@ -24,6 +24,7 @@ from audit.errors import AuditError
 from audit.exposure import SEEN, UNKNOWN
 from audit.items import Item
 from audit.outputs import atomic_write_bytes, commit_directory, discard_staging, staging_directory
+from audit.readers import FORMATS
 from audit.readers.squad import squad_files
 from audit.records import JsonObject
 from audit.timestamps import utc_timestamp
@@ -164,7 +165,7 @@ def _filter_bmlama(source: Path, out: Path, items: list[Item], verdicts: dict[st
         raise
 
 
-LINE_FORMATS = ("eclektic-jsonl", "jsonl", "mkqa", "tydiqa")
+LINE_FORMATS = tuple(name for name, spec in FORMATS.items() if spec.lines)
 DIRECTORY_FORMATS = ("bmlama", "per-language")
 
 

@@ -2,7 +2,7 @@
 before tables were written, in place.
 
 The documents are read back from the index's own files (the stored text and metadata line of
-each), and each one's language is found exactly as a build finds it (`audit.langtable`), so an
+each), and each one's language is found exactly as a build finds it (`audit.index.langtable`), so an
 upgraded index has the table a new build of the same input would have.  The table is written
 in a hidden sibling and moved in; the marker is rewritten to list it first, then the manifest
 (each in one rename), so at every moment the index opens and `--force` may still replace it.
@@ -21,14 +21,15 @@ from pathlib import Path
 import numpy as np
 
 from audit.children import WorkerPool
-from audit.corpora.doclangs import HEADER, TABLE, DocumentLanguages, has_table
-from audit.corpora.local import IndexOpenError, _Shard, map_shards
+from audit.corpora.shards import IndexOpenError, Shard, map_shards
 from audit.corpora.soundness import foreign_files
-from audit.documents import ParsedChunk
 from audit.errors import AuditError
-from audit.indexing import INDEX_FILE, MANIFEST, IndexManifest, ProgressHook, file_order, read_manifest, write_languages
+from audit.index.doclangs import HEADER, TABLE, DocumentLanguages, has_table, summary
+from audit.index.documents import ParsedChunk
+from audit.index.format import INDEX_FILE, MANIFEST, IndexManifest, file_order, read_manifest
+from audit.index.langtable import TableBuilder, chunk_languages, write_languages
+from audit.index.progress import ProgressHook
 from audit.langid import preload
-from audit.langtable import TableBuilder, chunk_languages, summary
 from audit.outputs import atomic_write_text, discard_staging, marker_files, rewrite_marker, staging_directory
 
 # Documents sent to a worker at a time.
@@ -42,7 +43,7 @@ class LanguageUpgradeError(AuditError):
 
 @dataclass(frozen=True)
 class Upgrade:
-    """What `add_languages` did: the table's summary (`audit.langtable.summary`), whether it
+    """What `add_languages` did: the table's summary (`audit.index.doclangs.summary`), whether it
     replaced a table the index had, and how long it took."""
 
     summary: dict
@@ -72,7 +73,7 @@ def _require_index(directory: Path, force: bool) -> IndexManifest:
     return manifest
 
 
-def _shards(directory: Path, manifest: IndexManifest) -> list[_Shard]:
+def _shards(directory: Path, manifest: IndexManifest) -> list[Shard]:
     numbers = [int(shard.name) for shard in manifest.shards]
     firsts = [sum(shard.documents for shard in manifest.shards[:k]) for k in range(len(numbers))]
     try:
@@ -81,7 +82,7 @@ def _shards(directory: Path, manifest: IndexManifest) -> list[_Shard]:
         raise LanguageUpgradeError(str(error)) from None
 
 
-def _chunks(shard: _Shard) -> Iterator[ParsedChunk]:
+def _chunks(shard: Shard) -> Iterator[ParsedChunk]:
     """The shard's documents as the build's parser handed them over, BATCH at a time."""
     starts = np.append(shard.offsets, len(shard.data))
     meta = np.append(shard.metaoff, len(shard.metadata)) if shard.metadata is not None and shard.metaoff is not None else None
@@ -95,7 +96,7 @@ def _chunks(shard: _Shard) -> Iterator[ParsedChunk]:
         yield ParsedChunk(texts, np.diff(starts[first : last + 1]).tolist(), metadata, meta_sizes)
 
 
-def _identify(shards: list[_Shard], workers: int, progress: ProgressHook | None) -> TableBuilder:
+def _identify(shards: list[Shard], workers: int, progress: ProgressHook | None) -> TableBuilder:
     """Every document's language, in global order, on `workers` forked processes."""
     languages = TableBuilder()
     total, done = sum(len(shard.offsets) for shard in shards), 0

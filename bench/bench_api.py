@@ -111,23 +111,23 @@ def budget_runs(url: str, index: Path) -> list[dict]:
     from collections import Counter
     from functools import partial
 
-    from audit.check import check_items
     from audit.corpora.api import ApiCorpus, ApiOptions
     from audit.corpora.client import ClientSettings, InfiniGramClient
     from audit.corpora.local import LocalIndex
     from audit.policyfile import build_config, load_policy
     from audit.readers import load_benchmark
+    from audit.run.check import check_items
     from audit.signals import ngram
 
     items = load_benchmark(SAMPLE).items[:BUDGET_ITEMS]
     policy = load_policy(None)
     config = build_config(ngram.NgramConfig, policy.section("ngram"), "built-in")
-    local = check_items(items, [partial(ngram.run, LocalIndex(index, name="demo"), config=config)], policy)
+    local = [record.to_dict() for record in check_items(items, [partial(ngram.run, LocalIndex(index, name="demo"), config=config)], policy)]
     runs = []
     for budget in BUDGETS:
         api = ApiCorpus(InfiniGramClient(ClientSettings(url=url, index="demo")), "demo", ApiOptions(longest_match="count", budget=budget))
         started = time.perf_counter()
-        remote = check_items(items, [partial(ngram.run, api, config=config)], policy)
+        remote = [record.to_dict() for record in check_items(items, [partial(ngram.run, api, config=config)], policy)]
         tags = Counter(r["exposure"] for r in remote)
         runs.append(
             {

@@ -67,12 +67,12 @@ SECTIONS = ("byte", "cli", "llama")
 sys.path.insert(0, str(ROOT / "tests"))
 from test_server import start_server  # noqa: E402
 
-from audit.check import check_items  # noqa: E402
 from audit.corpora.api import ApiCorpus, ApiOptions  # noqa: E402
 from audit.corpora.client import ClientSettings, InfiniGramClient  # noqa: E402
 from audit.items import Item  # noqa: E402
 from audit.policyfile import build_config, load_policy  # noqa: E402
 from audit.readers import load_benchmark  # noqa: E402
+from audit.run.check import check_items  # noqa: E402
 from audit.signals import ngram  # noqa: E402
 
 Record = dict[str, Any]
@@ -101,7 +101,7 @@ def count_run(url: str, index: str, items: list[Item], profile: str, budget: int
     """The n-gram signal through the API backend, counts only, no response cache."""
     api = ApiCorpus(InfiniGramClient(ClientSettings(url=url, index=index)), index, ApiOptions(longest_match="count", budget=budget, profile=profile))
     started = time.perf_counter()
-    records = check_items(items, [ngram_runner(api, index)], load_policy(None), workers=WORKERS)
+    records = [record.to_dict() for record in check_items(items, [ngram_runner(api, index)], load_policy(None), workers=WORKERS)]
     return records, api, time.perf_counter() - started
 
 
@@ -139,7 +139,7 @@ def byte_level(index: Path, url: str, items: list[Item], scan_items: int) -> dic
     from audit.corpora.local import LocalIndex
 
     started = time.perf_counter()
-    local = check_items(items, [ngram_runner(LocalIndex(index, name="demo"), None)], load_policy(None))
+    local = [record.to_dict() for record in check_items(items, [ngram_runner(LocalIndex(index, name="demo"), None)], load_policy(None))]
     reference = {key(r): r["exposure"] for r in local}
     result: dict[str, Any] = {"local_seconds": round(time.perf_counter() - started, 2), "local_tags": {str(tag): n for tag, n in Counter(reference.values()).items()}, "runs": []}
     for profile in ("full", "decide"):
@@ -285,7 +285,9 @@ def exact_reference(index: Path, items: list[Item], records: list[Record], api: 
     from audit.corpora import counting
     from audit.corpora.base import Budget
     from audit.rules import judge
-    from audit.server.engine import QueryRequest, ServedIndex, Tokenizer
+    from audit.server.engine import ServedIndex
+    from audit.server.messages import QueryRequest
+    from audit.server.tokenizer import Tokenizer
     from audit.text import normalize, windows
 
     served = ServedIndex("llama-demo", index, Tokenizer(LLAMA))

@@ -26,7 +26,8 @@ from bench_core import assemble_big_corpus, demo_corpus
 from audit.auditfile import read_audit
 from audit.corpora.local import LocalIndex
 from audit.corpora.verify import verify_index
-from audit.indexing import build_index, read_manifest
+from audit.index.build import build_index
+from audit.index.format import read_manifest
 
 ROOT = Path(__file__).resolve().parents[1]
 AUDIT_FILE = ROOT / "reports" / "demo" / "eclektic_sample.demo.audit.jsonl"

@@ -32,11 +32,11 @@ from typing import Any
 import pandas as pd
 from fresh import in_fresh_process, measure
 
-from audit.check import check_items
 from audit.corpora.registry import open_corpus
 from audit.items import ItemKind
 from audit.policyfile import load_policy
 from audit.readers import load_benchmark
+from audit.run.check import check_items
 from audit.signals import configure, plan
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -102,7 +102,7 @@ def checking(args: argparse.Namespace) -> dict[str, Any]:
     runners, _ = plan([corpus], ["ngram"], configure(policy.settings), policy.rules)
     results: dict[str, Any] = {}
     for label, batch in (("cloze", items), ("as written", [replace(item, kind=ItemKind.OPEN, mask=None) for item in items])):
-        records, seconds = measured(lambda b=batch: check_items(b, runners, policy, workers=args.workers))
+        records, seconds = measured(lambda b=batch: [record.to_dict() for record in check_items(b, runners, policy, workers=args.workers)])
         seen = Counter(r["lang"] for r in records if r["exposure"] == "seen")
         fields = Counter(d["field"] for r in records if r["exposure"] == "seen" for d in r["decided_by"])
         results[label] = {

@@ -185,12 +185,12 @@ def parse_only(function: Callable[..., Any], arguments: tuple) -> Any:
 def build(mode: str, source: str, out: str) -> dict[str, Any]:
     """One build; `mode` "none" switches identification off (every document `und`, and the
     model never loaded)."""
-    import audit.indexing
-    from audit.indexing import build_index
+    import audit.index.build
+    from audit.index.build import build_index
 
     if mode == "none":
-        audit.indexing.parse_and_identify = parse_only
-        audit.indexing.preload = lambda: None
+        audit.index.build.parse_and_identify = parse_only
+        audit.index.build.preload = lambda: None
     shutil.rmtree(out, ignore_errors=True)
     began, cpu = time.perf_counter(), cpu_seconds()
     manifest = build_index([Path(source)], Path(out))

@@ -196,7 +196,7 @@ def best_build(repeat: int, command: list[str], clear: Path | None = None) -> di
 
 
 def disk(index: Path) -> dict:
-    from audit.indexing import read_manifest
+    from audit.index.format import read_manifest
 
     manifest = read_manifest(index)
     ngram = {info.name: info.bytes for info in manifest.files}
@@ -301,9 +301,10 @@ def counts(values: list[int]) -> dict:
 def in_memory_latency(index_dir: Path, fields: list[dict], work: Path) -> tuple[dict, list, Path]:
     """Per-field latency of NearDuplicateIndex.query (after one untimed pass that warms the page
     cache), the candidate step alone, and every field's chunk signatures saved for datasketch."""
+    from audit.corpora.local import LocalIndex
     from audit.neardup import NearDuplicateIndex
 
-    index = NearDuplicateIndex.open(index_dir)
+    index = NearDuplicateIndex.open(index_dir, corpus=LocalIndex(index_dir))
     timed_queries(index, fields)
     latencies, results = timed_queries(index, fields)
     chunks, candidate_step = {}, defaultdict(list)
@@ -368,9 +369,10 @@ def redis_server(directory: Path):
 def redis_latency(name: str, index_dir: Path, fields: list[dict], work: Path) -> dict:
     """Load the index into Redis, then the same queries in memory and through Redis: identical
     results required, and each one's per-field latency."""
+    from audit.corpora.local import LocalIndex
     from audit.neardup import NearDuplicateIndex, load_redis
 
-    memory = NearDuplicateIndex.open(index_dir)
+    memory = NearDuplicateIndex.open(index_dir, corpus=LocalIndex(index_dir))
     timed_queries(memory, fields)
     memory_latency, memory_results = timed_queries(memory, fields)
     with tempfile.TemporaryDirectory(dir=work) as scratch, redis_server(Path(scratch)) as (url, client, pid):
@@ -379,7 +381,7 @@ def redis_latency(name: str, index_dir: Path, fields: list[dict], work: Path) ->
         load_seconds = time.perf_counter() - started
         used = client.info("memory")["used_memory"]
         server_pss = psutil.Process(pid).memory_full_info().pss
-        shared = NearDuplicateIndex.open(index_dir, redis=url)
+        shared = NearDuplicateIndex.open(index_dir, corpus=LocalIndex(index_dir), redis=url)
         timed_queries(shared, fields)
         redis_latency_, redis_results = timed_queries(shared, fields)
     differing = [field["key"] for field, a, b in zip(fields, memory_results, redis_results, strict=True) if a != b]
@@ -405,8 +407,9 @@ def redis_latency(name: str, index_dir: Path, fields: list[dict], work: Path) ->
 def planted_index(name: str, cap: int | None, work: Path, extra: list[Path]) -> tuple[Path, dict, dict]:
     """The demo text (up to `cap` bytes per file) with half of the items planted, edited four ways,
     in every ECLeKTic language, and the `extra` document files; both indexes built."""
-    from audit import plants
-    from audit.indexing import build_index
+    from audit.corpora.local import LocalIndex
+    from audit.index import plants
+    from audit.index.build import build_index
     from audit.neardup import add_neardup
     from audit.readers import load_benchmark
 
@@ -424,7 +427,7 @@ def planted_index(name: str, cap: int | None, work: Path, extra: list[Path]) -> 
     index = work / name
     started = time.perf_counter()
     manifest = build_index([source, *extra], index, force=True)
-    built = add_neardup(index, force=True)
+    built = add_neardup(LocalIndex(index), force=True)
     facts = {"documents": manifest.documents, "bytes": manifest.bytes, "windows": built.windows, "build_seconds": time.perf_counter() - started}
     return index, plan, facts
 
@@ -433,10 +436,10 @@ def planted_recall(name: str, cap: int | None, work: Path, extra: list[Path]) ->
     """Both signals on every (item, language), as tests/test_minhash.py's `planted` fixture runs them;
     a planted field the near-duplicate signal misses is queried again with every LSH candidate
     verified, to tell a miss of the candidate ranking from one of the threshold."""
-    from audit import plants
     from audit.corpora.local import LocalIndex
     from audit.evidence import OK
     from audit.exposure import SEEN, decide
+    from audit.index import plants
     from audit.neardup import NearDuplicateIndex
     from audit.policyfile import Policy, load_policy
     from audit.readers import load_benchmark
@@ -510,7 +513,7 @@ def same_item_copies(item_id: str, documents: list[str]) -> bool:
 
 
 def tally(name: str, plan: dict, found: dict, langs: list[str], facts: dict, seconds: dict) -> dict:
-    from audit import plants
+    from audit.index import plants
 
     def rate(hits: list[bool]) -> dict:
         return {"rate": sum(hits) / len(hits) if hits else None, "hits": sum(hits), "of": len(hits)}

@@ -74,11 +74,13 @@ def eclektic_kept(corpus, common) -> list[dict]:
 
 def main() -> None:
     from audit.corpora.demo import demo_index
+    from audit.corpora.local import LocalIndex
     from audit.neardup import NearDuplicateIndex
     from audit.policyfile import load_policy
 
     cache = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(tempfile.gettempdir()) / "corpus-audit-bench"
-    index = NearDuplicateIndex.open(demo_index(cache))
+    directory = demo_index(cache)
+    index = NearDuplicateIndex.open(directory, corpus=LocalIndex(directory))
     from audit.signals import minhash
 
     shipped = minhash.MinhashConfig.model_validate(load_policy().section("minhash"))

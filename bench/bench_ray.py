@@ -142,7 +142,9 @@ def query_latency(index: Path, cluster: Cluster | None) -> dict:
     """Per query, over the ECLeKTic sample's texts: count and longest match (every position)
     against the whole 4-shard index in one process, against one shard alone, and through Ray
     actors from a client process (one actor, the default on one node)."""
-    from audit.corpora.local import LocalIndex, ShardGroup, index_layout
+    from audit.corpora.local import LocalIndex
+    from audit.corpora.shardgroup import ShardGroup
+    from audit.corpora.shards import index_layout
 
     texts = query_texts()[:400]
     local = LocalIndex(index)
@@ -193,7 +195,8 @@ def cold_latency(index: Path, texts: int = 60) -> dict:
     """Per query on one shard whose five files were evicted from the page cache just before
     (`posix_fadvise(POSIX_FADV_DONTNEED)`; the shard is mapped afresh for each query, since
     mapped pages are not evicted): every page it reads comes from the disk."""
-    from audit.corpora.local import ShardGroup, index_layout
+    from audit.corpora.shardgroup import ShardGroup
+    from audit.corpora.shards import index_layout
 
     layout = index_layout(index)
     number, first = layout.numbers[0], layout.first_documents[0]

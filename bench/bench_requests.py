@@ -45,11 +45,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 import bench_decisions as decisions  # noqa: E402
 
-from audit.check import check_items  # noqa: E402
 from audit.corpora.api import ApiCorpus, ApiOptions  # noqa: E402
 from audit.corpora.client import ClientSettings, InfiniGramClient  # noqa: E402
 from audit.policyfile import load_policy  # noqa: E402
 from audit.readers import load_benchmark  # noqa: E402
+from audit.run.check import check_items  # noqa: E402
 
 ROUND_TRIPS = (0.1, 0.25, 0.5)
 ECLEKTIC_VARIANTS = 384 * 12
@@ -92,7 +92,7 @@ def run(url: str, index: str, items: list[Any], options: dict[str, Any]) -> tupl
             spent[f"{item.item_id}/{lang}"] = client.stats["requests"] - before
 
     started = time.perf_counter()
-    records = check_items(items, [runner], load_policy(None), workers=1)
+    records = [record.to_dict() for record in check_items(items, [runner], load_policy(None), workers=1)]
     for record in records:
         record["http_requests"] = spent[decisions.key(record)]
     return records, api, client, time.perf_counter() - started
@@ -145,7 +145,7 @@ def byte_level(items: list[Any]) -> dict[str, Any]:
     from audit.paths import cache_dir
 
     index = demo_index(cache_dir())
-    local = check_items(items, [decisions.ngram_runner(LocalIndex(index, name="demo"), None)], load_policy(None))
+    local = [record.to_dict() for record in check_items(items, [decisions.ngram_runner(LocalIndex(index, name="demo"), None)], load_policy(None))]
     exact = {decisions.key(r): r for r in local}
     jobs = Path(tempfile.mkdtemp(prefix="requests-jobs-", dir=decisions.WORK))
     server = decisions.start_server("--index", f"demo={index}", "--jobs-dir", str(jobs))

@@ -108,7 +108,7 @@ def wiki_dir(tmp_path_factory, wiki_docs) -> Path:
 
 @pytest.fixture(scope="session")
 def wiki_index(tmp_path_factory, wiki_dir) -> Path:
-    from audit.indexing import build_index
+    from audit.index.build import build_index
 
     out = tmp_path_factory.mktemp("indexes") / "wiki"
     build_index([wiki_dir], out)
@@ -122,7 +122,7 @@ def planted_audit(tmp_path_factory, wiki_docs) -> dict[str, Path]:
     from click.testing import CliRunner
 
     from audit.cli import main
-    from audit.indexing import build_index
+    from audit.index.build import build_index
     from audit.readers import load_benchmark
 
     root = tmp_path_factory.mktemp("planted-audit")
@@ -237,3 +237,19 @@ def ray_cluster(tmp_path_factory) -> RayCluster:
     cluster = RayCluster(tmp_path_factory.mktemp("ray"))
     yield cluster
     cluster.stop()
+
+
+def summary_of(records: list[dict]) -> dict:
+    """The manifest's summary of records as written (a test's edited copy), as `audit check`
+    computes it from its typed records."""
+    from audit.records import ExposureRecord
+    from audit.run.summary import summarise
+
+    return summarise([ExposureRecord(**{k: v for k, v in record.items() if k != "record"}) for record in records]).to_dict()
+
+
+def checked_records(*args, **kwargs) -> list[dict]:
+    """`check_items`' records as the audit file writes them, for comparing field by field."""
+    from audit.run.check import check_items
+
+    return [record.to_dict() for record in check_items(*args, **kwargs)]

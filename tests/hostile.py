@@ -23,7 +23,7 @@ import pytest
 from click.testing import CliRunner
 
 from audit.cli import main
-from audit.indexing import build_index
+from audit.index.build import build_index
 from audit.readers import load_benchmark
 
 CORPUS = Path(str(resources.files("audit").joinpath("data/demo/corpus")))

@@ -16,7 +16,7 @@ import pytest
 from audit.auditfile import read_audit, write_audit
 from audit.evidence import Evidence
 from audit.exposure import decide, decide_knowledge, item_exposure
-from audit.indexing import build_index
+from audit.index.build import build_index
 from audit.policyfile import load_policy
 
 PAYLOADS = {

@@ -10,10 +10,9 @@ from functools import partial
 from pathlib import Path
 
 import pytest
-from conftest import strip_table
+from conftest import checked_records, strip_table
 from test_server import OLMO, SAMPLE, Served, build_token_index, start_server
 
-from audit.check import check_items
 from audit.corpora import counting
 from audit.corpora.api import ApiCorpus, ApiOptions
 from audit.corpora.base import Budget
@@ -180,9 +179,9 @@ def test_audit_check_through_the_api_gives_the_local_exposure_tags(served: Serve
     items = load_benchmark(SAMPLE).items[:8]
     policy = load_policy(None)
     config = build_config(ngram.NgramConfig, policy.section("ngram"), "built-in")
-    direct = check_items(items, [partial(ngram.run, LocalIndex(plain, name="demo"), config=config)], policy)
+    direct = checked_records(items, [partial(ngram.run, LocalIndex(plain, name="demo"), config=config)], policy)
     api = corpus(served.url, "demo")
-    remote = check_items(items, [partial(ngram.run, api, config=config)], policy)
+    remote = checked_records(items, [partial(ngram.run, api, config=config)], policy)
     assert [(r["item_id"], r["lang"], r["exposure"], r["item_exposure"]) for r in remote] == [(r["item_id"], r["lang"], r["exposure"], r["item_exposure"]) for r in direct]
     bounded = 0
     for mine, theirs in zip(remote, direct, strict=True):
@@ -266,7 +265,7 @@ def count_only_tags(url: str, index: str, items: list, profile: str, budget: int
     config = build_config(ngram.NgramConfig, policy.section("ngram"), "built-in")
     rules = {name: table.for_source(index) for name, table in policy.rules["ngram"].items()}
     api = corpus(url, index, longest_match="count", budget=budget, profile=profile)
-    return check_items(items, [partial(ngram.run, api, config=config, rules=rules)], policy, workers=4), api
+    return checked_records(items, [partial(ngram.run, api, config=config, rules=rules)], policy, workers=4), api
 
 
 def test_count_only_decisions_on_the_sample_agree_with_the_local_index(served: Served, demo_dir: Path):
@@ -276,7 +275,7 @@ def test_count_only_decisions_on_the_sample_agree_with_the_local_index(served: S
     items = load_benchmark(SAMPLE).items[:10]
     policy = load_policy(None)
     config = build_config(ngram.NgramConfig, policy.section("ngram"), "built-in")
-    local = check_items(items, [partial(ngram.run, LocalIndex(demo_dir, name="demo"), config=config)], policy)
+    local = checked_records(items, [partial(ngram.run, LocalIndex(demo_dir, name="demo"), config=config)], policy)
     remote, api = count_only_tags(served.url, "demo", items, "decide")
     decided = [(mine, theirs) for mine, theirs in zip(remote, local, strict=True) if mine["exposure"] != "unknown"]
     assert len(decided) >= 0.95 * len(remote)
@@ -303,7 +302,9 @@ def test_count_only_decisions_on_a_tokenized_index_hold_the_exact_figures(olmo_d
     longest-match and coverage figure the decisions rest on is bounded around the exact one:
     the full longest-match profile, computed from the same index's counts in this process
     (exact at word boundaries, as `test_counting` checks against a direct index)."""
-    from audit.server.engine import QueryRequest, ServedIndex, Tokenizer
+    from audit.server.engine import ServedIndex
+    from audit.server.messages import QueryRequest
+    from audit.server.tokenizer import Tokenizer
     from audit.text import normalize, windows
 
     server = start_server("--index", f"olmo-demo={olmo_demo}", "--tokenizer", f"olmo-demo={OLMO}", "--jobs-dir", str(tmp_path / "jobs"))

@@ -20,7 +20,9 @@ from conftest import CORPUS, FIXTURES, read_jsonl_gz, write_jsonl
 
 from audit.cli import main
 from audit.corpora.local import LocalIndex
-from audit.indexing import IndexBuildError, build_index, read_manifest
+from audit.index.build import build_index
+from audit.index.errors import IndexBuildError
+from audit.index.format import read_manifest
 from audit.text import normalize
 
 DOLMA = FIXTURES / "corpus" / "dolma"

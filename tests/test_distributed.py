@@ -20,11 +20,12 @@ import numpy as np
 import pytest
 from conftest import ECLEKTIC_CSV, sample_subset, write_jsonl
 
-from audit import plants
 from audit.corpora.distributed import DistributedIndex, contiguous_groups
-from audit.corpora.local import IndexOpenError, LocalIndex
+from audit.corpora.local import LocalIndex
+from audit.corpora.shards import IndexOpenError
 from audit.executors import Executor, ExecutorError, ExecutorKind, parse_executor
-from audit.indexing import build_index
+from audit.index import plants
+from audit.index.build import build_index
 from audit.neardup import add_neardup
 from audit.readers import load_benchmark
 
@@ -50,7 +51,7 @@ def sharded(tmp_path_factory, items) -> Path:
     write_jsonl(root / "docs.jsonl", rows)
     manifest = build_index([root / "docs.jsonl"], root / "index", memory_bytes=5 * 65_536)
     assert len(manifest.shards) >= 4
-    add_neardup(root / "index")
+    add_neardup(LocalIndex(root / "index"))
     return root / "index"
 
 

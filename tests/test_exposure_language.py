@@ -12,11 +12,13 @@ from typing import Any
 import pytest
 
 from audit.auditfile import AuditFileError, read_audit, write_audit
-from audit.check import check_items, summarise
 from audit.evidence import Evidence
 from audit.exposure import SEEN, UNKNOWN, UNSEEN, decide
 from audit.items import Item, Variant
 from audit.policyfile import load_policy
+from audit.records import ExposureRecord
+from audit.run.check import check_items
+from audit.run.summary import summarise
 
 POLICY = load_policy()
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -115,14 +117,14 @@ def test_a_failed_source_names_no_language():
     assert (decision.exposure, decision.seen_in_languages) == (UNKNOWN, [])
 
 
-def manifest_for(items: list[Item], records: list[dict[str, Any]]) -> dict[str, Any]:
+def manifest_for(items: list[Item], records: list[ExposureRecord]) -> dict[str, Any]:
     languages = sorted({lang for item in items for lang in item.variants})
     return {
         "tool": "audit", "version": "test", "created": "2026-01-01T00:00:00Z", "command": [],
         "benchmark": {"path": "bench.jsonl", "absolute_path": "/nowhere/bench.jsonl", "format": "jsonl", "sha256": "0" * 64, "items": len(items), "languages": languages, "skipped_rows": []},
         "corpora": [{"name": "demo"}], "signals": ["ngram"], "signal_runs": [{"signal": "ngram", "source": "demo", "ran": True, "reason": None}],
         "policy": {"name": POLICY.name, "source": POLICY.source, "hash": POLICY.digest, "settings": POLICY.settings}, "config_hash": "0" * 16,
-        "summary": summarise(records),
+        "summary": summarise(records).to_dict(),
     }  # fmt: skip
 
 
@@ -148,7 +150,7 @@ def transfer_audit(tmp_path: Path) -> Path:
     items = transfer_items()
     records = check_items(items, [runner], POLICY, workers=1)
     path = tmp_path / "transfer.audit.jsonl"
-    write_audit(path, manifest_for(items, records), records)
+    write_audit(path, manifest_for(items, records), [record.to_dict() for record in records])
     return path
 
 

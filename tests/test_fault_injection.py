@@ -22,7 +22,8 @@ from click.testing import CliRunner
 
 from audit.auditfile import AuditFileError, read_audit
 from audit.cli import main
-from audit.corpora.local import IndexOpenError, LocalIndex
+from audit.corpora.local import LocalIndex
+from audit.corpora.shards import IndexOpenError
 from audit.outputs import MARKER, STAGING_TAG
 
 CORPUS = Path(str(resources.files("audit").joinpath("data/demo/corpus")))
@@ -88,7 +89,7 @@ def work(tmp_path: Path) -> Path:
     with gzip.open(CORPUS / "eclektic-en-passages.jsonl.gz", "rt", encoding="utf-8") as handle:
         lines += handle.readlines()
     (tmp_path / "docs" / "docs.jsonl").write_text("".join(lines), encoding="utf-8")
-    from audit.indexing import build_index
+    from audit.index.build import build_index
     from audit.readers import load_benchmark
 
     build_index([tmp_path / "docs"], tmp_path / "index")
@@ -157,7 +158,7 @@ def test_report_replacement_killed_keeps_the_previous_report(work: Path):
 
 
 def test_index_build_killed_while_sorting(work: Path):
-    run_killed(work, ("audit.indexing", "write_suffix_array", 0), "index", "build", "docs", "--out", "fresh")
+    run_killed(work, ("audit.index.build", "write_suffix_array", 0), "index", "build", "docs", "--out", "fresh")
     assert "fresh" not in visible(work)
     staged = list(work.glob(".fresh.building-*"))
     assert staged and (staged[0] / STAGING_TAG).is_file()

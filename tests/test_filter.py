@@ -8,13 +8,12 @@ import json
 from pathlib import Path
 
 from click.testing import CliRunner
-from conftest import BMLAMA, write_jsonl
+from conftest import BMLAMA, summary_of, write_jsonl
 from manual import page
 
 from audit.auditfile import read_audit, write_audit
-from audit.check import summarise
 from audit.cli import main
-from audit.indexing import build_index
+from audit.index.build import build_index
 from audit.outputs import MARKER
 from audit.readers import load_benchmark
 
@@ -116,11 +115,11 @@ def test_an_edited_audit_is_refused_whatever_its_digest_says(planted_audit, tmp_
     def foreign(manifest, records):
         manifest["benchmark"]["languages"].append("xx")
         records.append(dict(records[1], lang="xx"))
-        manifest["summary"] = summarise(records)
+        manifest["summary"] = summary_of(records)
 
     def duplicated(manifest, records):
         records.append(dict(records[5]))
-        manifest["summary"] = summarise(records)
+        manifest["summary"] = summary_of(records)
 
     def maybe(_manifest, records):
         records[3]["exposure"] = "maybe"

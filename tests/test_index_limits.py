@@ -15,10 +15,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from audit.corpora.local import IndexOpenError, LocalIndex, check_index
+from audit.corpora.local import LocalIndex
+from audit.corpora.shards import IndexOpenError, check_index
 from audit.corpora.soundness import suffix_order_problem
 from audit.corpora.verify import verify_index
-from audit.indexing import IndexBuildError, build_index
+from audit.index.build import build_index
+from audit.index.errors import IndexBuildError
 from audit.ranges import MIN_MEMORY, REMOTE_WORKERS, RangeError, check_workers, document_limit, memory_budget, worker_count
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -14,7 +14,9 @@ from infini_gram.engine import InfiniGramEngine
 
 from audit.cli import main
 from audit.corpora.local import LocalIndex
-from audit.indexing import MANIFEST, IndexBuildError, build_index
+from audit.index.build import build_index
+from audit.index.errors import IndexBuildError
+from audit.index.format import MANIFEST
 from audit.text import normalize
 
 

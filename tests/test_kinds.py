@@ -11,7 +11,7 @@ from audit import forms
 from audit.corpora.local import LocalIndex
 from audit.exposure import SEEN, UNSEEN, decide
 from audit.forms import Form
-from audit.indexing import build_index
+from audit.index.build import build_index
 from audit.items import Item, ItemKind, Variant
 from audit.policyfile import load_policy
 from audit.readers import load_benchmark

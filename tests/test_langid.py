@@ -17,12 +17,14 @@ from click.testing import CliRunner
 from conftest import CORPUS, ECLEKTIC_CSV, strip_table, write_jsonl
 
 from audit.cli import main
-from audit.corpora.doclangs import How
-from audit.corpora.local import IndexOpenError, LocalIndex
+from audit.corpora.local import LocalIndex
+from audit.corpora.shards import IndexOpenError
 from audit.corpora.verify import verify_index
-from audit.indexing import MANIFEST, build_index
+from audit.index.build import build_index
+from audit.index.doclangs import How
+from audit.index.format import MANIFEST
+from audit.index.langtable import source_language
 from audit.langid import Identified, identifier, identify, identify_document, identify_many
-from audit.langtable import source_language
 from audit.outputs import MARKER
 
 
@@ -154,7 +156,7 @@ def test_a_build_whose_metadata_names_every_language_needs_no_identifier(tmp_pat
         "            raise ModuleNotFoundError(name)\n"
         "sys.meta_path.insert(0, Absent())\n"
         "from pathlib import Path\n"
-        "from audit.indexing import build_index\n"
+        "from audit.index.build import build_index\n"
         f"manifest = build_index([Path({str(source)!r})], Path({str(tmp_path / 'index')!r}))\n"
         "print(manifest.extra['languages']['counts'], 'fasttext' in sys.modules)\n"
     )

@@ -23,7 +23,7 @@ from audit.cli.formats import _EXPECTS
 from audit.corpora.registry import parse_registry
 from audit.evaluate.judge import JudgeConfig, default_cache_path
 from audit.evaluate.predictions import _ALIASES
-from audit.indexing import build_index
+from audit.index.build import build_index
 from audit.policyfile import load_policy
 from audit.probes.models import open_model
 from audit.probes.prompts import load_templates

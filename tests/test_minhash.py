@@ -21,13 +21,16 @@ from click.testing import CliRunner
 from conftest import ECLEKTIC_CSV, write_jsonl
 from datasketch import MinHash, MinHashLSH
 
-from audit import neardup, plants
+from audit import neardup
 from audit.cli import main
+from audit.corpora.base import Occurrence
 from audit.corpora.local import LocalIndex
 from audit.corpora.verify import verify_index
 from audit.evidence import ABSENT, FAILED, OK
 from audit.exposure import SEEN, decide
-from audit.indexing import MANIFEST, build_index, read_manifest
+from audit.index import plants
+from audit.index.build import build_index
+from audit.index.format import MANIFEST, read_manifest
 from audit.items import Item, Variant
 from audit.neardup import NEARDUP_DIR, NearDupError, NearDuplicateIndex, NearDupParams, add_neardup, family, load_redis, shingle_text, sketch_documents
 from audit.outputs import MARKER
@@ -45,7 +48,7 @@ BASE_BYTES = 250_000
 def build(root: Path, rows: list[dict], params: NearDupParams | None = None) -> Path:
     write_jsonl(root / "docs.jsonl", rows)
     build_index([root / "docs.jsonl"], root / "index")
-    add_neardup(root / "index", params)
+    add_neardup(LocalIndex(root / "index"), params)
     return root / "index"
 
 
@@ -134,7 +137,7 @@ def test_the_s_curve_rises_where_short_fields_sit():
 
 
 def test_an_exact_copy_and_a_half_copy_have_the_figures_of_their_shingle_sets(small: Path):
-    index = NearDuplicateIndex.open(small)
+    index = NearDuplicateIndex.open(small, corpus=LocalIndex(small))
     whole = index.query("ZEBRAS graze quietly, near the river -- while distant thunder rolls!")
     best = whole.best
     assert (whole.shingles, best.containment, best.jaccard) == (8, 1.0, 1.0)
@@ -147,13 +150,13 @@ def test_an_exact_copy_and_a_half_copy_have_the_figures_of_their_shingle_sets(sm
     # best span of 10 positions holds 10 distinct trigrams: Jaccard 4 / (10 + 10 - 4).
     assert (half.shingles, best.containment, best.jaccard) == (10, 0.4, 0.25)
     assert ZEBRAS.encode()[best.offset : best.offset + best.length].decode() == "zebras graze quietly near the river"
-    hit = index.hit(best, 10)
+    hit = index.corpus.document_hit(Occurrence(best.document, best.offset), best.length, 10)
     assert hit.snippet[hit.snippet_match_start : hit.snippet_match_end] == "zebras graze quietly near the river"
     assert best.estimated_jaccard > 0 and 0 < best.estimated_containment <= 1
 
 
 def test_text_shared_with_the_source_language_is_not_evidence(small: Path):
-    index = NearDuplicateIndex.open(small)
+    index = NearDuplicateIndex.open(small, corpus=LocalIndex(small))
     query = "Die Zebras graze quietly near the river und trinken"
     alone = index.query(query).best
     assert alone.containment == pytest.approx(4 / 7, abs=1e-4)
@@ -163,7 +166,7 @@ def test_text_shared_with_the_source_language_is_not_evidence(small: Path):
 
 
 def test_the_signal_reports_each_field_with_provenance(small: Path, items):
-    index = NearDuplicateIndex.open(small)
+    index = NearDuplicateIndex.open(small, corpus=LocalIndex(small))
     item = items[0]
     config = minhash.MinhashConfig()
     evidence = {e.field: e for e in minhash.run(index, item, "en", config)}
@@ -197,16 +200,16 @@ def test_a_cut_or_missing_file_is_refused_by_name(copy: Path, name: str):
     path = copy / NEARDUP_DIR / name
     os.truncate(path, path.stat().st_size - 8)
     with pytest.raises(NearDupError, match=rf"{name}: .* bytes, but the manifest records .*audit index verify"):
-        NearDuplicateIndex.open(copy)
+        NearDuplicateIndex.open(copy, corpus=LocalIndex(copy))
     path.unlink()
     with pytest.raises(NearDupError, match=rf"{name}: is missing"):
-        NearDuplicateIndex.open(copy)
+        NearDuplicateIndex.open(copy, corpus=LocalIndex(copy))
 
 
 def test_a_flipped_byte_is_found_by_verify(copy: Path):
     assert verify_index(copy).ok
     flip(copy / NEARDUP_DIR / "bands.npy")
-    NearDuplicateIndex.open(copy)
+    NearDuplicateIndex.open(copy, corpus=LocalIndex(copy))
     result = CliRunner().invoke(main, ["index", "verify", str(copy)])
     assert result.exit_code == 1
     assert f"{'hash differs':<22} minhash/bands.npy" in result.output
@@ -237,21 +240,21 @@ def rewrite_manifest(index: Path, change) -> None:
 def test_a_near_duplicate_index_of_another_index_is_refused(copy: Path):
     rewrite_manifest(copy, lambda data: data["source"].update(fingerprint="0" * 32))
     with pytest.raises(NearDupError, match=r"built from the index with fingerprint 0{32}, but .* has [0-9a-f]{32}"):
-        NearDuplicateIndex.open(copy)
+        NearDuplicateIndex.open(copy, corpus=LocalIndex(copy))
 
 
 def test_a_manifest_the_index_does_not_record_is_refused(copy: Path):
     path = copy / NEARDUP_DIR / neardup.MANIFEST_NAME
     path.write_text(path.read_text(encoding="utf-8") + " ", encoding="utf-8")
     with pytest.raises(NearDupError, match=r"manifest.json: not the near-duplicate index .*audit-index.json records"):
-        NearDuplicateIndex.open(copy)
+        NearDuplicateIndex.open(copy, corpus=LocalIndex(copy))
     path.write_text("{not json", encoding="utf-8")
     with pytest.raises(NearDupError, match=r"manifest.json: not a readable near-duplicate manifest"):
-        NearDuplicateIndex.open(copy)
+        NearDuplicateIndex.open(copy, corpus=LocalIndex(copy))
 
 
 def test_a_failing_query_is_failed_evidence_not_absence(small: Path, items, monkeypatch):
-    index = NearDuplicateIndex.open(small)
+    index = NearDuplicateIndex.open(small, corpus=LocalIndex(small))
 
     def unreadable(*args, **kwargs):
         raise OSError("minhash/bands.npy: Input/output error")
@@ -268,25 +271,25 @@ def rensa_index(tmp_path_factory) -> Path:
 
 
 def test_hash_families_never_meet(rensa_index: Path, items, monkeypatch):
-    index = NearDuplicateIndex.open(rensa_index, expect={"sketcher": "rensa", "num_perm": 32})
+    index = NearDuplicateIndex.open(rensa_index, corpus=LocalIndex(rensa_index), expect={"sketcher": "rensa", "num_perm": 32})
     assert index.manifest.hash_family["sketcher"] == "rensa"
     with pytest.raises(NearDupError, match=r"built with sketcher = 'rensa', but the policy expects 'datasketch'"):
-        NearDuplicateIndex.open(rensa_index, expect={"sketcher": "datasketch"})
+        NearDuplicateIndex.open(rensa_index, corpus=LocalIndex(rensa_index), expect={"sketcher": "datasketch"})
     config = minhash.MinhashConfig(index=minhash.ExpectedIndex(sketcher="datasketch"))
     evidence = minhash.run(index, items[0], "en", config)
     assert [e.status for e in evidence] == [FAILED, FAILED] and "expects 'datasketch'" in evidence[0].error
     with pytest.raises(NearDupError, match=r"built with num_perm = 32, but the policy expects 64"):
-        NearDuplicateIndex.open(rensa_index, expect={"num_perm": 64})
+        NearDuplicateIndex.open(rensa_index, corpus=LocalIndex(rensa_index), expect={"num_perm": 64})
     upgraded = SimpleNamespace(RMinHash=SimpleNamespace(ALGORITHM_VERSION=99))
     monkeypatch.setattr(family, "_import_rensa", lambda: upgraded)
     with pytest.raises(NearDupError, match=r"signatures are rensa RMinHash v2, but this installation computes rensa RMinHash v99"):
-        NearDuplicateIndex.open(rensa_index)
+        NearDuplicateIndex.open(rensa_index, corpus=LocalIndex(rensa_index))
 
 
 def test_a_rensa_index_finds_a_copy(rensa_index: Path):
     corpus = LocalIndex(rensa_index)
     text = next(raw for _, raw in corpus.documents() if len(raw) > 400).decode()[:400]
-    found = NearDuplicateIndex.open(rensa_index).query(text[: text.rfind(" ")]).best
+    found = NearDuplicateIndex.open(rensa_index, corpus=LocalIndex(rensa_index)).query(text[: text.rfind(" ")]).best
     assert found.containment == 1.0 and found.estimated_jaccard > 0.5
 
 
@@ -347,10 +350,10 @@ def query_texts(items: list[Item]) -> list[str]:
 
 def test_redis_and_memory_give_identical_candidates(small: Path, redis_url: str, items):
     with pytest.raises(NearDupError, match=r"is not loaded there; load it with `audit index minhash"):
-        NearDuplicateIndex.open(small, redis=redis_url)
+        NearDuplicateIndex.open(small, corpus=LocalIndex(small), redis=redis_url)
     result = CliRunner().invoke(main, ["index", "minhash", str(small), "--redis", redis_url])
     assert result.exit_code == 0, result.output
-    memory, shared = NearDuplicateIndex.open(small), NearDuplicateIndex.open(small, redis=redis_url)
+    memory, shared = NearDuplicateIndex.open(small, corpus=LocalIndex(small)), NearDuplicateIndex.open(small, corpus=LocalIndex(small), redis=redis_url)
     reference = MinHashLSH(num_perm=32, params=(32, 1))
     for window, row in enumerate(np.asarray(memory.signatures)):
         reference.insert(window, MinHash(hashvalues=row, permutations=MinHash(32, seed=1).permutations, scheme="affine32"))
@@ -373,10 +376,10 @@ def test_redis_down_or_stale_is_an_error(redis_url: str, tmp_path: Path, items):
     tiny = build(tmp_path / "tiny", [*plants.host_rows(2_000), {"id": "q", "text": f"Listed: {items[0].variants['en'].question}"}])
     other = build(tmp_path / "other", plants.host_rows(1_000))
     assert load_redis(tiny, redis_url) > 0
-    index = NearDuplicateIndex.open(tiny, redis=redis_url)
+    index = NearDuplicateIndex.open(tiny, corpus=LocalIndex(tiny), redis=redis_url)
     assert index.query(items[0].variants["en"].question).best.containment == 1.0
     with pytest.raises(NearDupError, match="is not loaded there"):
-        NearDuplicateIndex.open(other, redis=redis_url)
+        NearDuplicateIndex.open(other, corpus=LocalIndex(other), redis=redis_url)
     bad = CliRunner().invoke(main, ["index", "minhash", str(tiny), "--redis", "http://nowhere"])
     assert bad.exit_code == 2 and "not a redis://host[:port][/db] URL" in bad.output
     import redis
@@ -600,7 +603,7 @@ def test_the_policy_builds_the_index_and_refuses_one_built_otherwise(tmp_path: P
     result = runner.invoke(main, ["index", "build", str(tmp_path / "docs.jsonl"), "--out", str(tmp_path / "index"), "--policy", str(policy)])
     assert result.exit_code == 0, result.output
     assert "64 permutations, 16 bands x 4 rows" in result.output
-    built = NearDuplicateIndex.open(tmp_path / "index").params
+    built = NearDuplicateIndex.open(tmp_path / "index", corpus=LocalIndex(tmp_path / "index")).params
     assert (built.num_perm, built.bands, built.rows, built.shingle.latin, built.shingle.han) == (64, 16, 4, 2, 3)
     bench = tmp_path / "bench.jsonl"
     write_jsonl(bench, [{"item_id": "1", "source_lang": "en", "variants": {"en": {"question": items[0].variants["en"].question}}}])

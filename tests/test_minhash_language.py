@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from conftest import CORPUS, FIXTURES, strip_table, write_jsonl
 
-from audit.corpora.doclangs import DocumentLanguages, How
 from audit.corpora.local import LocalIndex
-from audit.indexing import build_index
+from audit.index.build import build_index
+from audit.index.doclangs import DocumentLanguages, How
 from audit.items import Item, ItemKind, Variant
 from audit.langupgrade import install_table
 from audit.neardup import NearDuplicateIndex, NearDupParams, add_neardup, shingle_text
@@ -43,7 +43,7 @@ def build(root: Path, rows: list[dict], langs: list[str] | None = None) -> Path:
     table `langs` (one per row, in order; None: no table, as an index built before one)."""
     write_jsonl(root / "docs.jsonl", rows)
     build_index([root / "docs.jsonl"], root / "index")
-    add_neardup(root / "index")
+    add_neardup(LocalIndex(root / "index"))
     if langs is None:
         strip_table(root / "index")
     else:
@@ -59,7 +59,7 @@ def question_item(question: str, lang: str, item_id: str = "q") -> Item:
 
 
 def question_evidence(index: Path, item: Item, lang: str, config: minhash.MinhashConfig | None = None, rules=None):
-    found = minhash.run(NearDuplicateIndex.open(index), item, lang, config or minhash.MinhashConfig(), rules)
+    found = minhash.run(NearDuplicateIndex.open(index, corpus=LocalIndex(index)), item, lang, config or minhash.MinhashConfig(), rules)
     return next(e for e in found if e.field == "question")
 
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 import requests
+from conftest import checked_records
 from test_server import SAMPLE, Served, start_server
 
-from audit.check import check_items
 from audit.corpora.api import ApiOptions
 from audit.corpora.base import Occurrence, cut_snippet
 from audit.corpora.client import ClientSettings, InfiniGramClient, OfflineMiss
@@ -102,8 +102,8 @@ def test_decisions_from_counts_agree_with_the_local_index(served: Served, demo_d
     policy = load_policy(None)
     config = build_config(ngram.NgramConfig, policy.section("ngram"), "built-in")
     rules = {name: table.for_source("demo") for name, table in policy.rules["ngram"].items()}
-    local = check_items(items, [partial(ngram.run, LocalIndex(demo_dir, name="demo"), config=config, rules=rules)], policy)
-    remote = check_items(items, [partial(ngram.run, mini(served, "demo"), config=config, rules=rules)], policy, workers=4)
+    local = checked_records(items, [partial(ngram.run, LocalIndex(demo_dir, name="demo"), config=config, rules=rules)], policy)
+    remote = checked_records(items, [partial(ngram.run, mini(served, "demo"), config=config, rules=rules)], policy, workers=4)
     decided = [(a, b) for a, b in zip(remote, local, strict=True) if a["exposure"] != "unknown"]
     assert len(decided) >= 0.95 * len(remote) and all(a["exposure"] == b["exposure"] for a, b in decided)
 
@@ -131,7 +131,7 @@ def test_audit_provenance_in_cjk_hindi_and_hebrew_is_the_documents_text(served: 
     config = build_config(ngram.NgramConfig, policy.section("ngram"), "built-in")
     rules = {name: table.for_source("demo") for name, table in policy.rules["ngram"].items()}
     remote = mini(served, "demo", max_ctx_len=300)
-    records = check_items(items, [partial(ngram.run, remote, config=config, rules=rules)], policy)
+    records = checked_records(items, [partial(ngram.run, remote, config=config, rules=rules)], policy)
     local = LocalIndex(demo_dir, name="demo")
     by_place = {(meta["path"], meta["linenum"]): doc for doc in range(local.info.documents) for meta in [local.metadata(doc)]}
     checked: Counter = Counter()

@@ -22,7 +22,7 @@ from audit.corpora.cache import ResponseCache
 from audit.corpora.client import ApiQueryError, ClientSettings, InfiniGramClient
 from audit.corpora.local import LocalIndex
 from audit.corpora.mini import DECODE_TRIES, MiniCorpus, MiniWindow
-from audit.indexing import build_index
+from audit.index.build import build_index
 
 CORPUS = Path(__file__).resolve().parents[1] / "audit" / "data" / "demo" / "corpus"
 SOURCES = {"zh": ("wiki-zh", 5), "ja": ("wiki-ja", 8), "hi": ("xquad-hi", 4), "he": ("iahltwiki-he", 2)}

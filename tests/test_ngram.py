@@ -7,7 +7,7 @@ from conftest import ECLEKTIC_CSV, FIXTURES, write_jsonl
 from audit.corpora.local import LocalIndex
 from audit.evidence import Evidence
 from audit.exposure import SEEN, UNSEEN, decide
-from audit.indexing import build_index
+from audit.index.build import build_index
 from audit.items import Item, Variant
 from audit.policyfile import load_policy
 from audit.readers import load_benchmark

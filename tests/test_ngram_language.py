@@ -12,10 +12,11 @@ import numpy as np
 import pytest
 from conftest import strip_table, write_jsonl
 
-from audit.corpora.doclangs import UNKNOWN, DocumentLanguages, How
-from audit.corpora.local import LocalIndex, bytes_to_char_lengths
+from audit.corpora.local import LocalIndex
+from audit.corpora.shardread import bytes_to_char_lengths
 from audit.exposure import SEEN, UNSEEN, decide
-from audit.indexing import build_index
+from audit.index.build import build_index
+from audit.index.doclangs import UNKNOWN, DocumentLanguages, How
 from audit.items import Item, Variant
 from audit.langupgrade import install_table
 from audit.policyfile import load_policy

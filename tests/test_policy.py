@@ -16,7 +16,7 @@ from manual import page
 
 from audit.auditfile import read_audit
 from audit.cli import main
-from audit.indexing import build_index
+from audit.index.build import build_index
 from audit.policyfile import PolicyError, build_config, load_policy, schema_keys
 from audit.server.jobs import JobError, JobManager
 from audit.signals import PolicyFile

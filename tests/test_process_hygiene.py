@@ -68,15 +68,15 @@ class Run:
 
 
 RUNS = [
-    Run("check", ("check", "bench.jsonl", "--corpus", "index", "--workers", "2", "--out", "new.audit.jsonl"), "audit.check:check_variant"),
+    Run("check", ("check", "bench.jsonl", "--corpus", "index", "--workers", "2", "--out", "new.audit.jsonl"), "audit.run.executors:gathered"),
     Run(
         "check-report", ("check", "bench.jsonl", "--corpus", "index", "--out", "new.audit.jsonl"), "audit.report.render:write_item_pages",
         kept=("new.audit.jsonl",), says="the audit file new.audit.jsonl was written whole",
     ),
     Run("report", ("report", "--audit", "bench.audit.jsonl", "--out", "bench.report"), "audit.report.render:write_item_pages"),
     Run("filter", ("filter", "bench.audit.jsonl", "--out", "clean.jsonl"), "audit.filter:atomic_write_bytes"),
-    Run("index-build", ("index", "build", "docs", "--out", "fresh", "--workers", "2"), "audit.documents:parse_lines"),
-    Run("index-build-shards", ("index", "build", "docs", "--out", "fresh", "--shards", "2", "--workers", "2"), "audit.shardbuild:build_shard", says="shards finished"),
+    Run("index-build", ("index", "build", "docs", "--out", "fresh", "--workers", "2"), "audit.index.documents:parse_lines"),
+    Run("index-build-shards", ("index", "build", "docs", "--out", "fresh", "--shards", "2", "--workers", "2"), "audit.index.sharded.worker:build_shard", says="shards finished"),
     Run("index-minhash", ("index", "minhash", "index"), "audit.neardup.build:_sketch_range", settings="audit.neardup.build:TASK_BYTES=4096"),
     Run("langlinks-build", ("langlinks", "build", "enwiki-20230701-langlinks.sql", "--out", "links"), "audit.links.dump:_load"),
 ]

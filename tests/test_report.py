@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import chromium_path
+from conftest import chromium_path, summary_of
 from playwright.sync_api import sync_playwright
 
 from audit.auditfile import read_audit, write_audit
@@ -338,7 +338,6 @@ def seen_elsewhere_audit(planted: dict[str, Path], path: Path) -> Path:
     """The planted audit with item 33's German and Japanese questions found verbatim only in
     documents of other languages: English (and, for German, a language whose recorded name is
     markup), as the n-gram signal reports it when its rules count the variant's language."""
-    from audit.check import summarise
     from audit.exposure import seen_in
 
     audit = read_audit(planted["audit"])
@@ -360,7 +359,7 @@ def seen_elsewhere_audit(planted: dict[str, Path], path: Path) -> Path:
         for record in group:
             record.update(item_exposure=tag, seen_in=found)
     manifest = {k: v for k, v in audit.manifest.items() if k not in ("record", "schema_version", "records", "records_sha256")}
-    write_audit(path, manifest | {"summary": summarise(records)}, records)
+    write_audit(path, manifest | {"summary": summary_of(records)}, records)
     return path
 
 

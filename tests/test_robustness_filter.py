@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import summary_of
 from hostile import REPORT, Case, both, run_case
 
-from audit.check import summarise
 from audit.exposure import item_exposure
 
 AUDIT = "bench.audit.jsonl"
@@ -41,7 +41,7 @@ def resealed(edit: Callable[[dict[str, Any], Records], None], summary: bool = Fa
         manifest, records = json.loads(head), [json.loads(line) for line in rest]
         edit(manifest, records)
         if summary:
-            manifest["summary"] = summarise(records)
+            manifest["summary"] = summary_of(records)
         seal(root, json.dumps(manifest, ensure_ascii=False).encode(), [(json.dumps(r, ensure_ascii=False) + "\n").encode() for r in records])
 
     return prepare

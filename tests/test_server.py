@@ -20,11 +20,12 @@ import numpy as np
 import pydivsufsort
 import pytest
 import requests
+from conftest import checked_records
 
 from audit.auditfile import read_audit
 from audit.corpora.local import LocalIndex
-from audit.indexing import pointer_width
-from audit.server.engine import Limits
+from audit.index.format import pointer_width
+from audit.server.messages import Limits
 from audit.server.run import ServeError, load_indexes
 from audit.timestamps import utc_timestamp
 
@@ -374,7 +375,6 @@ def wait_for(url: str, job: dict, seconds: float = 90) -> dict:
 def test_audit_job_runs_off_the_request_path(served: Served, wiki_index: Path, tmp_path: Path):
     from functools import partial
 
-    from audit.check import check_items
     from audit.policyfile import build_config, load_policy
     from audit.readers import load_benchmark
     from audit.signals import ngram
@@ -392,7 +392,7 @@ def test_audit_job_runs_off_the_request_path(served: Served, wiki_index: Path, t
     audit = read_audit(audit_path)
     policy = load_policy(None)
     config = build_config(ngram.NgramConfig, policy.section("ngram"), "built-in")
-    direct = check_items(load_benchmark(SAMPLE).items, [partial(ngram.run, LocalIndex(wiki_index, name="wiki"), config=config)], policy, langs=["en", "ja"])
+    direct = checked_records(load_benchmark(SAMPLE).items, [partial(ngram.run, LocalIndex(wiki_index, name="wiki"), config=config)], policy, langs=["en", "ja"])
     assert [(r["item_id"], r["lang"], r["exposure"]) for r in audit.records] == [(r["item_id"], r["lang"], r["exposure"]) for r in direct]
     assert audit.manifest["corpora"][0]["name"] == "wiki" and audit.manifest["summary"]["languages"]["en"]["total"] == 39
 
@@ -440,7 +440,6 @@ def test_a_job_reads_a_benchmark_through_a_column_mapping(served: Served, tmp_pa
 def test_a_job_runs_under_an_uploaded_policy(served: Served, wiki_index: Path, tmp_path: Path):
     from functools import partial
 
-    from audit.check import check_items
     from audit.policyfile import build_config, load_policy
     from audit.readers import load_benchmark
     from audit.signals import ngram
@@ -462,7 +461,7 @@ def test_a_job_runs_under_an_uploaded_policy(served: Served, wiki_index: Path, t
     policy = load_policy(tmp_path / "lenient.toml")
     assert policy.digest == digest
     config = build_config(ngram.NgramConfig, policy.section("ngram"), "lenient")
-    direct = check_items(load_benchmark(SAMPLE).items, [partial(ngram.run, LocalIndex(wiki_index, name="wiki"), config=config)], policy, langs=["en"])
+    direct = checked_records(load_benchmark(SAMPLE).items, [partial(ngram.run, LocalIndex(wiki_index, name="wiki"), config=config)], policy, langs=["en"])
     assert [(r["item_id"], r["exposure"], r["decided_by"]) for r in audit.records] == [(r["item_id"], r["exposure"], r["decided_by"]) for r in direct]
 
     bad = requests.post(served.url + "policies", data=b"[rules.ngram.context]\ncoverage = 'high'\n", timeout=10)
@@ -477,7 +476,6 @@ def test_a_job_on_a_tokenized_index_runs_through_the_protocol(served: Served, tm
     is seen at token boundaries, one it lacks is not, and the figures equal the client's."""
     from functools import partial
 
-    from audit.check import check_items
     from audit.corpora.api import ApiCorpus, ApiOptions
     from audit.corpora.client import ClientSettings, InfiniGramClient
     from audit.policyfile import build_config, load_policy
@@ -502,7 +500,7 @@ def test_a_job_on_a_tokenized_index_runs_through_the_protocol(served: Served, tm
     config = build_config(ngram.NgramConfig, policy.section("ngram"), "built-in")
     client = ApiCorpus(InfiniGramClient(ClientSettings(url=served.url, index="olmo")), "olmo", ApiOptions(longest_match="count"))
     rules = {name: table.for_source("olmo") for name, table in policy.rules["ngram"].items()}
-    direct = check_items(load_benchmark(benchmark).items, [partial(ngram.run, client, config=config, rules=rules)], policy)
+    direct = checked_records(load_benchmark(benchmark).items, [partial(ngram.run, client, config=config, rules=rules)], policy)
     assert [r["evidence"] for r in audit.records] == [r["evidence"] for r in direct]
 
 

@@ -25,9 +25,10 @@ from test_server import OLMO2, TOKEN_DOCS, Served, build_token_index, start_serv
 from audit.corpora.api import ApiCorpus, ApiOptions
 from audit.corpora.client import ClientSettings, InfiniGramClient
 from audit.corpora.local import LocalIndex
-from audit.indexing import build_index
-from audit.server.engine import ServedIndex, Tokenizer
+from audit.index.build import build_index
+from audit.server.engine import ServedIndex
 from audit.server.sharded import ShardedEngine
+from audit.server.tokenizer import Tokenizer
 
 # Every query type answered from actors, with the options that change their answers.
 SIMPLE = [

@@ -23,10 +23,17 @@ from test_indexing import engine_for, probe_strings
 
 from audit.cli import main
 from audit.corpora.local import LocalIndex
-from audit.documents import IndexBuildError
 from audit.executors import connect, parse_executor
-from audit.indexing import MANIFEST, ReadOptions, build_index, discover_sources
-from audit.shardbuild import PLAN, RECORDS, ShardPlan, build_sharded, make_plan, planned_sources, staging_path
+from audit.index.build import build_index
+from audit.index.corpusread import ReadOptions
+from audit.index.errors import IndexBuildError
+from audit.index.format import MANIFEST
+from audit.index.sharded.build import build_sharded
+from audit.index.sharded.cuts import make_plan
+from audit.index.sharded.plan import ShardPlan, planned_sources
+from audit.index.sharded.records import RECORDS
+from audit.index.sharded.staging import PLAN, staging_path
+from audit.index.sources import discover_sources
 
 AUDIT = str(Path(sys.executable).with_name("audit"))
 

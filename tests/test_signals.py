@@ -18,7 +18,7 @@ from audit.auditfile import SCHEMA_VERSION, read_audit
 from audit.cli import main
 from audit.evidence import Evidence
 from audit.exposure import SEEN, UNKNOWN, UNSEEN, decide
-from audit.indexing import build_index
+from audit.index.build import build_index
 from audit.policyfile import Policy, load_policy
 from audit.readers import load_benchmark
 

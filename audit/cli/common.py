@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.progress import DownloadColumn
 
-from audit.indexing import ProgressHook as IndexProgress
+from audit.index.progress import ProgressHook as IndexProgress
 from audit.shell import Steps, progress_display
 
 

@@ -11,23 +11,28 @@ from rich.markup import escape
 from rich.progress import DownloadColumn, Progress
 
 from audit.cli.common import build_progress_display
-from audit.corpora.local import IndexOpenError, LocalIndex
+from audit.corpora.local import LocalIndex
+from audit.corpora.shards import IndexOpenError
 from audit.corpora.soundness import OPEN_CHECKS
 from audit.corpora.verify import EXTRA, verify_index
 from audit.executors import ExecutorError, parse_executor
-from audit.indexing import IndexBuildError, build_index, describe_size, nested_outputs, read_manifest
-from audit.indexing import ProgressHook as IndexProgress
+from audit.index.build import build_index
+from audit.index.errors import IndexBuildError
+from audit.index.format import read_manifest
+from audit.index.limits import describe_size
+from audit.index.progress import ProgressHook as IndexProgress
+from audit.index.sharded.build import build_sharded
+from audit.index.sources import nested_outputs
 from audit.langupgrade import LanguageUpgradeError, add_languages
 from audit.neardup import NEARDUP_DIR, NearDupError, NearDupParams, add_neardup, load_redis
 from audit.policyfile import PolicyError, load_policy
 from audit.ranges import RangeError, document_limit, memory_budget, worker_count
-from audit.shardbuild import build_sharded
 from audit.shell import InputError, console, progress_display
 from audit.signals import minhash
 
 
 def _shardprogress_display() -> tuple[Progress, IndexProgress]:
-    """A display of shards finished, for sharded builds (`audit.shardbuild`)."""
+    """A display of shards finished, for sharded builds (`audit.index.sharded`)."""
     progress = progress_display()
     tasks: dict[str, int] = {}
 
@@ -187,8 +192,8 @@ def _minhashprogress_display() -> tuple[Progress, IndexProgress]:
 def _add_minhash(directory: Path, params: NearDupParams, force: bool) -> None:
     progress, report = _minhashprogress_display()
     try:
-        built = add_neardup(directory, params, force=force, progress=report)
-    except NearDupError as error:
+        built = add_neardup(LocalIndex(directory), params, force=force, progress=report)
+    except (IndexOpenError, NearDupError) as error:
         raise InputError(str(error)) from None
     finally:
         progress.stop()
@@ -270,7 +275,7 @@ def index_languages(directory: Path, force: bool, workers: int | None) -> None:
 
 
 def _languages_line(summary: dict) -> str:
-    """Documents per language and how their languages were known (`audit.langtable.summary`)."""
+    """Documents per language and how their languages were known (`audit.index.doclangs.summary`)."""
     counts = ", ".join(f"{lang} {n:,}" for lang, n in summary["counts"].items())
     known = ", ".join(f"{how} {n:,}" for how, n in summary["known_by"].items() if n)
     return f"{counts}; known by {known}"

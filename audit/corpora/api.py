@@ -57,7 +57,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -65,7 +65,7 @@ from audit.corpora import counting
 from audit.corpora.apidocs import ApiOccurrence, DocumentWindow, displayed, parse_metadata
 from audit.corpora.apioptions import ApiOptions
 from audit.corpora.asking import KEYS, FieldState, Requests
-from audit.corpora.base import Budget, CorpusInfo, DocumentHit, MatchLengths, MatchQuestions, OutOfBudget, Profile, cut_snippet
+from audit.corpora.base import Budget, CorpusInfo, DocumentHit, JsonObject, MatchLengths, MatchQuestions, OutOfBudget, Profile, cut_snippet
 from audit.corpora.client import ApiQueryError, ApiResponseError, InfiniGramClient
 from audit.corpora.cooccur import Found, near_documents
 from audit.corpora.creativity import creativity_lengths
@@ -73,6 +73,9 @@ from audit.corpora.grouped import QueryLimits
 from audit.corpora.querycuts import query_cut, query_pieces, query_reaches
 from audit.corpora.surface import AS_IS, LEADING_SPACE, WORD_START, TokenizerKind, forms, kind_of_index, learned_kind
 from audit.text import units
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 SORTED_OCCURRENCES = 10
 __all__ = ["AS_IS", "LEADING_SPACE", "WORD_START", "ApiCorpus", "ApiOccurrence", "ApiOptions", "DocumentWindow", "parse_metadata"]
@@ -137,7 +140,7 @@ class ApiCorpus:
             else:
                 self.details[key][sub] += 1
 
-    def _map(self, function: Callable[[Any], Any], items: list[Any]) -> list[Any]:
+    def _map(self, function: Callable[[T], R], items: list[T]) -> list[R]:
         """Independent requests of one field, issued side by side (the client bounds them)."""
         if len(items) < 2 or self.client.pool_size < 2:
             return [function(item) for item in items]
@@ -156,7 +159,7 @@ class ApiCorpus:
     def fits(self, text: str) -> bool:
         return len(text) <= self.options.max_query_chars and len(text.encode("utf-8")) <= self.max_bytes
 
-    def _learn(self, text: str, response: dict[str, Any]) -> None:
+    def _learn(self, text: str, response: JsonObject) -> None:
         """The tokenizer type, unless configured or known from the index name: from how the
         server tokenized a plain string query (`audit.corpora.surface.learned_kind`)."""
         if self._kind is not None:
@@ -173,12 +176,12 @@ class ApiCorpus:
         `audit.corpora.surface.forms`)."""
         return forms(self._kind, text, self.options.variants)
 
-    def _best(self, query_type: str, text: str, key: str) -> tuple[str, str, dict[str, Any]]:
+    def _best(self, query_type: str, text: str, key: str) -> tuple[str, str, JsonObject]:
         """(variant, query, response) for the surface form the corpus holds: the first that
         finds something (with forms `both`, the one found most often)."""
         answers: dict[str, dict[str, Any]] = {}
 
-        def ask(form: str) -> dict[str, Any]:
+        def ask(form: str) -> JsonObject:
             if form not in answers:
                 answers[form] = self._requests.ask(query_type, form) if query_type in KEYS else self.client.query(query_type, query=form)
             return answers[form]

@@ -15,7 +15,11 @@ from enum import StrEnum
 from typing import Any, Protocol
 
 from audit.errors import AuditError
-from audit.langcodes import normalise_lang
+from audit.index.doclangs import document_language
+
+# A JSON value as a server answers it or a document's metadata holds it.
+JsonValue = str | int | float | bool | None | list["JsonValue"] | dict[str, "JsonValue"]
+JsonObject = dict[str, JsonValue]
 
 
 @dataclass(frozen=True)
@@ -148,21 +152,6 @@ class DocumentHit:
         """The document's language where its metadata records one (`lang` or `language`, at the
         top or in a nested `metadata`, as Dolma and Wikipedia dumps write it), normalised."""
         return document_language(self.metadata)
-
-
-_LANGUAGE_KEYS = ("lang", "language")
-
-
-def document_language(metadata: dict[str, Any]) -> str | None:
-    for key in _LANGUAGE_KEYS:
-        value = metadata.get(key)
-        if isinstance(value, str) and value.strip():
-            try:
-                return normalise_lang(value.strip())
-            except ValueError:
-                return None
-    nested = metadata.get("metadata")
-    return document_language(nested) if isinstance(nested, dict) else None
 
 
 def cut_snippet(data: bytes, match_at: int, length_bytes: int, context_chars: int) -> tuple[str, int, int]:

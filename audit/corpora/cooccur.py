@@ -31,20 +31,40 @@ no CNF query (infini-gram mini; `audit serve` with shard actors) or a string doe
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import Protocol
 
-from audit.corpora.apidocs import Displayed, displayed
-from audit.corpora.client import ApiQueryError, ApiResponseError
+from audit.corpora.apidocs import ApiOccurrence, Displayed, DocumentWindow, displayed
+from audit.corpora.apioptions import ApiOptions
+from audit.corpora.client import ApiQueryError, ApiResponseError, InfiniGramClient
 from audit.corpora.surface import conjunction
 
-if TYPE_CHECKING:
-    from audit.corpora.api import ApiCorpus, ApiOccurrence
-
-Found = tuple[dict[int, tuple["ApiOccurrence", str]], bool]
+Found = tuple[dict[int, tuple[ApiOccurrence, str]], bool]
 
 
-def _places(response: dict[str, Any], where: str) -> list[tuple[int, int]]:
+class CnfCorpus(Protocol):
+    """What a CNF search needs of an API corpus (`audit.corpora.api.ApiCorpus`): its client and
+    options, the forms its occurrences were found in, and where it notes what the search did."""
+
+    client: InfiniGramClient
+    options: ApiOptions
+
+    @property
+    def byte_level(self) -> bool: ...
+
+    @property
+    def cnf_refused(self) -> bool: ...
+
+    def found_form(self, text: str) -> str | None: ...
+
+    def refuse_cnf(self, reason: str) -> None: ...
+
+    def note_cooccurrence(self, key: str, amount: int = 1) -> None: ...
+
+    def occurrence_at(self, shard: int, ptr: int, form: str, text: str, window: DocumentWindow) -> ApiOccurrence: ...
+
+
+def _places(response: Mapping[str, object], where: str) -> list[tuple[int, int]]:
     shards = response.get("ptrs_by_shard")
     if not isinstance(shards, list) or not all(isinstance(p, list) for p in shards):
         raise ApiResponseError(f"{where}: find_cnf answered without ptrs_by_shard")
@@ -62,7 +82,7 @@ def _near(data: bytes, rare: bytes, others: Sequence[bytes], window: int) -> int
     return None
 
 
-def _read(corpus: ApiCorpus, query: str, shard: int, ptr: int) -> Displayed:
+def _read(corpus: CnfCorpus, query: str, shard: int, ptr: int) -> Displayed:
     """The document at a pointer.  infini-gram's engine takes only even pointers (it assumes
     ids of two or four bytes); on a byte-level index an odd one is read one byte earlier, which
     lies in the same document (its first byte follows the separator, itself in the document)."""
@@ -73,7 +93,7 @@ def _read(corpus: ApiCorpus, query: str, shard: int, ptr: int) -> Displayed:
     return displayed(answer, wanted, f"{corpus.client.settings.url}: get_doc_by_ptr")
 
 
-def near_documents(corpus: ApiCorpus, strings: Sequence[str], counts: Sequence[int], window: int, limit: int) -> Found | None:
+def near_documents(corpus: CnfCorpus, strings: Sequence[str], counts: Sequence[int], window: int, limit: int) -> Found | None:
     """The documents holding all `strings` within `window` bytes (each with an occurrence of the
     rarest and that string), and whether the search was exhaustive; None when a CNF query cannot
     answer (the caller then reads documents occurrence by occurrence)."""

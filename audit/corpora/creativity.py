@@ -2,18 +2,29 @@
 `audit serve` for a byte-level index), window by window over the text's bytes."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Protocol
 
 import numpy as np
 
 from audit.corpora.apidocs import char_starts
+from audit.corpora.apioptions import ApiOptions
 from audit.corpora.base import MatchLengths
-from audit.corpora.client import ApiResponseError
-from audit.corpora.local import bytes_to_char_lengths
+from audit.corpora.client import ApiResponseError, InfiniGramClient
+from audit.corpora.shardread import bytes_to_char_lengths
 from audit.ranges import merged
 
 
-def creativity_lengths(corpus: Any, text: str) -> tuple[MatchLengths, bool]:
+class CreativityCorpus(Protocol):
+    """What the creativity query needs of an API corpus: its client, options and query limit."""
+
+    client: InfiniGramClient
+    options: ApiOptions
+
+    @property
+    def max_bytes(self) -> int: ...
+
+
+def creativity_lengths(corpus: CreativityCorpus, text: str) -> tuple[MatchLengths, bool]:
     """Lengths from `creativity` answers over successive windows of the text's bytes.
 
     A window's lengths are exact until the first position whose match reaches the window's

@@ -16,9 +16,14 @@ from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 
-from audit.corpora.local import IndexOpenError, LocalIndex
+from audit.corpora.local import LocalIndex
+from audit.corpora.shards import IndexOpenError
 from audit.corpora.verify import verify_index
-from audit.indexing import MANIFEST, IndexBuildError, ProgressHook, build_index, code_fingerprint
+from audit.index.build import build_index
+from audit.index.errors import IndexBuildError
+from audit.index.format import MANIFEST
+from audit.index.progress import ProgressHook
+from audit.index.stamp import code_fingerprint
 from audit.neardup import NEARDUP_DIR, NearDupError, add_neardup
 from audit.outputs import atomic_write_text
 from audit.timestamps import utc_timestamp
@@ -91,8 +96,8 @@ def _add_neardup(target: Path) -> None:
     """The demo index carries its near-duplicate index (one cached by an older version gets one
     added), so every signal runs against `demo` out of the box."""
     try:
-        add_neardup(target, force=True)
-    except NearDupError as error:
+        add_neardup(LocalIndex(target), force=True)
+    except (IndexOpenError, NearDupError) as error:
         raise IndexBuildError(f"{target}: cannot add the near-duplicate index: {error}") from None
     _record_verified(target)
 

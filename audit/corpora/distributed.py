@@ -11,10 +11,15 @@ still fails raises, and the signal asking records `failed`, which the policy rea
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-from audit.corpora.local import IndexOpenError, LocalIndex, ShardGroup
+from audit.corpora.local import LocalIndex
+from audit.corpora.shardgroup import ShardGroup
+from audit.corpora.shards import IndexOpenError
 from audit.executors import Executor, connect
+
+if TYPE_CHECKING:
+    from ray.actor import ActorHandle
 
 # An actor killed mid-call is restarted and the call re-sent this many times before it fails.
 RESTARTS = 3
@@ -59,14 +64,14 @@ class DistributedIndex(LocalIndex):
         *,
         executor: Executor,
         groups: int | None = None,
-        actors: list[Any] | None = None,
+        actors: list[ActorHandle] | None = None,
     ) -> None:
         self.executor = executor
         self._wanted = groups
         self._actors = actors
         super().__init__(path, name, neardup_redis)
 
-    def _open_groups(self) -> list[Any]:
+    def _open_groups(self) -> list[ActorHandle]:  # type: ignore[override]
         ray = connect(self.executor)
         layout = self.layout
         nodes = sum(1 for node in ray.nodes() if node.get("Alive"))
@@ -90,15 +95,15 @@ class DistributedIndex(LocalIndex):
     def __reduce__(self) -> tuple:
         return (_attached, (self.path, self.info.name, self.neardup_redis, self.executor, self._wanted, self.groups))
 
-    def ask(self, method: str, *args: Any) -> list[Any]:
+    def ask(self, method: str, *args: object) -> list[object]:
         ray = connect(self.executor)
         return ray.get([getattr(actor, method).remote(*args) for actor in self.groups])
 
-    def _ask_each(self, method: str, arguments: list[Any]) -> list[Any]:
+    def _ask_each(self, method: str, arguments: list[object]) -> list[object]:
         ray = connect(self.executor)
         return ray.get([getattr(actor, method).remote(argument) for actor, argument in zip(self.groups, arguments, strict=True)])
 
-    def ask_owner(self, document: int, method: str, *args: Any) -> Any:
+    def ask_owner(self, document: int, method: str, *args: object) -> object:
         ray = connect(self.executor)
         return ray.get(getattr(self.groups[self._owner(document)], method).remote(*args))
 
@@ -109,7 +114,7 @@ class DistributedIndex(LocalIndex):
             ray.kill(actor)
 
 
-def _attached(path: Path, name: str, neardup_redis: str | None, executor: Executor, groups: int | None, actors: list[Any]) -> DistributedIndex:
+def _attached(path: Path, name: str, neardup_redis: str | None, executor: Executor, groups: int | None, actors: list[ActorHandle]) -> DistributedIndex:
     """The index in another process of the cluster, asking the same actors."""
     return DistributedIndex(path, name, neardup_redis, executor=executor, groups=groups, actors=actors)
 

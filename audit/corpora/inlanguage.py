@@ -23,15 +23,17 @@ answer too; `LanguageView` is the driver's half, a corpus answering the same pro
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Protocol
 
 import numpy as np
 
 from audit import _suffix
-from audit.corpora.base import DocumentHit, LanguageBy, MatchLengths, MatchQuestions, Occurrence
-from audit.corpora.doclangs import RECORD, TABLE, UNKNOWN, How
-from audit.corpora.shardread import bytes_to_char_lengths, char_starts
+from audit.corpora.base import CorpusInfo, DocumentHit, LanguageBy, MatchLengths, MatchQuestions, Occurrence
+from audit.corpora.shardread import bytes_to_char_lengths
+from audit.corpora.shards import Shard
+from audit.index.doclangs import RECORD, TABLE, UNKNOWN, DocumentLanguages, How
 
 # Positions of one suffix-array range read to find allowed documents; a larger range is sampled.
 SCAN_CAP = 1 << 16
@@ -50,8 +52,10 @@ class ShardQueries:
     each figure for the documents whose code is in `allowed` (a uint16 array) and the global
     document numbers in `extra` (windows identified in the language: `ngram_language`)."""
 
-    shards: list[Any]
+    shards: list[Shard]
     path: Path
+
+    def longest_match_bytes(self, query: bytes) -> np.ndarray: ...
 
     def _shard_codes(self) -> list[np.ndarray]:
         codes = getattr(self, "_codes", None)
@@ -175,7 +179,7 @@ class ShardQueries:
         return low, high, found
 
 
-def _search(holds: Any, floor: int, top: int) -> tuple[int, bool]:
+def _search(holds: Callable[[int], bool | None], floor: int, top: int) -> tuple[int, bool]:
     """The largest n in [floor, top] with holds(n) (floor is known to hold), and whether a
     check above it stayed open."""
     if top <= floor:
@@ -205,6 +209,27 @@ def _spread(count: int, limit: int) -> list[int]:
 _HOW = {How.NONE: "unknown", How.METADATA: "metadata", How.SOURCE: "source", How.IDENTIFIED: "identified"}
 
 
+class TabledIndex(Protocol):
+    """A local index with a language table, as a `LanguageView` asks it: each restricted
+    figure merged over its shard groups."""
+
+    info: CorpusInfo
+    languages: DocumentLanguages | None
+
+    @property
+    def language_counts(self) -> dict[str, int]: ...
+
+    def count_in(self, pattern: bytes, allowed: np.ndarray, extra: np.ndarray) -> tuple[int, int]: ...
+
+    def longest_in(self, query: bytes, allowed: np.ndarray, extra: np.ndarray) -> tuple[np.ndarray, np.ndarray]: ...
+
+    def occurrences_in(self, pattern: bytes, allowed: np.ndarray, extra: np.ndarray, limit: int) -> tuple[int, list[Occurrence]]: ...
+
+    def surrounding(self, occurrence: Occurrence, before: int, after: int) -> bytes: ...
+
+    def document_hit(self, occurrence: Occurrence, length_bytes: int, context_chars: int) -> DocumentHit: ...
+
+
 class LanguageView:
     """A local index seen through its language table: the corpus protocol, each answer counting
     only documents of `languages` (any of their regional or script forms: `zh` takes `zh-Hant`)
@@ -213,7 +238,9 @@ class LanguageView:
 
     by = LanguageBy.TABLE
 
-    def __init__(self, index: Any, languages: frozenset[str], unknown: bool, documents: frozenset[int] = frozenset()) -> None:
+    def __init__(self, index: TabledIndex, languages: frozenset[str], unknown: bool, documents: frozenset[int] = frozenset()) -> None:
+        if index.languages is None:
+            raise ValueError(f"{index.info.name}: has no language table")
         self.index, self.info, self.table = index, index.info, index.languages
         self.languages, self.unknown = languages, unknown
         present = index.language_counts
@@ -235,8 +262,7 @@ class LanguageView:
     def count_range(self, text: str) -> tuple[int, int]:
         if self.empty or not text:
             return 0, 0
-        answers = self.index.ask("count_in", text.encode("utf-8"), self.allowed, self.extra)
-        return sum(a[0] for a in answers), sum(a[1] for a in answers)
+        return self.index.count_in(text.encode("utf-8"), self.allowed, self.extra)
 
     def count(self, text: str) -> int:
         return self.count_range(text)[1]
@@ -245,21 +271,18 @@ class LanguageView:
         encoded = text.encode("utf-8")
         if not encoded:
             return MatchLengths([])
-        low = np.zeros(len(encoded), dtype=np.int64)
-        high = low.copy()
-        if not self.empty:
-            for found_low, found_high in self.index.ask("longest_in", encoded, self.allowed, self.extra, char_starts(encoded)):
-                np.maximum(low, found_low, out=low)
-                np.maximum(high, found_high, out=high)
+        if self.empty:
+            low = high = np.zeros(len(encoded), dtype=np.int64)
+        else:
+            low, high = self.index.longest_in(encoded, self.allowed, self.extra)
         lengths = bytes_to_char_lengths(encoded, low)
         return MatchLengths(lengths, None if np.array_equal(low, high) else bytes_to_char_lengths(encoded, high))
 
     def occurrences(self, text: str, limit: int) -> tuple[int, list[Occurrence]]:
         if self.empty or not text:
             return 0, []
-        answers = self.index.ask("occurrences_in", text.encode("utf-8"), self.allowed, self.extra, limit)
-        found = sorted((o for answer in answers for o in answer[2]), key=lambda o: (o.document, o.offset))
-        return sum(a[0] for a in answers), [found[j] for j in _spread(len(found), limit)]
+        total, found = self.index.occurrences_in(text.encode("utf-8"), self.allowed, self.extra, limit)
+        return total, [found[j] for j in _spread(len(found), limit)]
 
     def surrounding(self, occurrence: Occurrence, before: int, after: int) -> bytes:
         return self.index.surrounding(occurrence, before, after)

@@ -36,11 +36,13 @@ from audit.corpora.cache import CacheError, ResponseCache
 from audit.corpora.client import PUBLIC_ENDPOINT, ClientSettings, InfiniGramClient, probe
 from audit.corpora.demo import DEMO, demo_index
 from audit.corpora.distributed import DistributedIndex
-from audit.corpora.local import IndexOpenError, LocalIndex
+from audit.corpora.local import LocalIndex
 from audit.corpora.mini import MINI_ENDPOINT, MiniCorpus
+from audit.corpora.shards import IndexOpenError
 from audit.errors import AuditError, UnreadableFile, read_text_file
 from audit.executors import LOCAL, Executor
-from audit.indexing import MANIFEST, ProgressHook
+from audit.index.format import MANIFEST
+from audit.index.progress import ProgressHook
 from audit.paths import cache_dir, registry_file
 
 API = ApiCorpus.BACKEND

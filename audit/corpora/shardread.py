@@ -4,12 +4,10 @@ its `ntd` query."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from audit.corpora.local import _Shard
+from audit.corpora.shards import Shard
 
 
 def char_starts(encoded: bytes) -> np.ndarray:
@@ -48,17 +46,17 @@ class ShardDocument:
     metadata: bytes
 
 
-def pointer_at(shard: _Shard, rank: int) -> int:
+def pointer_at(shard: Shard, rank: int) -> int:
     return int.from_bytes(shard.table[rank * shard.ratio : (rank + 1) * shard.ratio], "little")
 
 
-def next_byte(shard: _Shard, rank: int, length: int, end: int) -> int:
+def next_byte(shard: Shard, rank: int, length: int, end: int) -> int:
     """The byte after the `length`-byte match at `rank`; `end` where a document or the shard ends."""
     at = pointer_at(shard, rank) + length
     return end if at == len(shard.data) or shard.data[at] == SEPARATOR else shard.data[at]
 
 
-def count_next(shard: _Shard, length: int, lo: int, hi: int, unit: int, end: int, first: int | None, last: int | None, counts: dict[int, int]) -> None:
+def count_next(shard: Shard, length: int, lo: int, hi: int, unit: int, end: int, first: int | None, last: int | None, counts: dict[int, int]) -> None:
     """infini-gram's `_get_freq_by_token_id_approx`, step for step, so sampled counts are the
     engine's: a range whose first and last continuations agree counts whole, a range under
     four units is sampled at the middle of every unit, any other is halved."""

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from audit.indexing import INDEX_FILE, MANIFEST, IndexManifest
+from audit.index.format import INDEX_FILE, MANIFEST, IndexManifest
 from audit.outputs import MARKER, marker_files
 
 # What an open has checked, and what it cannot: `audit index info` prints this with the index.

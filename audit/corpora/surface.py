@@ -28,7 +28,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from enum import StrEnum
-from typing import Any
+
+from audit.corpora.base import JsonObject
 
 AS_IS, LEADING_SPACE, WORD_START = "as-is", "leading space", "word start"
 SPACE_MARK = "\u0120"  # byte-level BPE's "Ġ", a space at the start of a token
@@ -67,7 +68,7 @@ def kind_of_index(name: str) -> TokenizerKind | None:
     return None
 
 
-def learned_kind(text: str, response: dict[str, Any]) -> TokenizerKind | None:
+def learned_kind(text: str, response: JsonObject) -> TokenizerKind | None:
     """The tokenizer type a plain query's answer shows: its ids are the text's bytes (byte-level),
     or its first token starts with byte-level BPE's space mark though the text does not start
     with a space (the server prepended one), or a token carries SentencePiece's word-start mark

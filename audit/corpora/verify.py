@@ -6,8 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from audit.corpora.local import IndexOpenError, _Damage, _index_names, _load_manifest, _size, check_index
-from audit.indexing import MANIFEST, FileInfo, hash_file
+from audit.corpora.shards import Damage, IndexOpenError, check_index, file_size, index_names, load_manifest
+from audit.index.format import MANIFEST, FileInfo, hash_file
 from audit.outputs import MARKER
 
 OK, SIZE, HASH, MISSING, EXTRA = "ok", "size differs", "hash differs", "missing", "unexpected extra file"
@@ -43,7 +43,7 @@ def _check_file(path: Path, record: FileInfo, on_bytes: Callable[[int], None]) -
     if not (path / name).is_file():
         on_bytes(record.bytes)
         return FileCheck(name, MISSING)
-    actual = _size(path, name)
+    actual = file_size(path, name)
     if actual != record.bytes:
         on_bytes(record.bytes)
         return FileCheck(name, SIZE, f"{actual:,} bytes, the manifest records {record.bytes:,}")
@@ -57,11 +57,11 @@ def verify_index(path: Path, progress: Callable[[int, int], None] | None = None)
     """Re-hash every file the manifest lists and look for files it does not; then the open
     checks.  IndexOpenError only when `path` is not an index directory at all."""
     path = Path(path)
-    if not path.is_dir() or not ((path / MANIFEST).exists() or _index_names(path)):
+    if not path.is_dir() or not ((path / MANIFEST).exists() or index_names(path)):
         raise IndexOpenError(f"{path}: not an index directory (no {MANIFEST} and no tokenized.N files)")
     try:
-        manifest = _load_manifest(path)
-    except _Damage as damage:
+        manifest = load_manifest(path)
+    except Damage as damage:
         return Verification(hashed=False, structure=str(damage))
     result = Verification(hashed=bool(manifest and manifest.files))
     if manifest is not None and manifest.files:

@@ -31,7 +31,7 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 from audit import __version__
-from audit.indexing import hash_file
+from audit.index.format import hash_file
 from audit.links.entities import WIKIDATA, dump_entity, sitelink_links
 from audit.links.model import LinksError
 from audit.links.sqldump import DumpError, DumpInfo, file_date, read_rows

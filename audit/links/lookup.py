@@ -8,7 +8,7 @@ import json
 import sqlite3
 from pathlib import Path
 
-from audit.indexing import hash_file
+from audit.index.format import hash_file
 from audit.links.dump import DATABASE, MANIFEST, sitelink_title
 from audit.links.entities import WIKIDATA, is_qid
 from audit.links.model import Link, LinksError, Resolution, display_title, link_to, page_title

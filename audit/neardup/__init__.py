@@ -47,15 +47,23 @@ band the windows' band keys sorted (`bands.npy`) with the window each belongs to
 `manifest.json` records the parameters, the hash family, the source index's fingerprint and
 every file's size and blake2b hash; the index's own `audit-index.json` lists the files too, so
 `audit index verify` hashes them.  The same bands can be loaded into Redis through datasketch's
-own storage backend (`RedisLSH`), to share one LSH between processes and machines.
+public storage interface (`RedisBands`), to share one LSH between processes and machines; a
+query asks either store (`BandStore`) the same way.
+
+The package reads no corpus itself: the caller hands in the corpus (`source.Texts`, a local
+index) that documents are read from, verified against and counted in.
 
 The modules: `tokens` (tokens, shingles, build parameters), `family` (signatures and band
-keys), `build` (`audit index minhash`), `store` (the files and their checks), `index` (opening,
-candidates), `verify` (the figures, from text), `redis_bands` (the bands in Redis).
+keys), `build` (`audit index minhash`), `store` (the files and their checks), `bands` (the
+band store interface, memory-mapped), `redis_bands` (the bands in Redis), `index` (opening,
+candidates), `verify` (the figures, from text), `rarity` (common shingles), `source` (what is
+read from the corpus).
 """
+from audit.neardup.bands import BandStore, MappedBands
 from audit.neardup.build import add_neardup, sketch_documents
 from audit.neardup.index import ESTIMATED, NearDuplicateIndex, QueryResult, load_redis
-from audit.neardup.redis_bands import RedisLSH, redis_settings
+from audit.neardup.redis_bands import RedisBands, redis_settings
+from audit.neardup.source import Texts
 from audit.neardup.store import (
     ARRAYS,
     FORMAT,
@@ -75,7 +83,7 @@ from audit.neardup.verify import FieldShingles, Match, field_shingles
 
 __all__ = [
     "ARRAYS", "ESTIMATED", "FORMAT", "FORMAT_VERSION", "MANIFEST_NAME", "NEARDUP_DIR", "SCRIPT_NAMES", "TOKENS_VERSION", "WINDOW_DTYPE",
-    "FieldShingles", "Match", "NearDupError", "NearDupManifest", "NearDupParams", "NearDuplicateIndex", "ProgressHook", "QueryResult",
-    "RedisLSH", "ShingleSizes", "Shingled", "Sketcher", "Tokens", "add_neardup", "check_expected", "field_shingles", "load_redis",
+    "BandStore", "FieldShingles", "MappedBands", "Match", "NearDupError", "NearDupManifest", "NearDupParams", "NearDuplicateIndex", "ProgressHook", "QueryResult",
+    "RedisBands", "ShingleSizes", "Shingled", "Sketcher", "Texts", "Tokens", "add_neardup", "check_expected", "field_shingles", "load_redis",
     "manifest_digest", "redis_settings", "shingle_hashes", "shingle_keys", "shingle_text", "sketch_documents", "tokenize",
 ]  # fmt: skip

@@ -16,9 +16,9 @@ import numpy as np
 
 from audit import __version__
 from audit.children import WorkerPool
-from audit.corpora.local import IndexOpenError, LocalIndex
-from audit.indexing import MANIFEST, FileInfo, IndexManifest, hash_file, read_manifest
-from audit.neardup.family import _Family, band_keys
+from audit.index.format import MANIFEST, FileInfo, IndexManifest, hash_file, read_manifest
+from audit.neardup.family import Family, band_keys
+from audit.neardup.source import Texts
 from audit.neardup.store import MANIFEST_NAME, NEARDUP_DIR, WINDOW_DTYPE, NearDupError, NearDupManifest, ProgressHook
 from audit.neardup.tokens import NearDupParams, code_points, shingle_hashes, tokenize_points
 from audit.outputs import STAGING_TAG, atomic_write_text, discard_staging, marker_files, rewrite_marker, staging_directory
@@ -30,9 +30,9 @@ BATCH_BYTES = 1 << 20
 # Building.
 
 
-def sketch_documents(documents: Iterable[tuple[int, bytes]], params: NearDupParams, family: _Family | None = None) -> tuple[np.ndarray, np.ndarray]:
+def sketch_documents(documents: Iterable[tuple[int, bytes]], params: NearDupParams, family: Family | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The window table and signatures of a run of documents, in batches of about BATCH_BYTES."""
-    family = family or _Family(params)
+    family = family or Family(params)
     tables, signatures, batch, size = [], [], [], 0
     for document in documents:
         batch.append(document)
@@ -55,7 +55,7 @@ def _utf8_widths(points: np.ndarray) -> np.ndarray:
     return widths
 
 
-def _sketch_batch(batch: list[tuple[int, bytes]], params: NearDupParams, family: _Family) -> tuple[np.ndarray, np.ndarray]:
+def _sketch_batch(batch: list[tuple[int, bytes]], params: NearDupParams, family: Family) -> tuple[np.ndarray, np.ndarray]:
     """Windows of a batch of documents, tokenised as one text (documents joined by a line end,
     a separator) so that every step runs over whole arrays."""
     empty = (np.zeros(0, dtype=WINDOW_DTYPE), np.zeros((0, params.num_perm), dtype=np.uint32))
@@ -103,51 +103,59 @@ def _sketch_batch(batch: list[tuple[int, bytes]], params: NearDupParams, family:
     return table, signatures
 
 
-_WORKER_INDEXES: dict[str, LocalIndex] = {}
+# The corpus being sketched, set before the workers fork so that each inherits it, mapped.
+_FORKED: list[Texts] = []
 
 
-def _sketch_range(path: str, start: int, stop: int, params_json: str) -> tuple[np.ndarray, np.ndarray]:
-    """A worker's task: documents start..stop-1 of the index at `path`."""
-    corpus = _WORKER_INDEXES.get(path)
-    if corpus is None:
-        corpus = _WORKER_INDEXES[path] = LocalIndex(Path(path))
-    return sketch_documents(corpus.documents(start, stop), NearDupParams.model_validate_json(params_json))
+def _sketch_range(start: int, stop: int, params_json: str) -> tuple[np.ndarray, np.ndarray]:
+    """A worker's task: documents start..stop-1 of the corpus the workers were forked with."""
+    return sketch_documents(_FORKED[0].documents(start, stop), NearDupParams.model_validate_json(params_json))
 
 
-def _tasks(corpus: LocalIndex) -> list[tuple[int, int]]:
+def _tasks(corpus: Texts) -> list[tuple[int, int]]:
     documents = corpus.info.documents or 0
     per_task = max(1, int(documents * TASK_BYTES / max(1, corpus.info.bytes or 1)))
     return [(start, min(start + per_task, documents)) for start in range(0, documents, per_task)]
 
 
-def _sketch_corpus(corpus: LocalIndex, params: NearDupParams, workers: int, progress: ProgressHook | None) -> tuple[np.ndarray, np.ndarray]:
+def _sketch_corpus(corpus: Texts, params: NearDupParams, workers: int, progress: ProgressHook | None) -> tuple[np.ndarray, np.ndarray]:
     """Every document's windows, in document order, on `workers` forked processes with a
     bounded number of tasks in flight (as the n-gram build parses its input)."""
     tasks = _tasks(corpus)
     total = corpus.info.documents or 0
     results: list[tuple[np.ndarray, np.ndarray]] = []
     if workers <= 1 or len(tasks) <= 1:
-        family = _Family(params)
+        family = Family(params)
         for start, stop in tasks:
             results.append(sketch_documents(corpus.documents(start, stop), params, family))
             if progress:
                 progress("minhash", stop, total)
     else:
-        path, settings = str(corpus.path), params.model_dump_json()
+        results = _sketch_forked(corpus, tasks, params, workers, progress)
+    if not results:
+        return np.zeros(0, dtype=WINDOW_DTYPE), np.zeros((0, params.num_perm), dtype=np.uint32)
+    return np.concatenate([table for table, _ in results]), np.concatenate([sigs for _, sigs in results])
+
+
+def _sketch_forked(corpus: Texts, tasks: list[tuple[int, int]], params: NearDupParams, workers: int, progress: ProgressHook | None) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The tasks' windows on forked workers, which inherit the corpus already mapped."""
+    total, settings, results = corpus.info.documents or 0, params.model_dump_json(), []
+    _FORKED[:] = [corpus]
+    try:
         with WorkerPool(max_workers=workers, mp_context=multiprocessing.get_context("fork")) as pool:
             for ready in [pool.submit(os.getpid) for _ in range(workers)]:
                 ready.result()
-            pending: deque[tuple[int, Future]] = deque()
+            pending: deque[tuple[int, Future[tuple[np.ndarray, np.ndarray]]]] = deque()
             for start, stop in tasks:
-                pending.append((stop, pool.submit(_sketch_range, path, start, stop, settings)))
+                pending.append((stop, pool.submit(_sketch_range, start, stop, settings)))
                 while len(pending) > 2 * workers or (pending and stop == tasks[-1][1]):
                     done, future = pending.popleft()
                     results.append(future.result())
                     if progress:
                         progress("minhash", done, total)
-    if not results:
-        return np.zeros(0, dtype=WINDOW_DTYPE), np.zeros((0, params.num_perm), dtype=np.uint32)
-    return np.concatenate([table for table, _ in results]), np.concatenate([sigs for _, sigs in results])
+    finally:
+        _FORKED.clear()
+    return results
 
 NORMALIZATION = "the index's stored text (NFC, whitespace collapsed with --normalize text); tokens case-folded (simple folding); punctuation, symbols, spaces and controls separate tokens"
 
@@ -183,7 +191,6 @@ def _write_arrays(directory: Path, table: np.ndarray, signatures: np.ndarray, pa
 def _require_writable_index(directory: Path) -> IndexManifest:
     """An index `audit index build` wrote (manifest with file hashes, and its marker), which
     the near-duplicate index can be added to and recorded in."""
-    LocalIndex(directory)
     manifest = read_manifest(directory)
     if manifest is None or not manifest.files:
         raise NearDupError(f"{directory}: has no {MANIFEST} with file hashes, so a near-duplicate index could not be recorded in it; rebuild it with `audit index build`")
@@ -193,31 +200,27 @@ def _require_writable_index(directory: Path) -> IndexManifest:
 
 
 def add_neardup(
-    directory: Path,
+    corpus: Texts,
     params: NearDupParams | None = None,
     *,
     force: bool = False,
     workers: int | None = None,
     progress: ProgressHook | None = None,
 ) -> NearDupManifest:
-    """Build the near-duplicate index of an existing index into `directory/minhash/`.
+    """Build the near-duplicate index of an index (`corpus`, opened) into `minhash/` inside it.
 
     It is built in a hidden sibling of the index and moved in when complete; then the index's
     marker and `audit-index.json` are rewritten (each in one rename) to list its files, the
     marker first, so that at every moment `--force` may still replace the index and a crash
     leaves at worst files `audit index verify` reports.  Without `force` an existing one is
     refused."""
-    directory = Path(directory)
+    directory = corpus.path
     params = params or NearDupParams()
-    try:
-        index_manifest = _require_writable_index(directory)
-    except IndexOpenError as error:
-        raise NearDupError(str(error)) from None
+    index_manifest = _require_writable_index(directory)
     target = directory / NEARDUP_DIR
     if (target.exists() or target.is_symlink()) and not force:
         raise NearDupError(f"{target}: already exists (use --force to rebuild it)")
-    family = _Family(params)
-    corpus = LocalIndex(directory)
+    family = Family(params)
     staging = staging_directory(directory.parent / f"{directory.name}.{NEARDUP_DIR}")
     try:
         started = time.perf_counter()

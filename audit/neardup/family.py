@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib.metadata
 from collections.abc import Sequence
-from typing import Any
+from types import ModuleType
 
 import numpy as np
 
@@ -14,7 +14,7 @@ from audit.neardup.tokens import _MIX, _U32, NearDupParams, _fmix32, _fmix64
 # Sketching: both families give one uint32 signature row per set of shingle positions.
 
 
-class _Family:
+class Family:
     """One hash family with its parameters: how a signature row is computed."""
 
     def __init__(self, params: NearDupParams, permutations: Sequence[Sequence[int]] | None = None) -> None:
@@ -34,7 +34,7 @@ class _Family:
             raise NearDupError(f"the recorded permutations are not 2 x {params.num_perm} numbers")
         self._a, self._b = a, b
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> dict[str, str | int | list[list[int]]]:
         if self.params.sketcher == "rensa":
             return {"sketcher": "rensa", "library": f"rensa {_version('rensa')}", "algorithm": f"RMinHash v{self._rensa.RMinHash.ALGORITHM_VERSION}", "seed": self.params.seed, "num_perm": self.params.num_perm}
         return {
@@ -101,7 +101,7 @@ def _version(package: str) -> str:
         return "unknown"
 
 
-def _import_rensa() -> Any:
+def _import_rensa() -> ModuleType:
     try:
         import rensa
     except ImportError:

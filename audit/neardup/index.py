@@ -1,35 +1,39 @@
-"""Opening and querying a near-duplicate index: memory-mapped bands (or Redis) propose candidate
-windows, signatures rank them, and the best are verified on their text (`audit.neardup.verify`)."""
+"""Opening and querying a near-duplicate index: the LSH bands (memory-mapped, or in Redis)
+propose candidate windows, signatures rank them, and the best are verified on their text
+(`audit.neardup.verify`), read from the corpus the caller hands in (`audit.neardup.source`)."""
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Generic, TypeVar
 
 import numpy as np
 
-from audit.corpora.base import DocumentHit, Occurrence
-from audit.corpora.local import IndexOpenError, LocalIndex
-from audit.indexing import read_manifest
-from audit.neardup.family import _Family, band_keys
-from audit.neardup.redis_bands import RedisLSH
+from audit.index.format import read_manifest
+from audit.neardup.bands import BandStore, MappedBands
+from audit.neardup.family import Family, band_keys
+from audit.neardup.redis_bands import RedisBands
+from audit.neardup.source import Texts
 from audit.neardup.store import (
     MANIFEST_NAME,
     NEARDUP_DIR,
     WINDOW_DTYPE,
+    Expected,
     NearDupError,
     NearDupManifest,
     ProgressHook,
-    _check_files,
-    _damaged,
-    _load_manifest,
-    _map,
     check_expected,
+    check_files,
+    damaged,
+    load_manifest,
     manifest_digest,
+    map_array,
 )
 from audit.neardup.tokens import NearDupParams, Shingled, shingle_keys, tokenize
 from audit.neardup.verify import Match, SetAside, field_shingles, ranked, verify
+
+C = TypeVar("C", bound=Texts)
 
 # LSH candidates of a query compared signature by signature, the most band collisions first.
 ESTIMATED = 256
@@ -61,74 +65,76 @@ class QueryResult:
 
 
 
-def _distinct_per_band(keys: np.ndarray) -> list[np.ndarray]:
-    """Each band's distinct chunk keys, sorted; 32-bit keys (one row per band) in one pass."""
-    if keys.dtype != np.uint32:
-        return [np.unique(keys[:, band]) for band in range(keys.shape[1])]
-    bands = np.arange(keys.shape[1], dtype=np.uint64)
-    packed = np.unique((bands[:, None] << np.uint64(32)) | keys.T.astype(np.uint64))
-    cuts = np.searchsorted(packed >> np.uint64(32), np.arange(1, keys.shape[1]))
-    return [(part & np.uint64(0xFFFFFFFF)).astype(np.uint32) for part in np.split(packed, cuts)]
+@dataclass(frozen=True)
+class _Files:
+    """An index's near-duplicate files, checked and mapped, before any corpus is involved."""
 
+    directory: Path
+    manifest: NearDupManifest
+    params: NearDupParams
+    windows: np.ndarray
+    signatures: np.ndarray
+    bands: MappedBands
 
-
-class NearDuplicateIndex:
-    """An index's near-duplicate index, memory-mapped, queried in memory or through Redis."""
-
-    def __init__(self, directory: Path, corpus: LocalIndex, manifest: NearDupManifest, params: NearDupParams, redis: RedisLSH | None) -> None:
-        self.directory = directory
-        self.corpus = corpus
-        self.manifest = manifest
-        self.params = params
-        try:
-            self.family = _Family(params, manifest.hash_family.get("permutations"))
-        except (NearDupError, TypeError, ValueError) as error:
-            raise _damaged(directory / NEARDUP_DIR / MANIFEST_NAME, f"its hash family is unreadable ({error})", directory) from None
-        self._check_family()
+    @classmethod
+    def open(cls, directory: Path) -> _Files:
+        """After the cheap checks (sizes, shapes, the source index's fingerprint), or
+        NearDupError naming the file at fault."""
+        manifest = load_manifest(directory)
+        params = check_files(directory, manifest, read_manifest(directory))
         folder = directory / NEARDUP_DIR
-        # Plain array views of the memory maps: indexing a np.memmap costs a Python call more.
-        self.windows = np.asarray(_map(folder / "windows.npy", directory))
-        self.signatures = np.asarray(_map(folder / "signatures.npy", directory))
-        self.bands = np.asarray(_map(folder / "bands.npy", directory))
-        self.band_windows = np.asarray(_map(folder / "band_windows.npy", directory))
-        count = len(self.windows)
-        shapes = {
-            "windows.npy": (self.windows.dtype == WINDOW_DTYPE and self.windows.ndim == 1, f"{WINDOW_DTYPE.descr}"),
-            "signatures.npy": (self.signatures.shape == (count, params.num_perm) and self.signatures.dtype == np.uint32, f"uint32 ({count}, {params.num_perm})"),
-            "bands.npy": (self.bands.shape == (params.bands, count), f"({params.bands}, {count})"),
-            "band_windows.npy": (self.band_windows.shape == (params.bands, count), f"({params.bands}, {count})"),
-        }
-        for name, (ok, expected) in shapes.items():
-            if not ok:
-                raise _damaged(folder / name, f"does not hold the {expected} array the manifest implies", directory)
+        windows = np.asarray(map_array(folder / "windows.npy", directory))
+        signatures = np.asarray(map_array(folder / "signatures.npy", directory))
+        count = len(windows)
+        if windows.dtype != WINDOW_DTYPE or windows.ndim != 1:
+            raise damaged(folder / "windows.npy", f"does not hold the {WINDOW_DTYPE.descr} array the manifest implies", directory)
+        if signatures.shape != (count, params.num_perm) or signatures.dtype != np.uint32:
+            raise damaged(folder / "signatures.npy", f"does not hold the uint32 ({count}, {params.num_perm}) array the manifest implies", directory)
+        bands = MappedBands(folder, directory, params, count)
         if count != manifest.windows:
-            raise _damaged(folder / "windows.npy", f"{count:,} windows, but the manifest records {manifest.windows:,}", directory)
+            raise damaged(folder / "windows.npy", f"{count:,} windows, but the manifest records {manifest.windows:,}", directory)
+        return cls(directory, manifest, params, windows, signatures, bands)
+
+
+class NearDuplicateIndex(Generic[C]):
+    """An index's near-duplicate index, memory-mapped, its bands asked in memory or in Redis,
+    verified against the text of `corpus`."""
+
+    def __init__(self, files: _Files, corpus: C, redis: RedisBands | None) -> None:
+        self.directory = files.directory
+        self.corpus = corpus
+        self.manifest = files.manifest
+        self.params = files.params
+        try:
+            self.family = Family(files.params, files.manifest.hash_family.get("permutations"))
+        except (NearDupError, TypeError, ValueError) as error:
+            raise damaged(self.directory / NEARDUP_DIR / MANIFEST_NAME, f"its hash family is unreadable ({error})", self.directory) from None
+        self._check_family()
+        self.windows = files.windows
+        self.signatures = files.signatures
         self._redis = redis
+        self.store: BandStore = redis or files.bands
         self._tables = self.family.params.shingle.table()
         # The source variant's shingles, asked for by each of an item's languages in turn.
         self._distinct: dict[tuple[str, ...], SetAside] = {}
 
     @classmethod
-    def open(cls, directory: Path, *, corpus: LocalIndex | None = None, redis: str | None = None, expect: Mapping[str, Any] | None = None) -> NearDuplicateIndex:
-        """Open after the cheap checks (sizes, shapes, the source index's fingerprint, the hash
-        family), or raise NearDupError naming the file or parameter at fault.  With `redis`,
-        candidates come from the LSH loaded there by `audit index minhash DIR --redis URL`."""
+    def open(cls, directory: Path, *, corpus: C, redis: str | None = None, expect: Expected | None = None) -> NearDuplicateIndex[C]:
+        """Open after the cheap checks (sizes, shapes, the fingerprint of the index it was
+        built from, the hash family), or raise NearDupError naming the file or
+        parameter at fault.  With `redis`, candidates come from the bands loaded there by
+        `audit index minhash DIR --redis URL`."""
         directory = Path(directory)
-        try:
-            corpus = corpus or LocalIndex(directory)
-        except IndexOpenError as error:
-            raise NearDupError(str(error)) from None
-        manifest = _load_manifest(directory)
-        params = _check_files(directory, manifest, read_manifest(directory))
+        files = _Files.open(directory)
         if expect:
-            check_expected(directory, params, expect)
-        lsh = RedisLSH(redis, manifest_digest(directory), params) if redis else None
-        index = cls(directory, corpus, manifest, params, lsh)
-        if lsh is not None:
-            lsh.require_loaded(directory, len(index.windows))
+            check_expected(directory, files.params, expect)
+        bands = RedisBands(redis, manifest_digest(directory), files.params.bands) if redis else None
+        index = cls(files, corpus, bands)
+        if bands is not None:
+            bands.require_loaded(directory, len(index.windows))
         return index
 
-    def __reduce__(self) -> tuple:
+    def __reduce__(self) -> tuple[Callable[[Path, Texts, str | None], NearDuplicateIndex[Texts]], tuple[Path, C, str | None]]:
         return (_reopened, (self.directory, self.corpus, self._redis.url if self._redis else None))
 
     def _check_family(self) -> None:
@@ -147,42 +153,15 @@ class NearDuplicateIndex:
         return Shingled(tokens, (keys & np.uint64(0xFFFFFFFF)).astype(np.uint32), valid, keys)
 
     def lsh_candidates(self, chunks: np.ndarray) -> np.ndarray:
-        """Windows sharing at least one band with at least one chunk: from the memory-mapped
-        band tables, or from Redis."""
+        """Windows sharing at least one band with at least one chunk."""
         return self.lsh_collisions(chunks)[0]
 
     def lsh_collisions(self, chunks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The LSH candidates, sorted, and in how many bands each met some chunk: a free first
         ranking, so that only the likeliest candidates are compared signature by signature."""
-        keys = band_keys(chunks, self.params)
-        if self._redis is not None:
-            per_band = [members for members in self._redis.band_members(chunks, keys) if len(members)]
-            found = np.concatenate(per_band) if per_band else np.zeros(0, dtype=np.int64)
-        else:
-            found = self._band_members(keys)
+        found = self.store.members(band_keys(chunks, self.params))
         windows, counts = np.unique(found.astype(np.int64), return_counts=True)
         return windows, counts
-
-    def _band_members(self, keys: np.ndarray) -> np.ndarray:
-        """Every window whose key in some band equals a chunk's key in that band, once per
-        band it matches in (a window has one key per band): binary searches in each band's
-        sorted keys, then one gather."""
-        count = len(self.windows)
-        low, high, rows = [], [], []
-        for band, wanted in enumerate(_distinct_per_band(keys)):
-            column = self.bands[band]
-            lo, hi = np.searchsorted(column, wanted, "left"), np.searchsorted(column, wanted, "right")
-            hit = hi > lo
-            low.append(lo[hit])
-            high.append(hi[hit])
-            rows.append(np.full(int(hit.sum()), band * count, dtype=np.int64))
-        lo, hi, base = np.concatenate(low), np.concatenate(high), np.concatenate(rows)
-        lengths = hi - lo
-        total = int(lengths.sum())
-        if not total:
-            return np.zeros(0, dtype=np.int64)
-        starts = np.repeat(base + lo - (np.cumsum(lengths) - lengths), lengths)
-        return self.band_windows.reshape(-1)[starts + np.arange(total)]
 
     def estimate(self, candidates: np.ndarray, chunks: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Per candidate window, the estimated Jaccard with its most similar chunk, and the
@@ -274,16 +253,12 @@ class NearDuplicateIndex:
             pick[[at for at, document in enumerate(documents) if allowed(int(document))][:candidates]] = True
         return ranked[pick]
 
-    def hit(self, match: Match, snippet_chars: int) -> DocumentHit:
-        return self.corpus.document_hit(Occurrence(match.document, match.offset), match.length, snippet_chars)
-
-
 
 # Near-duplicate indexes re-opened in this process for runners sent from another (a cluster's).
-_REOPENED: dict[tuple[str, str | None, str], NearDuplicateIndex] = {}
+_REOPENED: dict[tuple[str, str | None, str], NearDuplicateIndex[Texts]] = {}
 
 
-def _reopened(directory: Path, corpus: LocalIndex, redis: str | None) -> NearDuplicateIndex:
+def _reopened(directory: Path, corpus: Texts, redis: str | None) -> NearDuplicateIndex[Texts]:
     """The index where a runner was sent, opened and checked once per process."""
     key = (str(directory), redis, corpus.info.fingerprint)
     if key not in _REOPENED:
@@ -291,9 +266,9 @@ def _reopened(directory: Path, corpus: LocalIndex, redis: str | None) -> NearDup
     return _REOPENED[key]
 
 
-
 def load_redis(directory: Path, url: str, progress: ProgressHook | None = None) -> int:
     """Load an index's near-duplicate bands into Redis at `url`; the number of windows."""
-    index = NearDuplicateIndex.open(directory)
-    RedisLSH(url, manifest_digest(directory), index.params).load(index.signatures, progress)
-    return len(index.windows)
+    directory = Path(directory)
+    files = _Files.open(directory)
+    RedisBands(url, manifest_digest(directory), files.params.bands).load(files.bands, progress)
+    return len(files.windows)

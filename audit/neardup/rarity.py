@@ -8,14 +8,14 @@ still counts among the field's shingles but is never matched, and does not count
 floor a field must reach to decide.  So the cut can only lower a containment: leaving common
 shingles out of the field altogether raised a Japanese question's to 0.5 when its unmatched
 katakana shingles were the common ones.  A plain cut, not a weight, so containment stays a
-share of shingles a reader can count.  The counts come from the corpus's own suffix array (`LocalIndex.count`), one binary
+share of shingles a reader can count.  The counts come from the corpus's own suffix array (its `count`), one binary
 search per spelling of the shingle: as written in the field, lower-cased, and capitalised (a
 sentence's first words).  Spellings with other punctuation between the tokens are not
 counted, so a shingle can only look rarer than it is, never more common.
 """
 from __future__ import annotations
 
-from audit.corpora.local import LocalIndex
+from audit.neardup.source import Texts
 
 CACHED = 1 << 16
 
@@ -23,7 +23,7 @@ CACHED = 1 << 16
 class CommonShingles:
     """Which of a field's shingles the corpus holds more than `limit` times."""
 
-    def __init__(self, corpus: LocalIndex, per_million_bytes: float, at_least: int) -> None:
+    def __init__(self, corpus: Texts, per_million_bytes: float, at_least: int) -> None:
         self.corpus = corpus
         self.limit = max(at_least, per_million_bytes * (corpus.info.bytes or 0) / 1e6)
         self._counts: dict[str, int] = {}

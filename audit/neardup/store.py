@@ -12,7 +12,7 @@ import numpy as np
 from pydantic import ValidationError
 
 from audit.errors import AuditError
-from audit.indexing import MANIFEST, FileInfo, IndexManifest, hash_file
+from audit.index.format import MANIFEST, FileInfo, IndexManifest, hash_file
 from audit.neardup.tokens import SCRIPT_NAMES, NearDupParams, ShingleSizes
 
 NEARDUP_DIR = "minhash"
@@ -25,6 +25,8 @@ ARRAYS = ("windows.npy", "signatures.npy", "bands.npy", "band_windows.npy")
 WINDOW_DTYPE = np.dtype([("document", "<u8"), ("offset", "<u8"), ("length", "<u4"), ("shingles", "<u2")])
 
 ProgressHook = Callable[[str, int, int], None]
+# A policy's `[minhash.index]` table: build parameters, `shingle` a table of sizes by script.
+Expected = Mapping[str, int | str | Mapping[str, int] | None]
 
 
 class NearDupError(AuditError):
@@ -63,39 +65,39 @@ class NearDupManifest:
 
 
 
-def _damaged(path: Path, problem: str, directory: Path) -> NearDupError:
+def damaged(path: Path, problem: str, directory: Path) -> NearDupError:
     return NearDupError(
         f"{path}: {problem}. The near-duplicate index is damaged: rebuild it (`audit index minhash {directory} --force`), "
         f"or run `audit index verify {directory}` to check every file"
     )
 
 
-def _load_manifest(directory: Path) -> NearDupManifest:
+def load_manifest(directory: Path) -> NearDupManifest:
     path = directory / NEARDUP_DIR / MANIFEST_NAME
     if not path.parent.is_dir():
         raise NearDupError(f"{directory}: has no near-duplicate index; build one with `audit index minhash {directory}`")
     try:
         return NearDupManifest.from_dict(json.loads(path.read_text(encoding="utf-8")))
     except FileNotFoundError:
-        raise _damaged(path, "is missing", directory) from None
+        raise damaged(path, "is missing", directory) from None
     except (OSError, ValueError, TypeError, KeyError) as error:
-        raise _damaged(path, f"not a readable near-duplicate manifest ({error})", directory) from None
+        raise damaged(path, f"not a readable near-duplicate manifest ({error})", directory) from None
 
 
-def _check_files(directory: Path, manifest: NearDupManifest, index_manifest: IndexManifest | None) -> NearDupParams:
+def check_files(directory: Path, manifest: NearDupManifest, index_manifest: IndexManifest | None) -> NearDupParams:
     """Sizes, the source fingerprint and the tokeniser, before any array is mapped."""
     folder = directory / NEARDUP_DIR
     if (manifest.format, manifest.version) != (FORMAT, FORMAT_VERSION) or manifest.tokens != TOKENS_VERSION:
         raise NearDupError(f"{folder / MANIFEST_NAME}: format {manifest.format} {manifest.version} (tokens {manifest.tokens}) is not the one this version reads; rebuild it (`audit index minhash {directory} --force`)")
     recorded = {f.name: f for f in manifest.files}
     if set(recorded) != set(ARRAYS):
-        raise _damaged(folder / MANIFEST_NAME, f"lists {sorted(recorded)}, not {list(ARRAYS)}", directory)
+        raise damaged(folder / MANIFEST_NAME, f"lists {sorted(recorded)}, not {list(ARRAYS)}", directory)
     for name in ARRAYS:
         path = folder / name
         if not path.is_file():
-            raise _damaged(path, "is missing", directory)
+            raise damaged(path, "is missing", directory)
         if path.stat().st_size != recorded[name].bytes:
-            raise _damaged(path, f"{path.stat().st_size:,} bytes, but the manifest records {recorded[name].bytes:,}", directory)
+            raise damaged(path, f"{path.stat().st_size:,} bytes, but the manifest records {recorded[name].bytes:,}", directory)
     if index_manifest is None or manifest.source.get("fingerprint") != index_manifest.fingerprint:
         found = index_manifest.fingerprint if index_manifest else "none"
         raise NearDupError(f"{folder}: built from the index with fingerprint {manifest.source.get('fingerprint')}, but {directory} has {found}; rebuild it (`audit index minhash {directory} --force`)")
@@ -106,18 +108,18 @@ def _check_files(directory: Path, manifest: NearDupManifest, index_manifest: Ind
     try:
         return NearDupParams.model_validate(manifest.params)
     except ValidationError as error:
-        raise _damaged(folder / MANIFEST_NAME, f"its params are invalid ({error.errors()[0]['msg']})", directory) from None
+        raise damaged(folder / MANIFEST_NAME, f"its params are invalid ({error.errors()[0]['msg']})", directory) from None
 
 
-def _map(path: Path, directory: Path) -> np.ndarray:
+def map_array(path: Path, directory: Path) -> np.ndarray:
     try:
         return np.load(path, mmap_mode="r", allow_pickle=False)
     except (OSError, ValueError) as error:
-        raise _damaged(path, f"not a readable array ({error})", directory) from None
+        raise damaged(path, f"not a readable array ({error})", directory) from None
 
 
 
-def check_expected(directory: Path, params: NearDupParams, expect: Mapping[str, Any]) -> None:
+def check_expected(directory: Path, params: NearDupParams, expect: Expected) -> None:
     """Refuse an index built otherwise than a policy expects (its `[minhash.index]` table)."""
     if expect.get("shingle") is not None:
         wanted_sizes = ShingleSizes.model_validate(expect["shingle"])

@@ -14,8 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from audit.corpora.base import Occurrence
-from audit.corpora.local import LocalIndex
+from audit.neardup.source import Texts
 from audit.neardup.tokens import Shingled, Tokens, folded, shingle_keys, shingle_strings, tokenize
 from audit.ranges import merged
 
@@ -151,7 +150,7 @@ def _shingle_regions(texts: list[str], sizes: np.ndarray, shingles: FieldShingle
 
 
 def verify(
-    corpus: LocalIndex,
+    corpus: Texts,
     rows: np.ndarray,
     sizes: np.ndarray,
     shingles: FieldShingles,
@@ -197,9 +196,9 @@ def _could_place(best: dict[int, Match], bound: int, limit: int, allowed: Callab
     return len(counts) < limit or bound > counts[limit - 1]
 
 
-def _region(corpus: LocalIndex, document: int, start: int, end: int) -> tuple[int, int, str]:
+def _region(corpus: Texts, document: int, start: int, end: int) -> tuple[int, int, str]:
     """(document, byte offset, text) of a stretch of a document, starting on a character."""
-    raw = corpus.surrounding(Occurrence(document, start), 0, end - start)
+    raw = corpus.text_span(document, start, end)
     skip = 0
     while skip < len(raw) and raw[skip] & 0xC0 == 0x80:
         skip += 1

@@ -47,10 +47,15 @@ Reader = Callable[[Path, ReadOptions, Sink], list[Item]]
 
 @dataclass(frozen=True)
 class Format:
+    """A benchmark format: its name, its reader, what it reads (a file, a directory, either,
+    or many files), and whether each item is one line of one JSON Lines file (`lines`), which
+    `audit filter` then copies line for line."""
+
     name: str
     read: Reader
     shape: str
     description: str
+    lines: bool = False
 
 
 def _read_table(path: Path, options: ReadOptions, sink: Sink) -> list[Item]:
@@ -95,13 +100,13 @@ def _plain(read: Callable[[Path, Sink], list[Item]]) -> Reader:
 FORMATS: dict[str, Format] = {
     format.name: format
     for format in (
-        Format("eclektic-jsonl", _plain(read_eclektic_jsonl), "file", "ECLeKTic main JSONL: one item per line, {L}_q/{L}_a/{L}_c per language"),
+        Format("eclektic-jsonl", _plain(read_eclektic_jsonl), "file", "ECLeKTic main JSONL: one item per line, {L}_q/{L}_a/{L}_c per language", lines=True),
         Format("eclektic-csv", _plain(read_eclektic_csv), "file", "ECLeKTic long CSV: one row per (q_id, language)"),
         Format("bmlama", _plain(read_bmlama), "directory", "BMLAMA: {lang}.tsv cloze files aligned by line"),
-        Format("jsonl", _plain(read_jsonl), "file", "this tool's JSONL: item_id, source_lang, variants (or one language per line)"),
+        Format("jsonl", _plain(read_jsonl), "file", "this tool's JSONL: item_id, source_lang, variants (or one language per line)", lines=True),
         Format("squad", read_squad, "any", "SQuAD-style JSON per language (XQuAD, MLQA, TyDi QA GoldP), joined by question id"),
-        Format("mkqa", read_mkqa, "file", "MKQA JSONL: queries and answers (with aliases) per language"),
-        Format("tydiqa", read_tydi, "file", "TyDi QA primary task JSONL: native questions, gold passages by byte offsets"),
+        Format("mkqa", read_mkqa, "file", "MKQA JSONL: queries and answers (with aliases) per language", lines=True),
+        Format("tydiqa", read_tydi, "file", "TyDi QA primary task JSONL: native questions, gold passages by byte offsets", lines=True),
         Format("xfactr", read_xfactr, "directory", "X-FACTR: cloze templates per relation and language, facts and per-language entity names"),
         Format("mlama", read_mlama, "directory", "mLAMA: {lang}/templates.jsonl and {lang}/P*.jsonl facts, joined by relation and Wikidata ids"),
         Format("xcsr", read_xcsr, "any", "X-CSR (X-CSQA, X-CODAH): {lang}/dev.jsonl with nested question.stem and question.choices, joined by id"),

@@ -29,8 +29,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
-from typing import Any, TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import TypeVar
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -39,11 +39,14 @@ from pydantic import BaseModel, ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from audit import __version__
-from audit.server.engine import QueryError, QueryRequest, ServedIndex
+from audit.server.answers import Answer
+from audit.server.engine import ServedIndex
 from audit.server.guard import Access, GuardMiddleware, ServerLimits
+from audit.server.jobmodels import JobRequest, JobStatus
 from audit.server.jobs import JobError, JobManager
+from audit.server.messages import QueryError, QueryRequest
 from audit.server.mini import MiniRequest, answer_mini
-from audit.server.probing import model_health
+from audit.server.probing import ModelHealth, model_health
 
 Model = TypeVar("Model", bound=BaseModel)
 __all__ = ["ServerLimits", "create_app"]
@@ -67,7 +70,7 @@ def _parse(body: bytes, model: type[Model]) -> Model | JSONResponse:
         return error(_describe(exc.errors()), 400)
 
 
-async def _answer(served: ServedIndex | None, name: str, ask: Callable[[ServedIndex], dict[str, Any]]) -> JSONResponse:
+async def _answer(served: ServedIndex | None, name: str, ask: Callable[[ServedIndex], Answer]) -> JSONResponse:
     if served is None:
         return error(f"Invalid index: {name}", 400)
     try:
@@ -75,6 +78,20 @@ async def _answer(served: ServedIndex | None, name: str, ask: Callable[[ServedIn
     except QueryError as exc:
         return error(str(exc), exc.status, {"Retry-After": "1"} if exc.status == 503 else None)
     return JSONResponse(result)
+
+
+class Health(BaseModel):
+    """`GET /health`: liveness, what is served and by what, and what jobs may name."""
+
+    status: str
+    version: str
+    indexes: list[str]
+    jobs: bool
+    policy: str | None
+    served_by: dict[str, str]
+    links: list[str]
+    probe_models: list[ModelHealth]
+    judge_model: ModelHealth | None
 
 
 def create_app(indexes: dict[str, ServedIndex], jobs: JobManager | None = None, limits: ServerLimits | None = None, access: Access | None = None) -> FastAPI:
@@ -92,15 +109,15 @@ def create_app(indexes: dict[str, ServedIndex], jobs: JobManager | None = None, 
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         return error(_describe(exc.errors()), 400)
 
-    @app.get("/health")
-    def health() -> dict[str, Any]:
-        return {
-            "status": "ok", "version": __version__, "indexes": sorted(indexes), "jobs": jobs is not None, "policy": jobs.policy.digest if jobs else None,
-            "served_by": {name: indexes[name].served_by for name in sorted(indexes)},
-            "links": sorted(jobs.links) if jobs else [],
-            "probe_models": [model_health(model) for _, model in sorted(jobs.probe_models.items())] if jobs else [],
-            "judge_model": model_health(jobs.probes.judge) if jobs and jobs.probes and jobs.probes.judge else None,
-        }
+    @app.get("/health", response_model=Health)
+    def health() -> Health:
+        return Health(
+            status="ok", version=__version__, indexes=sorted(indexes), jobs=jobs is not None, policy=jobs.policy.digest if jobs else None,
+            served_by={name: indexes[name].served_by for name in sorted(indexes)},
+            links=sorted(jobs.links) if jobs else [],
+            probe_models=[model_health(model) for _, model in sorted(jobs.probe_models.items())] if jobs else [],
+            judge_model=model_health(jobs.probes.judge) if jobs and jobs.probes and jobs.probes.judge else None,
+        )
 
     @app.get("/")
     def index_names() -> list[str]:
@@ -109,8 +126,8 @@ def create_app(indexes: dict[str, ServedIndex], jobs: JobManager | None = None, 
         client can ask either what it serves (`audit corpora --live`)."""
         return sorted(indexes)
 
-    @app.get("/indexes")
-    def list_indexes() -> list[dict[str, Any]]:
+    @app.get("/indexes", response_model=None)
+    def list_indexes() -> list[Answer]:
         return [served.describe() for served in indexes.values()]
 
     @app.post("/")
@@ -148,22 +165,23 @@ def _job_routes(app: FastAPI, jobs: JobManager) -> None:
             return error(str(exc), exc.status)
         return JSONResponse({"policy": policy.digest, "name": policy.name, "settings": policy.settings}, status_code=201)
 
-    @app.post("/jobs", status_code=202)
+    @app.post("/jobs", status_code=202, response_model=JobStatus)
     async def submit(
         request: Request, index: str, format: str | None = None, langs: str | None = None, filename: str = "benchmark", policy: str | None = None,
         map: str | None = None, source_lang: str | None = None, links: str | None = None, as_of: str | None = None, probe_model: str | None = None,
     ) -> JSONResponse:
         body = await request.body()
+        fields = {"index": index, "format": format, "langs": langs, "filename": filename, "policy": policy, "map": map, "source_lang": source_lang, "links": links, "as_of": as_of, "probe_model": probe_model}
         try:
-            job = await asyncio.to_thread(jobs.submit, index, body, filename, format, langs, policy, map, source_lang, links, as_of, probe_model)
+            job = await asyncio.to_thread(jobs.submit, JobRequest.parse(fields), body)
         except JobError as exc:
             return error(str(exc), exc.status)
-        return JSONResponse(job.public(), status_code=202, headers={"Location": f"/jobs/{job.id}"})
+        return _status(job.public(), 202, headers={"Location": f"/jobs/{job.id}"})
 
-    @app.get("/jobs/{job_id}")
+    @app.get("/jobs/{job_id}", response_model=JobStatus)
     def status(job_id: str) -> JSONResponse:
         try:
-            return JSONResponse(jobs.get(job_id).public())
+            return _status(jobs.get(job_id).public())
         except JobError as exc:
             return error(str(exc), exc.status)
 
@@ -184,11 +202,17 @@ def _job_routes(app: FastAPI, jobs: JobManager) -> None:
         return JSONResponse({"deleted": job.id, "status": job.status})
 
 
-def _describe(errors: list[Any]) -> str:
+def _status(job: JobStatus, code: int = 200, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse(job.model_dump(mode="json"), status_code=code, headers=headers)
+
+
+def _describe(errors: Sequence[Mapping[str, object]]) -> str:
     """Pydantic's validation errors as one line: `field: problem; ...`."""
     parts = []
     for item in errors:
-        where = ".".join(str(p) for p in item.get("loc", ()) if p != "body") or "request"
+        loc = item.get("loc", ())
+        where = ".".join(str(p) for p in loc if p != "body") if isinstance(loc, tuple | list) else ""
+        where = where or "request"
         parts.append(f"{where}: {item.get('msg', 'invalid')}")
     return "; ".join(parts)
 

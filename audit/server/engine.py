@@ -22,225 +22,22 @@ retries answers 503, never a wrong count.
 """
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
 
+from audit.corpora.base import JsonObject
 from audit.corpora.distributed import DistributedIndex
-from audit.corpora.local import IndexOpenError, LocalIndex, check_index
-from audit.corpora.protocol import MAX_DISP_LEN, MAX_QUERY_CHARS, MAX_QUERY_TOKENS
-from audit.errors import AuditError
+from audit.corpora.local import LocalIndex
+from audit.corpora.shards import IndexOpenError, check_index
 from audit.executors import LOCAL, Executor, connect
+from audit.server.messages import QUERY_TYPES, CnfIds, Document, Limits, QueryError, QueryIds, QueryRequest, QueryResponse
 from audit.server.sharded import EngineOrder, ShardedEngine
-
-QUERY_TYPES = (
-    "count",
-    "prob",
-    "ntd",
-    "infgram_prob",
-    "infgram_ntd",
-    "find",
-    "find_cnf",
-    "get_doc_by_rank",
-    "get_doc_by_ptr",
-    "search_docs",
-    "creativity",
-)
-
-
-class QueryRequest(BaseModel):
-    """One request to `POST /`, as the infini-gram API documents it (`corpus` is its old name
-    for `index`)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    index: str | None = None
-    corpus: str | None = None
-    query_type: str
-    query: str | None = None
-    query_ids: list[int] | list[list[list[int]]] | None = None
-    maxnum: int | None = None
-    max_disp_len: int | None = None
-    max_clause_freq: int | None = None
-    max_diff_tokens: int | None = None
-    max_support: int | None = None
-    s: int | None = None
-    rank: int | None = None
-    ptr: int | None = None
-
-
-class Limits(BaseModel):
-    """The per-request limits, defaulting to the public API's."""
-
-    max_query_chars: int = MAX_QUERY_CHARS
-    max_query_tokens: int = MAX_QUERY_TOKENS
-    max_clauses_per_cnf: int = 4
-    max_terms_per_clause: int = 4
-    max_support: int = 1000
-    max_clause_freq: int = 500000
-    max_diff_tokens: int = 1000
-    maxnum: int = 10
-    max_disp_len: int = MAX_DISP_LEN
-
-
-class QueryError(AuditError):
-    """A request the protocol answers with `{"error": ...}`; `status` is its HTTP status (the
-    public API answers input problems found while processing with 200, malformed requests with
-    400)."""
-
-    def __init__(self, message: str, status: int = 200) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-class Document(BaseModel):
-    doc_ix: int
-    doc_len: int
-    disp_len: int
-    needle_offset: int
-    metadata: str
-    token_ids: list[int]
-    spans: list[tuple[str, str | None]]
-    blocked: bool = False
-
-
-class QueryResponse(BaseModel):
-    """Every field any query type returns; each response carries the ones its type defines."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    count: int | None = None
-    approx: bool | None = None
-    cnt: int | None = None
-    segment_by_shard: list[tuple[int, int]] | None = None
-    ptrs_by_shard: list[list[int]] | None = None
-    prob: float | None = None
-    prompt_cnt: int | None = None
-    cont_cnt: int | None = None
-    suffix_len: int | None = None
-    longest_suffix: str | None = None
-    result_by_token_id: dict[int, dict[str, Any]] | None = None
-    idxs: list[int] | None = None
-    documents: list[Document] | None = None
-    message: str | None = None
-    rs: list[int] | None = None
-    doc_ix: int | None = None
-    doc_len: int | None = None
-    disp_len: int | None = None
-    needle_offset: int | None = None
-    metadata: str | None = None
-    spans: list[tuple[str, str | None]] | None = None
-    blocked: bool | None = None
-    latency: float = 0.0
-    token_ids: list[int] | list[list[list[int]]] = Field(default_factory=list)
-    tokens: list[str] | list[list[list[str]]] = Field(default_factory=list)
-
-    def to_json(self) -> dict[str, Any]:
-        return self.model_dump(exclude_none=True)
-
-
-class Tokenizer:
-    """Query text to token ids and back: UTF-8 bytes for a byte-level index, else a Hugging
-    Face `tokenizer.json`, as the public API's `tokenize` does it (api/api_server.py of
-    liujch1998/infini-gram, commit 37d2929): it strips the lone word-start token SentencePiece
-    puts in front of a query (`llama`), and prepends a space to every non-empty query, and to
-    every term of an AND/OR query, for its byte-level BPE types (`gpt2`, `olmo`, `gptneox`),
-    which this does for any tokenizer whose pre-tokenizer is byte-level (`prepends_space`)."""
-
-    END_OF_TEXT = ("</s>", "<|endoftext|>", "<|end_of_text|>", "<eos>", "<|eos|>")
-
-    def __init__(self, path: Path | None = None) -> None:
-        self.path = path
-        self._tokenizer = None
-        self._prefix_id: int | None = None
-        self.prepends_space = False
-        # The byte-level id of a document's end is NUL, as the public API's byte tokenizer has it.
-        self.eos_id = 0
-        if path is not None:
-            from tokenizers import Tokenizer as HFTokenizer
-
-            file = path / "tokenizer.json" if path.is_dir() else path
-            if not file.exists():
-                raise ValueError(f"{file}: no tokenizer.json")
-            self._tokenizer = HFTokenizer.from_file(str(file))
-            self._prefix_id = self._tokenizer.token_to_id("\u2581")
-            self.prepends_space = _byte_level_bpe(json.loads(file.read_text(encoding="utf-8")).get("pre_tokenizer"))
-            self.eos_id = self._end_of_text(file)
-
-    def _end_of_text(self, file: Path) -> int:
-        """The id infini-gram's engine reports where a document ends (in `ntd`, `infgram_ntd`):
-        the tokenizer's end-of-text token, as the public API passes Hugging Face's
-        `eos_token_id`.  That is `tokenizer_config.json`'s `eos_token` beside the file when there
-        is one, else the first special token named as an end of text.  A tokenizer without one
-        gets the first id past its vocabulary: any real id would count document ends as that
-        token."""
-        config = file.with_name("tokenizer_config.json")
-        if config.is_file():
-            eos = json.loads(config.read_text(encoding="utf-8")).get("eos_token")
-            found = self._tokenizer.token_to_id(eos.get("content", "") if isinstance(eos, dict) else eos or "")
-            if found is not None:
-                return found
-        special = {token.content: i for i, token in self._tokenizer.get_added_tokens_decoder().items() if token.special}
-        return next((special[name] for name in self.END_OF_TEXT if name in special), self.vocab_size)
-
-    @property
-    def kind(self) -> str:
-        return "bytes" if self._tokenizer is None else "tokenizer"
-
-    @property
-    def vocab_size(self) -> int:
-        return 255 if self._tokenizer is None else self._tokenizer.get_vocab_size()
-
-    @property
-    def engine_vocab_size(self) -> int:
-        """The ids the engine must represent: the vocabulary, and the end id past it if any."""
-        return max(self.vocab_size, self.eos_id + 1)
-
-    @property
-    def token_width(self) -> int:
-        """Bytes per token id in the index: infini-gram's indexer writes u16 ids when they all
-        fit below the u16 document separator 0xffff, else u32 (`--token_dtype`)."""
-        if self._tokenizer is None:
-            return 1
-        return 2 if self.engine_vocab_size <= 0xFFFF else 4
-
-    @property
-    def token_dtype(self) -> str:
-        return f"u{8 * self.token_width}"
-
-    def encode(self, text: str) -> list[int]:
-        if self._tokenizer is None:
-            return list(text.encode("utf-8"))
-        if self.prepends_space and text:
-            text = " " + text
-        ids = self._tokenizer.encode(text, add_special_tokens=False).ids
-        if ids and ids[0] == self._prefix_id:
-            ids = ids[1:]
-        return ids
-
-    def decode(self, ids: list[int]) -> str:
-        if self._tokenizer is None:
-            return bytes(ids).decode("utf-8", errors="replace")
-        return self._tokenizer.decode(ids, skip_special_tokens=False)
-
-    def tokens(self, ids: list[int]) -> list[str]:
-        if self._tokenizer is None:
-            return [chr(b) if 32 <= b < 127 else f"<0x{b:02X}>" for b in ids]
-        return [self._tokenizer.id_to_token(i) or "" for i in ids]
-
-
-def _byte_level_bpe(pre_tokenizer: Any) -> bool:
-    """Whether a `tokenizer.json` pre-tokenizer is (or holds) byte-level BPE's."""
-    if not isinstance(pre_tokenizer, dict):
-        return False
-    return pre_tokenizer.get("type") == "ByteLevel" or any(_byte_level_bpe(p) for p in pre_tokenizer.get("pretokenizers") or [])
+from audit.server.tokenizer import Tokenizer
 
 
 @dataclass
@@ -328,7 +125,7 @@ class ServedIndex:
             reason = str(error).strip().splitlines()[0] if str(error).strip() else ""
             raise QueryError(f"index {self.name}: a shard actor did not answer after Ray's restarts and retries ({type(error).__name__}: {reason}); retry shortly, and restart the server if this persists", status=503) from None
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> JsonObject:
         return {
             "name": self.name,
             "documents": self.engine.get_total_doc_cnt(),
@@ -341,7 +138,7 @@ class ServedIndex:
             "limits": self.limits.model_dump(),
         }
 
-    def answer(self, request: QueryRequest) -> dict[str, Any]:
+    def answer(self, request: QueryRequest) -> JsonObject:
         """The response to one request; raises QueryError for anything the protocol rejects."""
         if request.query_type not in QUERY_TYPES:
             raise QueryError(f"Invalid query_type: {request.query_type}", status=400)
@@ -356,13 +153,13 @@ class ServedIndex:
         result.tokens = tokens
         return result.to_json()
 
-    def _parse(self, request: QueryRequest) -> tuple[Any, Any, bool]:
+    def _parse(self, request: QueryRequest) -> tuple[QueryIds, list[str] | list[list[list[str]]], bool]:
         limits = self.limits
         if request.query is not None:
             if len(request.query) > limits.max_query_chars:
                 raise QueryError(f"Please limit your input to <= {limits.max_query_chars} characters!")
             if " AND " in request.query or " OR " in request.query:
-                ids: Any = [[self.tokenizer.encode(t) for t in clause.split(" OR ")] for clause in request.query.split(" AND ")]
+                ids: QueryIds | None = [[self.tokenizer.encode(t) for t in clause.split(" OR ")] for clause in request.query.split(" AND ")]
             else:
                 ids = self.tokenizer.encode(request.query)
         else:
@@ -392,7 +189,7 @@ class ServedIndex:
         return value
 
     @staticmethod
-    def _engine(result: dict[str, Any]) -> dict[str, Any]:
+    def _engine(result: JsonObject) -> JsonObject:
         if "error" in result:
             raise QueryError(result["error"])
         return result
@@ -410,7 +207,7 @@ class ServedIndex:
                 status=400,
             )
 
-    def _count(self, ids: Any, cnf: bool, request: QueryRequest) -> QueryResponse:
+    def _count(self, ids: QueryIds, cnf: bool, request: QueryRequest) -> QueryResponse:
         if not cnf:
             return QueryResponse(**self._engine(self.engine.count(input_ids=ids)))
         self._cnf_served("count")
@@ -421,25 +218,25 @@ class ServedIndex:
         )
         return QueryResponse(**self._engine(result))
 
-    def _prob(self, ids: Any, cnf: bool, request: QueryRequest) -> QueryResponse:
+    def _prob(self, ids: QueryIds, cnf: bool, request: QueryRequest) -> QueryResponse:
         self._simple("prob", cnf)
         if not ids:
             raise QueryError("Please provide a non-empty query!")
         return QueryResponse(**self._engine(self.engine.prob(prompt_ids=ids[:-1], cont_id=ids[-1])))
 
-    def _distribution(self, result: dict[str, Any]) -> dict[str, Any]:
+    def _distribution(self, result: JsonObject) -> JsonObject:
         result = self._engine(result)
         result["result_by_token_id"] = {
             token: {**value, "token": self.tokenizer.tokens([token])[0]} for token, value in result["result_by_token_id"].items()
         }
         return result
 
-    def _ntd(self, ids: Any, cnf: bool, request: QueryRequest) -> QueryResponse:
+    def _ntd(self, ids: QueryIds, cnf: bool, request: QueryRequest) -> QueryResponse:
         self._simple("ntd", cnf)
         support = self._bounded("max_support", request.max_support, self.limits.max_support)
         return QueryResponse(**self._distribution(self.engine.ntd(prompt_ids=ids, max_support=support)))
 
-    def _infgram_prob(self, ids: Any, cnf: bool, request: QueryRequest) -> QueryResponse:
+    def _infgram_prob(self, ids: QueryIds, cnf: bool, request: QueryRequest) -> QueryResponse:
         self._simple("infgram_prob", cnf)
         if not ids:
             raise QueryError("Please provide a non-empty query!")
@@ -447,19 +244,19 @@ class ServedIndex:
         suffix = ids[len(ids) - 1 - result["suffix_len"] : -1]
         return QueryResponse(**result, longest_suffix=self.tokenizer.decode(suffix))
 
-    def _infgram_ntd(self, ids: Any, cnf: bool, request: QueryRequest) -> QueryResponse:
+    def _infgram_ntd(self, ids: QueryIds, cnf: bool, request: QueryRequest) -> QueryResponse:
         self._simple("infgram_ntd", cnf)
         support = self._bounded("max_support", request.max_support, self.limits.max_support)
         result = self._distribution(self.engine.infgram_ntd(prompt_ids=ids, max_support=support))
         suffix = ids[len(ids) - result["suffix_len"] :] if result["suffix_len"] else []
         return QueryResponse(**result, longest_suffix=self.tokenizer.decode(suffix))
 
-    def _find(self, ids: Any, cnf: bool, request: QueryRequest) -> QueryResponse:
+    def _find(self, ids: QueryIds, cnf: bool, request: QueryRequest) -> QueryResponse:
         if cnf:
             return self._find_cnf(ids, cnf, request)
         return QueryResponse(**self._engine(self.engine.find(input_ids=ids)))
 
-    def _find_cnf(self, ids: Any, cnf: bool, request: QueryRequest) -> QueryResponse:
+    def _find_cnf(self, ids: QueryIds, cnf: bool, request: QueryRequest) -> QueryResponse:
         self._cnf_served(request.query_type)
         cnf_ids = ids if cnf else [[ids]]
         result = self.engine.find_cnf(
@@ -493,15 +290,15 @@ class ServedIndex:
                 start = i
         return spans
 
-    def _document(self, result: dict[str, Any], needles: list[list[list[int]]]) -> Document:
+    def _document(self, result: JsonObject, needles: CnfIds) -> Document:
         result = self._engine(result)
         return Document(**result, spans=self._spans(list(result["token_ids"]), needles))
 
     @staticmethod
-    def _needles(ids: Any, cnf: bool) -> list[list[list[int]]]:
+    def _needles(ids: QueryIds, cnf: bool) -> CnfIds:
         return ids if cnf else ([[ids]] if ids else [])
 
-    def _get_doc_by_rank(self, ids: Any, cnf: bool, request: QueryRequest) -> QueryResponse:
+    def _get_doc_by_rank(self, ids: QueryIds, cnf: bool, request: QueryRequest) -> QueryResponse:
         shards = self.shard_count
         if request.s is None or request.rank is None:
             raise QueryError("get_doc_by_rank needs s and rank", status=400)
@@ -511,7 +308,7 @@ class ServedIndex:
         document = self._document(self.engine.get_doc_by_rank(s=request.s, rank=request.rank, max_disp_len=disp), self._needles(ids, cnf))
         return QueryResponse(**document.model_dump(exclude={"token_ids"}), token_ids=document.token_ids)
 
-    def _get_doc_by_ptr(self, ids: Any, cnf: bool, request: QueryRequest) -> QueryResponse:
+    def _get_doc_by_ptr(self, ids: QueryIds, cnf: bool, request: QueryRequest) -> QueryResponse:
         shards = self.shard_count
         if request.s is None or request.ptr is None:
             raise QueryError("get_doc_by_ptr needs s and ptr", status=400)
@@ -521,7 +318,7 @@ class ServedIndex:
         document = self._document(self.engine.get_doc_by_ptr(s=request.s, ptr=request.ptr, max_disp_len=disp), self._needles(ids, cnf))
         return QueryResponse(**document.model_dump(exclude={"token_ids"}), token_ids=document.token_ids)
 
-    def _search_docs(self, ids: Any, cnf: bool, request: QueryRequest) -> QueryResponse:
+    def _search_docs(self, ids: QueryIds, cnf: bool, request: QueryRequest) -> QueryResponse:
         maxnum = self._bounded("maxnum", request.maxnum, self.limits.maxnum) or 1
         disp = self._bounded("max_disp_len", request.max_disp_len, self.limits.max_disp_len) or 1000
         if cnf:
@@ -543,7 +340,7 @@ class ServedIndex:
         message = f"{about}{found} occurrences found. Displaying the documents of occurrences #{result['idxs']}" if found else "0 occurrences found"
         return QueryResponse(**result, documents=documents, message=message)
 
-    def _creativity(self, ids: Any, cnf: bool, request: QueryRequest) -> QueryResponse:
+    def _creativity(self, ids: QueryIds, cnf: bool, request: QueryRequest) -> QueryResponse:
         """For each position l, l plus the length of the longest prefix of ids[l:] in the
         index: infini-gram's `creativity` output, computed by the project's suffix search."""
         self._simple("creativity", cnf)

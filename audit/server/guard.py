@@ -25,7 +25,6 @@ import json
 import logging
 import socket
 from dataclasses import dataclass, field
-from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -100,7 +99,7 @@ class Refused(AuditError):
         self.status, self.headers = status, headers
 
 
-async def send_json(send: Send, status: int, body: dict[str, Any], headers: tuple[tuple[bytes, bytes], ...] = ()) -> None:
+async def send_json(send: Send, status: int, body: dict[str, str], headers: tuple[tuple[bytes, bytes], ...] = ()) -> None:
     payload = json.dumps(body).encode()
     start = [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode()), *headers]
     await send({"type": "http.response.start", "status": status, "headers": start})

@@ -18,12 +18,13 @@ documentation, which speaks of characters:
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from audit.corpora.base import JsonObject
 from audit.corpora.protocol import MAX_CTX_LEN, MAX_QUERY_CHARS
-from audit.server.engine import QueryError, ServedIndex
+from audit.server.engine import ServedIndex
+from audit.server.messages import QueryError
 
 MINI_QUERY_TYPES = ("count", "find", "get_doc_by_rank")
 DEFAULT_CTX_LEN = 1000
@@ -46,7 +47,7 @@ class MiniRequest(BaseModel):
     max_ctx_len: int | None = None
 
 
-def answer_mini(served: ServedIndex, request: MiniRequest) -> dict[str, Any]:
+def answer_mini(served: ServedIndex, request: MiniRequest) -> JsonObject:
     """The response to one request; raises QueryError for anything the protocol rejects."""
     if served.local is None:
         raise QueryError(f"Invalid index: {served.name} is tokenized; the mini protocol serves byte-level indexes only", status=400)
@@ -61,7 +62,7 @@ def answer_mini(served: ServedIndex, request: MiniRequest) -> dict[str, Any]:
     return result
 
 
-def _answer(served: ServedIndex, request: MiniRequest) -> dict[str, Any]:
+def _answer(served: ServedIndex, request: MiniRequest) -> JsonObject:
     ids = list(request.query.encode("utf-8"))
     if request.query_type == "count":
         return {"count": int(ServedIndex._engine(served.engine.count(input_ids=ids))["count"])}
@@ -71,7 +72,7 @@ def _answer(served: ServedIndex, request: MiniRequest) -> dict[str, Any]:
     return _document(served, request)
 
 
-def _document(served: ServedIndex, request: MiniRequest) -> dict[str, Any]:
+def _document(served: ServedIndex, request: MiniRequest) -> JsonObject:
     """`max_ctx_len` bytes before the match and `len(query)` + `max_ctx_len` bytes from its
     start, within its document, or the decode error when either end cuts a character."""
     shards = served.shard_count

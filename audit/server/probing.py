@@ -3,16 +3,27 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+
+from pydantic import BaseModel
 
 from audit.probes.cache import CachedModel
 from audit.probes.prompts import Templates
 from audit.signals.probe import Prober
 
 
-def model_health(model: CachedModel) -> dict[str, Any]:
+class ModelHealth(BaseModel):
     """For `/health`: what a served model is, and how its prompts were answered since startup."""
-    return {"name": model.name, "model_id": model.model_id, "backend": model.describe().get("backend"), "offline": model.offline, "answered": model.answered()}
+
+    name: str
+    model_id: str
+    backend: str | None
+    offline: bool
+    answered: dict[str, int]
+
+
+def model_health(model: CachedModel) -> ModelHealth:
+    backend = model.describe().get("backend")
+    return ModelHealth(name=model.name, model_id=model.model_id, backend=str(backend) if backend is not None else None, offline=model.offline, answered=model.answered())
 
 
 @dataclass(frozen=True)

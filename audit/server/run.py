@@ -8,19 +8,18 @@ import os
 import socket
 import sys
 from pathlib import Path
-from typing import Any
 
 from audit.corpora.api import ApiCorpus, ApiOptions
 from audit.corpora.client import ClientSettings, InfiniGramClient
 from audit.corpora.demo import DEMO, demo_index
-from audit.corpora.local import IndexOpenError
 from audit.corpora.protocol import MAX_QUERY_CHARS, MAX_QUERY_TOKENS
 from audit.corpora.registry import CorpusError, read_registry
+from audit.corpora.shards import IndexOpenError
 from audit.errors import AuditError
-from audit.executors import LOCAL, Executor, ExecutorError, connect, parse_executor
-from audit.indexing import IndexBuildError
+from audit.executors import LOCAL, Executor, ExecutorError, parse_executor
+from audit.index.errors import IndexBuildError
 from audit.links.model import LinksError
-from audit.links.sources import open_links
+from audit.links.sources import LinkSource, open_links
 from audit.paths import cache_dir, registry_file
 from audit.policyfile import Policy, PolicyError, load_policy
 from audit.probes.cache import CachedModel
@@ -28,12 +27,14 @@ from audit.probes.generation import ProbeError
 from audit.probes.models import open_model
 from audit.probes.prompts import PromptError, load_templates
 from audit.server.app import create_app
-from audit.server.engine import Limits, ServedIndex, Tokenizer
+from audit.server.engine import ServedIndex
 from audit.server.guard import Access, ServerLimits
 from audit.server.jobs import JobError, JobManager
+from audit.server.messages import Limits
 from audit.server.probing import ProbeModels
 from audit.server.protocol import header_deadline
 from audit.server.retention import Retention
+from audit.server.tokenizer import Tokenizer
 
 TOKEN_ENV = "AUDIT_SERVE_TOKEN"
 MIN_TOKEN = 16
@@ -102,7 +103,7 @@ def serve(
     jobs_dir: Path | None = None,
     job_workers: int = 1,
     policy: Policy | None = None,
-    links: dict[str, Any] | None = None,
+    links: dict[str, LinkSource] | None = None,
     probes: ProbeModels | None = None,
     executor: Executor = LOCAL,
     announce=print,
@@ -215,9 +216,9 @@ def parser() -> argparse.ArgumentParser:
     return parse
 
 
-def load_links(values: list[str], registry: Path | None, offline: bool) -> dict[str, Any]:
+def load_links(values: list[str], registry: Path | None, offline: bool) -> dict[str, LinkSource]:
     """Link sources by the name jobs give them (their own name: a directory's, an entry's)."""
-    sources: dict[str, Any] = {}
+    sources: dict[str, LinkSource] = {}
     for value in values:
         source = open_links(value, registry, offline=offline)
         if source.name in sources:
@@ -297,9 +298,10 @@ def require_token(host: str, token: str | None) -> None:
 
 
 def join_cluster(executor: Executor) -> None:
-    """Connect to the Ray cluster before any index opens, so an unreachable one is one clear line."""
+    """Connect to the Ray cluster, if one is named, before any index opens, so an unreachable
+    one is one clear line."""
     try:
-        connect(executor)
+        executor.cluster()
     except ExecutorError as error:
         raise ServeError(f"--executor {executor}: {error}") from None
 
@@ -316,8 +318,7 @@ def main(argv: list[str] | None = None) -> int:
         # The probe models first: opening one reads its file only, so a bad value fails fast.
         probes = load_probes(args.probe_model, args.judge_model, args.probe_prompts, args.registry, offline=args.offline, batch_size=args.probe_batch_size)
         limits = Limits(max_query_chars=args.max_query_chars, max_query_tokens=args.max_query_tokens)
-        if executor.distributed:
-            join_cluster(executor)
+        join_cluster(executor)
         indexes = load_indexes(args.index or [DEMO], _pairs(args.tokenizer, "--tokenizer"), args.registry, limits, executor, args.actors)
         server_limits = ServerLimits(
             max_body_bytes=args.max_body_bytes, max_job_bytes=args.max_job_bytes, max_concurrent=args.max_concurrent, queue_seconds=args.queue_seconds,

@@ -23,9 +23,11 @@ from __future__ import annotations
 import bisect
 import random
 from dataclasses import dataclass
-from typing import Any
 
-from audit.corpora.local import Layout, LocalIndex, ShardDocument
+from audit.corpora.local import LocalIndex
+from audit.corpora.shardread import ShardDocument
+from audit.corpora.shards import Layout
+from audit.server.answers import Answer
 
 # The engine's document numbers, counts and pointers are unsigned 64-bit.
 U64 = 1 << 64
@@ -83,21 +85,21 @@ class ShardedEngine:
     def _count(self, ids: list[int]) -> int:
         return sum(hi - lo for lo, hi in self._segments(ids))
 
-    def find(self, input_ids: list[int]) -> dict[str, Any]:
+    def find(self, input_ids: list[int]) -> Answer:
         segments = self._segments(input_ids)
         return {"cnt": sum(hi - lo for lo, hi in segments), "segment_by_shard": segments}
 
-    def count(self, input_ids: list[int]) -> dict[str, Any]:
+    def count(self, input_ids: list[int]) -> Answer:
         return {"count": self._count(input_ids), "approx": False}
 
-    def prob(self, prompt_ids: list[int], cont_id: int) -> dict[str, Any]:
+    def prob(self, prompt_ids: list[int], cont_id: int) -> Answer:
         prompt = self._count(prompt_ids)
         if prompt == 0:
             return {"prompt_cnt": 0, "cont_cnt": 0, "prob": -1.0}
         cont = self._count([*prompt_ids, cont_id])
         return {"prompt_cnt": prompt, "cont_cnt": cont, "prob": cont / prompt}
 
-    def ntd(self, prompt_ids: list[int], max_support: int | None = None) -> dict[str, Any]:
+    def ntd(self, prompt_ids: list[int], max_support: int | None = None) -> Answer:
         max_support = MAX_SUPPORT if max_support is None else max_support
         found = self._count(prompt_ids)
         if found == 0:
@@ -119,15 +121,15 @@ class ShardedEngine:
         is found), in one call to the groups instead of one per step."""
         return max(self.index.ask("longest_suffix", bytes(prompt_ids)))
 
-    def infgram_prob(self, prompt_ids: list[int], cont_id: int) -> dict[str, Any]:
+    def infgram_prob(self, prompt_ids: list[int], cont_id: int) -> Answer:
         length = self._suffix_len(prompt_ids)
         return {**self.prob(prompt_ids[len(prompt_ids) - length :], cont_id), "suffix_len": length}
 
-    def infgram_ntd(self, prompt_ids: list[int], max_support: int | None = None) -> dict[str, Any]:
+    def infgram_ntd(self, prompt_ids: list[int], max_support: int | None = None) -> Answer:
         length = self._suffix_len(prompt_ids)
         return {**self.ntd(prompt_ids[len(prompt_ids) - length :], max_support), "suffix_len": length}
 
-    def _document(self, s: int, shown: ShardDocument) -> dict[str, Any]:
+    def _document(self, s: int, shown: ShardDocument) -> Answer:
         """The engine's document record, in its unsigned arithmetic: a pointer at a document's
         separator is shown with needle_offset 2**64 - 1, as the engine shows it."""
         return {
@@ -140,7 +142,7 @@ class ShardedEngine:
             "blocked": False,
         }
 
-    def _shown(self, method: str, s: int, at: int, max_disp_len: int) -> dict[str, Any]:
+    def _shown(self, method: str, s: int, at: int, max_disp_len: int) -> Answer:
         """`method` (by rank or by pointer) asked of the group holding engine shard `s`, with
         the engine's window: half of `max_disp_len` before the needle, the rest from it."""
         first = self.order.own_firsts[s]
@@ -154,20 +156,20 @@ class ShardedEngine:
             return f"s must be an integer in range [0, {self.get_num_shards()})"
         return None
 
-    def get_doc_by_rank(self, s: int, rank: int, max_disp_len: int) -> dict[str, Any]:
+    def get_doc_by_rank(self, s: int, rank: int, max_disp_len: int) -> Answer:
         refused = self._checked(s, max_disp_len)
         if refused is None and not 0 <= rank < self.shard_bytes[s]:
             refused = f"ptr must be an integer in range [0, {self.shard_bytes[s]})"
         return {"error": refused} if refused else self._shown("document_at_rank", s, rank, max_disp_len)
 
-    def get_doc_by_ptr(self, s: int, ptr: int, max_disp_len: int) -> dict[str, Any]:
+    def get_doc_by_ptr(self, s: int, ptr: int, max_disp_len: int) -> Answer:
         refused = self._checked(s, max_disp_len)
         # The engine asks for an even pointer whatever the token width.
         if refused is None and not (0 <= ptr < self.shard_bytes[s] and ptr % 2 == 0):
             refused = f"ptr must be an even integer in range [0, {self.shard_bytes[s]})"
         return {"error": refused} if refused else self._shown("document_at", s, ptr, max_disp_len)
 
-    def search_docs(self, input_ids: list[int], maxnum: int, max_disp_len: int) -> dict[str, Any]:
+    def search_docs(self, input_ids: list[int], maxnum: int, max_disp_len: int) -> Answer:
         segments = self._segments(input_ids)
         counts = [hi - lo for lo, hi in segments]
         total = sum(counts)

@@ -27,7 +27,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from audit import forms
-from audit.corpora.base import UnknownLanguage
+from audit.corpora.base import DocumentHit, Occurrence, UnknownLanguage
 from audit.corpora.local import LocalIndex
 from audit.evidence import ABSENT, FAILED, Evidence
 from audit.forms import Checked
@@ -207,13 +207,17 @@ class FieldQuery:
     common: CommonShingles
 
 
+def _hit(index: NearDuplicateIndex[LocalIndex], match: Match, snippet_chars: int) -> DocumentHit:
+    return index.corpus.document_hit(Occurrence(match.document, match.offset), match.length, snippet_chars)
+
+
 def _with_quotations(index: NearDuplicateIndex, result: QueryResult, documents: DocumentFilter, snippet_chars: int) -> QueryResult:
     """The result with the matches in other languages' documents that quote the field in its
     own language counted among its matches (a Portuguese page quoting a Russian question)."""
     counted = {m.document for m in result.matches}
     quoted = []
     for match in result.any_matches:
-        hit = index.hit(match, snippet_chars) if match.document not in counted else None
+        hit = _hit(index, match, snippet_chars) if match.document not in counted else None
         if hit is not None and documents.quotes(match.document, hit.snippet[hit.snippet_match_start : hit.snippet_match_end]):
             quoted.append(match)
     if not quoted:
@@ -234,7 +238,7 @@ def field_evidence(index: NearDuplicateIndex, source: str, name: str, raw: str, 
     counted = {m.document for m in result.matches}
     others = [m for m in result.any_matches if m.document not in counted]
     for match in [*result.matches, *others]:
-        hit = index.hit(match, config.snippet_chars)
+        hit = _hit(index, match, config.snippet_chars)
         evidence.provenance.append(
             {
                 "document": match.document,

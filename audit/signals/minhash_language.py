@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from audit.corpora.base import UnknownLanguage
-from audit.corpora.doclangs import UNKNOWN, DocumentLanguages, How
 from audit.corpora.local import LocalIndex
+from audit.index.doclangs import UNKNOWN, DocumentLanguages, How
 from audit.langcodes import normalise_lang
 from audit.neardup import Match
 from audit.quotes import quoted_language

@@ -17,9 +17,9 @@ from typing import Any
 
 from audit import forms
 from audit.corpora.base import Budget, Corpus, UnknownLanguage
-from audit.corpora.doclangs import UNKNOWN
 from audit.evidence import ABSENT, FAILED, Evidence
 from audit.forms import Checked, Form
+from audit.index.doclangs import UNKNOWN
 from audit.items import Item, ItemKind, Variant
 from audit.rules import Rule
 from audit.signals.ngram_config import NAME, CooccurrenceRules, CoverageFloors, NgramConfig, Rules, TextRules, WindowSizes

@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from audit.corpora.base import Corpus, LanguageBy, Occurrence, UnknownLanguage, document_language, in_language
-from audit.corpora.doclangs import UNKNOWN
+from audit.index.doclangs import UNKNOWN
 from audit.langid import identify
 from audit.quotes import written_in
 from audit.text import dominant_script

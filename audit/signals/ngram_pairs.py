@@ -15,9 +15,9 @@ from typing import Any
 
 from audit import forms
 from audit.corpora.base import Corpus, LanguageBy, Occurrence
-from audit.corpora.doclangs import UNKNOWN
 from audit.evidence import Evidence
 from audit.forms import Form
+from audit.index.doclangs import UNKNOWN
 from audit.signals.ngram_config import NAME, NgramConfig
 from audit.signals.ngram_language import Scope, languages_of_entries
 from audit.signals.ngram_match import FieldMatch

@@ -1,8 +1,8 @@
 """Planted truth: the ECLeKTic sample's passages and questions copied into real documents of
 the variant's own language, in every exact kind of copy, then audited.
 
-Pairs are chosen as `audit.plants.planted_pairs` chooses them (half of every language's items)
-and the host documents and the partial, edited and reordered copies are `audit.plants`' own;
+Pairs are chosen as `audit.index.plants.planted_pairs` chooses them (half of every language's items)
+and the host documents and the partial, edited and reordered copies are `audit.index.plants`' own;
 this adds the kinds exact matching must also find: verbatim, question+answer, split across
 two documents, inside a 300 KB document, NFD and full-width digits."""
 from __future__ import annotations
@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from audit import plants
+from audit.index import plants
 from audit.items import Item, Variant
 from audit.readers import load_benchmark
 from audit.text import normalize, units
@@ -31,7 +31,7 @@ Host = Callable[[], str]
 
 
 def _between(host: str, copy: str) -> str:
-    """The copy put between two sentences of a host document, as `audit.plants.plant` puts it."""
+    """The copy put between two sentences of a host document, as `audit.index.plants.plant` puts it."""
     parts = plants.sentences(host)
     cut = len(parts) // 2
     return " ".join([*parts[:cut], copy, *parts[cut:]])
@@ -70,7 +70,7 @@ KINDS: dict[str, Callable[[Variant, Host, list[str]], list[str]]] = {
 
 
 def assign(items: list[Item], langs: list[str]) -> dict[tuple[str, str], str]:
-    """{(item, language): kind} for the pairs `audit.plants.planted_pairs` picks, the kinds in
+    """{(item, language): kind} for the pairs `audit.index.plants.planted_pairs` picks, the kinds in
     turn; full-width digits only for passages that have a digit to widen."""
     by_id = {item.item_id: item for item in items}
     names, turn, plan = list(KINDS), 0, {}

@@ -1,4 +1,4 @@
-"""Filling the per-document language table (`audit.corpora.doclangs`) while an index is built.
+"""Filling the per-document language table (`audit.index.doclangs`) while an index is built.
 
 Each document's language is known, in this order of trust:
 1. from its metadata (`lang`, `language`, Dolma's nested `metadata`: `document_language`): METADATA;
@@ -18,14 +18,13 @@ import re
 from array import array
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
-from typing import Any
+from pathlib import Path, PurePosixPath
 
 import numpy as np
 
-from audit.corpora.base import document_language
-from audit.corpora.doclangs import UNKNOWN, DocumentLanguages, How
-from audit.documents import ParsedChunk
+from audit.index.doclangs import UNKNOWN, DocumentLanguages, How, document_language, write_table
+from audit.index.documents import ParsedChunk
+from audit.index.format import FileInfo, hash_file
 from audit.langcodes import ISO_639_1, normalise_lang
 from audit.langid import BLOCK, BLOCKS, identifier, line_language, model_line
 
@@ -34,7 +33,7 @@ from audit.langid import BLOCK, BLOCKS, identifier, line_language, model_line
 WIKI_DUMP = re.compile(r"([a-z]{2,3}(?:_[a-z]{2,8})?)wiki(?![a-z])")
 # Two-letter codes that are also common English words, so never read from a file name.
 NAME_WORDS = frozenset({"am", "an", "as", "be", "is", "my", "no", "or", "so", "to"})
-# The start of a stored metadata line (`audit.documents`): the input's name as a JSON string.
+# The start of a stored metadata line (`audit.index.documents`): the input's name as a JSON string.
 PATH_FIELD = re.compile(rb'\{"path": ("(?:[^"\\]|\\.)*")')
 # Bytes of a document read per block: enough for BLOCK characters of any script (4 bytes each).
 BLOCK_BYTES = 4 * BLOCK
@@ -149,6 +148,16 @@ def parse_and_identify(function: Callable[..., ParsedChunk], arguments: tuple) -
     return chunk
 
 
+@dataclass(frozen=True)
+class LanguagePart:
+    """Part of a table in JSON-safe form: its language names, and its documents' codes and ways
+    known as the base64 of their arrays."""
+
+    names: list[str]
+    codes: str
+    how: str
+
+
 @dataclass
 class TableBuilder:
     """The table, document by document in global order, as chunks arrive."""
@@ -180,29 +189,22 @@ class TableBuilder:
         how = np.frombuffer(self.how, dtype=np.uint8).copy() if self.how else np.zeros(0, dtype=np.uint8)
         return DocumentLanguages(list(self.names), codes, how, identifier())
 
-    def to_json(self) -> dict[str, Any]:
+    def part(self) -> LanguagePart:
         """A compact, JSON-safe copy (a sharded build's record carries its shard's part)."""
-        return {"names": self.names, "codes": base64.b64encode(self.codes.tobytes()).decode(), "how": base64.b64encode(self.how.tobytes()).decode()}
+        return LanguagePart(self.names, base64.b64encode(self.codes.tobytes()).decode(), base64.b64encode(self.how.tobytes()).decode())
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> TableBuilder:
+    def from_part(cls, part: LanguagePart) -> TableBuilder:
         codes, how = array("H"), array("B")
-        codes.frombytes(base64.b64decode(data["codes"]))
-        how.frombytes(base64.b64decode(data["how"]))
-        return cls(list(data["names"]), codes, how)
+        codes.frombytes(base64.b64decode(part.codes))
+        how.frombytes(base64.b64decode(part.how))
+        return cls(list(part.names), codes, how)
 
     def extend(self, other: TableBuilder) -> None:
         """Append another part's documents (the next shard), mapping its codes into this table's."""
         self.add((other.names[code], how) for code, how in zip(other.codes, other.how, strict=True))
 
 
-def summary(table: DocumentLanguages) -> dict[str, Any]:
-    """What a manifest and `audit index info` say of a table: documents per language, how their
-    languages were known, and the identifier."""
-    known = np.bincount(table.how, minlength=len(How))
-    return {
-        "identifier": table.identifier,
-        "documents": table.documents,
-        "counts": dict(sorted(table.counts().items(), key=lambda item: (-item[1], item[0]))),
-        "known_by": {how.name.lower(): int(known[how]) for how in How},
-    }
+def write_languages(directory: Path, table: DocumentLanguages) -> list[FileInfo]:
+    """The language table's two files written into `directory` (a build's staging), recorded."""
+    return [FileInfo(name=path.name, bytes=path.stat().st_size, blake2b=hash_file(path)) for path in write_table(directory, table)]

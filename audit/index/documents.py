@@ -1,26 +1,28 @@
 """Corpus documents in their on-disk form: JSONL lines, plain-text blocks and Arrow record
 batches parsed into separator-prefixed text and infini-gram metadata lines.
 
-Kept apart from `audit.indexing` so that the worker processes which parse in parallel import
+Kept apart from `audit.index.build` so that the worker processes which parse in parallel import
 nothing heavier than `json` (pyarrow only when they are handed a record batch).
 """
 from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, TypeAlias
 
-from audit.errors import AuditError
+from audit.index.errors import IndexBuildError
 from audit.text import normalize
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+# A value as JSON reads it: the metadata lines, manifests and records an index holds.
+JsonValue: TypeAlias = "dict[str, JsonValue] | list[JsonValue] | str | int | float | bool | None"
 
 DOC_SEPARATOR = b"\xff"
 NORMALIZERS: dict[str, Callable[[str], str]] = {"text": normalize, "none": lambda text: text}
-
-
-class IndexBuildError(AuditError):
-    """A source document or the output directory is unusable; the message names which."""
 
 
 @dataclass
@@ -32,7 +34,7 @@ class ParsedChunk:
     metadata: bytes
     metadata_sizes: list[int]
     blank_lines: int = 0
-    # Each document's (language, `audit.corpora.doclangs.How`), filled where it was parsed.
+    # Each document's (language, `audit.index.doclangs.How`), filled where it was parsed.
     languages: list[tuple[str, int]] | None = None
 
 
@@ -44,7 +46,7 @@ class _Chunk:
         self.texts: list[bytes] = []
         self.metadata: list[bytes] = []
 
-    def add(self, text: str, name: str, linenum: int, metadata: dict[str, Any]) -> None:
+    def add(self, text: str, name: str, linenum: int, metadata: Mapping[str, object]) -> None:
         self.texts.append(DOC_SEPARATOR + self.normalizer(text).encode("utf-8"))
         line = _ENCODER.encode({"path": name, "linenum": linenum, "metadata": metadata})
         self.metadata.append((line + "\n").encode("utf-8"))
@@ -59,7 +61,7 @@ class _Chunk:
         )
 
 
-def _json_value(value: Any) -> Any:
+def _json_value(value: object) -> str:
     """Arrow columns hold values JSON has no type for (timestamps, dates, binary, decimals);
     they are kept as provenance in a form that reads back, not dropped."""
     if hasattr(value, "isoformat"):
@@ -121,7 +123,7 @@ def parse_text(path: str, name: str, blocks: list[tuple[int, bytes]], normalizat
     return chunk.done()
 
 
-def parse_batch(path: str, name: str, first_row: int, stream: Any, text_field: str, normalization: str) -> ParsedChunk:
+def parse_batch(path: str, name: str, first_row: int, stream: pa.Buffer, text_field: str, normalization: str) -> ParsedChunk:
     """A Parquet or Arrow record batch, sent as a one-batch Arrow IPC stream: it carries the
     schema and any dictionaries, and only a slice's own rows where pickling a slice would send
     its whole parent.
@@ -146,7 +148,7 @@ def parse_batch(path: str, name: str, first_row: int, stream: Any, text_field: s
     return chunk.done()
 
 
-def _undecodable(records: Any) -> tuple[int, str]:
+def _undecodable(records: pa.RecordBatch) -> tuple[int, str]:
     """The first row and column holding a string that is not UTF-8 (Parquet does not check;
     pyarrow only finds out when it converts the value)."""
     for row in range(records.num_rows):

@@ -1,6 +1,6 @@
 """Reading corpus files in pieces: JSONL lines (plain, gzip or Zstandard), plain-text blocks or
 whole files, and Parquet or Arrow record batches, each cut into tasks of about CHUNK_BYTES that
-the build's worker processes parse (`audit.documents`).  No file is held whole, and no
+the build's worker processes parse (`audit.index.documents`).  No file is held whole, and no
 document longer than `ReadOptions.max_document`: one line a small compressed file inflates to
 gigabytes is refused, naming the file and line, before it is held."""
 from __future__ import annotations
@@ -11,17 +11,22 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import zstandard
 
-from audit.documents import IndexBuildError, ParsedChunk, parse_batch, parse_lines, parse_text
+from audit.index.documents import NORMALIZERS, ParsedChunk, parse_batch, parse_lines, parse_text
+from audit.index.errors import IndexBuildError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 CHUNK_BYTES = 1 << 22
 # The largest document (line, block or whole text file) a build reads, unless told otherwise.
 MAX_DOCUMENT = 64 << 20
 # Compressed bytes fed to Zstandard at a time: at most ~64 MiB out, whatever the file holds.
 ZSTD_READ = 2048
+TEXT_DOCS = ("file", "block")
 
 Task = tuple[Callable[..., ParsedChunk], tuple]
 
@@ -55,6 +60,19 @@ class ReadOptions:
     max_document: int = MAX_DOCUMENT
 
 
+def read_options(normalization: str, text_field: str, text_docs: str, max_document: int = MAX_DOCUMENT) -> ReadOptions:
+    """The options of a build, refused before any work when one is not understood."""
+    if normalization not in NORMALIZERS:
+        raise IndexBuildError(f"normalization {normalization!r} is not one of {', '.join(NORMALIZERS)}")
+    if text_docs not in TEXT_DOCS:
+        raise IndexBuildError(f"text_docs {text_docs!r} is not one of {', '.join(TEXT_DOCS)}")
+    if not text_field:
+        raise IndexBuildError("the text field's name is empty")
+    if max_document < 1:
+        raise IndexBuildError(f"the largest document size {max_document} is not a positive number of bytes")
+    return ReadOptions(normalization, text_field, text_docs, max_document)
+
+
 def _decompressed(raw: io.BufferedReader, path: Path, limit: int) -> Iterable[bytes]:
     """The lines of a `.gz` or `.zst` file (Dolma and DCLM ship both), or of the file itself."""
     name = path.name.lower()
@@ -69,7 +87,7 @@ class _LineTooLong(Exception):
     """A line past the document limit, found before it was held whole."""
 
 
-def _bounded_lines(stream: Any, limit: int) -> Iterator[bytes]:
+def _bounded_lines(stream: io.BufferedIOBase, limit: int) -> Iterator[bytes]:
     """Lines of a file object, none read past `limit + 1` bytes, so one endless line (a small
     gzip file can inflate to gigabytes of one line) is refused, not held."""
     while line := stream.readline(limit + 1):
@@ -191,7 +209,7 @@ def text_blocks(path: Path, on_bytes: Callable[[int], None], span: Span | None =
         yield run
 
 
-def _check_text_column(path: Path, schema: Any, text_field: str) -> None:
+def _check_text_column(path: Path, schema: pa.Schema, text_field: str) -> None:
     """Refuse, before any row is read, a file whose text column is absent or not text."""
     import pyarrow as pa
 
@@ -204,7 +222,7 @@ def _check_text_column(path: Path, schema: Any, text_field: str) -> None:
         raise IndexBuildError(f"{path}: row 0: field {text_field!r} is {kind}, not a string")
 
 
-def record_batches(file: CorpusFile, text_field: str, on_bytes: Callable[[int], None]) -> Iterator[tuple[int, Any]]:
+def record_batches(file: CorpusFile, text_field: str, on_bytes: Callable[[int], None]) -> Iterator[tuple[int, pa.RecordBatch]]:
     """(first row, record batch) of a Parquet file or an Arrow IPC file (stream or file format),
     read a batch at a time; rows are numbered from 0, as pyarrow and pandas number them.
 
@@ -265,14 +283,14 @@ def _ends_stream(path: Path, size: int) -> bool:
         return handle.read(8) == b"\xff\xff\xff\xff\x00\x00\x00\x00"
 
 
-def _slices(batch: Any) -> Iterator[tuple[int, Any]]:
+def _slices(batch: pa.RecordBatch) -> Iterator[tuple[int, pa.RecordBatch]]:
     """A record batch in pieces of about CHUNK_BYTES, so one large batch is not one huge task."""
     step = max(1, batch.num_rows * CHUNK_BYTES // batch.nbytes if batch.nbytes > CHUNK_BYTES else batch.num_rows)
     for start in range(0, batch.num_rows, step):
         yield start, batch.slice(start, step)
 
 
-def _ipc_stream(batch: Any) -> Any:
+def _ipc_stream(batch: pa.RecordBatch) -> pa.Buffer:
     """One record batch as an Arrow IPC stream, the form a worker process is sent it in."""
     import pyarrow as pa
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from audit.index.documents import JsonValue
 from audit.items import Item
 from audit.text import UNSEGMENTED_SCRIPTS, normalize, script_of, units
 
@@ -106,7 +107,7 @@ class Plant:
     field: str
     edit: str
     text: str
-    document: dict
+    document: dict[str, str | None]
 
 
 def planted_pairs(items: Sequence[Item], langs: Sequence[str]) -> dict[tuple[str, str], str]:
@@ -142,7 +143,7 @@ def plant(items: Sequence[Item], hosts: Mapping[str, Sequence[str]], plan: Mappi
     return plants
 
 
-def host_rows(cap: int | None) -> list[dict]:
+def host_rows(cap: int | None) -> list[dict[str, JsonValue]]:
     """Documents to plant into: the first `cap` bytes of text (all of it for None) of every
     file of the demo corpus the package ships but the ECLeKTic passages, so that no item is in
     them unless planted."""

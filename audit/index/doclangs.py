@@ -10,17 +10,26 @@ Two files in the index directory, both recorded in its manifest:
   `uint16` index into the language list and a `uint8` for how it was known (`How`);
 - `doclangs.json`: the language list (`und` first: not known), the identifier that filled the
   table, and the documents per language.
+
+`document_language` reads the language a document's metadata records, the first source a build
+trusts when it fills the table (`audit.index.langtable`).
 """
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from audit.errors import AuditError
+from audit.langcodes import normalise_lang
+
+if TYPE_CHECKING:
+    from audit.index.documents import JsonValue
 
 TABLE = "doclangs.bin"
 HEADER = "doclangs.json"
@@ -80,6 +89,18 @@ class DocumentLanguages:
         return {name: int(n) for name, n in zip(self.languages, found, strict=True) if n}
 
 
+def summary(table: DocumentLanguages) -> dict[str, JsonValue]:
+    """What a manifest and `audit index info` say of a table: documents per language, how their
+    languages were known, and the identifier."""
+    known = np.bincount(table.how, minlength=len(How))
+    return {
+        "identifier": table.identifier,
+        "documents": table.documents,
+        "counts": dict(sorted(table.counts().items(), key=lambda item: (-item[1], item[0]))),
+        "known_by": {how.name.lower(): int(known[how]) for how in How},
+    }
+
+
 def write_table(directory: Path, table: DocumentLanguages) -> list[Path]:
     """Write both files into `directory` (the caller stages and renames); returns their paths."""
     records = np.empty(table.documents, dtype=RECORD)
@@ -120,3 +141,21 @@ def read_table(directory: Path, documents: int) -> DocumentLanguages | None:
     if len(codes) and (int(codes.max()) >= len(languages) or int(how.max()) > max(How)):
         raise LanguageTableError(f"{body_path}: a record names a language or a source the header does not have")
     return DocumentLanguages(list(languages), codes, how, dict(identifier))
+
+
+_LANGUAGE_KEYS = ("lang", "language")
+
+
+def document_language(metadata: Mapping[str, object]) -> str | None:
+    """The language a document's metadata records (`lang` or `language`, at the top or in a
+    nested `metadata`, as Dolma and Wikipedia dumps write it), normalised; None when it records
+    none or one that is no language code."""
+    for key in _LANGUAGE_KEYS:
+        value = metadata.get(key)
+        if isinstance(value, str) and value.strip():
+            try:
+                return normalise_lang(value.strip())
+            except ValueError:
+                return None
+    nested = metadata.get("metadata")
+    return document_language(nested) if isinstance(nested, dict) else None
