@@ -59,8 +59,8 @@ def check_counts(records: Sequence[ExposureRecord], *, knowledge: bool = False) 
     for record in records:
         tag, checks = (record.knowledge, record.knowledge_decided_by) if knowledge else (record.exposure, record.decided_by)
         for check in checks or []:
-            if "source" in check:
-                counts.setdefault(f"{check['signal']}/{check['source']}", Counter())[check.get("status") or outcome.get(str(tag), "undecided")] += 1
+            if check.source is not None:
+                counts.setdefault(f"{check.signal}/{check.source}", Counter())[check.status or outcome.get(str(tag), "undecided")] += 1
     return {key: dict(sorted(found.items())) for key, found in sorted(counts.items())}
 
 
@@ -71,7 +71,7 @@ def count_queries(records: Sequence[ExposureRecord]) -> dict[str, dict[str, floa
     for record in records:
         per_source: Counter[str] = Counter()
         for evidence in record.evidence:
-            per_source[evidence["source"]] += evidence.get("figures", {}).get("count_queries", 0)
+            per_source[evidence.source] += evidence.figures.get("count_queries", 0)
         for source, queries in per_source.items():
             spent.setdefault(source, []).append(queries)
     return {
