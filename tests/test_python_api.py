@@ -194,3 +194,17 @@ def test_export_refuses_a_damaged_audit_naming_file_and_line(cache, sample_audit
     result = run(cache, "export", str(damaged), "--parquet", str(out))
     assert result.exit_code != 0 and f"{damaged}:6: not valid JSON" in result.output
     assert not out.exists()
+
+
+def test_check_runs_the_audit_the_command_line_runs(cache, sample_audit: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    from audit.run import RequestError
+
+    monkeypatch.setenv("AUDIT_CACHE_DIR", str(cache))
+    out = tmp_path / "api.audit.jsonl"
+    result = audit.check(SAMPLE, "demo", langs=list(LANGS), out=out)
+    assert isinstance(result, audit.Audit) and result.path == out and len(result) == 39 * len(LANGS)
+    # the same inputs write the same records, byte for byte, as `audit check` wrote
+    assert out.read_bytes().splitlines()[1:] == sample_audit.read_bytes().splitlines()[1:]
+    assert result.to_pandas().equals(audit.read(out).to_pandas())
+    with pytest.raises(RequestError, match="workers"):
+        audit.check(SAMPLE, "demo", workers=0, out=tmp_path / "never.audit.jsonl")
