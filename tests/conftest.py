@@ -245,7 +245,7 @@ def summary_of(records: list[dict]) -> dict:
     from audit.records import ExposureRecord
     from audit.run.summary import summarise
 
-    return summarise([ExposureRecord(**{k: v for k, v in record.items() if k != "record"}) for record in records]).to_dict()
+    return summarise([ExposureRecord.from_dict(record) for record in records]).to_dict()
 
 
 def checked_records(*args, **kwargs) -> list[dict]:
