@@ -13,11 +13,11 @@ from functools import cache
 from typing import Any
 from urllib.parse import quote
 
-from audit.errors import AuditError
+from audit.entries import PlacedError
 from audit.links.wikis import WikiError, wiki_for, wiki_language
 
 
-class LinksError(AuditError):
+class LinksError(PlacedError):
     """A lookup or an answer that cannot be used; the message names the file or the request."""
 
 
