@@ -93,7 +93,8 @@ class ApiSource:
     Offline, only the cache answers; what it lacks is an error (unknown), never absent."""
 
     def __init__(self, name: str, settings: ApiSettings, *, offline: bool = False) -> None:
-        from audit.links.api import HttpSettings, MediaWikiApi, WikidataApi
+        from audit.links.api import MediaWikiApi, WikidataApi
+        from audit.links.http import HttpSettings
 
         http = HttpSettings(**settings.http)
         self.name, self.settings, self.offline = name, settings, offline
