@@ -23,8 +23,8 @@ from urllib.parse import urlsplit
 import requests
 
 from audit.links.entities import entity_resolution, is_qid
-from audit.links.http import DEFAULT_HTTP, ApiClient, HttpSettings, JsonObject, LinksApiError
-from audit.links.model import Answers, Article, LinksError, Resolution, link_to
+from audit.links.http import DEFAULT_HTTP, ApiClient, HttpSettings, LinksApiError
+from audit.links.model import Answers, Article, JsonObject, LinksError, Resolution, link_to
 from audit.responses import snippet
 from audit.timestamps import utc_timestamp
 

@@ -15,11 +15,9 @@ import requests
 from pydantic import JsonValue
 
 from audit import __version__
-from audit.links.model import LinksError
+from audit.links.model import JsonObject, LinksError
 from audit.responses import OversizeResponse, backoff_delay, read_limited, retry_after, seconds, snippet
 
-# A JSON object as an API answers it.
-JsonObject = dict[str, JsonValue]
 DEFAULT_USER_AGENT = f"corpus-audit/{__version__} (langlinks signal; https://github.com/corpus-audit/corpus-audit)"
 # Past this many bytes of query string a request is POSTed: caches refuse long URLs (HTTP 414)
 # before the API sees them, and 50 titles in a non-Latin script reach that.

@@ -10,11 +10,15 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from functools import cache
-from typing import Any
 from urllib.parse import quote
+
+from pydantic import JsonValue
 
 from audit.entries import PlacedError
 from audit.links.wikis import WikiError, wiki_for, wiki_language
+
+# A JSON object: an API's answer, a dump's entity, a stored resolution or a source's description.
+JsonObject = dict[str, JsonValue]
 
 
 class LinksError(PlacedError):
@@ -58,11 +62,11 @@ class Resolution:
             return None
         return next((link for link in self.links if link.wiki == wanted), None)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Resolution:
+    def from_dict(cls, data: JsonObject) -> Resolution:
         links = tuple(Link(**link) for link in data.get("links", ()))
         return cls(**{**data, "links": links})
 

@@ -22,13 +22,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from audit.entries import EntryPlace, validate_entry
 from audit.links.cache import LinksCache
 from audit.links.entries import DEFAULT_ENDPOINT, DEFAULT_WIKIDATA, ENTRY_KINDS, MAX_AGE_DAYS, DumpKeys
 from audit.links.lookup import LanglinksLookup
-from audit.links.model import Answers, Article, LinksError
+from audit.links.model import Answers, Article, JsonObject, LinksError
 from audit.paths import cache_dir, registry_entries
 
 API = "wikipedia-api"
@@ -38,7 +38,7 @@ Progress = Callable[[int], None]
 class LinkSource(Protocol):
     name: str
 
-    def describe(self) -> dict[str, Any]: ...
+    def describe(self) -> JsonObject: ...
 
     def resolve(self, articles: Sequence[Article], on_done: Progress = ...) -> Answers: ...
 
@@ -56,7 +56,7 @@ class DumpSource:
     def __init__(self, lookup: LanglinksLookup, name: str) -> None:
         self.lookup, self.name = lookup, name
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> JsonObject:
         described = {"name": self.name, "backend": "dump", "path": str(self.lookup.directory.resolve()), "wikis": {wiki: self.lookup.as_of(wiki) for wiki in self.lookup.wikis}}
         if self.lookup.wikidata_as_of:
             described["wikidata"] = self.lookup.wikidata_as_of
@@ -102,7 +102,7 @@ class ApiSource:
         self.wikipedia = MediaWikiApi(settings.endpoint, http)
         self.wikidata = WikidataApi(settings.wikidata_endpoint, http)
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> JsonObject:
         return {
             "name": self.name, "backend": "api", "endpoint": self.settings.endpoint, "wikidata_endpoint": self.settings.wikidata_endpoint,
             "cache": str(self.cache.path), "offline": self.offline, "max_age_days": self.settings.max_age_days,
