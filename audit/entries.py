@@ -47,6 +47,7 @@ class EntryModel(BaseModel):
 
 
 Model = TypeVar("Model", bound=EntryModel)
+Placed = TypeVar("Placed", bound=PlacedError)
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,7 @@ class EntryPlace:
     def __str__(self) -> str:
         return f"{self.path}: {self.section}.{self.name}"
 
-    def error(self, kind: type[PlacedError], key: str | None, message: str) -> PlacedError:
+    def error(self, kind: type[Placed], key: str | None, message: str) -> Placed:
         """`kind` with the message placed: `path: section.name.key: message`, or with a space
         for a message that reads on from the key (`... .path is required ...`)."""
         if key is None:
