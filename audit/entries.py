@@ -12,23 +12,13 @@ from typing import ClassVar, TypeVar
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic_core import ErrorDetails
 
-from audit.errors import AuditError
+from audit.errors import PlacedError
 
 # What a value of the wrong type should have been, by pydantic's error type.
 _EXPECTED = {
     "int_type": "a whole number", "float_type": "a number", "string_type": "a string",
     "bool_type": "true or false", "dict_type": "a table", "list_type": "an array",
 }
-
-
-class PlacedError(AuditError):
-    """An error whose message is complete as given, which may also name the file and the key it
-    is about (`place()` reads them), as a bad registry entry does."""
-
-    def __init__(self, message: str = "", *, path: str | None = None, field: str | None = None) -> None:
-        super().__init__(message)
-        self.path = path
-        self.field = field
 
 
 class EntryModel(BaseModel):

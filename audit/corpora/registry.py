@@ -37,8 +37,8 @@ from audit.corpora.distributed import DistributedIndex
 from audit.corpora.entries import CLIENT_KEYS, ENTRY_KINDS, OPTION_KEYS, ApiKeys, DemoKeys, LocalKeys, MiniKeys, Setting
 from audit.corpora.local import IndexOpenError, LocalIndex
 from audit.corpora.mini import MINI_ENDPOINT, MiniCorpus
-from audit.entries import EntryPlace, PlacedError, validate_entry
-from audit.errors import UnreadableFile, read_text_file
+from audit.entries import EntryPlace, validate_entry
+from audit.errors import PlacedError, UnreadableFile, read_text_file
 from audit.executors import LOCAL, Executor
 from audit.indexing import MANIFEST, ProgressHook
 from audit.paths import cache_dir, registry_file

@@ -14,7 +14,7 @@ from urllib.parse import quote
 
 from pydantic import JsonValue
 
-from audit.entries import PlacedError
+from audit.errors import PlacedError
 from audit.links.wikis import WikiError, wiki_for, wiki_language
 
 # A JSON object: an API's answer, a dump's entity, a stored resolution or a source's description.

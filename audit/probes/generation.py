@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Protocol
 
-from audit.entries import PlacedError
+from audit.errors import PlacedError
 
 
 class Role(StrEnum):
