@@ -99,17 +99,17 @@ class _RemoteSide(EntryModel):
         return {key: value for key in (*CLIENT_KEYS, *OPTION_KEYS) if (value := getattr(self, key)) is not None}
 
 
-_RemoteKeys = create_model("_RemoteKeys", __base__=_RemoteSide, **_setting_keys())  # type: ignore[call-overload]
+_RemoteKeys = create_model("_RemoteKeys", __base__=_RemoteSide, **_setting_keys())
 
 
-class ApiKeys(_RemoteKeys):  # type: ignore[misc, valid-type]
+class ApiKeys(_RemoteKeys):
     backend: Literal["infini-gram-api"]
 
     required: ClassVar[Mapping[str, str]] = {"index": f"is required for an {API} entry (the server's index id)"}
     expected: ClassVar[Mapping[str, str]] = {**_RemoteSide.expected, "index": required["index"]}
 
 
-class MiniKeys(_RemoteKeys):  # type: ignore[misc, valid-type]
+class MiniKeys(_RemoteKeys):
     backend: Literal["infini-gram-mini"]
 
     required: ClassVar[Mapping[str, str]] = {"index": f"is required for an {MINI} entry (the server's index id)"}
