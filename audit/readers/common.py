@@ -27,7 +27,7 @@ from audit.readers.columns import ColumnMap
 Raw = TypeVar("Raw")
 Out = TypeVar("Out")
 # One cell of a benchmark row as read: a JSON value, a CSV string, or what a Parquet or Arrow
-# row adds (bytes, dates and times, decimals).  The value helpers below check which it is.
+# row adds (bytes, dates and times, decimals).  The functions under "Values" check which it is.
 Cell = JsonValue | bytes | date | time | timedelta | Decimal
 Record = dict[str, Cell]
 
