@@ -37,6 +37,16 @@ class LocatedError(AuditError):
         return f"{where}: {what}"
 
 
+class PlacedError(AuditError):
+    """An error whose message is complete as given, which may also name the file and the key it
+    is about (`place()` reads them), as a bad registry entry does (`audit.entries`)."""
+
+    def __init__(self, message: str = "", *, path: str | None = None, field: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+        self.field = field
+
+
 # Longer than any real benchmark row (a TyDi QA line with its whole article is a few MB), short
 # enough that a file without newlines (/dev/zero, a disk image) is refused before memory runs out.
 MAX_LINE_BYTES = 128 * 2**20

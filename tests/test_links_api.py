@@ -23,7 +23,8 @@ import pytest
 import requests
 
 from audit import __version__
-from audit.links.api import DEFAULT_USER_AGENT, HttpSettings, LinksApiError, MediaWikiApi, WikidataApi
+from audit.links.api import MediaWikiApi, WikidataApi
+from audit.links.http import DEFAULT_USER_AGENT, HttpSettings, LinksApiError
 from audit.links.model import Article, Link, link_to
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "langlinks" / "api"

@@ -112,6 +112,34 @@ def test_bad_entries_are_reported_with_their_key(tmp_path: Path, entry: str, mes
     assert str(error.value) == f"{registry}: {message}" or message in str(error.value)
 
 
+@pytest.mark.parametrize(
+    ("section", "entry", "field", "message"),
+    [
+        ("corpora", 'backend = "infini-gram-api"\nindex = "i"\ntimeout = "soon"', "corpora.x.timeout", "'soon' is not a number"),
+        ("corpora", 'backend = "infini-gram-api"\nindex = "i"\nvariants = 1', "corpora.x.variants", "1 is not true or false"),
+        ("corpora", 'backend = "local"\npath = 3', "corpora.x.path", "3 is not a string"),
+        ("corpora", "backend = 7", "corpora.x.backend", "7 is not one of local, demo"),
+        ("links", 'backend = "api"\nattempts = 2.5', "links.x.attempts", "2.5 is not a whole number"),
+        ("links", 'backend = "dump"\npath = ["a"]', "links.x.path", "['a'] is not a string"),
+        ("models", 'backend = "local"\npath = "m.gguf"\nbatch_size = true', "models.x.batch_size", "must be a whole number, at least 1"),
+        ("models", 'backend = "openai"\nmodel = "m"', "models.x.base_url", "is required: an openai entry needs base_url and model"),
+    ],
+)
+def test_entries_of_every_section_are_typed_and_placed(tmp_path: Path, section: str, entry: str, field: str, message: str):
+    """Every section's entries go through a model: a value of the wrong type is refused, not
+    converted, and the error names the file and the key, as text and as `place()`."""
+    from audit.errors import AuditError
+    from audit.links.sources import open_links
+    from audit.probes.models import open_model
+
+    registry = write(tmp_path / "corpora.toml", f"[{section}.x]\n{entry}\n")
+    opening = {"corpora": lambda: read_registry(registry), "links": lambda: open_links("x", registry), "models": lambda: open_model("x", registry, cache=tmp_path / "p.sqlite")}
+    with pytest.raises(AuditError) as raised:
+        opening[section]()
+    assert str(raised.value).startswith(f"{registry}: {field}") and message in str(raised.value), str(raised.value)
+    assert raised.value.place() == (str(registry), None, field)
+
+
 def test_bad_registry_files(tmp_path: Path):
     with pytest.raises(CorpusError, match="no such registry file"):
         open_corpus("demo", tmp_path / "missing.toml")

@@ -5,9 +5,15 @@ from __future__ import annotations
 import json
 import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
+from pydantic import JsonValue
+
+from audit.corpora.cache import JsonObject
 from audit.corpora.client import ApiResponseError
+
+if TYPE_CHECKING:
+    from audit.corpora.api import ApiCorpus
 
 
 @dataclass
@@ -18,7 +24,7 @@ class DocumentWindow:
     data: bytes
     needle_at: int
     offset_exact: bool
-    metadata: dict[str, Any]
+    metadata: JsonObject
 
 
 
@@ -32,7 +38,7 @@ class Displayed:
     disp_len: int
 
 
-def displayed(response: dict[str, Any], wanted: int, where: str) -> Displayed:
+def displayed(response: JsonObject, wanted: int, where: str) -> Displayed:
     """The window an answer displays when `wanted` tokens were asked for, centred on the
     occurrence: its offset is exact when the window starts at the document's start."""
     try:
@@ -53,7 +59,7 @@ class ApiOccurrence:
     pointer into the shard, with its document already read); the document is fetched the first
     time a signal asks for it (and kept, as is the response in the cache)."""
 
-    def __init__(self, corpus: Any, shard: int, rank: int, query: str, variant: str, ptr: int | None = None, window: DocumentWindow | None = None) -> None:
+    def __init__(self, corpus: ApiCorpus, shard: int, rank: int, query: str, variant: str, ptr: int | None = None, window: DocumentWindow | None = None) -> None:
         self.corpus, self.shard, self.rank, self.query, self.variant, self.ptr = corpus, shard, rank, query, variant, ptr
         self._window = window
         self._lock = threading.Lock()
@@ -80,7 +86,7 @@ def char_starts(encoded: bytes) -> list[int]:
     return [i for i, b in enumerate(encoded) if b & 0xC0 != 0x80]
 
 
-def parse_metadata(raw: Any) -> dict[str, Any]:
+def parse_metadata(raw: JsonValue) -> JsonObject:
     """A document's metadata as a dict: the API sends the index's JSON line as a string."""
     if isinstance(raw, dict):
         return raw
@@ -93,7 +99,7 @@ def parse_metadata(raw: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {"raw": value}
 
 
-def locate_in_spans(spans: list[Any], needle_offset: int, disp_len: int) -> tuple[bytes, int]:
+def locate_in_spans(spans: list[JsonValue], needle_offset: int, disp_len: int) -> tuple[bytes, int]:
     """The displayed text and the byte offset of the occurrence in it.  The protocol gives the
     text only as `spans` (its `token_ids` are the query's) and the occurrence's position only
     in tokens, and the client has no tokenizer: of the spans labelled as matches, the one whose

@@ -4,21 +4,22 @@ budget stopped the run, which corpora it stopped and how to resume (the manifest
 the corpus's details as `stopped`, beside the request counts of `requests`)."""
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
 
 from rich.progress import BarColumn, MofNCompleteColumn, ProgressColumn, Task, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.text import Text
 
+from audit.corpora.base import Corpus
 from audit.corpora.client import RESUME_HINT, InfiniGramClient
 from audit.shell import Steps
 
 
-def api_clients(sources: list[Any]) -> list[InfiniGramClient]:
+def api_clients(sources: Sequence[Corpus]) -> list[InfiniGramClient]:
     """The HTTP clients of the API corpora among `sources`, one per corpus."""
     return [source.client for source in sources if isinstance(getattr(source, "client", None), InfiniGramClient)]
 
 
-def limit_requests(sources: list[Any], limit: int) -> list[InfiniGramClient]:
+def limit_requests(sources: Sequence[Corpus], limit: int) -> list[InfiniGramClient]:
     """Give every API corpus a budget of `limit` HTTP requests; the clients it applies to."""
     clients = api_clients(sources)
     for client in clients:
@@ -49,7 +50,7 @@ def check_display(clients: list[InfiniGramClient]) -> Steps:
     return Steps(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), *middle, TimeElapsedColumn(), TimeRemainingColumn())
 
 
-def budget_stops(sources: list[Any]) -> list[str]:
+def budget_stops(sources: Sequence[Corpus]) -> list[str]:
     """One line per API corpus whose request budget stopped it, recorded in its details too."""
     lines = []
     for source in sources:

@@ -15,8 +15,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Protocol, TypeVar
 
+from audit.corpora.cache import JsonObject
 from audit.corpora.client import ApiQueryError, InfiniGramClient
 from audit.corpora.grouped import QueryLimits, pack, resolve
 from audit.corpora.surface import disjunction
@@ -35,18 +36,28 @@ class FieldState:
     absent: set[str] = field(default_factory=set)
 
 
+Question = TypeVar("Question")
+Answer = TypeVar("Answer")
+
+
+class RunAll(Protocol):
+    """Maps a function over questions, side by side as the corpus's thread pool allows."""
+
+    def __call__(self, ask: Callable[[Question], Answer], questions: list[Question], /) -> list[Answer]: ...
+
+
 class Requests:
     """Plain `count`/`find` answers, memoised, and presence questions answered by groups."""
 
-    def __init__(self, client: InfiniGramClient, limits: QueryLimits, run_all: Callable[[Callable[[Any], Any], list[Any]], list[Any]], details: dict[str, Any]) -> None:
+    def __init__(self, client: InfiniGramClient, limits: QueryLimits, run_all: RunAll, details: JsonObject) -> None:
         self.client, self.limits, self.run_all = client, limits, run_all
         self.details = details
         self.cnf: bool | None = None
         self.find_for_count = True
-        self._memo: dict[tuple[str, str], dict[str, Any]] = {}
+        self._memo: dict[tuple[str, str], JsonObject] = {}
         self._lock = threading.Lock()
 
-    def ask(self, query_type: str, form: str) -> dict[str, Any]:
+    def ask(self, query_type: str, form: str) -> JsonObject:
         """The answer to a plain `count` or `find` of `form`, asked at most once.  On the
         infini-gram protocol (`find_for_count`) a count is asked as a `find`, which answers the
         same count (the engine's `count` is its `find`) and serves a later search for the same

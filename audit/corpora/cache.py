@@ -13,9 +13,13 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
-from typing import Any
+
+from pydantic import JsonValue
 
 from audit.errors import AuditError
+
+# A request or an answer of the infini-gram API: a JSON object.
+JsonObject = dict[str, JsonValue]
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
@@ -33,12 +37,12 @@ class CacheError(AuditError, RuntimeError):
     """The cache file cannot be opened or read; the message names it."""
 
 
-def canonical(payload: dict[str, Any]) -> str:
+def canonical(payload: JsonObject) -> str:
     """The request as one stable string: sorted keys, no whitespace, Unicode kept as is."""
     return json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def cache_key(endpoint: str, payload: dict[str, Any]) -> str:
+def cache_key(endpoint: str, payload: JsonObject) -> str:
     return hashlib.sha256(f"{endpoint.rstrip('/')}\n{canonical(payload)}".encode()).hexdigest()
 
 
@@ -61,14 +65,14 @@ class ResponseCache:
             self._local.connection = connection
         return connection
 
-    def get(self, endpoint: str, payload: dict[str, Any]) -> dict[str, Any] | None:
+    def get(self, endpoint: str, payload: JsonObject) -> JsonObject | None:
         try:
             row = self._connection().execute("SELECT response FROM responses WHERE key = ?", (cache_key(endpoint, payload),)).fetchone()
         except sqlite3.Error as error:
             raise CacheError(f"{self.path}: cannot read the response cache ({error})") from None
         return json.loads(row[0]) if row else None
 
-    def put(self, endpoint: str, payload: dict[str, Any], response: dict[str, Any]) -> None:
+    def put(self, endpoint: str, payload: JsonObject, response: JsonObject) -> None:
         try:
             self._connection().execute(
                 "INSERT OR REPLACE INTO responses (key, endpoint, idx, request, response, stored) VALUES (?, ?, ?, ?, ?, ?)",

@@ -36,12 +36,12 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
 
 import requests
+from pydantic import JsonValue
 
 from audit.children import received
-from audit.corpora.cache import ResponseCache, canonical
+from audit.corpora.cache import JsonObject, ResponseCache, canonical
 from audit.corpora.pacing import Bounds, HostPacer, Outcome, RequestBudget, pacer_for
 from audit.errors import AuditError
 from audit.responses import OversizeResponse, backoff_delay, read_limited, snippet
@@ -213,7 +213,7 @@ class InfiniGramClient:
                 session.headers["Authorization"] = f"Bearer {self.settings.token}"
         return session
 
-    def query(self, query_type: str, **params: Any) -> dict[str, Any]:
+    def query(self, query_type: str, **params: JsonValue) -> JsonObject:
         """The response to one request (`index` is added), from the cache when it has it; a
         request another thread is already asking waits for that answer (`shared`)."""
         payload = {"index": self.settings.index, "query_type": query_type, **params}
@@ -242,7 +242,7 @@ class InfiniGramClient:
             with self._lock:
                 del self._asking[key]
 
-    def _answer(self, payload: dict[str, Any]) -> dict[str, Any]:
+    def _answer(self, payload: JsonObject) -> JsonObject:
         """The server's answer to a request the cache lacks, stored there."""
         if self.settings.offline:
             self._count("offline_misses")
@@ -260,7 +260,7 @@ class InfiniGramClient:
             self.cache.put(self.settings.url, payload, response)
         return response
 
-    def _post(self, payload: dict[str, Any]) -> dict[str, Any]:
+    def _post(self, payload: JsonObject) -> JsonObject:
         settings = self.settings
         where = f"{settings.url} ({settings.index})"
         attempt, throttled_for = 0, 0.0
@@ -287,7 +287,7 @@ class InfiniGramClient:
             self._count("retries")
             self._sleep(backoff_delay(attempt, settings.backoff, settings.max_backoff, self._rng, sent.retry_after))
 
-    def _send(self, payload: dict[str, Any], where: str) -> Sent:
+    def _send(self, payload: JsonObject, where: str) -> Sent:
         """One POST under the host's pacer, which learns from how it went."""
         ticket = self._pacer.acquire(abandon=lambda: received() is not None)
         if ticket is None:
@@ -325,7 +325,7 @@ class InfiniGramClient:
             raise ApiResponseError(f"{where}: {error}") from None
 
     @staticmethod
-    def _parse(body: bytes, status: int, where: str) -> dict[str, Any]:
+    def _parse(body: bytes, status: int, where: str) -> JsonObject:
         try:
             data = json.loads(body)
         except (json.JSONDecodeError, UnicodeDecodeError):

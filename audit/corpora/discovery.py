@@ -26,10 +26,11 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
 
 import requests
+from pydantic import JsonValue
 
+from audit.corpora.cache import JsonObject
 from audit.corpora.registry import REMOTE, CorpusCheck, CorpusError, Entry
 from audit.responses import OversizeResponse, read_limited, snippet
 
@@ -106,7 +107,7 @@ class _Asker:
     token: str = ""
     session: requests.Session = field(default_factory=requests.Session)
 
-    def send(self, method: str, payload: dict[str, Any] | None = None, token: str = "", path: str = "", throttle_stops: bool = True) -> tuple[int, bytes]:
+    def send(self, method: str, payload: JsonObject | None = None, token: str = "", path: str = "", throttle_stops: bool = True) -> tuple[int, bytes]:
         """Status and body of one request.  A throttling answer stops the endpoint, unless
         `throttle_stops` is False (for `GET /`, which a gateway may refuse for good while it
         passes queries: the first count then tells)."""
@@ -124,7 +125,7 @@ class _Asker:
         return response.status_code, body
 
 
-def _json(body: bytes) -> Any:
+def _json(body: bytes) -> JsonValue:
     try:
         return json.loads(body)
     except (json.JSONDecodeError, UnicodeDecodeError):

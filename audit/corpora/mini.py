@@ -29,10 +29,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
 from audit.corpora.api import ApiCorpus, ApiOccurrence, ApiOptions, DocumentWindow, parse_metadata
 from audit.corpora.base import DocumentHit
+from audit.corpora.cache import JsonObject
 from audit.corpora.client import ApiQueryError, ApiResponseError, InfiniGramClient, OfflineMiss
 from audit.corpora.protocol import MAX_CTX_LEN
 
@@ -124,7 +124,7 @@ class MiniCorpus(ApiCorpus):
             f"after {refused} requests refused with '{DECODE_ERROR_MARK}' (max_ctx_len and needle lengths within 3 of the configured ones)"
         )
 
-    def _window(self, occurrence: ApiOccurrence, response: dict[str, Any], context: int, needle: int, refused: int) -> MiniWindow:
+    def _window(self, occurrence: ApiOccurrence, response: JsonObject, context: int, needle: int, refused: int) -> MiniWindow:
         """The answer read in bytes, checked: its text holds `disp_len` bytes and the match
         lies at `needle_offset`."""
         where = f"{self.client.settings.url}: get_doc_by_rank s={occurrence.shard} rank={occurrence.rank}"

@@ -21,25 +21,25 @@ user's registry replaces one.
 from __future__ import annotations
 
 import os
-import re
 import tomllib
 from collections.abc import Collection
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from functools import partial
 from importlib import resources
 from pathlib import Path
-from typing import Any
 
 from audit.corpora.api import ApiCorpus, ApiOptions
 from audit.corpora.cache import CacheError, ResponseCache
 from audit.corpora.client import PUBLIC_ENDPOINT, ClientSettings, InfiniGramClient, probe
 from audit.corpora.demo import DEMO, demo_index
 from audit.corpora.distributed import DistributedIndex
+from audit.corpora.entries import CLIENT_KEYS, ENTRY_KINDS, OPTION_KEYS, ApiKeys, DemoKeys, LocalKeys, MiniKeys, Setting
 from audit.corpora.local import LocalIndex
 from audit.corpora.mini import MINI_ENDPOINT, MiniCorpus
 from audit.corpora.shards import IndexOpenError
-from audit.errors import AuditError, UnreadableFile, read_text_file
+from audit.entries import EntryPlace, validate_entry
+from audit.errors import PlacedError, UnreadableFile, read_text_file
 from audit.executors import LOCAL, Executor
 from audit.index.format import MANIFEST
 from audit.index.progress import ProgressHook
@@ -48,12 +48,6 @@ from audit.paths import cache_dir, registry_file
 API = ApiCorpus.BACKEND
 MINI = MiniCorpus.BACKEND
 REMOTE = (API, MINI)
-BACKENDS = ("local", "demo", API, MINI)
-CLIENT_KEYS = {"timeout", "attempts", "backoff", "max_backoff", "concurrency", "min_concurrency", "start_concurrency", "fast_seconds", "throttle_wait", "throttle_patience", "max_requests", "max_response_bytes"}
-OPTION_KEYS = {f.name for f in fields(ApiOptions)}
-LOCAL_KEYS = {"backend", "path", "description", "minhash_redis"}
-ENTRY_KEYS = LOCAL_KEYS | {"url", "index", "cache", "token_env"} | CLIENT_KEYS | OPTION_KEYS
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 @dataclass
@@ -69,7 +63,7 @@ class CorpusCheck:
     message: str = ""
 
 
-class CorpusError(AuditError):
+class CorpusError(PlacedError):
     """An unknown corpus name or an unusable registry entry; the message says which."""
 
 
@@ -82,7 +76,7 @@ class Entry:
     url: str | None = None
     index: str | None = None
     cache: Path | None = None
-    settings: dict[str, Any] = field(default_factory=dict)
+    settings: dict[str, Setting] = field(default_factory=dict)
     minhash_redis: str | None = None
     token_env: str | None = None
     where: str = ""
@@ -98,51 +92,24 @@ class Entry:
         return value
 
 
-def _entry(path: Path, name: str, table: Any) -> Entry:
-    where = f"{path}: corpora.{name}"
-    if not isinstance(table, dict):
-        raise CorpusError(f"{where}: must be a table")
-    unknown = set(table) - ENTRY_KEYS
-    if unknown:
-        raise CorpusError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
-    backend = table.get("backend")
-    if backend not in BACKENDS:
-        raise CorpusError(f"{where}.backend: {backend!r} is not one of {', '.join(BACKENDS)}")
-    description = str(table.get("description", ""))
-    if backend not in REMOTE:
-        extra = set(table) - LOCAL_KEYS
-        if extra:
-            raise CorpusError(f"{where}: key(s) {', '.join(sorted(extra))} apply to {API} and {MINI} entries only")
-        where_path = table.get("path")
-        if backend == "local" and not isinstance(where_path, str):
-            raise CorpusError(f"{where}.path is required for a local index")
-        redis = table.get("minhash_redis")
-        if redis is not None and (backend != "local" or not isinstance(redis, str) or not redis.startswith("redis://")):
-            raise CorpusError(f"{where}.minhash_redis: {redis!r} is not a redis://host[:port][/db] URL of a local entry")
-        return Entry(name, backend, (path.parent / where_path) if where_path else None, description, minhash_redis=redis)
-    index = table.get("index")
-    if not isinstance(index, str) or not index:
-        raise CorpusError(f"{where}.index is required for an {backend} entry (the server's index id)")
-    url = table.get("url", MINI_ENDPOINT if backend == MINI else PUBLIC_ENDPOINT)
-    if not isinstance(url, str) or not url.startswith(("http://", "https://")):
-        raise CorpusError(f"{where}.url: {url!r} is not an http(s) URL")
-    cache = table.get("cache")
-    if cache is not None and not isinstance(cache, str):
-        raise CorpusError(f"{where}.cache must be a file path")
-    token_env = table.get("token_env")
-    if token_env is not None and not (isinstance(token_env, str) and _ENV_NAME.fullmatch(token_env)):
-        raise CorpusError(f"{where}.token_env: {token_env!r} is not the name of an environment variable")
-    settings = {key: table[key] for key in CLIENT_KEYS | OPTION_KEYS if key in table}
+def _entry(path: Path, name: str, table: object) -> Entry:
+    place = EntryPlace(path, "corpora", name)
+    keys = validate_entry(ENTRY_KINDS, table, place, CorpusError)
+    if isinstance(keys, LocalKeys | DemoKeys):
+        redis = keys.minhash_redis if isinstance(keys, LocalKeys) else None
+        return Entry(name, keys.backend, (path.parent / keys.path) if keys.path else None, keys.description, minhash_redis=redis)
+    assert isinstance(keys, ApiKeys | MiniKeys)
+    url = keys.url or (MINI_ENDPOINT if keys.backend == MINI else PUBLIC_ENDPOINT)
+    settings = keys.settings()
     try:
-        _, options = _settings(url, index, settings)
-        if backend == MINI and options.longest_match == "creativity":
-            raise ValueError("longest_match 'creativity' is not offered by the infini-gram mini API; use count")
-    except (TypeError, ValueError) as error:
-        raise CorpusError(f"{where}: {error}") from None
-    return Entry(name, backend, None, description, url, index, (path.parent / cache) if cache else None, settings, token_env=token_env, where=where)
+        _settings(url, keys.index, settings)
+    except ValueError as error:
+        raise place.error(CorpusError, None, str(error)) from None
+    cache = (path.parent / keys.cache) if keys.cache else None
+    return Entry(name, keys.backend, None, keys.description, url, keys.index, cache, settings, token_env=keys.token_env, where=str(place))
 
 
-def _settings(url: str, index: str, settings: dict[str, Any], offline: bool = False, token: str = "") -> tuple[ClientSettings, ApiOptions]:
+def _settings(url: str, index: str, settings: dict[str, Setting], offline: bool = False, token: str = "") -> tuple[ClientSettings, ApiOptions]:
     client = ClientSettings(url=url, index=index, offline=offline, token=token, **{k: v for k, v in settings.items() if k in CLIENT_KEYS})
     return client, ApiOptions(**{k: v for k, v in settings.items() if k in OPTION_KEYS})
 

@@ -13,151 +13,24 @@ bad request never costs the whole lookup, and every asked title gets an answer o
 from __future__ import annotations
 
 import json
-import math
-import random
 import re
-import threading
 import time
 import unicodedata
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import urlsplit
 
 import requests
 
-from audit import __version__
 from audit.links.entities import entity_resolution, is_qid
-from audit.links.model import Answers, Article, LinksError, Resolution, link_to
-from audit.responses import OversizeResponse, backoff_delay, read_limited, retry_after, seconds, snippet
+from audit.links.http import DEFAULT_HTTP, ApiClient, HttpSettings, LinksApiError
+from audit.links.model import Answers, Article, JsonObject, LinksError, Resolution, link_to
+from audit.responses import snippet
 from audit.timestamps import utc_timestamp
 
-DEFAULT_USER_AGENT = f"corpus-audit/{__version__} (langlinks signal; https://github.com/corpus-audit/corpus-audit)"
 # Titles or ids in one request: the API's limit for clients without the `apihighlimits` right.
 BATCH = 50
-# Past this many bytes of query string a request is POSTed: caches refuse long URLs (HTTP 414)
-# before the API sees them, and 50 titles in a non-Latin script reach that.
-LONG_QUERY = 4096
 WIKI_PREFIX = re.compile(r"[a-z][a-z0-9-]*")
-# Connection failures that a later try may not meet; a cut-off body arrives as ChunkedEncodingError.
-TRANSIENT = (requests.Timeout, requests.ConnectionError, requests.exceptions.ChunkedEncodingError)
-
-
-class LinksApiError(LinksError):
-    """A request that failed after every retry, or that the API refused; the message names the
-    wiki and its host, and what happened."""
-
-
-@dataclass(frozen=True)
-class HttpSettings:
-    """How to ask.  `backoff` is the first wait between tries; it doubles, with jitter, up to
-    `max_backoff`, which also caps a server's Retry-After, so a lookup never stalls for long."""
-
-    timeout: float = 30.0
-    attempts: int = 5
-    backoff: float = 1.0
-    max_backoff: float = 60.0
-    min_interval: float = 0.1
-    maxlag: int = 5
-    user_agent: str = DEFAULT_USER_AGENT
-    max_response_bytes: int = 64 << 20
-
-    def __post_init__(self) -> None:
-        if self.attempts < 1 or self.timeout <= 0 or self.max_response_bytes < 1:
-            raise ValueError("attempts, timeout and max_response_bytes must be positive")
-        if min(self.backoff, self.max_backoff, self.min_interval, self.maxlag) < 0:
-            raise ValueError("backoff, max_backoff, min_interval and maxlag cannot be negative")
-        if not self.user_agent.strip():
-            raise ValueError("user_agent is required: Wikimedia refuses clients that do not say who they are")
-
-
-class _Client:
-    """Paced, retried requests to one API, each answered with its JSON object."""
-
-    def __init__(self, endpoint: str, settings: HttpSettings, session: requests.Session | None, sleep: Callable[[float], None]) -> None:
-        if not endpoint.startswith(("http://", "https://")):
-            raise ValueError(f"endpoint {endpoint!r} is not an http(s) URL")
-        self.endpoint = endpoint
-        self.settings = settings
-        self.stats = {"requests": 0, "retries": 0}
-        self._given_session = session
-        self._local = threading.local()
-        self._sleep = sleep
-        self._rng = random.Random()
-        self._lock = threading.Lock()
-        self._pace = threading.Lock()
-        self._last_start = -math.inf
-
-    def _session(self) -> requests.Session:
-        if self._given_session is not None:
-            return self._given_session
-        session = getattr(self._local, "session", None)
-        if session is None:
-            session = self._local.session = requests.Session()
-        return session
-
-    def _wait_turn(self) -> None:
-        """Wait until `min_interval` has passed since the last request started, in any thread.
-        The wait holds the pacing lock, so a thread that woke late pushes the next start back
-        instead of leaving it closer than the interval."""
-        with self._pace:
-            wait = self._last_start + self.settings.min_interval - time.monotonic()
-            if wait > 0:
-                self._sleep(wait)
-            self._last_start = time.monotonic()
-        with self._lock:
-            self.stats["requests"] += 1
-
-    def _ask(self, url: str, params: dict[str, str], where: str) -> dict[str, Any]:
-        settings = self.settings
-        params = {**params, "format": "json", "maxlag": str(settings.maxlag)}
-        post = len(urlencode(params)) > LONG_QUERY
-        failure = ""
-        for attempt in range(1, settings.attempts + 1):
-            hint: float | None = None
-            self._wait_turn()
-            try:
-                response = self._session().request(
-                    "POST" if post else "GET", url, params=None if post else params, data=params if post else None,
-                    headers={"User-Agent": settings.user_agent}, timeout=settings.timeout, stream=True,
-                )
-                body = self._read(response, where)
-            except TRANSIENT as error:
-                failure = f"{type(error).__name__}: {error}"
-            except requests.RequestException as error:
-                raise LinksApiError(f"{where}: {type(error).__name__}: {error}") from None
-            else:
-                status = response.status_code
-                if status == 429 or status >= 500:
-                    failure, hint = f"HTTP {status}: {snippet(body)}", retry_after(response.headers.get("Retry-After"))
-                elif status >= 400:
-                    raise LinksApiError(f"{where}: HTTP {status}: {snippet(body)}")
-                else:
-                    try:
-                        data = json.loads(body)
-                    except ValueError:
-                        failure = f"HTTP {status} response is not JSON: {snippet(body)}"
-                    else:
-                        if not isinstance(data, dict):
-                            raise LinksApiError(f"{where}: the response is a JSON {type(data).__name__}, not an object")
-                        error = data.get("error")
-                        if error is None:
-                            return data
-                        if not (isinstance(error, dict) and error.get("code") == "maxlag"):
-                            raise LinksApiError(f"{where}: refused: {_error_text(error)}")
-                        failure = f"maxlag: {error.get('info', '')}"
-                        hint = retry_after(response.headers.get("Retry-After")) or seconds(error.get("lag"))
-            if attempt < settings.attempts:
-                with self._lock:
-                    self.stats["retries"] += 1
-                self._sleep(backoff_delay(attempt, settings.backoff, settings.max_backoff, self._rng, hint))
-        raise LinksApiError(f"{where}: no answer after {settings.attempts} attempts; last: {failure}")
-
-    def _read(self, response: requests.Response, where: str) -> bytes:
-        try:
-            return read_limited(response, self.settings.max_response_bytes)
-        except OversizeResponse as error:
-            raise LinksApiError(f"{where}: {error}") from None
 
 
 @dataclass
@@ -168,10 +41,10 @@ class _Answer:
     renamed: dict[str, str] = field(default_factory=dict)
     redirects: dict[str, str] = field(default_factory=dict)
     interwiki: dict[str, str] = field(default_factory=dict)
-    pages: dict[str, dict[str, Any]] = field(default_factory=dict)
-    links: dict[str, dict[tuple[str, str], dict[str, Any]]] = field(default_factory=dict)
+    pages: dict[str, JsonObject] = field(default_factory=dict)
+    links: dict[str, dict[tuple[str, str], JsonObject]] = field(default_factory=dict)
 
-    def add(self, query: dict[str, Any]) -> None:
+    def add(self, query: JsonObject) -> None:
         for key in ("normalized", "converted"):
             self.renamed.update((entry["from"], entry["to"]) for entry in query.get(key) or ())
         self.redirects.update((entry["from"], entry["to"]) for entry in query.get("redirects") or ())
@@ -184,7 +57,7 @@ class _Answer:
             for link in page.get("langlinks") or ():
                 known.setdefault((link["lang"], link.get("*") or link.get("title") or ""), link)
 
-    def find(self, sent: str) -> tuple[str, str | None, dict[str, Any] | None]:
+    def find(self, sent: str) -> tuple[str, str | None, JsonObject | None]:
         """Where a title sent ends: its last name, the name a redirect was followed from, its page."""
         title, seen = sent, {sent}
         while title in self.renamed and self.renamed[title] not in seen:
@@ -196,7 +69,7 @@ class _Answer:
         return title, redirected_from, self.pages.get(title)
 
 
-class MediaWikiApi(_Client):
+class MediaWikiApi(ApiClient):
     """Langlinks and creation dates from each wiki's action API (`{wiki}` in the endpoint is the
     wiki prefix: `en`, `zh-yue`)."""
 
@@ -205,7 +78,7 @@ class MediaWikiApi(_Client):
     def __init__(
         self,
         endpoint: str = "https://{wiki}.wikipedia.org/w/api.php",
-        settings: HttpSettings = HttpSettings(),
+        settings: HttpSettings = DEFAULT_HTTP,
         *,
         session: requests.Session | None = None,
         sleep: Callable[[float], None] = time.sleep,
@@ -286,7 +159,7 @@ class MediaWikiApi(_Client):
         `continue` keys go back with the first request's parameters."""
         answer, extra, seen = _Answer(), {}, set()
         while True:
-            data = self._ask(url, {**params, **extra}, where)
+            data = self.ask(url, {**params, **extra}, where)
             query = data.get("query")
             if not isinstance(query, dict):
                 raise LinksApiError(f"{where}: the response has no query object: {snippet(json.dumps(data).encode())}")
@@ -302,7 +175,7 @@ class MediaWikiApi(_Client):
                 raise LinksApiError(f"{where}: the API repeats its continuation {extra}")
             seen.add(tuple(sorted(extra.items())))
 
-    def _resolution(self, wiki: str, title: str, found: tuple[str, str | None, dict[str, Any] | None], answer: _Answer, as_of: str) -> Resolution | None:
+    def _resolution(self, wiki: str, title: str, found: tuple[str, str | None, JsonObject | None], answer: _Answer, as_of: str) -> Resolution | None:
         final, redirected_from, page = found
         if final in answer.interwiki:
             reason = f"{title!r} names a page of another wiki ({answer.interwiki[final]}:), not a {wiki} Wikipedia article"
@@ -318,7 +191,7 @@ class MediaWikiApi(_Client):
         return Resolution(wiki, final, True, as_of, self.name, page_id=page.get("pageid"), redirected_from=redirected_from, links=links)
 
 
-class WikidataApi(_Client):
+class WikidataApi(ApiClient):
     """Entities' Wikipedia sitelinks from `wbgetentities`."""
 
     name = "wikidata-api"
@@ -326,7 +199,7 @@ class WikidataApi(_Client):
     def __init__(
         self,
         endpoint: str = "https://www.wikidata.org/w/api.php",
-        settings: HttpSettings = HttpSettings(),
+        settings: HttpSettings = DEFAULT_HTTP,
         *,
         session: requests.Session | None = None,
         sleep: Callable[[float], None] = time.sleep,
@@ -348,14 +221,14 @@ class WikidataApi(_Client):
             as_of = utc_timestamp()
             ids = list(dict.fromkeys(qid.strip() for qid in batch))
             try:
-                data = self._ask(self.endpoint, {"action": "wbgetentities", "ids": "|".join(ids), "props": "sitelinks/urls"}, where)
+                data = self.ask(self.endpoint, {"action": "wbgetentities", "ids": "|".join(ids), "props": "sitelinks/urls"}, where)
                 entities = data.get("entities")
                 if not isinstance(entities, dict):
                     raise LinksApiError(f"{where}: the response has no entities object: {snippet(json.dumps(data).encode())}")
             except LinksApiError as error:
                 answers.errors.update((Article(qid=qid), str(error)) for qid in batch)
                 continue
-            by_id: dict[str, dict[str, Any]] = {}
+            by_id: dict[str, JsonObject] = {}
             for key, entity in entities.items():
                 if isinstance(entity, dict):
                     redirect = entity.get("redirects") if isinstance(entity.get("redirects"), dict) else {}
@@ -394,9 +267,3 @@ def _unsendable(title: str) -> str | None:
     if "|" in title:
         return "a title cannot contain '|'"
     return None
-
-
-def _error_text(error: Any) -> str:
-    if isinstance(error, dict):
-        return f"{error.get('code', 'error')}: {error.get('info', '')}".rstrip(": ")
-    return str(error)

@@ -27,13 +27,12 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from functools import cache
 from pathlib import Path
-from typing import Any
 from urllib.parse import unquote, urlparse
 
 from audit import __version__
 from audit.index.format import hash_file
 from audit.links.entities import WIKIDATA, dump_entity, sitelink_links
-from audit.links.model import LinksError
+from audit.links.model import JsonObject, LinksError
 from audit.links.sqldump import DumpError, DumpInfo, file_date, read_rows
 from audit.links.wikis import WikiError, dbname_language, wiki_prefix
 from audit.nospace import is_full_disk, no_space
@@ -327,7 +326,7 @@ def _build_into(staging: Path, dumps: list[DumpFile], dump_date: date | None, on
     return manifest
 
 
-def summary(manifest: dict[str, Any]) -> list[str]:
+def summary(manifest: JsonObject) -> list[str]:
     """One line a snapshot of a build's manifest, what `audit langlinks build` reports."""
     lines = [f"{name}wiki as of {entry['dump_date']}: {entry['links']:,} langlinks, {entry['pages']:,} pages, {entry['redirects']:,} redirects" for name, entry in manifest["wikis"].items()]
     if wikidata := manifest.get("wikidata"):

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
 
-from audit.links.model import Link, LinksError, Resolution, link_to
+from audit.links.model import JsonObject, Link, LinksError, Resolution, link_to
 from audit.links.wikis import WikiError, dbname_language
 
 QID = re.compile(r"Q[1-9][0-9]*")
@@ -38,7 +37,7 @@ def wikipedia_of(site: str) -> str | None:
         return None
 
 
-def sitelink_links(sitelinks: dict[str, Any]) -> tuple[Link, ...]:
+def sitelink_links(sitelinks: JsonObject) -> tuple[Link, ...]:
     """The Wikipedia articles among an entity's sitelinks, ordered by wiki."""
     links = []
     for site, sitelink in sitelinks.items():
@@ -51,7 +50,7 @@ def sitelink_links(sitelinks: dict[str, Any]) -> tuple[Link, ...]:
     return tuple(sorted(links, key=lambda link: link.wiki))
 
 
-def entity_resolution(entity: dict[str, Any], *, as_of: str | None, source: str) -> Resolution:
+def entity_resolution(entity: JsonObject, *, as_of: str | None, source: str) -> Resolution:
     """An entity's Wikipedias.  A `missing` entity (the API's answer for an unknown id) is not
     found; a redirected one (merged into another item) names the id it was asked by."""
     qid = entity.get("id")
@@ -66,7 +65,7 @@ def entity_resolution(entity: dict[str, Any], *, as_of: str | None, source: str)
     return Resolution(WIKIDATA, qid, True, as_of, source, qid=qid, links=sitelink_links(sitelinks), redirected_from=redirected)
 
 
-def dump_entity(line: str) -> dict[str, Any] | None:
+def dump_entity(line: str) -> JsonObject | None:
     """One entity from a line of the JSON dump (`[`, `{...},` lines, `]`); None for the
     brackets.  A line that is not an entity raises ValueError, for the caller to place."""
     text = line.strip().rstrip(",")

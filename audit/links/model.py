@@ -10,14 +10,18 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from functools import cache
-from typing import Any
 from urllib.parse import quote
 
-from audit.errors import AuditError
+from pydantic import JsonValue
+
+from audit.errors import PlacedError
 from audit.links.wikis import WikiError, wiki_for, wiki_language
 
+# A JSON object: an API's answer, a dump's entity, a stored resolution or a source's description.
+JsonObject = dict[str, JsonValue]
 
-class LinksError(AuditError):
+
+class LinksError(PlacedError):
     """A lookup or an answer that cannot be used; the message names the file or the request."""
 
 
@@ -54,15 +58,15 @@ class Resolution:
         """The link to the wiki that holds benchmark language `lang` (`nb` and `no` alike)."""
         try:
             wanted = wiki_for(lang)
-        except (WikiError, ValueError):
+        except ValueError:  # a code no language table knows
             return None
         return next((link for link in self.links if link.wiki == wanted), None)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Resolution:
+    def from_dict(cls, data: JsonObject) -> Resolution:
         links = tuple(Link(**link) for link in data.get("links", ()))
         return cls(**{**data, "links": links})
 

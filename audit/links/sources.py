@@ -20,26 +20,25 @@ file's `[links.NAME]` tables (another endpoint, cache or request rate):
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
+from audit.entries import EntryPlace, validate_entry
 from audit.links.cache import LinksCache
+from audit.links.entries import DEFAULT_ENDPOINT, DEFAULT_WIKIDATA, ENTRY_KINDS, MAX_AGE_DAYS, DumpKeys
 from audit.links.lookup import LanglinksLookup
-from audit.links.model import Answers, Article, LinksError
+from audit.links.model import Answers, Article, JsonObject, LinksError
 from audit.paths import cache_dir, registry_entries
 
 API = "wikipedia-api"
-DEFAULT_ENDPOINT = "https://{wiki}.wikipedia.org/w/api.php"
-DEFAULT_WIKIDATA = "https://www.wikidata.org/w/api.php"
-MAX_AGE_DAYS = 30
 Progress = Callable[[int], None]
 
 
 class LinkSource(Protocol):
     name: str
 
-    def describe(self) -> dict[str, Any]: ...
+    def describe(self) -> JsonObject: ...
 
     def resolve(self, articles: Sequence[Article], on_done: Progress = ...) -> Answers: ...
 
@@ -57,7 +56,7 @@ class DumpSource:
     def __init__(self, lookup: LanglinksLookup, name: str) -> None:
         self.lookup, self.name = lookup, name
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> JsonObject:
         described = {"name": self.name, "backend": "dump", "path": str(self.lookup.directory.resolve()), "wikis": {wiki: self.lookup.as_of(wiki) for wiki in self.lookup.wikis}}
         if self.lookup.wikidata_as_of:
             described["wikidata"] = self.lookup.wikidata_as_of
@@ -86,7 +85,7 @@ class ApiSettings:
     wikidata_endpoint: str = DEFAULT_WIKIDATA
     cache: Path | None = None
     max_age_days: int = MAX_AGE_DAYS
-    http: dict[str, Any] = field(default_factory=dict)
+    http: dict[str, str | int | float] = field(default_factory=dict)
 
 
 class ApiSource:
@@ -94,7 +93,8 @@ class ApiSource:
     Offline, only the cache answers; what it lacks is an error (unknown), never absent."""
 
     def __init__(self, name: str, settings: ApiSettings, *, offline: bool = False) -> None:
-        from audit.links.api import HttpSettings, MediaWikiApi, WikidataApi
+        from audit.links.api import MediaWikiApi, WikidataApi
+        from audit.links.http import HttpSettings
 
         http = HttpSettings(**settings.http)
         self.name, self.settings, self.offline = name, settings, offline
@@ -102,7 +102,7 @@ class ApiSource:
         self.wikipedia = MediaWikiApi(settings.endpoint, http)
         self.wikidata = WikidataApi(settings.wikidata_endpoint, http)
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> JsonObject:
         return {
             "name": self.name, "backend": "api", "endpoint": self.settings.endpoint, "wikidata_endpoint": self.settings.wikidata_endpoint,
             "cache": str(self.cache.path), "offline": self.offline, "max_age_days": self.settings.max_age_days,
@@ -154,47 +154,16 @@ class ApiSource:
         return dates, errors
 
 
-_API_KEYS = {f.name for f in fields(ApiSettings)} - {"http"}
-_HTTP_KEYS = {"timeout", "attempts", "backoff", "max_backoff", "min_interval", "maxlag", "user_agent", "max_response_bytes"}
-
-
-def _entry(registry: Path, name: str, table: Any, offline: bool) -> LinkSource:
-    where = f"{registry}: links.{name}"
-    if not isinstance(table, dict):
-        raise LinksError(f"{where}: must be a table")
-    backend = table.get("backend")
-    if backend == "dump":
-        unknown = set(table) - {"backend", "path", "description"}
-        if unknown or not isinstance(table.get("path"), str):
-            raise LinksError(f"{where}: a dump entry has backend, path (a lookup directory) and description" + (f"; unknown key(s) {', '.join(sorted(unknown))}" if unknown else ""))
-        return DumpSource(LanglinksLookup.open(registry.parent / table["path"]), name)
-    if backend != "api":
-        raise LinksError(f"{where}.backend: {backend!r} is not one of api, dump")
-    unknown = set(table) - _API_KEYS - _HTTP_KEYS - {"backend", "description"}
-    if unknown:
-        raise LinksError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
-    for key in ("endpoint", "wikidata_endpoint"):
-        if key in table and (not isinstance(table[key], str) or not table[key].startswith(("http://", "https://"))):
-            raise LinksError(f"{where}.{key}: {table[key]!r} is not an http(s) URL")
-    if "{wiki}" not in table.get("endpoint", DEFAULT_ENDPOINT):
-        raise LinksError(f"{where}.endpoint: must contain {{wiki}}, where the wiki's prefix goes")
-    cache = table.get("cache")
-    if cache is not None and not isinstance(cache, str):
-        raise LinksError(f"{where}.cache must be a file path")
-    max_age = table.get("max_age_days", MAX_AGE_DAYS)
-    if not isinstance(max_age, int) or isinstance(max_age, bool) or max_age < 0:
-        raise LinksError(f"{where}.max_age_days must be a whole number of days, 0 or more")
-    settings = ApiSettings(
-        endpoint=table.get("endpoint", DEFAULT_ENDPOINT),
-        wikidata_endpoint=table.get("wikidata_endpoint", DEFAULT_WIKIDATA),
-        cache=registry.parent / cache if cache else None,
-        max_age_days=max_age,
-        http={key: table[key] for key in _HTTP_KEYS if key in table},
-    )
+def _entry(registry: Path, name: str, table: object, offline: bool) -> LinkSource:
+    place = EntryPlace(registry, "links", name)
+    keys = validate_entry(ENTRY_KINDS, table, place, LinksError)
+    if isinstance(keys, DumpKeys):
+        return DumpSource(LanglinksLookup.open(registry.parent / keys.path), name)
+    settings = ApiSettings(keys.endpoint, keys.wikidata_endpoint, registry.parent / keys.cache if keys.cache else None, keys.max_age_days, keys.http())
     try:
         return ApiSource(name, settings, offline=offline)
-    except (TypeError, ValueError) as error:
-        raise LinksError(f"{where}: {error}") from None
+    except ValueError as error:
+        raise place.error(LinksError, None, str(error)) from None
 
 
 def open_links(value: str, registry: Path | None = None, *, offline: bool = False) -> LinkSource:

@@ -22,7 +22,8 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+
+from pydantic import JsonValue
 
 from audit.probes.generation import Backend, Decoding, Message, Output, ProbeError, Request, Role
 
@@ -121,7 +122,7 @@ class _Batcher:
             job.answer.set_result(output)
 
 
-def _number(body: dict[str, Any], key: str, default: float, low: float, high: float, *, low_open: bool = False) -> float:
+def _number(body: dict[str, JsonValue], key: str, default: float, low: float, high: float, *, low_open: bool = False) -> float:
     value = body.get(key)
     if value is None:
         return default
@@ -130,7 +131,7 @@ def _number(body: dict[str, Any], key: str, default: float, low: float, high: fl
     return float(value)
 
 
-def _integer(body: dict[str, Any], key: str, default: int, low: int) -> int:
+def _integer(body: dict[str, JsonValue], key: str, default: int, low: int) -> int:
     value = body.get(key)
     if value is None:
         return default
@@ -139,7 +140,7 @@ def _integer(body: dict[str, Any], key: str, default: int, low: int) -> int:
     return value
 
 
-def parse_chat_request(body: Any) -> tuple[str, Request]:
+def parse_chat_request(body: JsonValue) -> tuple[str, Request]:
     """The model name and the probe request of a chat completions body, or BadRequest."""
     if not isinstance(body, dict):
         raise BadRequest("the body must be a JSON object")
@@ -174,10 +175,10 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: _HTTPServer
 
-    def log_message(self, format: str, *args: Any) -> None:
+    def log_message(self, format: str, *args: object) -> None:
         """Quiet: a benchmark's thousands of requests are not worth a line each."""
 
-    def _send(self, status: HTTPStatus, payload: dict[str, Any]) -> None:
+    def _send(self, status: HTTPStatus, payload: dict[str, JsonValue]) -> None:
         data = json.dumps(payload, ensure_ascii=False).encode("utf-8")
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
@@ -224,7 +225,7 @@ class _Handler(BaseHTTPRequestHandler):
             "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
         })
 
-    def _body(self) -> Any:
+    def _body(self) -> JsonValue:
         length = self.headers.get("Content-Length")
         if length is None or not length.isdigit():
             # Without a length the rest of the connection cannot be read reliably.

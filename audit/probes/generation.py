@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Protocol
 
-from audit.errors import AuditError
+from audit.errors import PlacedError
 
 
 class Role(StrEnum):
@@ -77,7 +77,7 @@ class Output:
         return self.text is not None
 
 
-class ProbeError(AuditError):
+class ProbeError(PlacedError):
     """A model that cannot be loaded or reached, or a bad model setting; the message names it."""
 
 

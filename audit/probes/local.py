@@ -21,10 +21,13 @@ import json
 import struct
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from audit.errors import special_kind
 from audit.probes.generation import Decoding, Message, Output, ProbeError, Progress, Request
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 INSTALL_HINT = 'pip install "corpus-audit[probe]"'
 _BLOCK = 1 << 20
@@ -32,7 +35,7 @@ _BLOCK = 1 << 20
 _MODEL_FILES = ("*.safetensors", "*.bin", "*.pt", "*.pth", "*.json", "*.model", "*.tiktoken", "*.jinja", "merges.txt", "vocab.txt")
 
 
-def _sha256(path: Path, digest: Any = None) -> Any:
+def _sha256(path: Path, digest: hashlib._Hash | None = None) -> hashlib._Hash:
     digest = digest or hashlib.sha256()
     with open(path, "rb") as handle:
         while block := handle.read(_BLOCK):
@@ -140,7 +143,7 @@ def _fallback_prompt(messages: Sequence[Message]) -> str:
 class LocalModel:
     """A transformers causal LM answering probe requests on one device, one thread at a time."""
 
-    def __init__(self, model: Any, tokenizer: Any, *, model_id: str, path: Path, gguf_file: str | None, device: str, batch_size: int) -> None:
+    def __init__(self, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, *, model_id: str, path: Path, gguf_file: str | None, device: str, batch_size: int) -> None:
         """From a loaded model and tokenizer; `load` is the way in from files."""
         self.model_id = model_id
         self.path = path
@@ -248,7 +251,7 @@ class LocalModel:
         width = max(len(ids) for ids in prompts)
         input_ids = torch.tensor([[self._pad] * (width - len(ids)) + ids for ids in prompts], device=self.device)
         attention = torch.tensor([[0] * (width - len(ids)) + [1] * len(ids) for ids in prompts], device=self.device)
-        settings: dict[str, Any] = {"max_new_tokens": decoding.max_tokens, "eos_token_id": self._eos, "pad_token_id": self._pad, "do_sample": not decoding.greedy}
+        settings: dict[str, int | bool | float | None] = {"max_new_tokens": decoding.max_tokens, "eos_token_id": self._eos, "pad_token_id": self._pad, "do_sample": not decoding.greedy}
         if not decoding.greedy:
             settings.update(temperature=decoding.temperature, top_p=decoding.top_p, top_k=0)
         device = torch.device(self.device)

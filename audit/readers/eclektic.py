@@ -5,13 +5,13 @@ from __future__ import annotations
 import re
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 from audit.items import Item, Variant
 from audit.readers.common import (
     BenchmarkError,
     Draft,
     Piece,
+    Record,
     Sink,
     apply_source,
     clean,
@@ -38,7 +38,7 @@ def read_eclektic_jsonl(path: Path, sink: Sink) -> list[Item]:
     return finish_items(unique_items(drafts, "q_id", sink), "original_lang", sink)
 
 
-def _eclektic_wide_item(path: str, line: int, record: dict[str, Any]) -> Draft:
+def _eclektic_wide_item(path: str, line: int, record: Record) -> Draft:
     item_id = item_id_at(path, line, record, "q_id")
     draft = Draft(path, item_id, lang_at(path, line, record, "original_lang"), [line])
     texts: dict[str, dict[str, str | None]] = {}

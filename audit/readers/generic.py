@@ -5,13 +5,13 @@ import itertools
 from collections.abc import Iterable
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 from audit.items import FIELDS, Item, Variant
 from audit.readers.common import (
     BenchmarkError,
     Draft,
     Piece,
+    Record,
     Sink,
     extras,
     finish_items,
@@ -50,7 +50,7 @@ def read_jsonl(path: Path, sink: Sink) -> list[Item]:
 
 
 def _generic_variant(
-    path: str, line: int, prefix: str, record: dict[str, Any], known: Iterable[str]
+    path: str, line: int, prefix: str, record: Record, known: Iterable[str]
 ) -> Variant:
     fields = {name: text_field(path, line, prefix + name, record.get(name)) for name in FIELDS}
     if not any(fields[name] for name in ("question", "answer", "context")):
@@ -58,7 +58,7 @@ def _generic_variant(
     return Variant(**fields, meta=extras(record, known))
 
 
-def _generic_item(path: str, line: int, record: dict[str, Any]) -> Draft:
+def _generic_item(path: str, line: int, record: Record) -> Draft:
     draft = Draft(
         path,
         item_id_at(path, line, record, "item_id"),
@@ -81,7 +81,7 @@ def _generic_item(path: str, line: int, record: dict[str, Any]) -> Draft:
     return draft
 
 
-def _generic_piece(path: str, line: int, record: dict[str, Any]) -> Piece:
+def _generic_piece(path: str, line: int, record: Record) -> Piece:
     return Piece(
         line=line,
         item_id=item_id_at(path, line, record, "item_id"),

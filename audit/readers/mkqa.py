@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 from audit.items import Item, Variant
 from audit.readers.common import (
     BenchmarkError,
+    Cell,
     Draft,
     ReadOptions,
+    Record,
     Sink,
     finish_items,
     item_id_at,
@@ -32,7 +33,7 @@ def read_mkqa(path: Path, options: ReadOptions, sink: Sink) -> list[Item]:
     return finish_items(unique_items(drafts, "example_id", sink), None, sink)
 
 
-def _item(path: str, source_lang: str, line: int, record: dict[str, Any]) -> Draft:
+def _item(path: str, source_lang: str, line: int, record: Record) -> Draft:
     draft = Draft(path, item_id_at(path, line, record, "example_id"), source_lang, [line])
     queries, answers = _by_language(path, line, record, "queries"), _by_language(path, line, record, "answers")
     for key, query in queries.items():
@@ -53,14 +54,14 @@ def _item(path: str, source_lang: str, line: int, record: dict[str, Any]) -> Dra
     return draft
 
 
-def _by_language(path: str, line: int, record: dict[str, Any], name: str) -> dict[str, Any]:
+def _by_language(path: str, line: int, record: Record, name: str) -> Record:
     value = record.get(name)
     if not isinstance(value, dict):
         raise BenchmarkError(path, line, name, f"expected an object keyed by language, got {type_name(value)}")
     return value
 
 
-def _answers(path: str, line: int, name: str, value: Any) -> tuple[list[str], list[str]]:
+def _answers(path: str, line: int, name: str, value: Cell) -> tuple[list[str], list[str]]:
     """Every distinct answer text and alias (the first answer's text first), and the answer types;
     unanswerable questions have answers of type `unanswerable` with no text."""
     if value is None:

@@ -15,10 +15,9 @@ the same and skips it); read with skip_bad_rows to leave those out, listed.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from audit.items import Item, ItemKind, Variant
-from audit.readers.common import BenchmarkError, Draft, ReadOptions, Sink, extras, finish_items, json_rows, language_code, required, text_field
+from audit.readers.common import BenchmarkError, Draft, ReadOptions, Record, Sink, extras, finish_items, json_rows, language_code, required, text_field
 from audit.readers.folders import check_all_read
 
 MLAMA_MASK = "[Y]"
@@ -79,10 +78,10 @@ def _templates(path: Path, sink: Sink) -> dict[str, str]:
     return templates
 
 
-def _fact(path: Path, line: int, record: dict[str, Any], relation: str, template: str) -> tuple[str, Variant]:
+def _fact(path: Path, line: int, record: Record, relation: str, template: str) -> tuple[str, Variant]:
     where = str(path)
     sub_uri, sub_label, obj_uri, obj_label = (text_field(where, line, key, required(where, line, record, key)) for key in _FACT_KEYS)
     prompt = template.replace("[X]", sub_label or "")
-    meta: dict[str, Any] = extras(record, _FACT_KEYS)
+    meta: Record = extras(record, _FACT_KEYS)
     meta["template"] = template
     return f"{relation}-{sub_uri}-{obj_uri}", Variant(question=prompt, answer=obj_label, subject=sub_label, meta=meta)

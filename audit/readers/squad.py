@@ -13,11 +13,10 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from audit.errors import json_problem, text_lines
 from audit.items import Item, Variant
-from audit.readers.common import BenchmarkError, Draft, ReadOptions, Sink, finish_items, language_code, text_field, type_name
+from audit.readers.common import BenchmarkError, Cell, Draft, ReadOptions, Record, Sink, finish_items, language_code, text_field, type_name
 from audit.readers.folders import check_all_read
 from audit.readers.tables import is_glob, language_of
 
@@ -121,7 +120,7 @@ def _source_of(source: Path, item_id: str, langs: list[str], given: str | None, 
     ))
 
 
-def _document(path: Path) -> dict[str, Any]:
+def _document(path: Path) -> Record:
     text = "".join(text_lines(path, BenchmarkError))
     try:
         value = json.loads(text)
@@ -155,7 +154,7 @@ def _questions(path: Path, file_lang: str | None, sink: Sink) -> list[tuple[str,
     return found
 
 
-def _question(path: Path, where: str, qa: Any, file_lang: str | None, context: str | None, title: str | None, ordinal: int) -> tuple[str, _Question]:
+def _question(path: Path, where: str, qa: Cell, file_lang: str | None, context: str | None, title: str | None, ordinal: int) -> tuple[str, _Question]:
     if not isinstance(qa, dict):
         raise BenchmarkError(path, None, where, f"expected an object, got {type_name(qa)}")
     item_id = qa.get("id")

@@ -13,24 +13,12 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from audit.errors import json_problem
 from audit.items import Item, ItemKind, Variant
 from audit.langcodes import ISO_639_1, LEGACY_CODES, normalise_lang
 from audit.readers.columns import MISSING, ColumnMap, nested
-from audit.readers.common import (
-    BenchmarkError,
-    Piece,
-    Sink,
-    clean,
-    csv_rows,
-    finish_items,
-    group_pieces,
-    json_rows,
-    language_code,
-    type_name,
-)
+from audit.readers.common import BenchmarkError, Cell, Piece, Record, Sink, clean, csv_rows, finish_items, group_pieces, json_rows, language_code, type_name
 from audit.readers.folders import check_all_read
 
 TABLE_SUFFIXES = (".jsonl", ".ndjson", ".csv", ".tsv", ".parquet")
@@ -78,7 +66,7 @@ def is_datasets_dir(path: Path) -> bool:
 # Rows --------------------------------------------------------------------------------------
 
 
-def table_rows(path: Path, sink: Sink, headerless: bool = False) -> Iterator[tuple[int, dict[str, Any]]]:
+def table_rows(path: Path, sink: Sink, headerless: bool = False) -> Iterator[tuple[int, Record]]:
     """Records with their line (CSV/JSONL) or 1-based row number (Parquet, Arrow); a headerless
     CSV/TSV names its columns by position from 0."""
     suffix = table_suffix(path)
@@ -103,7 +91,7 @@ def table_columns(path: Path, sink: Sink) -> list[str]:
     return list(first[1]) if first else []
 
 
-def _delimited_rows(path: Path, delimiter: str, headerless: bool = False) -> Iterator[tuple[int, dict[str, Any]]]:
+def _delimited_rows(path: Path, delimiter: str, headerless: bool = False) -> Iterator[tuple[int, Record]]:
     rows = csv_rows(path, delimiter)
     if headerless:
         first = next(rows, None)
@@ -129,7 +117,7 @@ def _arrow_error(path: Path, error: Exception) -> BenchmarkError:
     return BenchmarkError(path, message=f"cannot read: {error}")
 
 
-def _parquet_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+def _parquet_rows(path: Path) -> Iterator[tuple[int, Record]]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -143,7 +131,7 @@ def _parquet_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         raise _arrow_error(path, error) from None
 
 
-def _datasets_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+def _datasets_rows(path: Path) -> Iterator[tuple[int, Record]]:
     """A `save_to_disk` directory: its Arrow stream files in `state.json` order."""
     import pyarrow as pa
 
@@ -167,7 +155,7 @@ def _datasets_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             raise _arrow_error(file, error) from None
 
 
-def _json_file(path: Path) -> dict[str, Any]:
+def _json_file(path: Path) -> Record:
     try:
         value = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as error:
@@ -287,7 +275,7 @@ def _kind(mapping: ColumnMap) -> tuple[ItemKind, str | None]:
     return ItemKind.OPEN, None
 
 
-def _piece(file: Path, line: int, record: dict[str, Any], spec: TableSpec, file_lang: str | None) -> Piece | None:
+def _piece(file: Path, line: int, record: Record, spec: TableSpec, file_lang: str | None) -> Piece | None:
     mapping = spec.mapping
     path = str(file)
     row = record
@@ -327,7 +315,7 @@ def _piece(file: Path, line: int, record: dict[str, Any], spec: TableSpec, file_
     return Piece(line=line, item_id=item_id, source_lang=source_lang, lang=lang, variant=variant)
 
 
-def _dotted(path: str, line: int, record: dict[str, Any], column: str, headerless: bool) -> Any:
+def _dotted(path: str, line: int, record: Record, column: str, headerless: bool) -> Cell:
     """A mapped name that is no column read as a path into nested JSON (`question.stem`); through
     a list it gives the list of each element's value (`question.choices.text`)."""
     found = nested(record, column) if "." in column else MISSING
@@ -337,7 +325,7 @@ def _dotted(path: str, line: int, record: dict[str, Any], column: str, headerles
     return found
 
 
-def _truthy(value: Any) -> bool:
+def _truthy(value: Cell) -> bool:
     if isinstance(value, bool):
         return value
     if isinstance(value, (int, float)):
@@ -345,7 +333,7 @@ def _truthy(value: Any) -> bool:
     return isinstance(value, str) and value.strip().lower() in _TRUE
 
 
-def _cell_text(path: str, line: int, column: str, value: Any) -> str | None:
+def _cell_text(path: str, line: int, column: str, value: Cell) -> str | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
@@ -353,7 +341,7 @@ def _cell_text(path: str, line: int, column: str, value: Any) -> str | None:
     return clean(str(value))
 
 
-def _options(path: str, line: int, mapping: ColumnMap, record: dict[str, Any]) -> tuple[str, ...]:
+def _options(path: str, line: int, mapping: ColumnMap, record: Record) -> tuple[str, ...]:
     if not mapping.options:
         return ()
     if len(mapping.options) == 1:
@@ -372,7 +360,7 @@ def _options(path: str, line: int, mapping: ColumnMap, record: dict[str, Any]) -
     return tuple(options)
 
 
-def _answer_index(path: str, line: int, mapping: ColumnMap, value: Any, count: int) -> int:
+def _answer_index(path: str, line: int, mapping: ColumnMap, value: Cell, count: int) -> int:
     column = mapping.answer_index or ""
     text = str(value).strip() if isinstance(value, (str, int)) and not isinstance(value, bool) else ""
     if mapping.answer_base == "letter":
@@ -384,7 +372,7 @@ def _answer_index(path: str, line: int, mapping: ColumnMap, value: Any, count: i
     return index
 
 
-def _aliases(path: str, line: int, column: str, value: Any) -> tuple[str, ...]:
+def _aliases(path: str, line: int, column: str, value: Cell) -> tuple[str, ...]:
     if value is None:
         return ()
     values = value if isinstance(value, list) else [value]

@@ -10,22 +10,9 @@ from __future__ import annotations
 
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 from audit.items import Item, Variant
-from audit.readers.common import (
-    BenchmarkError,
-    Draft,
-    ReadOptions,
-    Sink,
-    finish_items,
-    item_id_at,
-    json_rows,
-    parsed_rows,
-    text_field,
-    type_name,
-    unique_items,
-)
+from audit.readers.common import BenchmarkError, Cell, Draft, ReadOptions, Record, Sink, finish_items, item_id_at, json_rows, parsed_rows, text_field, type_name, unique_items
 from audit.readers.squad import TYDI_LANGUAGES
 
 TYDI_KEYS = frozenset({"example_id", "question_text", "document_plaintext", "annotations", "language"})
@@ -36,7 +23,7 @@ def read_tydi(path: Path, options: ReadOptions, sink: Sink) -> list[Item]:
     return finish_items(unique_items(drafts, "example_id", sink), "language", sink)
 
 
-def _item(path: str, line: int, record: dict[str, Any]) -> Draft:
+def _item(path: str, line: int, record: Record) -> Draft:
     name = record.get("language")
     lang = TYDI_LANGUAGES.get(name) if isinstance(name, str) else None
     if lang is None:
@@ -77,7 +64,7 @@ def _item(path: str, line: int, record: dict[str, Any]) -> Draft:
     return draft
 
 
-def _slice(path: str, line: int, where: str, raw: bytes, span: Any) -> str:
+def _slice(path: str, line: int, where: str, raw: bytes, span: Cell) -> str:
     start, end = (span.get(key) if isinstance(span, dict) else None for key in ("plaintext_start_byte", "plaintext_end_byte"))
     if not (isinstance(start, int) and isinstance(end, int) and 0 <= start < end <= len(raw)):
         raise BenchmarkError(path, line, where, f"byte span {start}..{end} is outside the {len(raw)}-byte document")

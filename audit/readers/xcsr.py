@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import glob
 from pathlib import Path
-from typing import Any
 
 from audit.items import Item, ItemKind, Variant
 from audit.readers.common import (
     BenchmarkError,
+    Cell,
     Piece,
     ReadOptions,
+    Record,
     Sink,
     extras,
     finish_items,
@@ -43,7 +44,7 @@ XCSR_CODES = {"jap": "ja"}
 _KEYS = ("id", "lang", "question", "answerKey")
 
 
-def is_xcsr_row(record: dict[str, Any]) -> bool:
+def is_xcsr_row(record: Record) -> bool:
     question = record.get("question")
     return isinstance(question, dict) and "stem" in question and "choices" in question
 
@@ -78,11 +79,11 @@ def read_xcsr(source: Path, options: ReadOptions, sink: Sink) -> list[Item]:
     return finish_items(drafts, None, sink)
 
 
-def _code(path: str, line: int | None, name: str, value: Any) -> str:
+def _code(path: str, line: int | None, name: str, value: Cell) -> str:
     return language_code(path, line, name, XCSR_CODES.get(value, value) if isinstance(value, str) else value)
 
 
-def _piece(path: Path, line: int, record: dict[str, Any], folder: str | None, source_lang: str) -> Piece:
+def _piece(path: Path, line: int, record: Record, folder: str | None, source_lang: str) -> Piece:
     where = str(path)
     lang = _code(where, line, "lang", required(where, line, record, "lang"))
     if folder is not None and lang != folder:

@@ -59,13 +59,13 @@ import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from audit.items import Item, ItemKind, Variant
 from audit.readers.common import (
     BenchmarkError,
     Draft,
     ReadOptions,
+    Record,
     Sink,
     csv_rows,
     extras,
@@ -118,7 +118,7 @@ class _Fact:
     sub_label: str
     obj_uri: str
     obj_label: str
-    extras: dict[str, Any]
+    extras: Record
 
 
 def read_xfactr(path: Path, options: ReadOptions, sink: Sink) -> list[Item]:
@@ -237,7 +237,7 @@ def _read_facts(files: list[Path], relations: dict[str, _Relation], sink: Sink) 
             yield fact
 
 
-def _fact(file: Path, line: int, record: dict[str, Any], relations: dict[str, _Relation]) -> _Fact:
+def _fact(file: Path, line: int, record: Record, relations: dict[str, _Relation]) -> _Fact:
     path = str(file)
     for key in FACT_KEYS:
         required(path, line, record, key)
