@@ -6,7 +6,7 @@ import click
 
 from audit import __version__
 from audit.cli import check, corpora, export, filter, formats, index, langlinks, report, serve
-from audit.shell import Commands
+from audit.cli.shell import Commands
 
 
 @click.group(cls=Commands)

@@ -18,7 +18,9 @@ from rich.table import Table
 from rich.text import Text
 
 from audit.auditfile import AuditFile
+from audit.bars import console, progress_display, step
 from audit.cli.common import build_progress_display
+from audit.cli.shell import KEPT, InputError, system_error
 from audit.corpora.apirun import check_display
 from audit.corpora.base import Profile
 from audit.corpora.client import InfiniGramClient
@@ -31,7 +33,6 @@ from audit.run import AuditRequest, Note, RequestError, run_audit
 from audit.run import Progress as RunProgress
 from audit.run.audit import preflight
 from audit.run.progress import BuildHook, StepStart
-from audit.shell import KEPT, InputError, console, progress_display, step, system_error
 from audit.signals import KNOWLEDGE_SIGNALS, SIGNALS
 
 STRICT_EXIT = 3

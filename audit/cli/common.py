@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from rich.progress import DownloadColumn
 
+from audit.bars import Steps, progress_display
 from audit.index.progress import ProgressHook as IndexProgress
-from audit.shell import Steps, progress_display
 
 
 def build_progress_display() -> tuple[Steps, IndexProgress]:

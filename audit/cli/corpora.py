@@ -9,8 +9,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from audit.cli.shell import InputError
 from audit.corpora.registry import CorpusError, check_corpora, chosen_entries
-from audit.shell import InputError
 
 
 @click.command("corpora")

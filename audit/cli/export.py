@@ -9,8 +9,9 @@ import click
 from rich.markup import escape
 
 from audit.auditfile import AuditFileError
+from audit.bars import console
+from audit.cli.shell import InputError
 from audit.outputs import OutputError, atomic_write_bytes, check_file_target
-from audit.shell import InputError, console
 
 
 @click.command("export")

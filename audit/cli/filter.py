@@ -8,10 +8,10 @@ import click
 
 from audit.auditfile import AuditFileError, check_against_benchmark, locate_benchmark, read_audit
 from audit.cli.filteroutput import check_manifest_name, check_output_name
+from audit.cli.shell import InputError
 from audit.filter import FILTERED, RULES, FilterError, FilterPolicy, filter_benchmark, writes_directory
 from audit.outputs import OutputError, atomic_write_text, check_directory_target, check_file_target
 from audit.readers import BenchmarkError, MappingError, load_benchmark, recorded_options
-from audit.shell import InputError
 
 
 @click.command("filter")

@@ -10,7 +10,9 @@ from pydantic import ValidationError
 from rich.markup import escape
 from rich.progress import DownloadColumn, Progress
 
+from audit.bars import console, progress_display
 from audit.cli.common import build_progress_display
+from audit.cli.shell import InputError
 from audit.corpora.local import LocalIndex
 from audit.corpora.shards import IndexOpenError
 from audit.corpora.soundness import OPEN_CHECKS
@@ -27,7 +29,6 @@ from audit.langupgrade import LanguageUpgradeError, add_languages
 from audit.neardup import NEARDUP_DIR, NearDupError, NearDupParams, add_neardup, load_redis
 from audit.policyfile import PolicyError, load_policy
 from audit.ranges import RangeError, document_limit, memory_budget, worker_count
-from audit.shell import InputError, console, progress_display
 from audit.signals import minhash
 
 

@@ -9,10 +9,11 @@ from pathlib import Path
 import click
 from rich.progress import TextColumn
 
+from audit.bars import progress_display
+from audit.cli.shell import InputError
 from audit.links.model import LinksError
 from audit.links.sources import open_links
 from audit.outputs import OutputError
-from audit.shell import InputError, progress_display
 
 
 @click.group("langlinks")

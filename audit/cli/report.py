@@ -8,10 +8,11 @@ import click
 from rich.markup import escape
 
 from audit.auditfile import AuditFileError, check_against_benchmark, locate_benchmark, read_audit
+from audit.bars import console, progress_display, step
+from audit.cli.shell import InputError
 from audit.outputs import OutputError, check_directory_target
 from audit.readers import BenchmarkError, MappingError, load_benchmark, recorded_options
 from audit.report.render import REPORT, write_report
-from audit.shell import InputError, console, progress_display, step
 
 METHODS = ("auto", "given", "eclektic", "robust", "judge")
 

@@ -6,9 +6,10 @@ from pathlib import Path
 
 import click
 
+from audit.bars import console, step
+from audit.cli.shell import InputError
 from audit.probes.generation import ProbeError
 from audit.probes.models import open_model
-from audit.shell import InputError, console, step
 
 
 @click.group("probe")

@@ -9,9 +9,9 @@ from collections.abc import Sequence
 from rich.progress import BarColumn, MofNCompleteColumn, ProgressColumn, Task, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.text import Text
 
+from audit.bars import Steps
 from audit.corpora.base import Corpus
 from audit.corpora.client import RESUME_HINT, InfiniGramClient
-from audit.shell import Steps
 
 
 def api_clients(sources: Sequence[Corpus]) -> list[InfiniGramClient]:
