@@ -13,7 +13,7 @@ from audit.evaluate.stratify import KNOWLEDGE_STRATA, KNOWN, NOT_KNOWN, STRATA, 
 from audit.items import Item, Variant
 from audit.probes.judge import UNPARSED
 from audit.report.premise import premise_section
-from audit.signals import probe
+from audit.signals import probe_spec as probe
 from audit.text import normalize
 
 TEXT_FIELDS = ("question", "answer", "context")

@@ -12,7 +12,7 @@ from typing import Any
 
 from audit.auditfile import AuditFile
 from audit.evidence import ABSENT, OK
-from audit.signals.langlinks import NAME
+from audit.signals.langlinks_spec import NAME
 
 HOLDS, FAILS, UNKNOWN, NO_ARTICLE = "holds", "fails", "unknown", "no_article"
 

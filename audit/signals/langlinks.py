@@ -20,9 +20,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
+from functools import partial
 from typing import Any
-
-from pydantic import Field
 
 from audit.evidence import ABSENT, OK, UNKNOWN, Evidence
 from audit.items import Item
@@ -31,31 +30,13 @@ from audit.links.entities import is_qid
 from audit.links.model import Answers, Article, Link, Resolution, article_url
 from audit.links.sources import LinkSource
 from audit.links.wikis import WikiError, wiki_for
-from audit.rules import Rule, Table, verdict
+from audit.rules import Rule
+from audit.signals.langlinks_spec import FIELD, NAME, LanglinksConfig, Rules, fields_for
+from audit.signals.spec import Opening, Runner
 
-NAME = "langlinks"
-FIELD = "article"
+__all__ = ["FIELD", "NAME", "LanglinksConfig", "LinkChecker", "Rules", "fields_for", "item_article", "open_runner", "run", "variant_evidence"]
+
 QID_KEYS = ("qid", "wikidata_id", "wikidata", "sub_uri")
-
-
-class LanglinksConfig(Table):
-    """The signal's parameters (the policy's `[langlinks]` table)."""
-
-    ask_created: bool = True
-
-
-class ArticleRules(Table):
-    existed: verdict() = None
-
-
-class Rules(Table):
-    """The policy's `[rules.langlinks]`: `article` is the one field."""
-
-    article: ArticleRules = Field(default_factory=ArticleRules)
-
-
-def fields_for(item: Item) -> tuple[str, ...]:
-    return (FIELD,)
 
 
 def item_article(item: Item) -> Article | None:
@@ -128,6 +109,13 @@ def _link(resolution: Resolution, lang: str) -> Link | None:
 
 def run(checker: LinkChecker, item: Item, lang: str, config: LanglinksConfig, rules: Mapping[str, Sequence[Rule]] | None = None) -> list[Evidence]:
     return [variant_evidence(checker, item, lang)]
+
+
+def open_runner(source: LinkSource, opening: Opening) -> Runner:
+    """A runner on one link source, judged at the cutoff; its `prepare` resolves every item's
+    article in batches before any variant is checked."""
+    checker = LinkChecker(source, opening.cutoff, opening.config.ask_created)
+    return Runner(NAME, source.name, fields_for, partial(run, checker, config=opening.config), checker.prepare)
 
 
 def _evidence(checker: LinkChecker, status: str, figures: dict[str, Any], provenance: list[dict[str, Any]] | None = None, error: str | None = None) -> Evidence:

@@ -13,6 +13,7 @@ stay undecided, never read a bound as absence.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from audit import forms
@@ -22,13 +23,14 @@ from audit.evidence import ABSENT, FAILED, Evidence
 from audit.forms import Checked, Form
 from audit.items import Item, ItemKind, Variant
 from audit.rules import Rule
-from audit.signals.ngram_config import NAME, CooccurrenceRules, CoverageFloors, NgramConfig, Rules, TextRules, WindowSizes
 from audit.signals.ngram_language import Scope, any_language, languages_of_entries
 from audit.signals.ngram_match import FieldMatch, SharedText, _ratio, figure_bounds, questions_for, window_figures, without_shared
 from audit.signals.ngram_pairs import Lookups, cooccurrence_evidence, options_evidence, question_anchors, subject_anchors
+from audit.signals.ngram_spec import NAME, CooccurrenceRules, CoverageFloors, NgramConfig, Rules, TextRules, WindowSizes, fields_for
+from audit.signals.spec import Opening, Runner
 from audit.text import UNSEGMENTED_SCRIPTS, dominant_script, normalize, units
 
-__all__ = ["NAME", "CooccurrenceRules", "CoverageFloors", "NgramConfig", "Rules", "TextRules", "WindowSizes", "field_evidence", "fields_for", "run"]
+__all__ = ["NAME", "CooccurrenceRules", "CoverageFloors", "NgramConfig", "Rules", "TextRules", "WindowSizes", "field_evidence", "fields_for", "open_runner", "run"]
 
 
 def provenance(corpus: Corpus, span_text: str, span: tuple[int, int], config: NgramConfig) -> tuple[int, list[dict[str, Any]]]:
@@ -208,10 +210,6 @@ def pair_evidence(corpus: Corpus, item: Item, lang: str, question: FieldMatch | 
     return results
 
 
-def fields_for(item: Item) -> tuple[str, ...]:
-    return (*forms.TEXT_FIELDS[item.kind], forms.PAIR_FIELD[item.kind])
-
-
 def run(corpus: Corpus, item: Item, lang: str, config: NgramConfig, rules: Mapping[str, Sequence[Rule]] | None = None) -> list[Evidence]:
     """All n-gram evidence for one language variant of an item, over the fields its kind checks,
     each counted in documents of its language; a field the variant lacks is recorded as absent,
@@ -228,3 +226,12 @@ def run(corpus: Corpus, item: Item, lang: str, config: NgramConfig, rules: Mappi
         found, matches[checked.field] = text_evidence(corpus, checked, config, rules_here, budget, shared, field_language(variant, checked.field, lang))
         results += found
     return results + pair_evidence(corpus, item, lang, matches.get(forms.QUESTION), shared, config)
+
+
+def open_runner(corpus: Corpus, opening: Opening) -> Runner:
+    """Every corpus can be asked for n-grams; the runner asks only what the policy's rules on
+    this corpus's evidence need."""
+    name = corpus.info.name
+    rules = {field: table.for_source(name) for field, table in opening.rules.items()}
+    ask = partial(run, corpus, config=opening.config, rules=rules)
+    return Runner(NAME, name, fields_for, ask, portable=getattr(corpus, "ships_to_workers", False))

@@ -18,9 +18,9 @@ from audit.corpora.base import Corpus, LanguageBy, Occurrence
 from audit.corpora.doclangs import UNKNOWN
 from audit.evidence import Evidence
 from audit.forms import Form
-from audit.signals.ngram_config import NAME, NgramConfig
 from audit.signals.ngram_language import Scope, languages_of_entries
 from audit.signals.ngram_match import FieldMatch
+from audit.signals.ngram_spec import NAME, NgramConfig
 from audit.text import dominant_script, normalize, units
 
 SORTED_HITS = 10
