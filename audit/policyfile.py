@@ -1,5 +1,7 @@
 """The policy file: the built-in policy with the user's file merged over it, validated against
-the schema the signals assemble, and every bad key named in one message.
+the schema the signals assemble, every bad key named in one message, and compiled once into a
+`Policy`: typed signal parameters and each field's rules, parsed.  A policy read back from an
+audit file's manifest goes through the same validation (`compile_policy`).
 
 Kept apart from `audit.exposure` (which applies a policy) so that reading and explaining a
 policy file, and the README's key tables drawn from its schema, change on their own.
@@ -23,8 +25,9 @@ from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails
 
 from audit.errors import AuditError, UnreadableFile, read_toml_file
-from audit.rules import SOURCE_SCOPE, FieldRules
-from audit.signals import PolicyFile
+from audit.evidence import Json
+from audit.rules import SOURCE_SCOPE, FieldRules, Table
+from audit.signals import PolicyFile, configure
 
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 Model = TypeVar("Model", bound=BaseModel)
@@ -34,27 +37,40 @@ class PolicyError(AuditError):
     """The policy file is unusable; the message names the file and key."""
 
 
+Settings = dict[str, Json]
+
+
 @dataclass(frozen=True)
 class Policy:
+    """A validated policy, compiled: `settings` as the manifest records them, `rules` (signal →
+    field → its rules, parsed) and `configs` (each signal's parameters, typed)."""
+
     name: str
     source: str
-    settings: dict[str, Any]
-
-    @property
-    def rules(self) -> dict[str, dict[str, FieldRules]]:
-        """signal → field → its rules."""
-        return {
-            signal: {name: FieldRules.from_settings(table) for name, table in fields.items() if isinstance(table, dict)}
-            for signal, fields in self.settings.get("rules", {}).items()
-            if isinstance(fields, dict)
-        }
+    settings: Settings
+    rules: dict[str, dict[str, FieldRules]]
+    configs: dict[str, Table]
 
     @property
     def digest(self) -> str:
         return hashlib.sha256(json.dumps(self.settings, sort_keys=True).encode()).hexdigest()[:16]
 
-    def section(self, name: str) -> dict[str, Any]:
+    def section(self, name: str) -> Settings:
         return copy.deepcopy(self.settings.get(name, {}))
+
+    def judges(self, signal: str) -> bool:
+        """Whether any rule on the signal's figures is switched on, for any source."""
+        return any(table.on for table in self.rules.get(signal, {}).values())
+
+
+def _compiled_rules(settings: Settings) -> dict[str, dict[str, FieldRules]]:
+    """signal → field → its rules, from validated settings."""
+    rules = settings.get("rules")
+    return {
+        signal: {name: FieldRules.compile(table) for name, table in fields.items() if isinstance(table, dict)}
+        for signal, fields in (rules.items() if isinstance(rules, dict) else ())
+        if isinstance(fields, dict)
+    }
 
 
 def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
@@ -185,12 +201,18 @@ def _read(path: Path) -> dict[str, Any]:
 
 
 def load_policy(path: Path | None = None, schema: type[BaseModel] = PolicyFile) -> Policy:
-    """The built-in policy, with the user's file (if any) merged over it key by key, and the
-    result validated against `schema` (by default the one `audit.signals` assembles from every
-    signal's rules and parameters).  `settings` holds the validated values."""
+    """The built-in policy, with the user's file (if any) merged over it key by key, validated
+    against `schema` (by default the one `audit.signals` assembles from every signal's rules
+    and parameters) and compiled."""
     defaults = tomllib.loads(resources.files("audit").joinpath("data/policy.toml").read_text(encoding="utf-8"))
     source = "built-in" if path is None else str(path)
-    merged = defaults if path is None else _merge(defaults, _read(Path(path)))
+    return compile_policy(defaults if path is None else _merge(defaults, _read(Path(path))), source, schema)
+
+
+def compile_policy(merged: Settings, source: str, schema: type[BaseModel] = PolicyFile) -> Policy:
+    """A whole policy's settings (a file merged over the built-in one, or a manifest's record of
+    one) validated against `schema` and compiled; every bad key is named in one PolicyError
+    that begins with `source`.  `settings` holds the validated values."""
     _refuse_field_keyed_rules(schema, merged, source)
     unscoped, scoped = _split_scoped(merged)
     settings = build_config(schema, unscoped, source).model_dump(by_alias=True, exclude_unset=True)
@@ -199,7 +221,7 @@ def load_policy(path: Path | None = None, schema: type[BaseModel] = PolicyFile) 
         where = ("rules", signal, field_name, scope)
         validated = build_config(model, table, source, where) if isinstance(table, dict) else _not_a_table(model, where, table, source)
         settings["rules"][signal][field_name][scope] = validated.model_dump(by_alias=True, exclude_unset=True)
-    return Policy(name=settings["name"], source=source, settings=settings)
+    return Policy(settings["name"], source, settings, _compiled_rules(settings), configure(settings))
 
 
 def _refuse_field_keyed_rules(schema: type[BaseModel], settings: dict[str, Any], source: str) -> None:

@@ -20,6 +20,7 @@ from audit.exposure import SEEN, UNKNOWN, UNSEEN, decide
 from audit.indexing import build_index
 from audit.policyfile import Policy, load_policy
 from audit.readers import load_benchmark
+from audit.rules import FieldRules
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 CORPUS = Path(str(resources.files("audit").joinpath("data/demo/corpus")))
@@ -27,7 +28,10 @@ SAMPLE = Path(str(resources.files("audit").joinpath("data/demo/eclektic_sample.c
 
 
 def policy(rules: dict) -> Policy:
-    return Policy("test", "test", {"name": "test", "rules": rules})
+    """A compiled policy with these rules and no others, for signals and fields a policy file
+    need not know: what is tested here is how rules decide."""
+    compiled = {signal: {name: FieldRules.compile(table) for name, table in fields.items()} for signal, fields in rules.items()}
+    return Policy("test", "test", {"name": "test", "rules": rules}, compiled, {})
 
 
 def context(signal: str, source: str, **figures) -> Evidence:
