@@ -13,11 +13,12 @@ import hashlib
 import json
 import re
 import tomllib
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from types import NoneType, UnionType
-from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
+from typing import Annotated, Literal, TypeVar, Union, get_args, get_origin
 
 from annotated_types import Ge, Gt, Le, Lt
 from pydantic import BaseModel, ValidationError
@@ -26,7 +27,7 @@ from pydantic_core import ErrorDetails
 
 from audit.errors import AuditError, UnreadableFile, read_toml_file
 from audit.evidence import Json
-from audit.rules import SOURCE_SCOPE, FieldRules, Table
+from audit.rules import SOURCE_SCOPE, FieldRules, Table, TypeForm
 from audit.signals import PolicyFile, configure
 
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
@@ -73,7 +74,7 @@ def _compiled_rules(settings: Settings) -> dict[str, dict[str, FieldRules]]:
     }
 
 
-def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+def _merge(base: Settings, override: Settings) -> Settings:
     merged = dict(base)
     for key, value in override.items():
         merged[key] = _merge(base[key], value) if isinstance(value, dict) and isinstance(base.get(key), dict) else value
@@ -85,7 +86,7 @@ def _fields(model: type[BaseModel]) -> dict[str, FieldInfo]:
     return {info.alias or name: info for name, info in model.model_fields.items()}
 
 
-def _table(annotation: Any) -> type[BaseModel] | None:
+def _table(annotation: TypeForm) -> type[BaseModel] | None:
     return annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
 
 
@@ -93,7 +94,7 @@ def _number(value: float) -> str:
     return f"{value:g}"
 
 
-def _range(constraints: list[Any]) -> str:
+def _range(constraints: Sequence[object]) -> str:
     """" ≥ 1", " in (0, 1]": the bounds a value must keep, from its Field constraints."""
     lower = next((c for c in constraints if isinstance(c, Ge | Gt)), None)
     upper = next((c for c in constraints if isinstance(c, Le | Lt)), None)
@@ -108,7 +109,7 @@ def _range(constraints: list[Any]) -> str:
     return ""
 
 
-def _constraints(metadata: list[Any]) -> list[Any]:
+def _constraints(metadata: Sequence[object]) -> list[object]:
     """Constraints and descriptions, whether given bare or inside a `Field(...)`."""
     flat = []
     for item in metadata:
@@ -116,7 +117,7 @@ def _constraints(metadata: list[Any]) -> list[Any]:
     return flat
 
 
-def _kind(annotation: Any, metadata: list[Any]) -> str:
+def _kind(annotation: TypeForm, metadata: Sequence[object]) -> str:
     """One allowed kind of value in words; a type that describes itself (`Field(description=...)`)
     is named by its description."""
     if get_origin(annotation) is Annotated:
@@ -146,7 +147,7 @@ def _dotted(path: list[str]) -> str:
     return ".".join(part if _BARE_KEY.fullmatch(part) else json.dumps(part) for part in path)
 
 
-def _shown(value: Any) -> str:
+def _shown(value: Json) -> str:
     """A value as it looks in TOML (`true`, `"0.8"`), or what it is for a table or an array."""
     if isinstance(value, dict):
         return "a table"
@@ -193,7 +194,7 @@ def schema_keys(schema: type[BaseModel], prefix: tuple[str, ...] = ()) -> list[t
     return keys
 
 
-def _read(path: Path) -> dict[str, Any]:
+def _read(path: Path) -> Settings:
     try:
         return read_toml_file(path, "policy file")
     except UnreadableFile as error:
@@ -224,7 +225,7 @@ def compile_policy(merged: Settings, source: str, schema: type[BaseModel] = Poli
     return Policy(settings["name"], source, settings, _compiled_rules(settings), configure(settings))
 
 
-def _refuse_field_keyed_rules(schema: type[BaseModel], settings: dict[str, Any], source: str) -> None:
+def _refuse_field_keyed_rules(schema: type[BaseModel], settings: Settings, source: str) -> None:
     """A policy written for the first release keyed rules by field alone (`[rules.question]`);
     say how to write it now rather than only that the key is unknown."""
     rules = settings.get("rules")
@@ -236,7 +237,7 @@ def _refuse_field_keyed_rules(schema: type[BaseModel], settings: dict[str, Any],
             raise PolicyError(f"{source}: key 'rules.{key}': rules are keyed by signal now: write [rules.ngram.{key}] for the n-gram signal's rules on {key}")
 
 
-def _split_scoped(settings: dict[str, Any]) -> tuple[dict[str, Any], dict[tuple[str, str, str], Any]]:
+def _split_scoped(settings: Settings) -> tuple[Settings, dict[tuple[str, str, str], Json]]:
     """The settings without their source-scoped rule tables, and those tables by (signal,
     field, `source:NAME`): scoped tables have names the schema cannot list, so each is checked
     against its field's own table on its own."""
@@ -263,11 +264,11 @@ def _field_model(schema: type[BaseModel], signal: str, field_name: str) -> type[
     return _table(_fields(_table(_fields(rules)[signal].annotation))[field_name].annotation)
 
 
-def _not_a_table(model: type[BaseModel], where: tuple[str, ...], value: Any, source: str) -> BaseModel:
+def _not_a_table(model: type[BaseModel], where: tuple[str, ...], value: Json, source: str) -> BaseModel:
     raise PolicyError(f"{source}: key '{_dotted(list(where))}': must be {_kind(model, [])}, got {_shown(value)}")
 
 
-def build_config(cls: type[Model], section: dict[str, Any], where: str, prefix: tuple[str, ...] = ()) -> Model:
+def build_config(cls: type[Model], section: Mapping[str, Json], where: str, prefix: tuple[str, ...] = ()) -> Model:
     """A model (a signal's config, or a whole policy file) from its settings; every bad key
     is named in one PolicyError that begins with `where`."""
     try:

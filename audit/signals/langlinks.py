@@ -21,9 +21,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from functools import partial
-from typing import Any
 
-from audit.evidence import ABSENT, OK, UNKNOWN, Evidence
+from audit.evidence import ABSENT, OK, UNKNOWN, Evidence, Json
 from audit.items import Item
 from audit.links.dump import parse_article
 from audit.links.entities import is_qid
@@ -118,7 +117,7 @@ def open_runner(source: LinkSource, opening: Opening) -> Runner:
     return Runner(NAME, source.name, fields_for, partial(run, checker, config=opening.config), checker.prepare)
 
 
-def _evidence(checker: LinkChecker, status: str, figures: dict[str, Any], provenance: list[dict[str, Any]] | None = None, error: str | None = None) -> Evidence:
+def _evidence(checker: LinkChecker, status: str, figures: dict[str, Json], provenance: list[dict[str, Json]] | None = None, error: str | None = None) -> Evidence:
     return Evidence(NAME, checker.source.name, FIELD, status=status, figures=figures, provenance=provenance or [], error=error)
 
 
@@ -126,7 +125,7 @@ def variant_evidence(checker: LinkChecker, item: Item, lang: str) -> Evidence:
     article = item_article(item)
     if article is None:
         return _evidence(checker, ABSENT, {"reason": "the item names no article (no Wikipedia URL, title or Wikidata id)"})
-    figures: dict[str, Any] = {"item_article": str(article)}
+    figures: dict[str, Json] = {"item_article": str(article)}
     resolution = checker.answers.found.get(article)
     if resolution is None:
         return _evidence(checker, UNKNOWN, figures, error=checker.answers.errors.get(article, "the source gave no answer for it"))

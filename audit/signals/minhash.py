@@ -21,12 +21,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
-from typing import Any
 
 from audit import forms
 from audit.corpora.base import Corpus, UnknownLanguage
 from audit.corpora.local import LocalIndex
-from audit.evidence import ABSENT, FAILED, Evidence
+from audit.evidence import ABSENT, FAILED, Evidence, Json
 from audit.forms import Checked
 from audit.items import Item
 from audit.neardup import NEARDUP_DIR, Match, NearDupError, NearDuplicateIndex, QueryResult, check_expected
@@ -60,12 +59,12 @@ def index_for(corpus: Corpus) -> NearDuplicateIndex:
 RULE_FIGURES = ("containment", "jaccard")
 
 
-def _rule_figures(matches: list[Match]) -> dict[str, Any]:
+def _rule_figures(matches: list[Match]) -> dict[str, Json]:
     best = matches[0] if matches else None
     return {"containment": best.containment if best else 0.0, "jaccard": best.jaccard if best else 0.0, "documents": len(matches)}
 
 
-def _figures(text: str, result: QueryResult, documents: DocumentFilter, floor: int, min_matched: int) -> dict[str, Any]:
+def _figures(text: str, result: QueryResult, documents: DocumentFilter, floor: int, min_matched: int) -> dict[str, Json]:
     best = result.best
     figures = {
         **_rule_figures(result.matches),

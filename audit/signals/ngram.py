@@ -14,12 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from functools import partial
-from typing import Any
 
 from audit import forms
 from audit.corpora.base import Budget, Corpus, UnknownLanguage
 from audit.corpora.doclangs import UNKNOWN
-from audit.evidence import ABSENT, FAILED, Evidence
+from audit.evidence import ABSENT, FAILED, Evidence, Json
 from audit.forms import Checked, Form
 from audit.items import Item, ItemKind, Variant
 from audit.rules import Rule
@@ -33,7 +32,7 @@ from audit.text import UNSEGMENTED_SCRIPTS, dominant_script, normalize, units
 __all__ = ["NAME", "CooccurrenceRules", "CoverageFloors", "NgramConfig", "Rules", "TextRules", "WindowSizes", "field_evidence", "fields_for", "open_runner", "run"]
 
 
-def provenance(corpus: Corpus, span_text: str, span: tuple[int, int], config: NgramConfig) -> tuple[int, list[dict[str, Any]]]:
+def provenance(corpus: Corpus, span_text: str, span: tuple[int, int], config: NgramConfig) -> tuple[int, list[dict[str, Json]]]:
     total, found = corpus.occurrences(span_text, config.provenance_docs)
     length = len(span_text.encode("utf-8"))
     hits = []
@@ -53,7 +52,7 @@ def provenance(corpus: Corpus, span_text: str, span: tuple[int, int], config: Ng
     return total, hits
 
 
-def _floor(figures: dict[str, Any], config: NgramConfig) -> None:
+def _floor(figures: dict[str, Json], config: NgramConfig) -> None:
     """Mark coverage as unable to decide when the field has too few windows to carry it."""
     needed = config.coverage_floor.needed(figures["script"])
     if figures["windows"] < needed:
@@ -73,7 +72,7 @@ def measure(corpus: Corpus, name: str, text: str, config: NgramConfig, rules: Se
     whole_shared = any(text in source for source in sources)
     counts = (0, 0) if whole_shared else corpus.count_range(text)
     coverage, undecided_windows, coverage_range = window_figures(found, size, shared)
-    figures: dict[str, Any] = {
+    figures: dict[str, Json] = {
         "chars": len(text),
         "units": len(units(text)),
         "script": script,

@@ -25,9 +25,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
-from typing import Any
 
-from audit.evidence import ABSENT, OK, UNKNOWN, Evidence, Status
+from audit.evidence import ABSENT, OK, UNKNOWN, Evidence, Json, Status
 from audit.items import Item
 from audit.langcodes import describe_lang
 from audit.probes.cache import CachedModel
@@ -54,7 +53,7 @@ class Asked:
     requests: tuple[Request, ...] = ()
     targets: tuple[str, ...] = ()
     reference: str | None = None
-    details: dict[str, Any] = field(default_factory=dict)
+    details: dict[str, Json] = field(default_factory=dict)
     absent: str | None = None
 
 
@@ -150,7 +149,7 @@ class Prober:
     def source(self) -> str:
         return self.model.name
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> dict[str, Json]:
         """For the audit manifest: both models and the prompt templates."""
         prompts = {"file": str(self.prompts_file) if self.prompts_file else None, "digest": self.templates.digest}
         return {"probe": self.model.describe(), "judge": self.judge.describe(), "prompts": prompts}
@@ -186,7 +185,7 @@ class Prober:
             judging[key] = pairs
         return judging
 
-    def _record(self, task: str, status: Status, figures: dict[str, Any], provenance: list[dict[str, Any]], error: str | None = None) -> Evidence:
+    def _record(self, task: str, status: Status, figures: dict[str, Json], provenance: list[dict[str, Json]], error: str | None = None) -> Evidence:
         return Evidence(NAME, self.source, task, status=status, figures={"model": self.model.model_id, **figures}, provenance=provenance, error=error)
 
     def _evidence(self, asked: Asked, outputs: list[Output], judged: list[tuple[int, Request, Output]]) -> Evidence:
@@ -210,8 +209,8 @@ class Prober:
         figures = {**asked.details, "matched": match.matched, "similarity": round(match.similarity, 4), "expected": match.target}
         return self._record(asked.task, OK, figures, provenance)
 
-    def _summary(self, asked: Asked, texts: list[str], provenance: list[dict[str, Any]], judged: list[tuple[int, Request, Output]]) -> Evidence:
-        figures: dict[str, Any] = {**asked.details, "samples": len(texts)}
+    def _summary(self, asked: Asked, texts: list[str], provenance: list[dict[str, Json]], judged: list[tuple[int, Request, Output]]) -> Evidence:
+        figures: dict[str, Json] = {**asked.details, "samples": len(texts)}
         if asked.targets:
             figures["answer_recall"] = round(sum(answer_recall(asked.targets, text) for text in texts) / len(texts), 4)
         if asked.reference:
@@ -246,9 +245,9 @@ def open_prober(model: str, judge: str | None = None, prompts: Path | None = Non
     return Prober(probed, judging, load_templates(prompts), prompts)
 
 
-def _shown(request: Request, output: Output) -> dict[str, Any]:
+def _shown(request: Request, output: Output) -> dict[str, Json]:
     """A prompt and its raw answer, as the audit file keeps them."""
-    shown: dict[str, Any] = {"prompt": request.messages[-1].content, "decoding": request.to_dict()["decoding"], "output": output.text, "cached": output.cached}
+    shown: dict[str, Json] = {"prompt": request.messages[-1].content, "decoding": request.to_dict()["decoding"], "output": output.text, "cached": output.cached}
     if output.error:
         shown["error"] = output.error
     if output.finish_reason:
