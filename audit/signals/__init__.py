@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field, create_model
 
-from audit.evidence import SignalRun
+from audit.evidence import Json, SignalRun
 from audit.rules import FieldRules, Table
 from audit.signals import langlinks_spec, minhash_spec, ngram_spec, probe_spec
 from audit.signals.spec import NONE_GIVEN, Asks, Opening, Runner, Signal, SignalError
@@ -105,7 +105,7 @@ def _refusal(signal: Signal, runs: list[SignalRun]) -> str:
     return f"no corpus supports it ({'; '.join(f'{run.source}: {run.reason}' for run in runs)})"
 
 
-def configure(settings: Mapping[str, Mapping[str, object]]) -> dict[str, Table]:
+def configure(settings: Mapping[str, Json]) -> dict[str, Table]:
     """Every signal's parameters from a policy's validated settings (its `[NAME]` table)."""
     return {name: signal.config.model_validate(settings.get(name, {})) for name, signal in SIGNALS.items()}
 
