@@ -4,6 +4,15 @@ and what it opens for one source (a `Runner`, or a `Skip` saying why not).
 This module and the `*_spec` modules beside it are all the policy, the report and the schema
 need to know about signals; they import no implementation, HTTP client or model.  A signal's
 code is the module its spec names (`Signal.implementation`), loaded only when a run opens it.
+
+Writing a signal NAME takes two modules and one line:
+- `NAME_spec.py`: its `config` and `rules` models (`audit.rules.Table`), `fields_for(item)`, and
+  `SIGNAL = Signal(...)` naming them, what it `asks` and its implementation module;
+- `NAME.py`: `open_runner(source, opening) -> Runner | Skip`, where `opening` carries its
+  parameters, the policy's rules on its fields and the cutoff; the runner's `ask(item, lang)`
+  returns its Evidence, and its optional `prepare(items, langs, progress)` does batched work
+  once before any variant;
+- its spec's entry in `audit.signals.SIGNALS`.
 """
 from __future__ import annotations
 
