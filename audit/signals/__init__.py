@@ -86,9 +86,9 @@ def plan(
         mine = []
         for source in given[signal.asks]:
             opened = signal.open(source, opening)
-            mine.append(opened.record() if isinstance(opened, Runner) else SignalRun(name, opened.source, ran=False, reason=opened.reason))
             if isinstance(opened, Runner):
                 runners.append(opened)
+            mine.append(opened.record())
         if not given[signal.asks] and signal.asks in NONE_GIVEN:
             mine.append(SignalRun(name, "", ran=False, reason=NONE_GIVEN[signal.asks][0]))
         runs += mine

@@ -204,7 +204,7 @@ def open_runner(corpus: Corpus, opening: Opening) -> Runner | Skip:
     try:
         index = index_for(corpus)
     except Unsupported as reason:
-        return Skip(name, str(reason))
+        return Skip(NAME, name, str(reason))
     except Exception as error:  # a damaged index beside a corpus fails that signal's evidence, not the run
         return broken(NAME, name, fields_for, error)
     rules = {field: table.for_source(name) for field, table in opening.rules.items()}

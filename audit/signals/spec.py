@@ -64,8 +64,12 @@ NONE_GIVEN: dict[Asks, tuple[str, str]] = {
 class Skip:
     """Why a signal cannot ask a source anything (no index of its kind beside a corpus, say)."""
 
+    signal: str
     source: str
     reason: str
+
+    def record(self) -> SignalRun:
+        return SignalRun(self.signal, self.source, ran=False, reason=self.reason)
 
 
 @dataclass(frozen=True)
