@@ -9,7 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TypeAlias
+
+from audit.errors import AuditError
+
+# A value as the audit file holds it: what figures and provenance are made of.
+Json: TypeAlias = "str | int | float | bool | list[Json] | dict[str, Json] | None"
+Figures: TypeAlias = dict[str, Json]
 
 
 class Status(StrEnum):
@@ -27,17 +33,41 @@ class Status(StrEnum):
 OK, ABSENT, FAILED, UNKNOWN = Status.OK, Status.ABSENT, Status.FAILED, Status.UNKNOWN
 
 
+class EvidenceError(AuditError):
+    """An evidence entry of an audit file that cannot be read back as Evidence."""
+
+
 @dataclass
 class Evidence:
     signal: str
     source: str
     field: str
     status: Status = OK
-    figures: dict[str, Any] = field(default_factory=dict)
-    provenance: list[dict[str, Any]] = field(default_factory=list)
+    figures: Figures = field(default_factory=dict)
+    provenance: list[Figures] = field(default_factory=list)
     error: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    @classmethod
+    def from_dict(cls, entry: Json) -> Evidence:
+        """An entry of a record's `evidence` as written by `to_dict` (an older file's `corpus`
+        names the source); EvidenceError says what is missing or wrong."""
+        if not isinstance(entry, dict) or not isinstance(entry.get("signal"), str) or not isinstance(entry.get("field"), str):
+            raise EvidenceError("each entry needs a 'signal' and a 'field'")
+        status = entry.get("status", OK)
+        if status not in tuple(Status):
+            raise EvidenceError(f"'status': expected one of {', '.join(Status)}, got {status!r}")
+        figures, provenance, error = entry.get("figures"), entry.get("provenance"), entry.get("error")
+        return cls(
+            signal=entry["signal"],
+            source=str(entry.get("source", entry.get("corpus", ""))),
+            field=entry["field"],
+            status=Status(status),
+            figures=figures if isinstance(figures, dict) else {},
+            provenance=[p for p in provenance if isinstance(p, dict)] if isinstance(provenance, list) else [],
+            error=error if isinstance(error, str) else None,
+        )
+
+    def to_dict(self) -> Figures:
         """Shallow: figures and provenance are plain JSON values already, and a deep copy of
         every record's evidence is a tenth of an audit's time."""
         data = {"signal": self.signal, "source": self.source, "field": self.field, "status": self.status, "figures": self.figures, "provenance": self.provenance}

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TypeAlias
 
-from audit.evidence import ABSENT, FAILED, Evidence, Status
+from audit.evidence import ABSENT, FAILED, Evidence, Figures, Json, Status
 from audit.policyfile import Policy
 from audit.rules import Outcome, Rule, judge
 from audit.signals import KNOWLEDGE_SIGNALS
@@ -48,6 +48,10 @@ class ItemExposure(StrEnum):
     UNKNOWN = "unknown"
 
 
+# One check behind a decision, as `decided_by` lists it: signal, source, field, figure, op,
+# value, threshold (or the failed source's status and error).
+Check: TypeAlias = dict[str, Json]
+
 SEEN, UNSEEN, UNKNOWN = Exposure.SEEN, Exposure.UNSEEN, Exposure.UNKNOWN
 SOURCE_ONLY, TARGET_SEEN, UNSEEN_EVERYWHERE = ItemExposure.SOURCE_ONLY, ItemExposure.TARGET_SEEN, ItemExposure.UNSEEN_EVERYWHERE
 
@@ -59,14 +63,14 @@ class Decision:
     same rules fire when documents of every language count)."""
 
     exposure: Exposure
-    decided_by: list[dict[str, Any]] = field(default_factory=list)
+    decided_by: list[Check] = field(default_factory=list)
     seen_in_languages: list[str] = field(default_factory=list)
 
 
 @dataclass
 class KnowledgeDecision:
     knowledge: Knowledge
-    decided_by: list[dict[str, Any]] = field(default_factory=list)
+    decided_by: list[Check] = field(default_factory=list)
 
 
 _KNOWLEDGE = {SEEN: Knowledge.KNOWN, UNSEEN: Knowledge.NOT_KNOWN, UNKNOWN: Knowledge.UNDETERMINED}
@@ -96,13 +100,13 @@ def _below_floor(found: Evidence, rule: Rule) -> bool:
     return isinstance(listed, list) and rule.figure in listed
 
 
-def _floor_check(found: Evidence, rule: Rule, check: dict[str, Any]) -> dict[str, Any]:
+def _floor_check(found: Evidence, rule: Rule, check: Check) -> Check:
     floor = found.figures.get("floor")
     detail = floor.get(rule.figure) if isinstance(floor, dict) else None
     return {**check, "status": BELOW_FLOOR, **({"floor": detail} if isinstance(detail, dict) else {})}
 
 
-def _fires(rule: Rule, figures: dict[str, Any]) -> bool:
+def _fires(rule: Rule, figures: Figures) -> bool:
     value = figures.get(rule.figure)
     if value is None:
         return False

@@ -1,5 +1,7 @@
 """The policy file: the built-in policy with the user's file merged over it, validated against
-the schema the signals assemble, and every bad key named in one message.
+the schema the signals assemble, every bad key named in one message, and compiled once into a
+`Policy`: typed signal parameters and each field's rules, parsed.  A policy read back from an
+audit file's manifest goes through the same validation (`compile_policy`).
 
 Kept apart from `audit.exposure` (which applies a policy) so that reading and explaining a
 policy file, and the README's key tables drawn from its schema, change on their own.
@@ -11,11 +13,12 @@ import hashlib
 import json
 import re
 import tomllib
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from types import NoneType, UnionType
-from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
+from typing import Annotated, Literal, TypeVar, Union, get_args, get_origin
 
 from annotated_types import Ge, Gt, Le, Lt
 from pydantic import BaseModel, ValidationError
@@ -23,8 +26,9 @@ from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails
 
 from audit.errors import AuditError, UnreadableFile, read_toml_file
-from audit.rules import SOURCE_SCOPE, FieldRules
-from audit.signals import PolicyFile
+from audit.evidence import Json
+from audit.rules import SOURCE_SCOPE, FieldRules, Table, TypeForm
+from audit.signals import PolicyFile, configure
 
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 Model = TypeVar("Model", bound=BaseModel)
@@ -34,30 +38,43 @@ class PolicyError(AuditError):
     """The policy file is unusable; the message names the file and key."""
 
 
+Settings = dict[str, Json]
+
+
 @dataclass(frozen=True)
 class Policy:
+    """A validated policy, compiled: `settings` as the manifest records them, `rules` (signal →
+    field → its rules, parsed) and `configs` (each signal's parameters, typed)."""
+
     name: str
     source: str
-    settings: dict[str, Any]
-
-    @property
-    def rules(self) -> dict[str, dict[str, FieldRules]]:
-        """signal → field → its rules."""
-        return {
-            signal: {name: FieldRules.from_settings(table) for name, table in fields.items() if isinstance(table, dict)}
-            for signal, fields in self.settings.get("rules", {}).items()
-            if isinstance(fields, dict)
-        }
+    settings: Settings
+    rules: dict[str, dict[str, FieldRules]]
+    configs: dict[str, Table]
 
     @property
     def digest(self) -> str:
         return hashlib.sha256(json.dumps(self.settings, sort_keys=True).encode()).hexdigest()[:16]
 
-    def section(self, name: str) -> dict[str, Any]:
+    def section(self, name: str) -> Settings:
         return copy.deepcopy(self.settings.get(name, {}))
 
+    def judges(self, signal: str) -> bool:
+        """Whether any rule on the signal's figures is switched on, for any source."""
+        return any(table.on for table in self.rules.get(signal, {}).values())
 
-def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+
+def _compiled_rules(settings: Settings) -> dict[str, dict[str, FieldRules]]:
+    """signal → field → its rules, from validated settings."""
+    rules = settings.get("rules")
+    return {
+        signal: {name: FieldRules.compile(table) for name, table in fields.items() if isinstance(table, dict)}
+        for signal, fields in (rules.items() if isinstance(rules, dict) else ())
+        if isinstance(fields, dict)
+    }
+
+
+def _merge(base: Settings, override: Settings) -> Settings:
     merged = dict(base)
     for key, value in override.items():
         merged[key] = _merge(base[key], value) if isinstance(value, dict) and isinstance(base.get(key), dict) else value
@@ -69,7 +86,7 @@ def _fields(model: type[BaseModel]) -> dict[str, FieldInfo]:
     return {info.alias or name: info for name, info in model.model_fields.items()}
 
 
-def _table(annotation: Any) -> type[BaseModel] | None:
+def _table(annotation: TypeForm) -> type[BaseModel] | None:
     return annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
 
 
@@ -77,7 +94,7 @@ def _number(value: float) -> str:
     return f"{value:g}"
 
 
-def _range(constraints: list[Any]) -> str:
+def _range(constraints: Sequence[object]) -> str:
     """" ≥ 1", " in (0, 1]": the bounds a value must keep, from its Field constraints."""
     lower = next((c for c in constraints if isinstance(c, Ge | Gt)), None)
     upper = next((c for c in constraints if isinstance(c, Le | Lt)), None)
@@ -92,7 +109,7 @@ def _range(constraints: list[Any]) -> str:
     return ""
 
 
-def _constraints(metadata: list[Any]) -> list[Any]:
+def _constraints(metadata: Sequence[object]) -> list[object]:
     """Constraints and descriptions, whether given bare or inside a `Field(...)`."""
     flat = []
     for item in metadata:
@@ -100,7 +117,7 @@ def _constraints(metadata: list[Any]) -> list[Any]:
     return flat
 
 
-def _kind(annotation: Any, metadata: list[Any]) -> str:
+def _kind(annotation: TypeForm, metadata: Sequence[object]) -> str:
     """One allowed kind of value in words; a type that describes itself (`Field(description=...)`)
     is named by its description."""
     if get_origin(annotation) is Annotated:
@@ -130,7 +147,7 @@ def _dotted(path: list[str]) -> str:
     return ".".join(part if _BARE_KEY.fullmatch(part) else json.dumps(part) for part in path)
 
 
-def _shown(value: Any) -> str:
+def _shown(value: Json) -> str:
     """A value as it looks in TOML (`true`, `"0.8"`), or what it is for a table or an array."""
     if isinstance(value, dict):
         return "a table"
@@ -177,7 +194,7 @@ def schema_keys(schema: type[BaseModel], prefix: tuple[str, ...] = ()) -> list[t
     return keys
 
 
-def _read(path: Path) -> dict[str, Any]:
+def _read(path: Path) -> Settings:
     try:
         return read_toml_file(path, "policy file")
     except UnreadableFile as error:
@@ -185,12 +202,18 @@ def _read(path: Path) -> dict[str, Any]:
 
 
 def load_policy(path: Path | None = None, schema: type[BaseModel] = PolicyFile) -> Policy:
-    """The built-in policy, with the user's file (if any) merged over it key by key, and the
-    result validated against `schema` (by default the one `audit.signals` assembles from every
-    signal's rules and parameters).  `settings` holds the validated values."""
+    """The built-in policy, with the user's file (if any) merged over it key by key, validated
+    against `schema` (by default the one `audit.signals` assembles from every signal's rules
+    and parameters) and compiled."""
     defaults = tomllib.loads(resources.files("audit").joinpath("data/policy.toml").read_text(encoding="utf-8"))
     source = "built-in" if path is None else str(path)
-    merged = defaults if path is None else _merge(defaults, _read(Path(path)))
+    return compile_policy(defaults if path is None else _merge(defaults, _read(Path(path))), source, schema)
+
+
+def compile_policy(merged: Settings, source: str, schema: type[BaseModel] = PolicyFile) -> Policy:
+    """A whole policy's settings (a file merged over the built-in one, or a manifest's record of
+    one) validated against `schema` and compiled; every bad key is named in one PolicyError
+    that begins with `source`.  `settings` holds the validated values."""
     _refuse_field_keyed_rules(schema, merged, source)
     unscoped, scoped = _split_scoped(merged)
     settings = build_config(schema, unscoped, source).model_dump(by_alias=True, exclude_unset=True)
@@ -199,10 +222,10 @@ def load_policy(path: Path | None = None, schema: type[BaseModel] = PolicyFile) 
         where = ("rules", signal, field_name, scope)
         validated = build_config(model, table, source, where) if isinstance(table, dict) else _not_a_table(model, where, table, source)
         settings["rules"][signal][field_name][scope] = validated.model_dump(by_alias=True, exclude_unset=True)
-    return Policy(name=settings["name"], source=source, settings=settings)
+    return Policy(settings["name"], source, settings, _compiled_rules(settings), configure(settings))
 
 
-def _refuse_field_keyed_rules(schema: type[BaseModel], settings: dict[str, Any], source: str) -> None:
+def _refuse_field_keyed_rules(schema: type[BaseModel], settings: Settings, source: str) -> None:
     """A policy written for the first release keyed rules by field alone (`[rules.question]`);
     say how to write it now rather than only that the key is unknown."""
     rules = settings.get("rules")
@@ -214,7 +237,7 @@ def _refuse_field_keyed_rules(schema: type[BaseModel], settings: dict[str, Any],
             raise PolicyError(f"{source}: key 'rules.{key}': rules are keyed by signal now: write [rules.ngram.{key}] for the n-gram signal's rules on {key}")
 
 
-def _split_scoped(settings: dict[str, Any]) -> tuple[dict[str, Any], dict[tuple[str, str, str], Any]]:
+def _split_scoped(settings: Settings) -> tuple[Settings, dict[tuple[str, str, str], Json]]:
     """The settings without their source-scoped rule tables, and those tables by (signal,
     field, `source:NAME`): scoped tables have names the schema cannot list, so each is checked
     against its field's own table on its own."""
@@ -241,11 +264,11 @@ def _field_model(schema: type[BaseModel], signal: str, field_name: str) -> type[
     return _table(_fields(_table(_fields(rules)[signal].annotation))[field_name].annotation)
 
 
-def _not_a_table(model: type[BaseModel], where: tuple[str, ...], value: Any, source: str) -> BaseModel:
+def _not_a_table(model: type[BaseModel], where: tuple[str, ...], value: Json, source: str) -> BaseModel:
     raise PolicyError(f"{source}: key '{_dotted(list(where))}': must be {_kind(model, [])}, got {_shown(value)}")
 
 
-def build_config(cls: type[Model], section: dict[str, Any], where: str, prefix: tuple[str, ...] = ()) -> Model:
+def build_config(cls: type[Model], section: Mapping[str, Json], where: str, prefix: tuple[str, ...] = ()) -> Model:
     """A model (a signal's config, or a whole policy file) from its settings; every bad key
     is named in one PolicyError that begins with `where`."""
     try:

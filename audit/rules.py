@@ -13,13 +13,19 @@ never `unseen`.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import Annotated, Protocol, TypeAlias
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model, model_validator
 
 SOURCE_SCOPE = "source:"
+# A type expression, as pydantic reads a field's annotation (PEP 747 would call it TypeForm).
+TypeForm: TypeAlias = object
+# A rule's value as validated: a number, `{ ">=" = n }` / `{ "<=" = n }`, a verdict, or off.
+Setting: TypeAlias = float | bool | str | dict[str, float] | None
+Value: TypeAlias = float | bool | str
 
 
 class Table(BaseModel):
@@ -47,13 +53,18 @@ Fraction = Annotated[float, Field(gt=0, le=1)]
 Off = Annotated[bool, AfterValidator(_false_only), Field(description="false")]
 
 
-def _one_bound(table: Any) -> Any:
+class _Bound(Protocol):
+    at_least: float | None
+    at_most: float | None
+
+
+def _one_bound(table: _Bound) -> _Bound:
     if (table.at_least is None) == (table.at_most is None):
         raise ValueError('give exactly one of ">=" and "<="')
     return table
 
 
-def threshold(kind: Any, name: str) -> Any:
+def threshold(kind: TypeForm, name: str) -> TypeForm:
     """What a rule on a numeric figure accepts: a number of `kind` (at least), a table with one
     of `>=` or `<=` and such a number, or false."""
     bound = create_model(
@@ -67,7 +78,7 @@ def threshold(kind: Any, name: str) -> Any:
     return kind | described | Off | None
 
 
-def verdict(*words: str) -> Any:
+def verdict(*words: str) -> TypeForm:
     """What a rule on a categorical figure accepts: true, one of `words`, or false."""
     true = Annotated[bool, AfterValidator(_true_only), Field(description="true")]
     if not words:
@@ -75,7 +86,7 @@ def verdict(*words: str) -> Any:
     return true | Annotated[str, Field(description="one of " + ", ".join(words)), AfterValidator(_one_of(words))] | Off | None
 
 
-def _one_of(words: tuple[str, ...]) -> Any:
+def _one_of(words: tuple[str, ...]) -> Callable[[str], str]:
     def check(value: str) -> str:
         if value not in words:
             raise ValueError(f"expected one of {', '.join(words)}")
@@ -100,10 +111,10 @@ class Outcome(StrEnum):
 class Rule:
     figure: str
     op: Op
-    value: float | bool | str
+    value: Value
 
 
-def parse_rule(figure: str, setting: Any) -> Rule | None:
+def parse_rule(figure: str, setting: Setting) -> Rule | None:
     """A validated setting as a rule; None for a rule switched off."""
     if setting is None or setting is False:
         return None
@@ -115,7 +126,7 @@ def parse_rule(figure: str, setting: Any) -> Rule | None:
     return Rule(figure, Op.AT_LEAST, setting)
 
 
-def judge(rule: Rule, value: Any, bounds: tuple[Any, Any] | None = None) -> Outcome:
+def judge(rule: Rule, value: Value, bounds: tuple[float, float] | None = None) -> Outcome:
     """Whether `value` (or the whole range `bounds`, where the backend gave only bounds)
     satisfies the rule."""
     if rule.op is Op.EQUALS:
@@ -135,18 +146,28 @@ def judge(rule: Rule, value: Any, bounds: tuple[Any, Any] | None = None) -> Outc
 
 @dataclass(frozen=True)
 class FieldRules:
-    """The rules on one signal's evidence for one field: those for every source, and the
-    overrides a policy scoped to one source (`[rules.ngram.context."source:olmo"]`)."""
+    """The rules on one signal's evidence for one field, compiled once from the policy: those
+    for every source, and for each source a policy scoped a table to
+    (`[rules.ngram.context."source:olmo"]`) the rules that apply there, its overrides merged
+    over the others by figure (so `false` there switches one off)."""
 
-    rules: dict[str, Any]
-    scoped: dict[str, dict[str, Any]]
+    generic: tuple[Rule, ...]
+    scoped: Mapping[str, tuple[Rule, ...]]
 
     @classmethod
-    def from_settings(cls, table: dict[str, Any]) -> FieldRules:
-        generic = {k: v for k, v in table.items() if not k.startswith(SOURCE_SCOPE)}
-        scoped = {k.removeprefix(SOURCE_SCOPE): v for k, v in table.items() if k.startswith(SOURCE_SCOPE)}
-        return cls(generic, scoped)
+    def compile(cls, table: Mapping[str, Setting | Mapping[str, Setting]]) -> FieldRules:
+        generic = {figure: setting for figure, setting in table.items() if not figure.startswith(SOURCE_SCOPE)}
+        scoped = {key.removeprefix(SOURCE_SCOPE): over for key, over in table.items() if key.startswith(SOURCE_SCOPE) and isinstance(over, Mapping)}
+        return cls(_parsed(generic), {source: _parsed({**generic, **over}) for source, over in scoped.items()})
 
     def for_source(self, source: str) -> list[Rule]:
-        merged = {**self.rules, **self.scoped.get(source, {})}
-        return [rule for figure, setting in merged.items() if (rule := parse_rule(figure, setting)) is not None]
+        return list(self.scoped.get(source, self.generic))
+
+    @property
+    def on(self) -> bool:
+        """Whether any rule is switched on, for any source."""
+        return bool(self.generic) or any(self.scoped.values())
+
+
+def _parsed(settings: Mapping[str, Setting]) -> tuple[Rule, ...]:
+    return tuple(rule for figure, setting in settings.items() if (rule := parse_rule(figure, setting)) is not None)

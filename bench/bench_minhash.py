@@ -441,7 +441,7 @@ def planted_recall(name: str, cap: int | None, work: Path, extra: list[Path]) ->
     from audit.exposure import SEEN, decide
     from audit.index import plants
     from audit.neardup import NearDuplicateIndex
-    from audit.policyfile import Policy, load_policy
+    from audit.policyfile import compile_policy, load_policy
     from audit.readers import load_benchmark
     from audit.signals import minhash, ngram
 
@@ -450,7 +450,7 @@ def planted_recall(name: str, cap: int | None, work: Path, extra: list[Path]) ->
     langs = list(items[0].variants)
     corpus = LocalIndex(index_dir)
     index = NearDuplicateIndex.open(index_dir, corpus=corpus)
-    minhash_policy = Policy("minhash-default", "bench", {"name": "minhash-default", "rules": {"minhash": THRESHOLDS}})
+    minhash_policy = compile_policy({"name": "minhash-default", "rules": {"minhash": THRESHOLDS}}, "bench")
     ngram_policy, ngram_config = load_policy(), ngram.NgramConfig()
     config = minhash.MinhashConfig.model_validate(ngram_policy.section("minhash"))
     found = {}

@@ -17,7 +17,7 @@ from audit.evaluate.string_metric import eclektic_recall
 from audit.evidence import Evidence
 from audit.exposure import decide
 from audit.items import Item, Variant
-from audit.policyfile import Policy, load_policy
+from audit.policyfile import compile_policy, load_policy
 
 Z = 1.959963984540054
 
@@ -172,7 +172,7 @@ class TestErrors:
 
 BUILTIN = load_policy()
 # The built-in rules, plus one on a second signal's evidence for the same field.
-POLICY = Policy("two-signals", "test", {**BUILTIN.settings, "rules": {**BUILTIN.settings["rules"], "minhash": {"context": {"coverage": 0.5}}}})
+POLICY = compile_policy({**BUILTIN.settings, "name": "two-signals", "rules": {**BUILTIN.settings["rules"], "minhash": {"context": {"containment": 0.5}}}}, "test")
 
 
 def ngram(exact: int = 0, *, failed: bool = False) -> Evidence:
@@ -182,7 +182,7 @@ def ngram(exact: int = 0, *, failed: bool = False) -> Evidence:
 
 
 def minhash(coverage: float) -> Evidence:
-    return Evidence("minhash", "demo", "context", figures={"coverage": coverage, "longest_match_chars": 10})
+    return Evidence("minhash", "demo", "context", figures={"containment": coverage, "jaccard": coverage / 2})
 
 
 def record(item_id: str, lang: str, evidence: list[Evidence]) -> dict:
@@ -312,9 +312,9 @@ class TestPermutationTest:
 
 # Two signals, two sources --------------------------------------------------------------------
 
-# The n-gram signal ran on both corpora, the near-duplicate one (rule on `containment`, whose
-# schema is not registered yet, hence a Policy built by hand) on `books` only.
-TWO = Policy("two-sources", "test", {**BUILTIN.settings, "rules": {**BUILTIN.settings["rules"], "minhash": {"context": {"containment": 0.5}}}})
+# The n-gram signal ran on both corpora, the near-duplicate one (rule on `containment`) on
+# `books` only.
+TWO = compile_policy({**BUILTIN.settings, "name": "two-sources", "rules": {**BUILTIN.settings["rules"], "minhash": {"context": {"containment": 0.5}}}}, "test")
 
 
 def exact(source: str, count: int | None) -> Evidence:

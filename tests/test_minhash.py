@@ -34,14 +34,14 @@ from audit.index.format import MANIFEST, read_manifest
 from audit.items import Item, Variant
 from audit.neardup import NEARDUP_DIR, NearDupError, NearDuplicateIndex, NearDupParams, add_neardup, family, load_redis, shingle_text, sketch_documents
 from audit.outputs import MARKER
-from audit.policyfile import Policy, load_policy
+from audit.policyfile import compile_policy, load_policy
 from audit.readers import load_benchmark
 from audit.signals import minhash, ngram
 
 # The default thresholds this file checks (and the manual's near-duplicate page reports): containment of the field's
 # shingles in one span of the corpus.
 THRESHOLDS = {"question": {"containment": 0.5}, "context": {"containment": 0.35}}
-MINHASH_POLICY = Policy("minhash-default", "test", {"name": "minhash-default", "rules": {"minhash": THRESHOLDS}})
+MINHASH_POLICY = compile_policy({"name": "minhash-default", "rules": {"minhash": THRESHOLDS}}, "test")
 BASE_BYTES = 250_000
 
 

@@ -17,7 +17,7 @@ from audit.cli import main
 from audit.evidence import Evidence
 from audit.exposure import decide, item_exposure
 from audit.outputs import MARKER
-from audit.policyfile import Policy, load_policy
+from audit.policyfile import compile_policy, load_policy
 
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
@@ -144,8 +144,7 @@ def test_a_second_report_links_the_first_ones_provenance_pages(planted_audit, br
 # Two signals on two corpora ------------------------------------------------------------------
 
 BUILTIN = load_policy()
-# The near-duplicate signal's rule schema is not registered yet, so the policy is built by hand.
-TWO = Policy("two-signals", "test", {**BUILTIN.settings, "rules": {**BUILTIN.settings["rules"], "minhash": {"context": {"containment": 0.5}}}})
+TWO = compile_policy({**BUILTIN.settings, "name": "two-signals", "rules": {**BUILTIN.settings["rules"], "minhash": {"context": {"containment": 0.5}}}}, "test")
 NEAR_DUPLICATES = {("39", "fr"): 0.97, ("33", "de"): 0.8}
 
 

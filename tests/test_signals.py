@@ -7,6 +7,8 @@ import gzip
 import json
 import random
 import shutil
+import subprocess
+import sys
 from importlib import resources
 from pathlib import Path
 
@@ -16,11 +18,13 @@ from manual import page
 
 from audit.auditfile import SCHEMA_VERSION, read_audit
 from audit.cli import main
-from audit.evidence import Evidence
+from audit.evidence import Evidence, EvidenceError
 from audit.exposure import SEEN, UNKNOWN, UNSEEN, decide
 from audit.index.build import build_index
-from audit.policyfile import Policy, load_policy
+from audit.policyfile import Policy, PolicyError, compile_policy, load_policy
 from audit.readers import load_benchmark
+from audit.rules import FieldRules
+from audit.signals.spec import Opening
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 CORPUS = Path(str(resources.files("audit").joinpath("data/demo/corpus")))
@@ -28,7 +32,10 @@ SAMPLE = Path(str(resources.files("audit").joinpath("data/demo/eclektic_sample.c
 
 
 def policy(rules: dict) -> Policy:
-    return Policy("test", "test", {"name": "test", "rules": rules})
+    """A compiled policy with these rules and no others, for signals and fields a policy file
+    need not know: what is tested here is how rules decide."""
+    compiled = {signal: {name: FieldRules.compile(table) for name, table in fields.items()} for signal, fields in rules.items()}
+    return Policy("test", "test", {"name": "test", "rules": rules}, compiled, {})
 
 
 def context(signal: str, source: str, **figures) -> Evidence:
@@ -92,6 +99,53 @@ def test_a_policy_file_states_every_kind_of_rule(tmp_path: Path):
     rules = loaded.rules["ngram"]["context"]
     assert [(r.figure, r.op, r.value) for r in rules.for_source("c4")] == [("coverage", "<=", 0.9), ("longest_match_chars", ">=", 150)]
     assert [(r.figure, r.op, r.value) for r in rules.for_source("olmo")] == [("longest_match_chars", ">=", 80)]
+
+
+def test_the_policy_and_the_decisions_import_no_signal_code_client_or_model():
+    """`audit.exposure` needs the signals' specs only: loading it loads no implementation, link
+    source, HTTP client or probe model."""
+    code = "import sys, audit.exposure; print(' '.join(sorted(sys.modules)))"
+    loaded = set(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout.split())
+    assert {"audit.signals.spec", "audit.signals.ngram_spec", "audit.signals.probe_spec"} <= loaded
+    implementations = {f"audit.signals.{name}" for name in ("ngram", "minhash", "langlinks", "probe")}
+    heavy = {name for name in loaded if name.startswith(("audit.links", "audit.probes", "requests", "httpx", "llama_cpp", "torch"))}
+    assert not loaded & implementations and not heavy
+
+
+def test_every_signal_opens_from_its_spec_and_says_why_it_skips(two_indexes: dict[str, Path]):
+    from audit.corpora.local import LocalIndex
+    from audit.signals import SIGNALS, Runner, configure, plan
+    from audit.signals.spec import Skip
+
+    policy = load_policy()
+    corpus = LocalIndex(two_indexes["root"] / "wiki-a", name="olmo")
+    opened = SIGNALS["minhash"].open(corpus, Opening(policy.configs["minhash"], policy.rules["minhash"]))
+    assert isinstance(opened, Skip) and opened.source == "olmo" and "no near-duplicate index" in opened.reason
+    runner = SIGNALS["ngram"].open(corpus, Opening(policy.configs["ngram"], policy.rules["ngram"]))
+    assert isinstance(runner, Runner) and runner.source == "olmo" and runner.prepare is None
+    runners, runs = plan([corpus], None, configure(policy.settings), policy.rules)
+    assert [(r.signal, r.source) for r in runners] == [("ngram", "olmo")]
+    assert [(r.signal, r.ran, r.reason) for r in runs] == [
+        ("ngram", True, None), ("minhash", False, opened.reason), ("langlinks", False, "no link source (--links)"), ("probe", False, "no model to probe"),
+    ]
+
+
+def test_a_policy_is_compiled_once_and_read_back_from_a_manifest_the_same_way():
+    policy = load_policy()
+    again = compile_policy(json.loads(json.dumps(policy.settings)), "audit manifest's policy")
+    assert again.digest == policy.digest and again.rules == policy.rules and again.configs == policy.configs
+    assert policy.judges("ngram") and not compile_policy({"name": "off", "rules": {"ngram": {}}}, "test").judges("minhash")
+    bad = {**policy.settings, "rules": {**policy.settings["rules"], "minhash": {"context": {"coverage": 0.5}}}}
+    with pytest.raises(PolicyError, match=r"audit manifest's policy: key 'rules\.minhash\.context\.coverage': unknown"):
+        compile_policy(bad, "audit manifest's policy")
+
+
+def test_evidence_reads_back_as_written_and_bad_entries_are_named():
+    written = Evidence("ngram", "olmo", "context", status="failed", figures={"coverage": 0.5}, provenance=[{"document": 3}], error="timed out")
+    assert Evidence.from_dict(json.loads(json.dumps(written.to_dict()))) == written
+    assert Evidence.from_dict({"signal": "ngram", "corpus": "olmo", "field": "question"}).source == "olmo"
+    with pytest.raises(EvidenceError, match="'status': expected one of ok, absent, failed, unknown, got 'maybe'"):
+        Evidence.from_dict({"signal": "ngram", "field": "question", "status": "maybe"})
 
 
 # Through the command line -------------------------------------------------------------------

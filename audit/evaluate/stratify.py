@@ -15,14 +15,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from itertools import combinations
-from typing import Any
 
 from audit.auditfile import AuditFile
 from audit.errors import AuditError
-from audit.evidence import OK, Evidence
+from audit.evidence import Evidence, EvidenceError, Json
 from audit.exposure import SEEN, UNKNOWN, UNSEEN, Knowledge, decide
-from audit.policyfile import Policy
-from audit.rules import parse_rule
+from audit.policyfile import compile_policy
 from audit.signals import KNOWLEDGE_SIGNALS
 
 STRATA = (SEEN, UNSEEN, UNKNOWN)
@@ -136,7 +134,7 @@ def read_exposure(audit: AuditFile) -> Exposure:
     if not settings.get("rules"):
         note = "the audit manifest carries no policy rules, so signals and sources cannot be judged alone: by_signal and by_source are empty"
         return Exposure(overall, {}, signals, [note], sources=sources, knowledge=knowledge or None, models=models)
-    policy = Policy(str(settings.get("name", "audit")), "audit manifest", settings)
+    policy = compile_policy({"name": "audit", **settings}, "audit manifest's policy")
 
     def alone(keep: str, name: str) -> Labels:
         return {key: decide(policy, [e for e in entries if getattr(e, keep) == name]).exposure for key, entries in evidence.items()}
@@ -147,38 +145,21 @@ def read_exposure(audit: AuditFile) -> Exposure:
         signals,
         by_source={source: alone("source", source) for source in sources},
         sources=sources,
-        judged=[signal for signal in signals if _has_rules(policy, signal)],
+        judged=[signal for signal in signals if policy.judges(signal)],
         knowledge=knowledge or None,
         models=models,
     )
 
 
-def _has_rules(policy: Policy, signal: str) -> bool:
-    """Whether any rule on the signal's figures is switched on, for any source."""
-    return any(
-        parse_rule(figure, setting) is not None
-        for table in policy.rules.get(signal, {}).values()
-        for rules in (table.rules, *table.scoped.values())
-        for figure, setting in rules.items()
-    )
-
-
-def _text(record: dict[str, Any], name: str, number: int) -> str:
+def _text(record: dict[str, Json], name: str, number: int) -> str:
     value = record.get(name)
     if isinstance(value, bool) or not isinstance(value, str | int) or str(value).strip() == "":
         raise ExposureError(f"audit record {number}: field '{name}': expected a string, got {value!r}")
     return str(value)
 
 
-def _evidence(entry: Any, number: int) -> Evidence:
-    if not isinstance(entry, dict) or not isinstance(entry.get("signal"), str) or not isinstance(entry.get("field"), str):
-        raise ExposureError(f"audit record {number}: field 'evidence': each entry needs a 'signal' and a 'field'")
-    figures = entry.get("figures")
-    return Evidence(
-        signal=entry["signal"],
-        source=str(entry.get("source", entry.get("corpus", ""))),
-        field=entry["field"],
-        status=str(entry.get("status", OK)),
-        figures=figures if isinstance(figures, dict) else {},
-        error=entry.get("error"),
-    )
+def _evidence(entry: Json, number: int) -> Evidence:
+    try:
+        return Evidence.from_dict(entry)
+    except EvidenceError as error:
+        raise ExposureError(f"audit record {number}: field 'evidence': {error}") from None

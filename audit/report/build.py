@@ -13,7 +13,7 @@ from audit.items import Item, Variant
 from audit.probes.judge import UNPARSED
 from audit.records import JsonObject
 from audit.report.premise import premise_section
-from audit.signals import probe
+from audit.signals import probe_spec as probe
 from audit.text import normalize
 
 TEXT_FIELDS = ("question", "answer", "context")

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from audit.auditfile import AuditFile
 from audit.evidence import ABSENT, OK
 from audit.records import JsonObject
-from audit.signals.langlinks import NAME
+from audit.signals.langlinks_spec import NAME
 
 HOLDS, FAILS, UNKNOWN, NO_ARTICLE = "holds", "fails", "unknown", "no_article"
 

@@ -31,7 +31,7 @@ from audit.run.manifest import Checked, audit_manifest
 from audit.run.progress import QUIET, Note, NoteKind, Progress
 from audit.run.request import AuditRequest, RequestError
 from audit.run.sources import Opener, RegistryOpener
-from audit.signals import Runner, configure, parse_signals, plan
+from audit.signals import Runner, parse_signals, plan
 from audit.signals.probe import Prober
 
 
@@ -143,7 +143,7 @@ def open_sources(request: AuditRequest, opener: Opener, reading: Reading, progre
         links = [opener.links(name) for name in request.links]
         prober = opener.prober(request)
         policy = reading.policy
-        runners, runs = plan(sources, reading.signals, configure(policy.settings), policy.rules, links, request.as_of, prober)
+        runners, runs = plan(sources, reading.signals, policy.configs, policy.rules, links, request.as_of, prober)
     clients = limit_requests(sources, request.max_requests) if request.max_requests else api_clients(sources)
     _options_apply(request, reading, bool(clients), bool(links))
     if request.as_of and not links:

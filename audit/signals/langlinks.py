@@ -20,42 +20,22 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
-from typing import Any
+from functools import partial
 
-from pydantic import Field
-
-from audit.evidence import ABSENT, OK, UNKNOWN, Evidence
+from audit.evidence import ABSENT, OK, UNKNOWN, Evidence, Json
 from audit.items import Item
 from audit.links.dump import parse_article
 from audit.links.entities import is_qid
 from audit.links.model import Answers, Article, Link, Resolution, article_url
 from audit.links.sources import LinkSource
 from audit.links.wikis import WikiError, wiki_for
-from audit.rules import Rule, Table, verdict
+from audit.rules import Rule
+from audit.signals.langlinks_spec import FIELD, NAME, LanglinksConfig, Rules, fields_for
+from audit.signals.spec import Opening, Runner
 
-NAME = "langlinks"
-FIELD = "article"
+__all__ = ["FIELD", "NAME", "LanglinksConfig", "LinkChecker", "Rules", "fields_for", "item_article", "open_runner", "run", "variant_evidence"]
+
 QID_KEYS = ("qid", "wikidata_id", "wikidata", "sub_uri")
-
-
-class LanglinksConfig(Table):
-    """The signal's parameters (the policy's `[langlinks]` table)."""
-
-    ask_created: bool = True
-
-
-class ArticleRules(Table):
-    existed: verdict() = None
-
-
-class Rules(Table):
-    """The policy's `[rules.langlinks]`: `article` is the one field."""
-
-    article: ArticleRules = Field(default_factory=ArticleRules)
-
-
-def fields_for(item: Item) -> tuple[str, ...]:
-    return (FIELD,)
 
 
 def item_article(item: Item) -> Article | None:
@@ -130,7 +110,14 @@ def run(checker: LinkChecker, item: Item, lang: str, config: LanglinksConfig, ru
     return [variant_evidence(checker, item, lang)]
 
 
-def _evidence(checker: LinkChecker, status: str, figures: dict[str, Any], provenance: list[dict[str, Any]] | None = None, error: str | None = None) -> Evidence:
+def open_runner(source: LinkSource, opening: Opening) -> Runner:
+    """A runner on one link source, judged at the cutoff; its `prepare` resolves every item's
+    article in batches before any variant is checked."""
+    checker = LinkChecker(source, opening.cutoff, opening.config.ask_created)
+    return Runner(NAME, source.name, fields_for, partial(run, checker, config=opening.config), checker.prepare)
+
+
+def _evidence(checker: LinkChecker, status: str, figures: dict[str, Json], provenance: list[dict[str, Json]] | None = None, error: str | None = None) -> Evidence:
     return Evidence(NAME, checker.source.name, FIELD, status=status, figures=figures, provenance=provenance or [], error=error)
 
 
@@ -138,7 +125,7 @@ def variant_evidence(checker: LinkChecker, item: Item, lang: str) -> Evidence:
     article = item_article(item)
     if article is None:
         return _evidence(checker, ABSENT, {"reason": "the item names no article (no Wikipedia URL, title or Wikidata id)"})
-    figures: dict[str, Any] = {"item_article": str(article)}
+    figures: dict[str, Json] = {"item_article": str(article)}
     resolution = checker.answers.found.get(article)
     if resolution is None:
         return _evidence(checker, UNKNOWN, figures, error=checker.answers.errors.get(article, "the source gave no answer for it"))

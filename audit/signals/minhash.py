@@ -14,127 +14,30 @@ figures over every document are `any_language`, and the languages of the documen
 the threshold are `languages`.  A field with fewer distinct shingles than its script's floor
 lists its figures in `below_floor`: they are reported, and must not decide.
 
-The signal declares its part of the policy file: `MinhashConfig` is the `[minhash]` table (its
-query-time parameters, and the build parameters the index must have if the policy names them),
-`Rules` the fields and figures `[rules.minhash]` may name.
+Its part of the policy file (`MinhashConfig`, `Rules`) is declared in `minhash_spec`.
 """
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal
-
-from pydantic import Field
+from functools import partial
 
 from audit import forms
-from audit.corpora.base import DocumentHit, Occurrence, UnknownLanguage
+from audit.corpora.base import Corpus, DocumentHit, Occurrence, UnknownLanguage
 from audit.corpora.local import LocalIndex
-from audit.evidence import ABSENT, FAILED, Evidence
+from audit.evidence import ABSENT, FAILED, Evidence, Json
 from audit.forms import Checked
-from audit.items import Item, ItemKind
-from audit.neardup import NEARDUP_DIR, Match, NearDupError, NearDuplicateIndex, NearDupParams, QueryResult, ShingleSizes, check_expected
+from audit.items import Item
+from audit.neardup import NEARDUP_DIR, Match, NearDupError, NearDuplicateIndex, QueryResult, check_expected
 from audit.neardup.rarity import CommonShingles
 from audit.neardup.verify import SetAside
-from audit.rules import Count, Fraction, Op, Rule, Table, threshold
+from audit.rules import Op, Rule
 from audit.signals.minhash_language import DocumentFilter
+from audit.signals.minhash_spec import NAME, TEXT_FIELDS, Common, ExpectedIndex, FieldRules, Floors, MinhashConfig, Rules, fields_for
+from audit.signals.spec import Opening, Runner, Skip, broken
 from audit.text import dominant_script, normalize
 
-NAME = "minhash"
-# The fields worth shingling, by kind.  A cloze's filled statement is not among them: a
-# sentence is a handful of shingles, most of them the prompt's, so a copied prompt without its
-# answer would look like a near-duplicate of the fact; the n-gram signal checks it exactly.
-# A question with an option is left to the n-gram signal for the same reason.
-TEXT_FIELDS: dict[ItemKind, tuple[str, ...]] = {
-    ItemKind.OPEN: (forms.QUESTION, forms.CONTEXT),
-    ItemKind.CLOZE: (forms.CONTEXT,),
-    ItemKind.MULTIPLE_CHOICE: (forms.QUESTION, forms.CONTEXT),
-}
-
-
-class ExpectedIndex(Table):
-    """Build parameters the near-duplicate index must have; unset ones are not checked.  An
-    index built otherwise is refused, since its figures would not mean what the thresholds
-    were set for.  `audit index build/minhash --policy FILE` builds with them (unset ones at
-    their defaults), so an index and the policy that reads it never disagree."""
-
-    sketcher: Literal["datasketch", "rensa"] | None = None
-    num_perm: Count | None = None
-    bands: Count | None = None
-    rows: Count | None = None
-    seed: int | None = Field(None, ge=0)
-    window: Count | None = None
-    stride: Count | None = None
-    shingle: ShingleSizes = Field(default_factory=ShingleSizes)
-
-    def build_params(self, **overrides: Any) -> NearDupParams:
-        """The parameters to build an index with: these, the rest at their defaults; a
-        ValidationError when they do not fit together (more bands x rows than permutations)."""
-        return NearDupParams.model_validate({**self.model_dump(exclude_none=True), **{k: v for k, v in overrides.items() if v is not None}})
-
-
-class Floors(Table):
-    """Distinct shingles a field must have, not counting those shared with the source variant
-    or common in the corpus, before its containment and Jaccard may decide, by the field's
-    script; a script left unset uses `default`.  Below it the figures are still reported, and
-    listed in `below_floor`."""
-
-    default: Count = 4
-    arabic: Count | None = 3
-    cyrillic: Count | None = None
-    devanagari: Count | None = None
-    greek: Count | None = None
-    hangul: Count | None = 3
-    hebrew: Count | None = 3
-    latin: Count | None = None
-    han: Count | None = 9
-    kana: Count | None = 9
-    thai: Count | None = None
-    lao: Count | None = None
-    khmer: Count | None = None
-    myanmar: Count | None = None
-    tibetan: Count | None = None
-
-    def needed(self, script: str) -> int:
-        value = getattr(self, script) if script in type(self).model_fields else None
-        return value or self.default
-
-
-class Common(Table):
-    """When a shingle is too common in the corpus to be evidence (`audit.neardup.rarity`): held
-    more than `per_million_bytes` times per million bytes of the corpus's text, and more than
-    `at_least` times."""
-
-    per_million_bytes: float = Field(1.0, gt=0)
-    at_least: Count = 20
-
-
-class MinhashConfig(Table):
-    """The signal's parameters (the policy's `[minhash]` table)."""
-
-    candidates: int = Field(50, ge=1)
-    provenance_docs: int = Field(3, ge=1)
-    snippet_chars: int = Field(80, ge=0)
-    unknown_language: Literal["count", "ignore"] = "count"
-    floor: Floors = Field(default_factory=Floors)
-    min_matched: int = Field(3, ge=1)
-    common: Common = Field(default_factory=Common)
-    index: ExpectedIndex = Field(default_factory=ExpectedIndex)
-
-
-class FieldRules(Table):
-    """Thresholds on the exact figures of one field; the estimates and counts describe the
-    query, so no rule may name them."""
-
-    containment: threshold(Fraction, "Containment") = None
-    jaccard: threshold(Fraction, "Jaccard") = None
-
-
-class Rules(Table):
-    """The policy's `[rules.minhash]`: the fields this signal reports.  Answers are not among
-    them: one or two words are shorter than a shingle."""
-
-    question: FieldRules = Field(default_factory=FieldRules)
-    context: FieldRules = Field(default_factory=FieldRules)
+__all__ = ["NAME", "TEXT_FIELDS", "Common", "ExpectedIndex", "FieldRules", "Floors", "MinhashConfig", "Rules", "fields_for", "open_runner", "run"]
 
 
 class Unsupported(NearDupError):
@@ -142,7 +45,7 @@ class Unsupported(NearDupError):
     without one): the signal is skipped for it, which is not a failure."""
 
 
-def index_for(corpus: Any) -> NearDuplicateIndex:
+def index_for(corpus: Corpus) -> NearDuplicateIndex:
     """The near-duplicate index beside a local corpus, opened after its checks (through Redis
     when the corpus's registry entry names one).  Unsupported says why there is none; any other
     NearDupError is a damaged or mismatched index, which fails the signal's evidence."""
@@ -156,12 +59,12 @@ def index_for(corpus: Any) -> NearDuplicateIndex:
 RULE_FIGURES = ("containment", "jaccard")
 
 
-def _rule_figures(matches: list[Match]) -> dict[str, Any]:
+def _rule_figures(matches: list[Match]) -> dict[str, Json]:
     best = matches[0] if matches else None
     return {"containment": best.containment if best else 0.0, "jaccard": best.jaccard if best else 0.0, "documents": len(matches)}
 
 
-def _figures(text: str, result: QueryResult, documents: DocumentFilter, floor: int, min_matched: int) -> dict[str, Any]:
+def _figures(text: str, result: QueryResult, documents: DocumentFilter, floor: int, min_matched: int) -> dict[str, Json]:
     best = result.best
     figures = {
         **_rule_figures(result.matches),
@@ -258,10 +161,6 @@ def field_evidence(index: NearDuplicateIndex, source: str, name: str, raw: str, 
     return evidence
 
 
-def fields_for(item: Item) -> tuple[str, ...]:
-    return TEXT_FIELDS[item.kind]
-
-
 def _checked(index: NearDuplicateIndex, source: str, checked: Checked, asked: FieldQuery, config: MinhashConfig, mismatch: str | None) -> list[Evidence]:
     if not checked.forms:
         return [Evidence(signal=NAME, source=source, field=checked.field, status=ABSENT)]
@@ -300,3 +199,18 @@ def run(index: NearDuplicateIndex, item: Item, lang: str, config: MinhashConfig,
             asked = FieldQuery(shared, documents, (rules or {}).get(checked.field, ()), common)
             results += _checked(index, source, checked, asked, config, mismatch)
     return results
+
+
+def open_runner(corpus: Corpus, opening: Opening) -> Runner | Skip:
+    """A runner on the corpus's near-duplicate index; skipped for a corpus that has none, and
+    failing every variant's evidence (not the run) for one whose index is damaged."""
+    name = corpus.info.name
+    try:
+        index = index_for(corpus)
+    except Unsupported as reason:
+        return Skip(NAME, name, str(reason))
+    except Exception as error:  # a damaged index beside a corpus fails that signal's evidence, not the run
+        return broken(NAME, name, fields_for, error)
+    rules = {field: table.for_source(name) for field, table in opening.rules.items()}
+    ask = partial(run, index, config=opening.config, rules=rules)
+    return Runner(NAME, name, fields_for, ask, portable=getattr(corpus, "ships_to_workers", False))

@@ -13,10 +13,10 @@ from __future__ import annotations
 import contextlib
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
 
 from audit.corpora.base import UnknownLanguage
 from audit.corpora.local import LocalIndex
+from audit.evidence import Json
 from audit.index.doclangs import UNKNOWN, DocumentLanguages, How
 from audit.langcodes import normalise_lang
 from audit.neardup import Match
@@ -58,7 +58,7 @@ class DocumentFilter:
             return self.unknown is UnknownLanguage.COUNT or self.table is None
         return primary(language) == primary(self.lang)
 
-    def describe(self, counted: list[Match]) -> dict[str, Any]:
+    def describe(self, counted: list[Match]) -> dict[str, Json]:
         """`figures.language`: how documents were put in languages, and how many of those that
         counted were of unknown language."""
         return {

@@ -13,25 +13,26 @@ stay undecided, never read a bound as absence.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from functools import partial
 
 from audit import forms
 from audit.corpora.base import Budget, Corpus, UnknownLanguage
-from audit.evidence import ABSENT, FAILED, Evidence
+from audit.evidence import ABSENT, FAILED, Evidence, Json
 from audit.forms import Checked, Form
 from audit.index.doclangs import UNKNOWN
 from audit.items import Item, ItemKind, Variant
 from audit.rules import Rule
-from audit.signals.ngram_config import NAME, CooccurrenceRules, CoverageFloors, NgramConfig, Rules, TextRules, WindowSizes
 from audit.signals.ngram_language import Scope, any_language, languages_of_entries
 from audit.signals.ngram_match import FieldMatch, SharedText, _ratio, figure_bounds, questions_for, window_figures, without_shared
 from audit.signals.ngram_pairs import Lookups, cooccurrence_evidence, options_evidence, question_anchors, subject_anchors
+from audit.signals.ngram_spec import NAME, CooccurrenceRules, CoverageFloors, NgramConfig, Rules, TextRules, WindowSizes, fields_for
+from audit.signals.spec import Opening, Runner
 from audit.text import UNSEGMENTED_SCRIPTS, dominant_script, normalize, units
 
-__all__ = ["NAME", "CooccurrenceRules", "CoverageFloors", "NgramConfig", "Rules", "TextRules", "WindowSizes", "field_evidence", "fields_for", "run"]
+__all__ = ["NAME", "CooccurrenceRules", "CoverageFloors", "NgramConfig", "Rules", "TextRules", "WindowSizes", "field_evidence", "fields_for", "open_runner", "run"]
 
 
-def provenance(corpus: Corpus, span_text: str, span: tuple[int, int], config: NgramConfig) -> tuple[int, list[dict[str, Any]]]:
+def provenance(corpus: Corpus, span_text: str, span: tuple[int, int], config: NgramConfig) -> tuple[int, list[dict[str, Json]]]:
     total, found = corpus.occurrences(span_text, config.provenance_docs)
     length = len(span_text.encode("utf-8"))
     hits = []
@@ -51,7 +52,7 @@ def provenance(corpus: Corpus, span_text: str, span: tuple[int, int], config: Ng
     return total, hits
 
 
-def _floor(figures: dict[str, Any], config: NgramConfig) -> None:
+def _floor(figures: dict[str, Json], config: NgramConfig) -> None:
     """Mark coverage as unable to decide when the field has too few windows to carry it."""
     needed = config.coverage_floor.needed(figures["script"])
     if figures["windows"] < needed:
@@ -71,7 +72,7 @@ def measure(corpus: Corpus, name: str, text: str, config: NgramConfig, rules: Se
     whole_shared = any(text in source for source in sources)
     counts = (0, 0) if whole_shared else corpus.count_range(text)
     coverage, undecided_windows, coverage_range = window_figures(found, size, shared)
-    figures: dict[str, Any] = {
+    figures: dict[str, Json] = {
         "chars": len(text),
         "units": len(units(text)),
         "script": script,
@@ -208,10 +209,6 @@ def pair_evidence(corpus: Corpus, item: Item, lang: str, question: FieldMatch | 
     return results
 
 
-def fields_for(item: Item) -> tuple[str, ...]:
-    return (*forms.TEXT_FIELDS[item.kind], forms.PAIR_FIELD[item.kind])
-
-
 def run(corpus: Corpus, item: Item, lang: str, config: NgramConfig, rules: Mapping[str, Sequence[Rule]] | None = None) -> list[Evidence]:
     """All n-gram evidence for one language variant of an item, over the fields its kind checks,
     each counted in documents of its language; a field the variant lacks is recorded as absent,
@@ -228,3 +225,12 @@ def run(corpus: Corpus, item: Item, lang: str, config: NgramConfig, rules: Mappi
         found, matches[checked.field] = text_evidence(corpus, checked, config, rules_here, budget, shared, field_language(variant, checked.field, lang))
         results += found
     return results + pair_evidence(corpus, item, lang, matches.get(forms.QUESTION), shared, config)
+
+
+def open_runner(corpus: Corpus, opening: Opening) -> Runner:
+    """Every corpus can be asked for n-grams; the runner asks only what the policy's rules on
+    this corpus's evidence need."""
+    name = corpus.info.name
+    rules = {field: table.for_source(name) for field, table in opening.rules.items()}
+    ask = partial(run, corpus, config=opening.config, rules=rules)
+    return Runner(NAME, name, fields_for, ask, portable=getattr(corpus, "ships_to_workers", False))

@@ -20,9 +20,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from typing import Any
 
 from audit.corpora.base import Corpus, LanguageBy, Occurrence, UnknownLanguage, document_language, in_language
+from audit.evidence import Json
 from audit.index.doclangs import UNKNOWN
 from audit.langid import identify
 from audit.quotes import written_in
@@ -58,7 +58,7 @@ class Scope:
     def restricted(self) -> bool:
         return self.by is LanguageBy.TABLE
 
-    def document_language(self, document: int, metadata: dict[str, Any]) -> tuple[str, str]:
+    def document_language(self, document: int, metadata: dict[str, Json]) -> tuple[str, str]:
         """(language, how known) of a matched document: the table's, else its metadata's."""
         if self.restricted:
             return self.view.document_language(document)
@@ -69,10 +69,10 @@ class Scope:
         """Whether a document of `language` counts for this field."""
         return same_language(language, self.lang) or (language == UNKNOWN and self.unknown is UnknownLanguage.COUNT)
 
-    def figure(self, unknown_documents: int, by: LanguageBy | None = None) -> dict[str, Any]:
+    def figure(self, unknown_documents: int, by: LanguageBy | None = None) -> dict[str, Json]:
         return {"lang": self.lang, "by": str(by or self.by), "unknown_language": str(self.unknown), "unknown_documents": unknown_documents}
 
-    def label(self, entry: dict[str, Any]) -> dict[str, Any]:
+    def label(self, entry: dict[str, Json]) -> dict[str, Json]:
         """A provenance entry with its document's language and how it was known."""
         language, how = self.document_language(entry["document"], entry.get("metadata") or {})
         if entry["document"] in getattr(self.view, "let_in", frozenset()):
@@ -125,7 +125,7 @@ class Scope:
         return replace(self, view=self.view.with_documents(frozenset(found))) if found else self
 
 
-def languages_of_entries(entries: list[dict[str, Any]]) -> dict[str, int]:
+def languages_of_entries(entries: list[dict[str, Json]]) -> dict[str, int]:
     seen = {entry["document"]: entry.get("language") or UNKNOWN for entry in entries}
     return dict(sorted(Counter(seen.values()).items()))
 
@@ -137,7 +137,7 @@ def _identify(text: str) -> str | None:
     return found.lang if found is not None else None
 
 
-def any_language(figures: dict[str, Any]) -> dict[str, Any]:
+def any_language(figures: dict[str, Json]) -> dict[str, Json]:
     """The rule figures of evidence counted over every document, with their bounds."""
     kept = {name: figures[name] for name in RULE_FIGURES if name in figures}
     bounds = {name: value for name, value in figures.get("bounds", {}).items() if name in RULE_FIGURES}

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from audit.corpora.base import Budget, CoverageSample, MatchLengths, MatchQuestions
+from audit.evidence import Json
 from audit.rules import Op, Rule
 from audit.text import windows
 
@@ -99,7 +99,7 @@ def without_shared(match: FieldMatch, shared: SharedText) -> FieldMatch:
     return FieldMatch(match.text, lengths, highest, match.coverage)
 
 
-def window_figures(match: FieldMatch, size: int, shared: SharedText | None = None) -> tuple[dict[str, Any], int, tuple[float, float]]:
+def window_figures(match: FieldMatch, size: int, shared: SharedText | None = None) -> tuple[dict[str, Json], int, tuple[float, float]]:
     """Coverage figures, how many windows are undecided (a bounded start that falls short),
     and the range the coverage lies in: the windows settled either way, narrowed by a sampled
     estimate where the backend drew one.  The coverage figure is that range's lowest.  Windows
@@ -110,7 +110,7 @@ def window_figures(match: FieldMatch, size: int, shared: SharedText | None = Non
     found = sum(1 for start, end in spans if match.lengths[start] >= end - start)
     undecided = sum(1 for start, end in spans if match.lengths[start] < end - start <= match.most(start))
     low, high = _ratio(found, len(spans)), _ratio(found + undecided, len(spans))
-    figures: dict[str, Any] = {"windows": len(spans), "windows_found": found}
+    figures: dict[str, Json] = {"windows": len(spans), "windows_found": found}
     if match.coverage is not None and spans:
         sample = match.coverage
         set_aside = [span for span in every if span not in spans]
@@ -134,7 +134,7 @@ def _ratio(part: int, whole: int) -> float:
     return round(part / whole, 4) if whole else 0.0
 
 
-def figure_bounds(match: FieldMatch, figures: dict[str, Any], counts: tuple[int, int], undecided_windows: int, coverage: tuple[float, float]) -> dict[str, list[float]]:
+def figure_bounds(match: FieldMatch, figures: dict[str, Json], counts: tuple[int, int], undecided_windows: int, coverage: tuple[float, float]) -> dict[str, list[float]]:
     """[lowest, highest] for each figure a bounded backend left inexact; the figure itself is
     the lowest.  Empty when every figure is exact."""
     bounds: dict[str, list[float]] = {}

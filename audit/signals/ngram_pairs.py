@@ -11,16 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from audit import forms
 from audit.corpora.base import Corpus, LanguageBy, Occurrence
-from audit.evidence import Evidence
+from audit.evidence import Evidence, Json
 from audit.forms import Form
 from audit.index.doclangs import UNKNOWN
-from audit.signals.ngram_config import NAME, NgramConfig
 from audit.signals.ngram_language import Scope, languages_of_entries
 from audit.signals.ngram_match import FieldMatch
+from audit.signals.ngram_spec import NAME, NgramConfig
 from audit.text import dominant_script, normalize, units
 
 SORTED_HITS = 10
@@ -125,7 +124,7 @@ class Lookups:
         return cls(scope, Occurrences(scope.corpus, limit), Occurrences(scope.view, limit) if scope.restricted else None)
 
 
-def _entry(scope: Scope, corpus: Corpus, occurrence: Occurrence, rare: str, config: NgramConfig) -> dict[str, Any]:
+def _entry(scope: Scope, corpus: Corpus, occurrence: Occurrence, rare: str, config: NgramConfig) -> dict[str, Json]:
     hit = corpus.document_hit(occurrence, len(rare.encode("utf-8")), config.snippet_chars)
     entry = {
         "document": hit.document, "metadata": hit.metadata, "offset": hit.offset, "length": hit.length,
@@ -134,7 +133,7 @@ def _entry(scope: Scope, corpus: Corpus, occurrence: Occurrence, rare: str, conf
     return scope.label(entry)
 
 
-def counted(lookups: Lookups, everywhere: dict[int, tuple[Occurrence, str]], mine: dict[int, tuple[Occurrence, str]] | None, config: NgramConfig) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def counted(lookups: Lookups, everywhere: dict[int, tuple[Occurrence, str]], mine: dict[int, tuple[Occurrence, str]] | None, config: NgramConfig) -> tuple[dict[str, Json], list[dict[str, Json]]]:
     """The pair's documents of the field's language, and the same over every document: from the
     table where the corpus has one, else from each document's metadata (a document recording
     none is of unknown language).  A pair is names and a short answer, so the page's language
@@ -178,7 +177,7 @@ def cooccurrence_evidence(lookups: Lookups, field: str, answer: Form, anchors: S
     subject's name) in one document of this language, and in one of any language?"""
     corpus = lookups.scope.corpus
     answer_count = lookups.everywhere(answer.text)[0] if anchors else corpus.count(answer.text)
-    figures: dict[str, Any] = {
+    figures: dict[str, Json] = {
         "form": answer.label,
         "answer": answer.text,
         "answer_count": answer_count,
@@ -212,7 +211,7 @@ def options_evidence(lookups: Lookups, options: Sequence[Form], shared: Sequence
     whole say nothing about this language, so they are not looked up."""
     corpus = lookups.scope.corpus
     texts = list(dict.fromkeys(form.text for form in options))
-    figures: dict[str, Any] = {"options": len(texts), "window_bytes": config.cooccurrence_window_bytes}
+    figures: dict[str, Json] = {"options": len(texts), "window_bytes": config.cooccurrence_window_bytes}
     if all(_shared(text, shared) for text in texts):
         numbers, _ = counted(lookups, {}, {} if lookups.mine is not None else None, config)
         figures.update(numbers, shared_with_source=True, exhaustive=True)

@@ -22,13 +22,11 @@ Every prompt is built and asked in a `prepare` step, in batches, before any vari
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
-from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
-
-from audit.evidence import ABSENT, OK, UNKNOWN, Evidence, Status
+from audit.evidence import ABSENT, OK, UNKNOWN, Evidence, Json, Status
 from audit.items import Item
 from audit.langcodes import describe_lang
 from audit.probes.cache import CachedModel
@@ -37,75 +35,13 @@ from audit.probes.judge import JudgeReading, majority, parse_verdict
 from audit.probes.models import open_model
 from audit.probes.prompts import Task, Templates, load_templates
 from audit.probes.scoring import answer_recall, best_match, chrf, cloze_entity, mask, probe_passage, similarity, split_passage
-from audit.rules import Count, Fraction, Off, Rule, Table, threshold, verdict
+from audit.rules import Rule
+from audit.signals.probe_spec import CLOZE, DIRECT, FIELDS, NAME, PREFIX, SUMMARY, ProbeConfig, Rules, fields_for
+from audit.signals.spec import Opening, Runner
 
-NAME = "probe"
-SUMMARY, DIRECT, CLOZE, PREFIX = "summary", "direct", "cloze", "prefix"
-FIELDS = (SUMMARY, DIRECT, CLOZE, PREFIX)
+__all__ = ["CLOZE", "DIRECT", "FIELDS", "NAME", "PREFIX", "SUMMARY", "ProbeConfig", "Prober", "Rules", "fields_for", "open_prober", "open_runner", "run"]
+
 HIDDEN_TITLE = "___"
-ProbeTask = Literal["summary", "direct", "cloze", "prefix"]
-
-
-class MaxTokens(Table):
-    """New tokens allowed per answer, per task (and for the judge's verdict)."""
-
-    summary: Count = 128
-    judge: Count = 48
-    direct: Count = 32
-    cloze: Count = 16
-    prefix: Count = 96
-
-
-class ProbeConfig(Table):
-    """The signal's parameters (the policy's `[probe]` table)."""
-
-    tasks: Annotated[list[ProbeTask], Field(min_length=1, description='an array of "summary", "direct", "cloze", "prefix"')] = Field(default_factory=lambda: list(FIELDS))
-    samples: Count = 1
-    temperature: Annotated[float, Field(ge=0, le=2)] = 0.0
-    top_p: Fraction = 1.0
-    seed: Annotated[int, Field(ge=0)] = 0
-    judge: bool = True
-    passage_chars: Count = 600
-    title_threshold: Fraction = 0.85
-    name_threshold: Fraction = 0.9
-    max_tokens: MaxTokens = Field(default_factory=MaxTokens)
-
-    @model_validator(mode="after")
-    def _sound(self) -> ProbeConfig:
-        if len(set(self.tasks)) < len(self.tasks):
-            raise ValueError("tasks: a task is named twice")
-        if self.samples > 1 and self.temperature == 0:
-            raise ValueError("samples above 1 need a temperature above 0: greedy samples are all the same")
-        return self
-
-
-class SummaryRules(Table):
-    judge: Annotated[Literal["known"], Field(description='"known"')] | Off | None = None
-    answer_recall: threshold(Fraction, "AnswerRecall") = None
-    chrf: threshold(Fraction, "SummaryChrf") = None
-
-
-class MatchRules(Table):
-    matched: verdict() = None
-    similarity: threshold(Fraction, "MatchSimilarity") = None
-
-
-class PrefixRules(Table):
-    similarity: threshold(Fraction, "PrefixSimilarity") = None
-    chrf: threshold(Fraction, "PrefixChrf") = None
-
-
-class Rules(Table):
-    """The policy's `[rules.probe]`: one table per task."""
-
-    summary: SummaryRules = Field(default_factory=SummaryRules)
-    direct: MatchRules = Field(default_factory=MatchRules)
-    cloze: MatchRules = Field(default_factory=MatchRules)
-    prefix: PrefixRules = Field(default_factory=PrefixRules)
-
-
-def fields_for(item: Item) -> tuple[str, ...]:
-    return FIELDS
 
 
 @dataclass(frozen=True)
@@ -117,7 +53,7 @@ class Asked:
     requests: tuple[Request, ...] = ()
     targets: tuple[str, ...] = ()
     reference: str | None = None
-    details: dict[str, Any] = field(default_factory=dict)
+    details: dict[str, Json] = field(default_factory=dict)
     absent: str | None = None
 
 
@@ -213,7 +149,7 @@ class Prober:
     def source(self) -> str:
         return self.model.name
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> dict[str, Json]:
         """For the audit manifest: both models and the prompt templates."""
         prompts = {"file": str(self.prompts_file) if self.prompts_file else None, "digest": self.templates.digest}
         return {"probe": self.model.describe(), "judge": self.judge.describe(), "prompts": prompts}
@@ -249,7 +185,7 @@ class Prober:
             judging[key] = pairs
         return judging
 
-    def _record(self, task: str, status: Status, figures: dict[str, Any], provenance: list[dict[str, Any]], error: str | None = None) -> Evidence:
+    def _record(self, task: str, status: Status, figures: dict[str, Json], provenance: list[dict[str, Json]], error: str | None = None) -> Evidence:
         return Evidence(NAME, self.source, task, status=status, figures={"model": self.model.model_id, **figures}, provenance=provenance, error=error)
 
     def _evidence(self, asked: Asked, outputs: list[Output], judged: list[tuple[int, Request, Output]]) -> Evidence:
@@ -273,8 +209,8 @@ class Prober:
         figures = {**asked.details, "matched": match.matched, "similarity": round(match.similarity, 4), "expected": match.target}
         return self._record(asked.task, OK, figures, provenance)
 
-    def _summary(self, asked: Asked, texts: list[str], provenance: list[dict[str, Any]], judged: list[tuple[int, Request, Output]]) -> Evidence:
-        figures: dict[str, Any] = {**asked.details, "samples": len(texts)}
+    def _summary(self, asked: Asked, texts: list[str], provenance: list[dict[str, Json]], judged: list[tuple[int, Request, Output]]) -> Evidence:
+        figures: dict[str, Json] = {**asked.details, "samples": len(texts)}
         if asked.targets:
             figures["answer_recall"] = round(sum(answer_recall(asked.targets, text) for text in texts) / len(texts), 4)
         if asked.reference:
@@ -309,9 +245,9 @@ def open_prober(model: str, judge: str | None = None, prompts: Path | None = Non
     return Prober(probed, judging, load_templates(prompts), prompts)
 
 
-def _shown(request: Request, output: Output) -> dict[str, Any]:
+def _shown(request: Request, output: Output) -> dict[str, Json]:
     """A prompt and its raw answer, as the audit file keeps them."""
-    shown: dict[str, Any] = {"prompt": request.messages[-1].content, "decoding": request.to_dict()["decoding"], "output": output.text, "cached": output.cached}
+    shown: dict[str, Json] = {"prompt": request.messages[-1].content, "decoding": request.to_dict()["decoding"], "output": output.text, "cached": output.cached}
     if output.error:
         shown["error"] = output.error
     if output.finish_reason:
@@ -324,3 +260,10 @@ def run(prober: Prober, item: Item, lang: str, config: ProbeConfig, rules: Mappi
     if found is None:
         return [Evidence(NAME, prober.source, task, status=UNKNOWN, error="this variant was not probed (prepare did not see it)") for task in prober.config.tasks]
     return list(found)
+
+
+def open_runner(prober: Prober, opening: Opening) -> Runner:
+    """A runner on the probe model, given the policy's `[probe]`; its `prepare` asks every
+    prompt in batches before any variant is checked."""
+    configured = replace(prober, config=opening.config)
+    return Runner(NAME, configured.source, fields_for, partial(run, configured, config=opening.config), configured.prepare)

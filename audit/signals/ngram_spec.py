@@ -1,13 +1,17 @@
-"""The n-gram signal's part of the policy file: `NgramConfig` is the `[ngram]` table, `Rules`
-the fields and figures `[rules.ngram]` may name, each with the range a value must keep."""
+"""The n-gram signal as the policy knows it (its code is `audit.signals.ngram`): `NgramConfig`
+is the `[ngram]` table, `Rules` the fields and figures `[rules.ngram]` may name, each with the
+range a value must keep."""
 from __future__ import annotations
 
 from typing import Literal
 
 from pydantic import Field
 
+from audit import forms
 from audit.corpora.base import UnknownLanguage
+from audit.items import Item
 from audit.rules import Count, Fraction, Table, threshold
+from audit.signals.spec import Signal
 
 NAME = "ngram"
 
@@ -119,3 +123,15 @@ class Rules(Table):
     options: CooccurrenceRules = Field(default_factory=CooccurrenceRules)
 
 
+def fields_for(item: Item) -> tuple[str, ...]:
+    return (*forms.TEXT_FIELDS[item.kind], forms.PAIR_FIELD[item.kind])
+
+
+SIGNAL = Signal(
+    name=NAME,
+    description="exact counts, longest matches and window coverage of each checked text and form; question-answer, subject-answer and options co-occurrence",
+    config=NgramConfig,
+    rules=Rules,
+    fields=fields_for,
+    implementation="audit.signals.ngram",
+)
