@@ -8,10 +8,10 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
-from audit.auditfile import AuditFileError
 from audit.bars import console
 from audit.cli.shell import InputError
-from audit.outputs import OutputError, atomic_write_bytes, check_file_target
+from audit.errors import AuditError
+from audit.outputs import atomic_write_bytes, check_file_target
 
 
 @click.command("export")
@@ -36,7 +36,7 @@ def export_command(audit_path: Path, parquet: Path | None, csv_path: Path | None
         frame = result.to_pandas(all_figures=all_figures)
         for kind, path in targets.items():
             atomic_write_bytes(path, table_bytes(frame, kind))
-    except (AuditFileError, OutputError, ImportError) as error:
+    except (AuditError, ImportError) as error:
         raise InputError(str(error)) from None
     for kind, path in targets.items():
         console.print(f"wrote {escape(str(path))} ({kind}): {len(frame)} rows, {len(frame.columns)} columns")

@@ -6,12 +6,13 @@ from pathlib import Path
 
 import click
 
-from audit.auditfile import AuditFileError, check_against_benchmark, locate_benchmark, read_audit
+from audit.auditfile import check_against_benchmark, locate_benchmark, read_audit
 from audit.cli.filteroutput import check_manifest_name, check_output_name
 from audit.cli.shell import InputError
-from audit.filter import FILTERED, RULES, FilterError, FilterPolicy, filter_benchmark, writes_directory
+from audit.errors import AuditError
+from audit.filter import FILTERED, RULES, FilterPolicy, filter_benchmark, writes_directory
 from audit.outputs import OutputError, atomic_write_text, check_directory_target, check_file_target
-from audit.readers import BenchmarkError, MappingError, load_benchmark, recorded_options
+from audit.readers import load_benchmark, recorded_options
 
 
 @click.command("filter")
@@ -48,7 +49,7 @@ def filter_command(
         report = load_benchmark(bench, recorded.format, options=recorded_options(recorded.mapping, recorded.source_lang))
         check_against_benchmark(audit, audit_path, report.items)
         result = filter_benchmark(audit, report.items, bench, recorded, out, FilterPolicy(rule, drop_unknown), flag=flag, audit_path=str(audit_path))
-    except (AuditFileError, BenchmarkError, MappingError, FilterError, OutputError) as error:
+    except AuditError as error:
         raise InputError(str(error)) from None
     atomic_write_text(manifest_path, json.dumps(result.manifest, indent=2, ensure_ascii=False) + "\n")
     counts = result.manifest["counts"]

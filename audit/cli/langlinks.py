@@ -11,6 +11,7 @@ from rich.progress import TextColumn
 
 from audit.bars import progress_display
 from audit.cli.shell import InputError
+from audit.errors import AuditError
 from audit.links.model import LinksError
 from audit.links.sources import open_links
 from audit.outputs import OutputError
@@ -57,7 +58,7 @@ def langlinks_lookup(article: str, lang: str | None, links: str, registry: Path 
     from audit.links.dump import parse_article
     from audit.links.entities import is_qid
     from audit.links.model import Article
-    from audit.links.wikis import WikiError, wiki_for
+    from audit.links.wikis import wiki_for
 
     try:
         if is_qid(article):
@@ -66,7 +67,7 @@ def langlinks_lookup(article: str, lang: str | None, links: str, registry: Path 
             wiki, title = parse_article(article, wiki_for(lang) if lang else None)
             asked = Article(wiki=wiki, title=title)
         answers = open_links(links, registry, offline=offline).resolve([asked])
-    except (LinksError, ValueError, WikiError) as error:
+    except (AuditError, ValueError) as error:
         raise InputError(str(error)) from None
     resolution = answers.found.get(asked)
     if resolution is None:

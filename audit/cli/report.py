@@ -7,11 +7,12 @@ from typing import Any
 import click
 from rich.markup import escape
 
-from audit.auditfile import AuditFileError, check_against_benchmark, locate_benchmark, read_audit
+from audit.auditfile import check_against_benchmark, locate_benchmark, read_audit
 from audit.bars import console, progress_display, step
 from audit.cli.shell import InputError
-from audit.outputs import OutputError, check_directory_target
-from audit.readers import BenchmarkError, MappingError, load_benchmark, recorded_options
+from audit.errors import AuditError
+from audit.outputs import check_directory_target
+from audit.readers import load_benchmark, recorded_options
 from audit.report.render import REPORT, write_report
 
 METHODS = ("auto", "given", "eclektic", "robust", "judge")
@@ -42,10 +43,7 @@ def report_command(
 ) -> None:
     """Transfer scores stratified by measured exposure, with intervals, plots and provenance pages."""
     from audit.evaluate import (
-        EvaluationError,
         JudgeConfig,
-        JudgeError,
-        PredictionsError,
         evaluate,
         load_predictions,
     )
@@ -74,7 +72,7 @@ def report_command(
                 console.print(f"[yellow]problem[/yellow] {escape(problem)}")
         with step(f"writing the report {out}"):
             data = write_report(out, audit, str(audit_path), items, evaluation, item_pages, inputs=inputs)
-    except (AuditFileError, BenchmarkError, MappingError, PredictionsError, EvaluationError, JudgeError, OutputError, FileNotFoundError) as error:
+    except (AuditError, FileNotFoundError) as error:
         raise InputError(str(error)) from None
     if evaluation:
         _print_evaluation(evaluation, method)

@@ -13,15 +13,14 @@ from audit.corpora.api import ApiCorpus, ApiOptions
 from audit.corpora.client import ClientSettings, InfiniGramClient
 from audit.corpora.demo import DEMO, demo_index
 from audit.corpora.protocol import MAX_QUERY_CHARS, MAX_QUERY_TOKENS
-from audit.corpora.registry import CorpusError, read_registry
+from audit.corpora.registry import read_registry
 from audit.corpora.shards import IndexOpenError
 from audit.errors import AuditError
 from audit.executors import LOCAL, Executor, ExecutorError, parse_executor
 from audit.index.errors import IndexBuildError
-from audit.links.model import LinksError
 from audit.links.sources import LinkSource, open_links
 from audit.paths import cache_dir, registry_file
-from audit.policyfile import Policy, PolicyError, load_policy
+from audit.policyfile import Policy, load_policy
 from audit.probes.cache import CachedModel
 from audit.probes.generation import ProbeError
 from audit.probes.models import open_model
@@ -340,7 +339,7 @@ def main(argv: list[str] | None = None) -> int:
             allowed_hosts=tuple(args.allowed_host),
             token=token,
         )
-    except (ServeError, CorpusError, PolicyError, LinksError, ExecutorError) as error:
+    except AuditError as error:
         print(f"audit serve: {error}", file=sys.stderr)
         return 2
     except OSError as error:
