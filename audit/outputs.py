@@ -45,8 +45,10 @@ _LATEST: list[Path] = []
 SHORT_WRITE = re.compile(r"\d+ requested and \d+ written")
 
 
-class DiskFull(AuditError, OSError):
-    """A write that found no room; its message names the device and the output."""
+class DiskFull(OSError):
+    """A write that found no room; its message names the device and the output.  A refusal of
+    the system, not of the tool: an OSError only, so every command reports it as the system's
+    (exit 1), never as bad input."""
 
     def __str__(self) -> str:
         return str(self.strerror)

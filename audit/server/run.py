@@ -123,6 +123,9 @@ def serve(
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     try:
         sock.bind((host, port))
+        # Listening before the address is announced: a client that connects at once waits in
+        # the backlog until the server accepts, instead of being refused.
+        sock.listen(128)
     except OSError as error:
         raise ServeError(f"cannot bind {host}:{port}: {error}") from None
     bound = sock.getsockname()[1]
