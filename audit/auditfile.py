@@ -10,9 +10,10 @@ from __future__ import annotations
 import glob
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import overload
 
 from audit.auditschema import (
     FIRST_RECORD_LINE,
@@ -28,7 +29,7 @@ from audit.auditschema import (
 )
 from audit.errors import AuditError, special_kind
 from audit.items import Item
-from audit.outputs import atomic_write_bytes
+from audit.outputs import BodyStream, atomic_write_parts
 from audit.records import AuditManifest, ExposureRecord, Json, JsonObject
 
 SCHEMA_VERSION = 4
@@ -72,26 +73,83 @@ def is_audit_file(path: Path) -> bool:
         return False
 
 
+def record_lines(records: Iterable[ExposureRecord | JsonObject]) -> bytes:
+    """Records as the audit file's lines; typed records are written as their `to_dict()`."""
+    written = ({"record": EXPOSURE, **(record.to_dict() if isinstance(record, ExposureRecord) else record)} for record in records)
+    return "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in written).encode("utf-8")
+
+
+class AuditStream:
+    """An audit file written as its records come, in order, in blocks of lines made wherever
+    the records were decided: the records go to a hidden sibling as they arrive, their count
+    and digest are kept, and `finish` puts the manifest before them in one atomic write, so
+    memory stays flat however long the benchmark, and the target is never a partial file."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.count = 0
+        self._digest = hashlib.sha256()
+        self._body = BodyStream(self.path)
+
+    def __enter__(self) -> AuditStream:
+        self._body.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._body.__exit__(*exc)
+
+    def add(self, lines: bytes, count: int) -> None:
+        """`count` records, as `record_lines` makes them."""
+        self._digest.update(lines)
+        self._body.write(lines)
+        self.count += count
+
+    def finish(self, manifest: AuditManifest | JsonObject) -> AuditFile:
+        """The file in place, returned with its records read from disk when iterated."""
+        manifest = manifest.to_dict() if isinstance(manifest, AuditManifest) else manifest
+        header = {"record": MANIFEST, "schema_version": SCHEMA_VERSION, **manifest, "records": self.count, "records_sha256": self._digest.hexdigest()}
+        self._body.close()
+        atomic_write_parts(self.path, (json.dumps(header, ensure_ascii=False) + "\n").encode("utf-8"), self._body.path)
+        return AuditFile(header, StoredRecords(self.path, self.count))
+
+
 def write_audit(path: Path, manifest: AuditManifest | JsonObject, records: Iterable[ExposureRecord | JsonObject]) -> AuditFile:
-    """Write the file and return it as `read_audit` would read it back; typed records are
-    written as their `to_dict()`."""
-    path = Path(path)
-    manifest = manifest.to_dict() if isinstance(manifest, AuditManifest) else manifest
-    written = [{"record": EXPOSURE, **(record.to_dict() if isinstance(record, ExposureRecord) else record)} for record in records]
-    lines = [(json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8") for record in written]
-    digest = hashlib.sha256()
-    for line in lines:
-        digest.update(line)
-    header = {"record": MANIFEST, "schema_version": SCHEMA_VERSION, **manifest, "records": len(lines), "records_sha256": digest.hexdigest()}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(path, (json.dumps(header, ensure_ascii=False) + "\n").encode("utf-8") + b"".join(lines))
-    return AuditFile(header, written)
+    """Write the file and return it as `read_audit` would read it back."""
+    records = list(records)
+    with AuditStream(path) as stream:
+        stream.add(record_lines(records), len(records))
+        written = stream.finish(manifest)
+    return AuditFile(written.manifest, [{"record": EXPOSURE, **(r.to_dict() if isinstance(r, ExposureRecord) else r)} for r in records])
+
+
+class StoredRecords(Sequence[JsonObject]):
+    """The records of an audit file this process has just written, read from disk each time
+    they are iterated rather than held: a benchmark of any size is reported in flat memory."""
+
+    def __init__(self, path: Path, count: int) -> None:
+        self.path, self.count = Path(path), count
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __iter__(self) -> Iterator[JsonObject]:
+        with open(self.path, "rb") as handle:
+            handle.readline()
+            for line in handle:
+                yield json.loads(line)
+
+    @overload
+    def __getitem__(self, index: int) -> JsonObject: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[JsonObject]: ...
+    def __getitem__(self, index: int | slice) -> JsonObject | list[JsonObject]:
+        return list(self)[index]
 
 
 @dataclass
 class AuditFile:
     manifest: JsonObject
-    records: list[JsonObject]
+    records: Sequence[JsonObject]
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ import shutil
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import BinaryIO
 
 from audit import __version__
 from audit.errors import AuditError
@@ -124,6 +125,12 @@ def _dead_siblings(path: Path, kind: str) -> list[Path]:
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write `data` to `path` through a synced temporary sibling and one rename, after removing
     the temporary siblings of writes to the same path whose process died."""
+    atomic_write_parts(path, data)
+
+
+def atomic_write_parts(path: Path, head: bytes, body: Path | None = None) -> None:
+    """`head`, then the bytes of the file `body` (a stream written beforehand, whose size was not
+    known when it began), as one atomic write of `path`."""
     path = Path(path)
     for stale in _dead_siblings(path, "tmp"):
         if stale.is_file():
@@ -132,13 +139,54 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     _LATEST[:] = [path]
     try:
         with writing(path), open(staging, "wb") as out:
-            out.write(data)
+            out.write(head)
+            if body is not None:
+                with open(body, "rb") as rest:
+                    shutil.copyfileobj(rest, out, 1 << 20)
             out.flush()
             os.fsync(out.fileno())
         os.replace(staging, path)
     except BaseException:
         staging.unlink(missing_ok=True)
         raise
+
+
+class BodyStream:
+    """A hidden sibling `.NAME.body-PID` that a long output's body is appended to as it is
+    made, so the whole never sits in memory; `atomic_write_parts` then puts a head before it.
+    Removed on leaving, whatever happened; siblings of dead processes are removed on entering."""
+
+    def __init__(self, path: Path) -> None:
+        self.target = Path(path)
+        self.path = self.target.with_name(f".{self.target.name}.body-{os.getpid()}")
+        self._out: BinaryIO | None = None
+
+    def __enter__(self) -> BodyStream:
+        for stale in _dead_siblings(self.target, "body"):
+            stale.unlink(missing_ok=True)
+        self.target.parent.mkdir(parents=True, exist_ok=True)
+        with writing(self.target):
+            self._out = open(self.path, "wb")
+        return self
+
+    def write(self, data: bytes) -> None:
+        if self._out is None:
+            raise RuntimeError("a body stream is written while entered")
+        with writing(self.target):
+            self._out.write(data)
+
+    def close(self) -> None:
+        """Flush what was written, so the body can be read back whole."""
+        if self._out is not None:
+            with writing(self.target):
+                self._out.close()
+            self._out = None
+
+    def __exit__(self, *exc: object) -> None:
+        if self._out is not None:
+            self._out.close()
+            self._out = None
+        self.path.unlink(missing_ok=True)
 
 
 def atomic_write_text(path: Path, text: str) -> None:

@@ -116,7 +116,7 @@ def budget_runs(url: str, index: Path) -> list[dict]:
     from audit.corpora.local import LocalIndex
     from audit.policyfile import build_config, load_policy
     from audit.readers import load_benchmark
-    from audit.run.check import check_items
+    from audit.run.executors import check_items
     from audit.signals import ngram
 
     items = load_benchmark(SAMPLE).items[:BUDGET_ITEMS]

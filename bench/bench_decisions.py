@@ -72,7 +72,7 @@ from audit.corpora.client import ClientSettings, InfiniGramClient  # noqa: E402
 from audit.items import Item  # noqa: E402
 from audit.policyfile import build_config, load_policy  # noqa: E402
 from audit.readers import load_benchmark  # noqa: E402
-from audit.run.check import check_items  # noqa: E402
+from audit.run.executors import check_items  # noqa: E402
 from audit.signals import ngram  # noqa: E402
 
 Record = dict[str, Any]

@@ -36,7 +36,7 @@ from audit.corpora.registry import open_corpus
 from audit.items import ItemKind
 from audit.policyfile import load_policy
 from audit.readers import load_benchmark
-from audit.run.check import check_items
+from audit.run.executors import check_items
 from audit.signals import configure, plan
 
 ROOT = Path(__file__).resolve().parent.parent

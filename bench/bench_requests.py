@@ -49,7 +49,7 @@ from audit.corpora.api import ApiCorpus, ApiOptions  # noqa: E402
 from audit.corpora.client import ClientSettings, InfiniGramClient  # noqa: E402
 from audit.policyfile import load_policy  # noqa: E402
 from audit.readers import load_benchmark  # noqa: E402
-from audit.run.check import check_items  # noqa: E402
+from audit.run.executors import check_items  # noqa: E402
 
 ROUND_TRIPS = (0.1, 0.25, 0.5)
 ECLEKTIC_VARIANTS = 384 * 12

@@ -250,6 +250,6 @@ def summary_of(records: list[dict]) -> dict:
 
 def checked_records(*args, **kwargs) -> list[dict]:
     """`check_items`' records as the audit file writes them, for comparing field by field."""
-    from audit.run.check import check_items
+    from audit.run.executors import check_items
 
     return [record.to_dict() for record in check_items(*args, **kwargs)]

@@ -17,7 +17,7 @@ from audit.exposure import SEEN, UNKNOWN, UNSEEN, decide
 from audit.items import Item, Variant
 from audit.policyfile import load_policy
 from audit.records import ExposureRecord
-from audit.run.check import check_items
+from audit.run.executors import check_items
 from audit.run.summary import summarise
 
 POLICY = load_policy()

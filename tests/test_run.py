@@ -14,8 +14,10 @@ from conftest import ECLEKTIC_CSV, sample_ids, sample_subset
 from audit.cli import main
 from audit.corpora.local import LocalIndex
 from audit.executors import parse_executor
+from audit.policyfile import load_policy
 from audit.readers import FORMATS
 from audit.run import AuditRequest, RequestError, run_audit
+from audit.run.check import ItemWork
 from audit.run.executors import Forked, RayTasks, Threads, choose_executor
 from audit.server.jobmodels import JobRequest, JobState
 from audit.server.jobs import JobManager
@@ -88,10 +90,11 @@ def test_a_request_names_the_option_it_cannot_take(wiki_index: Path, tmp_path: P
 
 def test_the_executor_is_chosen_once_from_the_option_the_workers_and_the_sources(wiki_index: Path):
     local, ray = parse_executor("local"), parse_executor("ray")
+    work = ItemWork([], load_policy(None))
     index = LocalIndex(wiki_index, name="wiki")
-    assert isinstance(choose_executor(local, 2, [], [index]), Forked)
-    assert isinstance(choose_executor(local, 1, [], [index]), Threads)
-    assert isinstance(choose_executor(local, 2, [], [index], fork=False), Threads)
-    assert isinstance(choose_executor(local, 2, [], [index, object()]), Threads)
-    chosen = choose_executor(ray, 2, [], [index])
+    assert isinstance(choose_executor(local, 2, work, [index]), Forked)
+    assert isinstance(choose_executor(local, 1, work, [index]), Threads)
+    assert isinstance(choose_executor(local, 2, work, [index], fork=False), Threads)
+    assert isinstance(choose_executor(local, 2, work, [index, object()]), Threads)
+    chosen = choose_executor(ray, 2, work, [index])
     assert isinstance(chosen, RayTasks) and chosen.recorded == "ray" and chosen.where == " on ray"

@@ -24,7 +24,7 @@ from audit.cli.shell import KEPT, InputError, system_error
 from audit.corpora.apirun import check_display
 from audit.corpora.base import Profile
 from audit.corpora.client import InfiniGramClient
-from audit.exposure import UNKNOWN, Knowledge
+from audit.exposure import Knowledge
 from audit.items import Item, LoadReport
 from audit.outputs import OutputError, check_directory_target
 from audit.readers import FORMATS
@@ -33,6 +33,7 @@ from audit.run import AuditRequest, Note, RequestError, run_audit
 from audit.run import Progress as RunProgress
 from audit.run.audit import preflight
 from audit.run.progress import BuildHook, StepStart
+from audit.run.summary import Failures
 from audit.signals import KNOWLEDGE_SIGNALS, SIGNALS
 
 STRICT_EXIT = 3
@@ -72,29 +73,16 @@ def _print_read(report: LoadReport) -> None:
         console.print(f"not checked by any signal (kept in the audit's manifest): {', '.join(report.unused_fields)}", soft_wrap=True, highlight=False, markup=False)
 
 
-def _warn_failed_sources(records: list[dict]) -> None:
+def _warn_failed_sources(failures: Failures, variants: int) -> None:
     """Say which sources failed or could not tell, how many variants that left `unknown` (or,
     for a probed model, `undetermined`) and the first reason, so no such tag goes unexplained."""
-    fields: dict[tuple[str, str, str], int] = {}
-    variants: dict[tuple[str, str, str], int] = {}
-    first: dict[tuple[str, str, str], str] = {}
-    for record in records:
-        undecided = set()
-        for evidence in record["evidence"]:
-            if evidence["status"] in ("failed", "unknown"):
-                key = (evidence["status"], evidence["signal"], evidence["source"])
-                fields[key] = fields.get(key, 0) + 1
-                first.setdefault(key, evidence.get("error") or "")
-                undecided.add(key)
-        for key in undecided:
-            left = record.get("knowledge") == Knowledge.UNDETERMINED if key[1] in KNOWLEDGE_SIGNALS else record["exposure"] == UNKNOWN
-            variants[key] = variants.get(key, 0) + left
+    fields, first = failures.fields, failures.first
     for (status, signal, source), count in fields.items():
-        unknown = variants.get((status, signal, source), 0)
+        unknown = failures.variants.get((status, signal, source), 0)
         what = "could not be checked" if status == "failed" else "could not be told"
         tag = "undetermined" if signal in KNOWLEDGE_SIGNALS else "unknown"
         console.print(
-            f"[red]{status}[/red] {signal} on {escape(source)}: {count} field(s) {what}, leaving {unknown} of {len(records)} variant(s) {tag}; first error: {escape(first[status, signal, source])}",
+            f"[red]{status}[/red] {signal} on {escape(source)}: {count} field(s) {what}, leaving {unknown} of {variants} variant(s) {tag}; first error: {escape(first[status, signal, source])}",
             soft_wrap=True,
         )
 
@@ -207,7 +195,7 @@ def check(with_report: bool, report_dir: Path | None, strict: bool, **fields: ob
     except RequestError as error:
         raise InputError(str(error)) from None
     out = request.target
-    _warn_failed_sources(written.records)
+    _warn_failed_sources(written.failures, len(written.records))
     KEPT.append(f"the audit file {out} was written whole")
     if report_dir is not None and progress.benchmark is not None:
         _write_report(report_dir, written, out, progress.benchmark.items, inputs)

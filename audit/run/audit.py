@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
-from audit.auditfile import AuditFile, is_audit_file, write_audit
+from audit.auditfile import AuditFile, AuditStream, is_audit_file
 from audit.corpora.apirun import api_clients, budget_stops, limit_requests
 from audit.corpora.base import Corpus
 from audit.corpora.client import InfiniGramClient
@@ -24,15 +24,23 @@ from audit.outputs import OutputError, check_file_target
 from audit.policyfile import Policy
 from audit.ranges import check_workers
 from audit.readers import ReadOptions, load_benchmark
-from audit.records import ExposureRecord
-from audit.run.check import check_items
+from audit.run.check import ItemWork
 from audit.run.executors import choose_executor
 from audit.run.manifest import Checked, audit_manifest
 from audit.run.progress import QUIET, Note, NoteKind, Progress
 from audit.run.request import AuditRequest, RequestError
 from audit.run.sources import Opener, RegistryOpener
+from audit.run.summary import Failures, Tally
 from audit.signals import Runner, parse_signals, plan
 from audit.signals.probe import Prober
+
+
+@dataclass
+class WrittenAudit(AuditFile):
+    """The audit file a run wrote, its records read from disk when iterated, and the sources
+    that failed or could not tell, counted as the records were made."""
+
+    failures: Failures = field(default_factory=Failures)
 
 
 @dataclass
@@ -87,7 +95,7 @@ def preflight(request: AuditRequest) -> Executor:
     return where
 
 
-def run_audit(request: AuditRequest, *, progress: Progress = QUIET, opener: Opener | None = None, command: list[str] | None = None) -> AuditFile:
+def run_audit(request: AuditRequest, *, progress: Progress = QUIET, opener: Opener | None = None, command: list[str] | None = None) -> WrittenAudit:
     """The audit file `request` asks for, written to `request.target` and returned as read
     back.  `command` is recorded in the manifest (the Python API's call by default)."""
     where = preflight(request)
@@ -96,12 +104,12 @@ def run_audit(request: AuditRequest, *, progress: Progress = QUIET, opener: Open
     progress.read(reading.report)
     planned = open_sources(request, opener, reading, progress)
     prepare(planned.runners, reading, progress)
-    records, recorded = check(request, where, opener, reading, planned, progress)
-    for line in budget_stops(planned.sources):
-        progress.note(Note(NoteKind.NOTE, line))
-    checked = Checked([s.info for s in planned.sources], planned.runs, planned.links, request.as_of, planned.prober, recorded)
-    manifest = audit_manifest(command or ["audit.check", str(request.benchmark)], reading.report, request.benchmark, checked, reading.policy, reading.langs, records)
-    return write_audit(request.target, manifest.to_dict(), (record.to_dict() for record in records))
+    with AuditStream(request.target) as stream:
+        checked = check(request, where, opener, reading, planned, progress, stream)
+        for line in budget_stops(planned.sources):
+            progress.note(Note(NoteKind.NOTE, line))
+        manifest = audit_manifest(command or ["audit.check", str(request.benchmark)], reading.report, request.benchmark, checked, reading.policy, reading.langs)
+        return WrittenAudit(**vars(stream.finish(manifest.to_dict())), failures=checked.tally.failures)
 
 
 def read(request: AuditRequest, opener: Opener) -> Reading:
@@ -180,16 +188,19 @@ def prepare(runners: Sequence[Runner], reading: Reading, progress: Progress) -> 
             runner.prepare(reading.report.items, reading.langs, step)
 
 
-def check(request: AuditRequest, where: Executor, opener: Opener, reading: Reading, planned: Planned, progress: Progress) -> tuple[list[ExposureRecord], str | None]:
-    """Every variant checked where the one executor chosen here runs them, and decided; and
-    where that was, for the manifest (None on this machine)."""
+def check(request: AuditRequest, where: Executor, opener: Opener, reading: Reading, planned: Planned, progress: Progress, stream: AuditStream) -> Checked:
+    """Every item checked where the one executor chosen here runs it, its records written to
+    `stream` as they come, in order; what the manifest needs is kept, not the records."""
     total = variants(reading)
     sources = planned.sources
     workers, clamped = check_workers(request.workers, total, remote=bool(sources) and len(api_clients(sources)) == len(sources))
     if clamped:
         progress.note(Note(NoteKind.NOTE, clamped))
-    executor = choose_executor(where, workers, planned.runners, sources, fork=opener.fork)
+    executor = choose_executor(where, workers, ItemWork(planned.runners, reading.policy, reading.langs), sources, fork=opener.fork)
     description = f"checking against {', '.join(s.info.name for s in sources)}{executor.where}"
+    tally = Tally()
     with executor, progress.checking(description, total, planned.clients) as advance:
-        records = check_items(reading.report.items, planned.runners, reading.policy, langs=reading.langs, on_done=advance, executor=executor)
-    return records, executor.recorded
+        for outcome in executor.checked(reading.report.items, advance):
+            stream.add(outcome.lines, outcome.variants)
+            tally.merge(outcome.tally)
+    return Checked([s.info for s in planned.sources], planned.runs, planned.links, request.as_of, planned.prober, executor.recorded, tally)

@@ -1,20 +1,24 @@
-"""Every (item, language) checked by every runner and decided, in one place.
+"""Every (item, language) checked by every runner and decided, an item at a time.
 
-Runners arrive as callables, so this module needs no signal by name; an executor
-(`audit.run.executors`) gathers each variant's evidence wherever it runs, and the tags are
-decided here, in this process, from that evidence: the records come out the same on threads,
-forked processes or a Ray cluster.
+Runners arrive as callables, so this module needs no signal by name.  An item is the unit of
+work: its variants are checked together, decided by the one function here (`decided`) and,
+since an item's tag and `seen_in` need all its languages, summed up together; the records then
+leave as the audit file's lines with a tally of their counts.  An executor
+(`audit.run.executors`) runs that wherever it runs, so the records come out the same on
+threads, forked processes or a Ray cluster, and the parent of a run holds counts, not records.
 """
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
+from audit.auditfile import record_lines
 from audit.evidence import Evidence
 from audit.exposure import decide, decide_knowledge, item_exposure, seen_in
 from audit.items import Item
 from audit.policyfile import Policy
 from audit.records import ExposureRecord
-from audit.run.executors import Advance, Threads, VariantExecutor, no_progress
+from audit.run.summary import Tally
 from audit.signals import Runner
 
 
@@ -27,30 +31,44 @@ def decided(item: Item, lang: str, evidence: list[Evidence], policy: Policy) -> 
     return record
 
 
-def check_items(
-    items: list[Item],
-    runners: Sequence[Runner],
-    policy: Policy,
-    *,
-    langs: list[str] | None = None,
-    workers: int | None = None,
-    on_done: Advance = no_progress,
-    executor: VariantExecutor | None = None,
-) -> list[ExposureRecord]:
-    """Records in item order then language order, whatever order the executor finishes in.
+@dataclass(frozen=True)
+class ItemOutcome:
+    """One item's outcome: its records as the audit file's lines, how many, and their tally;
+    the records themselves only when the caller asked to keep them."""
 
-    `langs` limits which variants are checked; the others stay on the item, since signals
-    compare a target variant with its source-language text.  Without an `executor` the
-    variants are checked on `workers` threads."""
-    tasks = [(item, lang) for item in items for lang in item.variants if langs is None or lang in langs]
-    found = (executor or Threads(workers)).evidence(tasks, runners, on_done)
-    records = [decided(item, lang, evidence, policy) for (item, lang), evidence in zip(tasks, found, strict=True)]
-    by_item: dict[str, list[ExposureRecord]] = {}
-    for record in records:
-        by_item.setdefault(record.item_id, []).append(record)
-    for group in by_item.values():
-        summary = item_exposure(group[0].source_lang, {r.lang: r.exposure for r in group})
-        found_in = seen_in([r.seen_in_languages for r in group])
-        for record in group:
-            record.item_exposure, record.seen_in = summary, found_in
-    return records
+    lines: bytes
+    variants: int
+    tally: Tally
+    records: list[ExposureRecord] | None = None
+
+
+@dataclass(frozen=True)
+class ItemWork:
+    """What checking an item takes: the runners, the policy deciding, the languages checked
+    (None: all; the others stay on the item, since signals compare a target variant with its
+    source-language text), and whether the records are kept beside their lines."""
+
+    runners: Sequence[Runner]
+    policy: Policy
+    langs: list[str] | None = None
+    keep: bool = False
+
+    def languages(self, item: Item) -> list[str]:
+        return [lang for lang in item.variants if self.langs is None or lang in self.langs]
+
+    def gather(self, item: Item, lang: str, runners: Sequence[Runner] | None = None) -> list[Evidence]:
+        """One variant's evidence from every runner (or those given), in the runners' order."""
+        return [evidence for run in (self.runners if runners is None else runners) for evidence in run(item, lang)]
+
+    def finish(self, item: Item, found: Sequence[list[Evidence]]) -> ItemOutcome:
+        """The item's variants decided from their evidence (in `languages` order) and summed up."""
+        records = [decided(item, lang, evidence, self.policy) for lang, evidence in zip(self.languages(item), found, strict=True)]
+        if records:
+            summary = item_exposure(records[0].source_lang, {r.lang: r.exposure for r in records})
+            found_in = seen_in([r.seen_in_languages for r in records])
+            for record in records:
+                record.item_exposure, record.seen_in = summary, found_in
+        return ItemOutcome(record_lines(records), len(records), Tally.of(records), records if self.keep else None)
+
+    def __call__(self, item: Item) -> ItemOutcome:
+        return self.finish(item, [self.gather(item, lang) for lang in self.languages(item)])

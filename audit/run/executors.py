@@ -1,9 +1,11 @@
-"""Where variants are checked: on threads, on forked processes, or in Ray tasks.
+"""Where items are checked: on threads, on forked processes, or in Ray tasks.
 
-Each executor maps the signal runners over the variants and returns every variant's evidence
-in the order asked; nothing is decided there, so a tag is decided in one place (the run's
-`check_items`) whichever executor gathered its evidence.  `choose_executor` makes the choice
-once, from where the user asked the work to go, the workers and the kinds of the sources.
+Each executor runs an `ItemWork` over the items and yields every item's outcome (the audit
+file's lines and their tally) in item order, as soon as it and those before it are done, so a
+run writes records as they come and holds none.  The work decides each variant with the one
+function that decides (`audit.run.check.decided`) wherever the evidence was gathered.
+`choose_executor` makes the choice once, from where the user asked the work to go, the workers
+and the kinds of the sources.
 """
 from __future__ import annotations
 
@@ -12,8 +14,8 @@ import os
 import threading
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from multiprocessing.pool import Pool
 from types import TracebackType
 
@@ -22,12 +24,18 @@ from audit.corpora.local import LocalIndex
 from audit.evidence import Evidence
 from audit.executors import Executor, connect
 from audit.items import Item
+from audit.policyfile import Policy
+from audit.records import ExposureRecord
+from audit.run.check import ItemOutcome, ItemWork
 from audit.signals import Runner
 
 Task = tuple[Item, str]
 Advance = Callable[[], None]
 # Variants one Ray task checks: few round trips, and little to redo when a worker is lost.
 RAY_CHUNK = 8
+# Items whose variants are in Ray at once: enough to keep a cluster busy, few enough that
+# their evidence, held until each item is finished here, stays small.
+RAY_ITEMS = 256
 # A Ray task whose worker died is re-run this many times before its variants are `failed`.
 RAY_RETRIES = 3
 
@@ -36,20 +44,21 @@ def no_progress() -> None:
     """The advance of a run nobody watches."""
 
 
-def gathered(task: Task, runners: Sequence[Runner]) -> list[Evidence]:
-    """One variant's evidence from every runner, in the runners' order."""
-    item, lang = task
-    return [evidence for run in runners for evidence in run(item, lang)]
+def _advance(on_done: Advance, checked: ItemOutcome) -> ItemOutcome:
+    for _ in range(checked.variants):
+        on_done()
+    return checked
 
 
 class VariantExecutor(ABC):
-    """Maps runners over variants.  Entered before any thread starts (a progress display), so
-    an executor that forks does so while no other thread holds a lock."""
+    """Runs the work over items.  Entered before any thread starts (a progress display), so an
+    executor that forks does so while no other thread holds a lock."""
 
     # Where the manifest says variants were checked; None when on this machine.
     recorded: str | None = None
 
-    def __init__(self, workers: int | None = None) -> None:
+    def __init__(self, work: ItemWork, workers: int | None = None) -> None:
+        self.work = work
         self.workers = workers or os.cpu_count() or 1
 
     def __enter__(self) -> VariantExecutor:
@@ -64,45 +73,49 @@ class VariantExecutor(ABC):
         return f" on {self.recorded}" if self.recorded else ""
 
     @abstractmethod
-    def evidence(self, tasks: list[Task], runners: Sequence[Runner], on_done: Advance = no_progress) -> list[list[Evidence]]:
-        """Every task's evidence, in task order, calling `on_done` as each variant finishes."""
+    def checked(self, items: Sequence[Item], on_done: Advance = no_progress) -> Iterator[ItemOutcome]:
+        """Every item's outcome, in item order, calling `on_done` once per variant checked."""
 
 
 class Threads(VariantExecutor):
     """A thread pool in this process: the searches release the GIL, and a remote source's
-    threads mostly wait on answers."""
+    threads mostly wait on answers.  Variants are the unit here (nothing is sent anywhere), so
+    even one item's languages are asked at once; each item is finished as its turn comes."""
 
-    def evidence(self, tasks: list[Task], runners: Sequence[Runner], on_done: Advance = no_progress) -> list[list[Evidence]]:
+    def checked(self, items: Sequence[Item], on_done: Advance = no_progress) -> Iterator[ItemOutcome]:
+        work = self.work
+
         def run(task: Task) -> list[Evidence]:
-            found = gathered(task, runners)
+            found = work.gather(*task)
             on_done()
             return found
 
         with ThreadPoolExecutor(max_workers=self.workers) as pool:
-            return list(pool.map(run, tasks))
+            pending: list[tuple[Item, list[Future[list[Evidence]]]]] = [(item, [pool.submit(run, (item, lang)) for lang in work.languages(item)]) for item in items]
+            for item, futures in pending:
+                yield work.finish(item, [future.result() for future in futures])
 
 
 # What forked workers check with: set before the fork, so each child inherits the runners with
 # their open indexes and memory maps instead of receiving them pickled.
-_FORKED: list[Sequence[Runner]] = []
+_FORKED: list[ItemWork] = []
 
 
-def _gather_forked(task: Task) -> list[Evidence]:
-    return gathered(task, _FORKED[-1])
+def _check_forked(item: Item) -> ItemOutcome:
+    return _FORKED[-1](item)
 
 
 class Forked(VariantExecutor):
     """Forked processes, for local indexes: most of a signal's work is Python holding the GIL.
-    The pool forks on entering, with the runners it will use; a pool left by an exception is
-    ended at once (`end_pool`)."""
+    The pool forks on entering, with the work it will do; an item travels to a child once and
+    comes back as lines and counts.  A pool left by an exception is ended at once."""
 
-    def __init__(self, workers: int, runners: Sequence[Runner]) -> None:
-        super().__init__(workers)
-        self.runners = runners
+    def __init__(self, work: ItemWork, workers: int) -> None:
+        super().__init__(work, workers)
         self._pool: Pool | None = None
 
     def __enter__(self) -> Forked:
-        _FORKED.append(self.runners)
+        _FORKED.append(self.work)
         with sigint_blocked():
             self._pool = multiprocessing.get_context("fork").Pool(self.workers, **pool_options())
         return self
@@ -113,14 +126,11 @@ class Forked(VariantExecutor):
             end_pool(self._pool) if kind is not None else self._pool.terminate()
             self._pool = None
 
-    def evidence(self, tasks: list[Task], runners: Sequence[Runner], on_done: Advance = no_progress) -> list[list[Evidence]]:
-        if self._pool is None or runners is not self.runners:
-            raise RuntimeError("a forked executor checks with the runners it forked with, once entered")
-        found = []
-        for evidence in self._pool.imap(_gather_forked, tasks, chunksize=4):
-            found.append(evidence)
-            on_done()
-        return found
+    def checked(self, items: Sequence[Item], on_done: Advance = no_progress) -> Iterator[ItemOutcome]:
+        if self._pool is None:
+            raise RuntimeError("a forked executor checks once entered")
+        for checked in self._pool.imap(_check_forked, items, chunksize=1):
+            yield _advance(on_done, checked)
 
 
 def _shipped_evidence(token: str, shipped: list[object], tasks: list[Task]) -> list[list[list[Evidence]]]:
@@ -140,16 +150,26 @@ _SHIPPED: dict[str, list[Runner]] = {}
 class RayTasks(VariantExecutor):
     """A Ray cluster: runners whose source can travel (`portable`: a local index, re-opened on
     the worker and asking the same shard actors) run in Ray tasks of RAY_CHUNK variants; the
-    others (an API cache, a link source, a model) run here on threads.  A task Ray could not
-    finish even after retrying its lost workers leaves its runners' fields `failed`, which the
-    policy reads as `unknown`."""
+    others (an API cache, a link source, a model) run here on threads.  Items go to the cluster
+    RAY_ITEMS at a time and are finished here.  A task Ray could not finish even after retrying
+    its lost workers leaves its runners' fields `failed`, which the policy reads as `unknown`."""
 
-    def __init__(self, cluster: Executor, workers: int | None = None) -> None:
-        super().__init__(workers)
+    def __init__(self, work: ItemWork, cluster: Executor, workers: int | None = None) -> None:
+        super().__init__(work, workers)
         self.cluster = cluster
         self.recorded = str(cluster)
 
-    def evidence(self, tasks: list[Task], runners: Sequence[Runner], on_done: Advance = no_progress) -> list[list[Evidence]]:
+    def checked(self, items: Sequence[Item], on_done: Advance = no_progress) -> Iterator[ItemOutcome]:
+        for start in range(0, len(items), RAY_ITEMS):
+            batch = items[start : start + RAY_ITEMS]
+            tasks = [(item, lang) for item in batch for lang in self.work.languages(item)]
+            found = iter(self.evidence(tasks, on_done))
+            for item in batch:
+                yield self.work.finish(item, [next(found) for _ in self.work.languages(item)])
+
+    def evidence(self, tasks: list[Task], on_done: Advance = no_progress) -> list[list[Evidence]]:
+        """Every variant's evidence from every runner, in task order."""
+        runners = self.work.runners
         shipped = [i for i, run in enumerate(runners) if run.portable]
         kept = [i for i in range(len(runners)) if i not in shipped]
         table: list[list[list[Evidence]]] = [[[] for _ in runners] for _ in tasks]
@@ -196,12 +216,29 @@ class RayTasks(VariantExecutor):
                 finished(start + offset)
 
 
-def choose_executor(where: Executor, workers: int, runners: Sequence[Runner], sources: Sequence[object], *, fork: bool = True) -> VariantExecutor:
-    """The one choice of where variants run: Ray when the user named a cluster; forked
-    processes when every source is a local index and more than one worker is wanted (and the
-    caller may fork: a server's threads may not); else threads."""
+def choose_executor(where: Executor, workers: int, work: ItemWork, sources: Sequence[object], *, fork: bool = True) -> VariantExecutor:
+    """The one choice of where items run: Ray when the user named a cluster; forked processes
+    when every source is a local index and more than one worker is wanted (and the caller may
+    fork: a server's threads may not); else threads."""
     if where.distributed:
-        return RayTasks(where, workers)
+        return RayTasks(work, where, workers)
     if fork and workers > 1 and all(isinstance(source, LocalIndex) for source in sources):
-        return Forked(workers, runners)
-    return Threads(workers)
+        return Forked(work, workers)
+    return Threads(work, workers)
+
+
+def check_items(
+    items: list[Item],
+    runners: Sequence[Runner],
+    policy: Policy,
+    *,
+    langs: list[str] | None = None,
+    workers: int | None = None,
+    executor: Callable[[ItemWork], VariantExecutor] | None = None,
+) -> list[ExposureRecord]:
+    """Records in item order then language order, on `workers` threads (or the executor made
+    for the work): the whole list, for callers that want records in memory, not a file."""
+    work = ItemWork(runners, policy, langs, keep=True)
+    chosen = executor(work) if executor else Threads(work, workers)
+    with chosen:
+        return [record for checked in chosen.checked(items) for record in checked.records or []]

@@ -5,7 +5,7 @@ import hashlib
 import json
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import date
 from pathlib import Path
 
@@ -16,8 +16,8 @@ from audit.evidence import SignalRun
 from audit.items import LoadReport
 from audit.links.sources import LinkSource
 from audit.policyfile import Policy
-from audit.records import AuditManifest, BenchmarkRecord, ExposureRecord
-from audit.run.summary import summarise
+from audit.records import AuditManifest, BenchmarkRecord
+from audit.run.summary import Tally
 from audit.signals.probe import Prober
 from audit.timestamps import utc_timestamp
 
@@ -28,7 +28,7 @@ LINK_KEYS = ("name", "backend", "endpoint", "path")
 class Checked:
     """What the audit checked against: the corpora, the signal runs (and why any was skipped),
     the link sources asked and the cutoff they were judged at, the probe model, and where
-    variants ran when not on this machine."""
+    variants ran when not on this machine, and the tally of the records written."""
 
     corpora: Sequence[CorpusInfo]
     runs: Sequence[SignalRun]
@@ -36,9 +36,10 @@ class Checked:
     cutoff: date | None = None
     prober: Prober | None = None
     executor: str | None = None
+    tally: Tally = field(default_factory=Tally)
 
 
-def audit_manifest(command: list[str], benchmark: LoadReport, path: Path, checked: Checked, policy: Policy, langs: list[str] | None, records: Sequence[ExposureRecord]) -> AuditManifest:
+def audit_manifest(command: list[str], benchmark: LoadReport, path: Path, checked: Checked, policy: Policy, langs: list[str] | None) -> AuditManifest:
     """What was checked, against what, with which signals, under which policy, and a hash that
     says when two audits compare.  Where variants ran is recorded when not local, and is not
     part of the hash: it changes no record."""
@@ -63,7 +64,7 @@ def audit_manifest(command: list[str], benchmark: LoadReport, path: Path, checke
         signal_runs=list(checked.runs),
         policy={"name": policy.name, "source": policy.source, "hash": policy.digest, "settings": policy.settings},
         config_hash=hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16],
-        summary=summarise(records).to_dict(),
+        summary=checked.tally.summary().to_dict(),
         links=links,
         models=models,
         executor=checked.executor,

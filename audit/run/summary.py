@@ -3,11 +3,14 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
 
+from audit.evidence import FAILED
+from audit.evidence import UNKNOWN as UNKNOWN_STATUS
 from audit.exposure import SEEN, UNKNOWN, UNSEEN, Knowledge
-from audit.records import ExposureRecord
+from audit.records import Check, ExposureRecord
+from audit.signals import KNOWLEDGE_SIGNALS
 
 Counts = dict[str, dict[str, int]]
 
@@ -29,53 +32,112 @@ class Summary:
         return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
 
 
-def summarise(records: Sequence[ExposureRecord]) -> Summary:
-    per_lang: dict[str, Counter[str]] = {}
-    knowledge: dict[str, Counter[str]] = {}
-    items: dict[str, str] = {}
-    for record in records:
-        per_lang.setdefault(record.lang, Counter())[record.exposure] += 1
-        items[record.item_id] = str(record.item_exposure)
+@dataclass
+class Failures:
+    """Per (status, signal, source) of evidence that failed or could not tell: the fields, the
+    variants it left undecided, and the first reason given, for the line a run prints."""
+
+    fields: Counter[tuple[str, str, str]] = field(default_factory=Counter)
+    variants: Counter[tuple[str, str, str]] = field(default_factory=Counter)
+    first: dict[tuple[str, str, str], str] = field(default_factory=dict)
+
+    def add(self, record: ExposureRecord) -> None:
+        undecided = set()
+        for evidence in record.evidence:
+            if evidence.status in (FAILED, UNKNOWN_STATUS):
+                key = (str(evidence.status), evidence.signal, evidence.source)
+                self.fields[key] += 1
+                self.first.setdefault(key, evidence.error or "")
+                undecided.add(key)
+        for key in undecided:
+            left = record.knowledge == Knowledge.UNDETERMINED if key[1] in KNOWLEDGE_SIGNALS else record.exposure == UNKNOWN
+            self.variants[key] += int(left)
+
+    def merge(self, other: Failures) -> None:
+        self.fields.update(other.fields)
+        self.variants.update(other.variants)
+        for key, reason in other.first.items():
+            self.first.setdefault(key, reason)
+
+
+@dataclass
+class Tally:
+    """What the summary is made of, counted record by record where the records are decided and
+    merged in the records' order, so the parent of a run holds counts rather than records and
+    the summary is the one the whole list would give."""
+
+    languages: dict[str, Counter[str]] = field(default_factory=dict)
+    items: dict[str, str] = field(default_factory=dict)
+    knowledge: dict[str, Counter[str]] = field(default_factory=dict)
+    checks: dict[str, Counter[str]] = field(default_factory=dict)
+    knowledge_checks: dict[str, Counter[str]] = field(default_factory=dict)
+    queries: dict[str, list[int]] = field(default_factory=dict)
+    failures: Failures = field(default_factory=Failures)
+    records: int = 0
+
+    @classmethod
+    def of(cls, records: Iterable[ExposureRecord]) -> Tally:
+        tally = cls()
+        for record in records:
+            tally.add(record)
+        return tally
+
+    def add(self, record: ExposureRecord) -> None:
+        self.records += 1
+        self.languages.setdefault(record.lang, Counter())[record.exposure] += 1
+        self.items[record.item_id] = str(record.item_exposure)
         if record.knowledge is not None:
-            knowledge.setdefault(record.lang, Counter())[record.knowledge] += 1
-    summary = Summary(
-        languages={lang: {tag: counts.get(tag, 0) for tag in (SEEN, UNSEEN, UNKNOWN)} | {"total": sum(counts.values())} for lang, counts in per_lang.items()},
-        items=dict(Counter(items.values())),
-        checks=check_counts(records),
-    )
-    if knowledge:
-        summary.knowledge = {lang: {tag.value: counts.get(tag, 0) for tag in Knowledge} | {"total": sum(counts.values())} for lang, counts in knowledge.items()}
-        summary.knowledge_checks = check_counts(records, knowledge=True)
-    summary.count_queries = count_queries(records) or None
-    return summary
-
-
-def check_counts(records: Sequence[ExposureRecord], *, knowledge: bool = False) -> Counts:
-    """Per `signal/source`, the checks the tags rest on (`decided_by`): rules that fired on
-    `seen` variants, rules that passed on `unseen` ones, and rules left undecided by a bound
-    or a failed source on `unknown` ones (the same for `knowledge`, from its own checks)."""
-    counts: dict[str, Counter[str]] = {}
-    outcome: Mapping[str, str] = {Knowledge.KNOWN: "fired", Knowledge.NOT_KNOWN: "passed"} if knowledge else {SEEN: "fired", UNSEEN: "passed"}
-    for record in records:
-        tag, checks = (record.knowledge, record.knowledge_decided_by) if knowledge else (record.exposure, record.decided_by)
-        for check in checks or []:
-            if check.source is not None:
-                counts.setdefault(f"{check.signal}/{check.source}", Counter())[check.status or outcome.get(str(tag), "undecided")] += 1
-    return {key: dict(sorted(found.items())) for key, found in sorted(counts.items())}
-
-
-def count_queries(records: Sequence[ExposureRecord]) -> dict[str, dict[str, float]]:
-    """Per source whose matches were derived from counts: the count queries charged to each
-    variant's budget, in all, at the median and at most."""
-    spent: dict[str, list[int]] = {}
-    for record in records:
+            self.knowledge.setdefault(record.lang, Counter())[record.knowledge] += 1
+        _count_checks(self.checks, record.exposure, record.decided_by, {SEEN: "fired", UNSEEN: "passed"})
+        _count_checks(self.knowledge_checks, record.knowledge, record.knowledge_decided_by, {Knowledge.KNOWN: "fired", Knowledge.NOT_KNOWN: "passed"})
         per_source: Counter[str] = Counter()
         for evidence in record.evidence:
             per_source[evidence.source] += evidence.figures.get("count_queries", 0)
-        for source, queries in per_source.items():
-            spent.setdefault(source, []).append(queries)
-    return {
-        source: {"total": sum(values), "median_per_variant": statistics.median(values), "max_per_variant": max(values)}
-        for source, values in spent.items()
-        if any(values)
-    }
+        for source, spent in per_source.items():
+            self.queries.setdefault(source, []).append(spent)
+        self.failures.add(record)
+
+    def merge(self, other: Tally) -> None:
+        """Another tally of the records that follow this one's."""
+        self.records += other.records
+        for mine, theirs in ((self.languages, other.languages), (self.knowledge, other.knowledge), (self.checks, other.checks), (self.knowledge_checks, other.knowledge_checks)):
+            for key, counts in theirs.items():
+                mine.setdefault(key, Counter()).update(counts)
+        self.items.update(other.items)
+        for source, spent in other.queries.items():
+            self.queries.setdefault(source, []).extend(spent)
+        self.failures.merge(other.failures)
+
+    def summary(self) -> Summary:
+        summary = Summary(
+            languages={lang: {tag: counts.get(tag, 0) for tag in (SEEN, UNSEEN, UNKNOWN)} | {"total": sum(counts.values())} for lang, counts in self.languages.items()},
+            items=dict(Counter(self.items.values())),
+            checks=_sorted(self.checks),
+        )
+        if self.knowledge:
+            summary.knowledge = {lang: {tag.value: counts.get(tag, 0) for tag in Knowledge} | {"total": sum(counts.values())} for lang, counts in self.knowledge.items()}
+            summary.knowledge_checks = _sorted(self.knowledge_checks)
+        queries = {
+            source: {"total": sum(values), "median_per_variant": statistics.median(values), "max_per_variant": max(values)}
+            for source, values in self.queries.items()
+            if any(values)
+        }
+        summary.count_queries = queries or None
+        return summary
+
+
+def summarise(records: Iterable[ExposureRecord]) -> Summary:
+    return Tally.of(records).summary()
+
+
+def _count_checks(counts: dict[str, Counter[str]], tag: object, checks: Sequence[Check] | None, outcome: Mapping[object, str]) -> None:
+    """Per `signal/source`, the checks a tag rests on (`decided_by`): rules that fired on a
+    seen (known) variant, rules that passed on an unseen (not known) one, and rules left
+    undecided by a bound or a failed source on an unknown (undetermined) one."""
+    for check in checks or []:
+        if check.source is not None:
+            counts.setdefault(f"{check.signal}/{check.source}", Counter())[check.status or outcome.get(str(tag), "undecided")] += 1
+
+
+def _sorted(counts: dict[str, Counter[str]]) -> Counts:
+    return {key: dict(sorted(found.items())) for key, found in sorted(counts.items())}
