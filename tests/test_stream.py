@@ -1,0 +1,94 @@
+"""A run streams its records: each item is decided where it was checked and written to a hidden
+sibling of the audit file as it finishes, in order; the parent keeps a tally, and the manifest
+goes before the records in one atomic write.  So the summary must be the one the whole list
+gives, a run that stops leaves neither a partial file nor its body, and every executor writes
+the same bytes."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from conftest import ECLEKTIC_CSV
+
+from audit.auditfile import AuditStream, read_audit, record_lines
+from audit.corpora.local import LocalIndex
+from audit.evidence import Evidence
+from audit.items import Item
+from audit.policyfile import load_policy
+from audit.readers import load_benchmark
+from audit.records import ExposureRecord
+from audit.run import AuditRequest, run_audit
+from audit.run.check import ItemWork
+from audit.run.executors import Forked, Threads, check_items
+from audit.run.summary import summarise
+from audit.signals import plan
+
+
+def test_the_manifest_summary_counted_item_by_item_is_the_whole_lists(wiki_index: Path, tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("AUDIT_CACHE_DIR", str(tmp_path / "cache"))
+    request = AuditRequest.of(benchmark=ECLEKTIC_CSV, corpora=[str(wiki_index)], langs=["en", "fr", "ja", "zh"], workers=2, out=tmp_path / "a.audit.jsonl")
+    written = run_audit(request)
+    stored = list(written.records)
+    again = read_audit(request.target)
+    assert stored == again.records and len(written.records) == len(stored) == written.manifest["records"] > 0
+    whole = summarise([ExposureRecord.from_dict(record) for record in again.records]).to_dict()
+    assert written.manifest["summary"] == whole and sorted(whole["languages"]) == ["en", "fr", "ja", "zh"]
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+def test_a_stream_that_stops_leaves_the_old_file_and_no_body(tmp_path: Path):
+    path = tmp_path / "x.audit.jsonl"
+    with AuditStream(path) as stream:
+        stream.add(b"", 0)
+        first = stream.finish({"tool": "corpus-audit"})
+    old = path.read_bytes()
+    assert first.manifest["records"] == 0 and list(first.records) == []
+    with pytest.raises(KeyboardInterrupt), AuditStream(path) as stream:
+        stream.add(record_lines([{"item_id": "1", "lang": "en"}]), 1)
+        assert stream._body.path.exists()
+        raise KeyboardInterrupt
+    assert path.read_bytes() == old
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x.audit.jsonl"]
+
+
+def test_a_body_left_by_a_dead_process_is_removed_and_a_living_ones_kept(tmp_path: Path):
+    path = tmp_path / "x.audit.jsonl"
+    dead, living = tmp_path / ".x.audit.jsonl.body-999999999", tmp_path / f".x.audit.jsonl.body-{os.getppid()}"
+    dead.write_bytes(b"partial")
+    living.write_bytes(b"partial")
+    with AuditStream(path) as stream:
+        stream.finish({"tool": "corpus-audit"})
+    assert not dead.exists() and living.exists()
+
+
+def _slow_for_early_items(item: Item, lang: str) -> list[Evidence]:
+    """Evidence whose cost falls with the item's number, so a pool finishes items out of order."""
+    for _ in range(20000 * (5 - int(item.item_id) % 5)):
+        pass
+    return [Evidence(signal="ngram", source="x", field="question", figures={"longest_match_chars": len(item.variants[lang].question or "")})]
+
+
+def test_every_executor_yields_items_in_order_and_writes_the_same_bytes():
+    items = load_benchmark(ECLEKTIC_CSV).items[:10]
+    work = ItemWork([_slow_for_early_items], load_policy(None), ["en", "de", "ja"])
+    outcomes = {}
+    for name, make in (("threads", lambda: Threads(work, 3)), ("forked", lambda: Forked(work, 2))):
+        with make() as executor:
+            outcomes[name] = list(executor.checked(items))
+    threads, forked = outcomes["threads"], outcomes["forked"]
+    assert [o.lines for o in threads] == [o.lines for o in forked] and [o.variants for o in threads] == [3] * 10
+    assert [o.records for o in forked] == [None] * 10
+    kept = check_items(items, [_slow_for_early_items], load_policy(None), langs=["en", "de", "ja"], executor=lambda w: Forked(w, 2))
+    assert record_lines(kept) == b"".join(o.lines for o in threads)
+    assert [(r.item_id, r.lang) for r in kept] == [(item.item_id, lang) for item in items for lang in ("en", "de", "ja")]
+
+
+def test_a_real_signal_gives_the_same_records_through_the_stream_and_in_memory(wiki_index: Path):
+    items = load_benchmark(ECLEKTIC_CSV).items[:4]
+    policy = load_policy(None)
+    runners, _ = plan([LocalIndex(wiki_index, name="wiki")], ["ngram"], policy.configs, policy.rules, [], None, None)
+    assert [r.signal for r in runners] == ["ngram"]
+    with Forked(ItemWork(runners, policy), 2) as executor:
+        streamed = b"".join(o.lines for o in executor.checked(items))
+    assert streamed == record_lines(check_items(items, runners, policy, workers=1)) and streamed.count(b"\n") == sum(len(i.variants) for i in items)
