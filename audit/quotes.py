@@ -5,6 +5,8 @@ counts, so the window around it is identified.
 """
 from __future__ import annotations
 
+from functools import cache
+
 from audit.langcodes import SUPPRESS_SCRIPT
 from audit.langid import identify
 from audit.text import dominant_script
@@ -18,9 +20,11 @@ _SCRIPT_NAMES = {
 _HAN = {"zh": ("han",), "yue": ("han",), "wuu": ("han",)}
 
 
+@cache
 def written_in(lang: str) -> frozenset[str] | None:
     """The scripts (as `audit.text.script_of` names them) a language is written in; None when
-    not known here, and then no window is identified."""
+    not known here, and then no window is identified.  Asked for every document a match is
+    in, so kept per language."""
     primary = lang.split("-")[0]
     names = _HAN.get(primary) or tuple(name for code in SUPPRESS_SCRIPT.get(primary, ()) for name in _SCRIPT_NAMES.get(code, ()))
     return frozenset(names) or None

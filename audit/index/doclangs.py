@@ -53,6 +53,10 @@ class LanguageTableError(AuditError):
     """The table is missing a file, damaged, or does not fit the index; the message names the file."""
 
 
+# `How` by value, without the enum's call, asked for every document a match is in.
+_HOWS = tuple(How)
+
+
 @dataclass
 class DocumentLanguages:
     """The table in memory: `codes[d]` indexes `languages`, `how[d]` is a `How`."""
@@ -73,7 +77,7 @@ class DocumentLanguages:
         return self.languages[int(self.codes[document])]
 
     def known_by(self, document: int) -> How:
-        return How(int(self.how[document]))
+        return _HOWS[self.how[document]]
 
     def code(self, language: str) -> int | None:
         """The code of a language in this table; None when no document is in it."""
