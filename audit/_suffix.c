@@ -124,10 +124,115 @@ static PyObject *find_range(PyObject *self, PyObject *args)
     return Py_BuildValue("nn", lo, hi);
 }
 
-/* For every start position l of the query, the length of the longest prefix of query[l:] that
- * occurs in the shard.  The suffix sharing the longest prefix with query[l:] sits next to the
- * insertion point of query[l:] in the suffix array, so one binary search per position suffices. */
-static PyObject *longest_matches(PyObject *self, PyObject *args)
+/* The longest-match searches run in lockstep, LANES at a time.  Each step of a binary search
+ * reads the table then the data at unpredictable places (two cache misses), so a lane asks the
+ * memory for what its next step reads (`__builtin_prefetch`) and yields to the other lanes,
+ * which hide the latency.  A lane's search is `bound`'s lower bound step for step, so it ends
+ * at the same rank with the same common prefixes. */
+#define LANES 32
+
+/* Prefetch hints; no-ops where the compiler has none. */
+#if defined(__GNUC__) || defined(__clang__)
+#define PREFETCH(address) __builtin_prefetch((address), 0, 1)
+#else
+#define PREFETCH(address) ((void)(address))
+#endif
+
+typedef struct {
+    const uint8_t *pattern;
+    Py_ssize_t m, lo, hi, lcp_lo, lcp_hi, mid, start, slot;
+    int stage; /* 0: idle; 1: its probe's table entry was prefetched; 2: its suffix bytes were */
+} Lane;
+
+/* Compare the suffix starting at byte `start` with pattern[0:m], as `compare_prefix` does. */
+static inline int compare_at(const Shard *s, Py_ssize_t start, const uint8_t *pattern, Py_ssize_t m,
+                             Py_ssize_t skip, Py_ssize_t *lcp)
+{
+    Py_ssize_t available = s->size - start;
+    Py_ssize_t limit = available < m ? available : m;
+    const uint8_t *suffix = s->data + start;
+    Py_ssize_t i = skip;
+    while (i < limit && suffix[i] == pattern[i])
+        i++;
+    *lcp = i;
+    if (i == m)
+        return 0;
+    if (i == available)
+        return -1;
+    return suffix[i] < pattern[i] ? -1 : 1;
+}
+
+/* Choose the lane's next probe and prefetch its table entry; 0 when its search is over: the
+ * suffixes either side of the insertion point (ranks lo - 1 and lo) are then the only ones
+ * that can share the longest prefix with the pattern, and lcp_lo, lcp_hi hold theirs. */
+static inline int lane_probe(Lane *lane, const Shard *s)
+{
+    if (lane->lo >= lane->hi)
+        return 0;
+    lane->mid = lane->lo + (lane->hi - lane->lo) / 2;
+    PREFETCH(s->table + lane->mid * s->ratio);
+    lane->stage = 1;
+    return 1;
+}
+
+/* The answers for `count` start positions of query q (n bytes): lengths[k] is the length of
+ * the longest prefix of q[positions[k]:] found in the shard, each 0 <= positions[k] < n. */
+static void longest_at(const Shard *s, const uint8_t *q, Py_ssize_t n, const Py_ssize_t *positions,
+                       Py_ssize_t count, int64_t *lengths)
+{
+    Lane lanes[LANES];
+    Py_ssize_t next = 0, busy = 0;
+    for (int j = 0; j < LANES; j++)
+        lanes[j].stage = 0;
+    for (;;) {
+        for (int j = 0; j < LANES; j++) {
+            Lane *lane = &lanes[j];
+            if (lane->stage == 0) {
+                /* Idle: take the next position, if any is left. */
+                while (next < count) {
+                    lane->pattern = q + positions[next];
+                    lane->m = n - positions[next];
+                    lane->lo = 0;
+                    lane->hi = s->count;
+                    lane->lcp_lo = lane->lcp_hi = 0;
+                    lane->slot = next++;
+                    if (lane_probe(lane, s)) {
+                        busy++;
+                        break;
+                    }
+                    lengths[lane->slot] = 0; /* an empty shard */
+                }
+            } else if (lane->stage == 1) {
+                /* The table entry has arrived: fetch the first suffix byte not known equal. */
+                Py_ssize_t skip = lane->lcp_lo < lane->lcp_hi ? lane->lcp_lo : lane->lcp_hi;
+                lane->start = pointer_at(s, lane->mid);
+                PREFETCH(s->data + lane->start + skip);
+                lane->stage = 2;
+            } else {
+                Py_ssize_t skip = lane->lcp_lo < lane->lcp_hi ? lane->lcp_lo : lane->lcp_hi, lcp;
+                if (compare_at(s, lane->start, lane->pattern, lane->m, skip, &lcp) < 0) {
+                    lane->lo = lane->mid + 1;
+                    lane->lcp_lo = lcp;
+                } else {
+                    lane->hi = lane->mid;
+                    lane->lcp_hi = lcp;
+                }
+                if (!lane_probe(lane, s)) {
+                    lengths[lane->slot] = lane->lcp_lo > lane->lcp_hi ? lane->lcp_lo : lane->lcp_hi;
+                    lane->stage = 0;
+                    busy--;
+                    j--; /* refill this lane at once */
+                }
+            }
+        }
+        if (busy == 0 && next >= count)
+            break;
+    }
+}
+
+/* Parse (data, table, ratio, query) and run `longest_at` over the positions `choose` picks:
+ * the bytes of int64 it returns hold one length per position picked. */
+static PyObject *longest_over(PyObject *args, Py_ssize_t (*choose)(const uint8_t *, Py_ssize_t, Py_ssize_t *))
 {
     PyObject *data_obj, *table_obj;
     int ratio;
@@ -139,31 +244,62 @@ static PyObject *longest_matches(PyObject *self, PyObject *args)
         PyBuffer_Release(&query);
         return NULL;
     }
-    Py_ssize_t n = query.len;
-    PyObject *result = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int64_t));
+    Py_ssize_t n = query.len, count = 0;
+    PyObject *result = NULL;
+    Py_ssize_t *positions = PyMem_Malloc((n > 0 ? n : 1) * sizeof(Py_ssize_t));
+    if (positions == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    count = choose(query.buf, n, positions);
+    result = PyBytes_FromStringAndSize(NULL, count * (Py_ssize_t)sizeof(int64_t));
     if (result != NULL) {
         int64_t *lengths = (int64_t *)PyBytes_AS_STRING(result);
         const uint8_t *q = query.buf;
         Py_BEGIN_ALLOW_THREADS
-        for (Py_ssize_t l = 0; l < n; l++) {
-            Py_ssize_t m = n - l, lcp_bound, lcp_prev = 0;
-            Py_ssize_t rank = bound(&shard, q + l, m, 0, &lcp_bound);
-            Py_ssize_t best = 0;
-            if (rank < shard.count)
-                compare_prefix(&shard, rank, q + l, m, 0, &best);
-            if (rank > 0) {
-                compare_prefix(&shard, rank - 1, q + l, m, 0, &lcp_prev);
-                if (lcp_prev > best)
-                    best = lcp_prev;
-            }
-            lengths[l] = best;
-        }
+        longest_at(&shard, q, n, positions, count, lengths);
         Py_END_ALLOW_THREADS
     }
+    PyMem_Free(positions);
+done:
     PyBuffer_Release(&query);
     PyBuffer_Release(&data);
     PyBuffer_Release(&table);
     return result;
+}
+
+/* Every byte position of the query. */
+static Py_ssize_t every_byte(const uint8_t *q, Py_ssize_t n, Py_ssize_t *positions)
+{
+    for (Py_ssize_t l = 0; l < n; l++)
+        positions[l] = l;
+    return n;
+}
+
+/* The byte positions where a UTF-8 character starts: every byte but a continuation byte
+ * (10xxxxxx), so a stray continuation byte is skipped and any other invalid byte counts. */
+static Py_ssize_t character_starts(const uint8_t *q, Py_ssize_t n, Py_ssize_t *positions)
+{
+    Py_ssize_t count = 0;
+    for (Py_ssize_t l = 0; l < n; l++)
+        if ((q[l] & 0xC0) != 0x80)
+            positions[count++] = l;
+    return count;
+}
+
+/* For every start position l of the query, the length of the longest prefix of query[l:] that
+ * occurs in the shard.  The suffix sharing the longest prefix with query[l:] sits next to the
+ * insertion point of query[l:] in the suffix array, so one binary search per position suffices. */
+static PyObject *longest_matches(PyObject *self, PyObject *args)
+{
+    return longest_over(args, every_byte);
+}
+
+/* `longest_matches` at character starts only: the figures are per character, and a match
+ * starting inside a character is never read. */
+static PyObject *longest_char_matches(PyObject *self, PyObject *args)
+{
+    return longest_over(args, character_starts);
 }
 
 static PyMethodDef methods[] = {
@@ -173,6 +309,9 @@ static PyMethodDef methods[] = {
     {"longest_matches", longest_matches, METH_VARARGS,
      "longest_matches(data, table, ratio, query) -> bytes of int64: for each byte position l, "
      "the length of the longest prefix of query[l:] found in the shard."},
+    {"longest_char_matches", longest_char_matches, METH_VARARGS,
+     "longest_char_matches(data, table, ratio, query) -> bytes of int64: longest_matches at the "
+     "positions where a UTF-8 character starts (every byte but 10xxxxxx), in order."},
     {NULL, NULL, 0, NULL},
 };
 

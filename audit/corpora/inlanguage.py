@@ -31,7 +31,7 @@ import numpy as np
 
 from audit import _suffix
 from audit.corpora.base import CorpusInfo, DocumentHit, LanguageBy, MatchLengths, MatchQuestions, Occurrence
-from audit.corpora.shardread import bytes_to_char_lengths
+from audit.corpora.shardread import char_starts
 from audit.corpora.shards import Shard
 from audit.index.doclangs import RECORD, TABLE, UNKNOWN, DocumentLanguages, How
 
@@ -55,7 +55,7 @@ class ShardQueries:
     shards: list[Shard]
     path: Path
 
-    def longest_match_bytes(self, query: bytes) -> np.ndarray: ...
+    def longest_char_bytes(self, query: bytes) -> np.ndarray: ...
 
     def _shard_codes(self) -> list[np.ndarray]:
         codes = getattr(self, "_codes", None)
@@ -149,16 +149,17 @@ class ShardQueries:
                 open_ = open_ or most == SCAN_CAP
         return None if open_ else False
 
-    def longest_in(self, query: bytes, allowed: np.ndarray, extra: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(lowest, highest) restricted longest match at each byte position in `starts` (others
-        0); highest is the unrestricted length where a sampled check left it open."""
-        upper = self.longest_match_bytes(query)
-        low, high = np.zeros(len(query), dtype=np.int64), np.zeros(len(query), dtype=np.int64)
+    def longest_in(self, query: bytes, allowed: np.ndarray, extra: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(lowest, highest) restricted longest match in bytes at each character start of
+        `query` (`char_starts`); highest is the unrestricted length where a sampled check left
+        it open."""
+        upper = self.longest_char_bytes(query).tolist()
+        low, high = np.zeros(len(upper), dtype=np.int64), np.zeros(len(upper), dtype=np.int64)
         previous, at = 0, 0
-        for i in starts.tolist():
-            floor, top = max(0, min(previous - (i - at), int(upper[i]))), int(upper[i])
+        for k, i in enumerate(char_starts(query).tolist()):
+            floor, top = max(0, min(previous - (i - at), upper[k])), upper[k]
             length, open_ = _search(lambda n, i=i: self._holds(query[i : i + n], allowed, extra), floor, top)
-            low[i], high[i] = length, top if open_ else length
+            low[k], high[k] = length, top if open_ else length
             previous, at = length, i
         return low, high
 
@@ -177,6 +178,14 @@ class ShardQueries:
                 document = int(documents[j])
                 found.append(Occurrence(shard.first_document + document, int(pointers[j]) - int(shard.offsets[document]) - 1))
         return low, high, found
+
+
+def char_lengths(encoded: bytes, at_starts: np.ndarray) -> list[int]:
+    """Per character, how many whole characters the byte-level match starting there covers,
+    from the byte lengths at the character starts (`char_starts`) alone."""
+    starts = char_starts(encoded)
+    bounds = np.append(starts, len(encoded))
+    return (np.searchsorted(bounds, starts + at_starts, side="right") - 1 - np.arange(len(starts))).tolist()
 
 
 def _search(holds: Callable[[int], bool | None], floor: int, top: int) -> tuple[int, bool]:
@@ -272,11 +281,11 @@ class LanguageView:
         if not encoded:
             return MatchLengths([])
         if self.empty:
-            low = high = np.zeros(len(encoded), dtype=np.int64)
+            low = high = np.zeros(len(char_starts(encoded)), dtype=np.int64)
         else:
             low, high = self.index.longest_in(encoded, self.allowed, self.extra)
-        lengths = bytes_to_char_lengths(encoded, low)
-        return MatchLengths(lengths, None if np.array_equal(low, high) else bytes_to_char_lengths(encoded, high))
+        lengths = char_lengths(encoded, low)
+        return MatchLengths(lengths, None if np.array_equal(low, high) else char_lengths(encoded, high))
 
     def occurrences(self, text: str, limit: int) -> tuple[int, list[Occurrence]]:
         if self.empty or not text:

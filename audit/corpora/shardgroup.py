@@ -34,6 +34,15 @@ class ShardGroup(ShardQueries):
             np.maximum(best, found, out=best)
         return best
 
+    def longest_char_bytes(self, query: bytes) -> np.ndarray:
+        """`longest_match_bytes` at the character starts of `query` only (`char_starts`), one
+        length each: the figures are per character, so the other positions are not searched."""
+        best: np.ndarray | None = None
+        for shard in self.shards:
+            found = np.frombuffer(_suffix.longest_char_matches(shard.data, shard.table, shard.ratio, query), dtype=np.int64)
+            best = found.copy() if best is None else np.maximum(best, found, out=best)
+        return best if best is not None else np.zeros(0, dtype=np.int64)
+
     def ranges(self, pattern: bytes) -> list[tuple[int, int]]:
         """Each shard's suffix-array range of the pattern."""
         return [_suffix.find_range(shard.data, shard.table, shard.ratio, pattern) for shard in self.shards]
