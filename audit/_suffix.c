@@ -12,6 +12,7 @@
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
+#include <math.h>
 
 typedef struct {
     const uint8_t *data;
@@ -302,6 +303,67 @@ static PyObject *longest_char_matches(PyObject *self, PyObject *args)
     return longest_over(args, character_starts);
 }
 
+/* Whether a rank of [lo, hi) points into a document `allowed` marks (`audit.corpora.inlanguage`):
+ * every rank when the range holds at most `most`, else `most` ranks spread evenly over it
+ * exactly as numpy's `linspace(lo, hi - 1, most).round()` picks them (a product and a sum, each
+ * rounded, the last rank hi - 1, halves to even), so sampled answers are the same.  A pointer's
+ * document is the last whose offset is at most the pointer (`searchsorted(..., "right") - 1`,
+ * -1 being the last document as numpy indexes it). */
+static int any_allowed_in(const uint8_t *table, int ratio, const int64_t *offsets, const uint8_t *allowed,
+                          Py_ssize_t documents, Py_ssize_t lo, Py_ssize_t hi, Py_ssize_t most)
+{
+    Py_ssize_t picks = hi - lo <= most ? hi - lo : most;
+    double first = (double)lo, step = picks > 1 ? ((double)(hi - 1) - first) / (double)(picks - 1) : 0.0;
+    Shard s = {NULL, 0, table, 0, ratio};
+    for (Py_ssize_t k = 0; k < picks; k++) {
+        Py_ssize_t rank = lo + k;
+        if (hi - lo > most) {
+            volatile double scaled = (double)k * step; /* rounded before the sum, as numpy does */
+            rank = k == picks - 1 ? hi - 1 : (Py_ssize_t)nearbyint(scaled + first);
+        }
+        int64_t pointer = (int64_t)pointer_at(&s, rank);
+        Py_ssize_t a = 0, b = documents;
+        while (a < b) {
+            Py_ssize_t middle = a + (b - a) / 2;
+            if (offsets[middle] <= pointer)
+                a = middle + 1;
+            else
+                b = middle;
+        }
+        Py_ssize_t document = a - 1 < 0 ? documents - 1 : a - 1;
+        if (allowed[document])
+            return 1;
+    }
+    return 0;
+}
+
+static PyObject *any_allowed(PyObject *self, PyObject *args)
+{
+    Py_buffer table, offsets, allowed;
+    int ratio;
+    Py_ssize_t lo, hi, most;
+    if (!PyArg_ParseTuple(args, "y*iy*y*nnn", &table, &ratio, &offsets, &allowed, &lo, &hi, &most))
+        return NULL;
+    Py_ssize_t documents = offsets.len / (Py_ssize_t)sizeof(int64_t);
+    int found = 0, bad = 0;
+    if (ratio < 1 || ratio > 8 || table.len % ratio || offsets.len % (Py_ssize_t)sizeof(int64_t) || allowed.len != documents ||
+        documents == 0 || lo < 0 || hi > table.len / ratio || most < 1)
+        bad = 1;
+    else if (lo < hi) {
+        Py_BEGIN_ALLOW_THREADS
+        found = any_allowed_in(table.buf, ratio, offsets.buf, allowed.buf, documents, lo, hi, most);
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&table);
+    PyBuffer_Release(&offsets);
+    PyBuffer_Release(&allowed);
+    if (bad) {
+        PyErr_SetString(PyExc_ValueError, "any_allowed: ratio, table, offsets, mask or ranks out of range");
+        return NULL;
+    }
+    return PyBool_FromLong(found);
+}
+
 static PyMethodDef methods[] = {
     {"find_range", find_range, METH_VARARGS,
      "find_range(data, table, ratio, pattern) -> (lo, hi): suffix-array ranks whose suffix starts "
@@ -312,6 +374,10 @@ static PyMethodDef methods[] = {
     {"longest_char_matches", longest_char_matches, METH_VARARGS,
      "longest_char_matches(data, table, ratio, query) -> bytes of int64: longest_matches at the "
      "positions where a UTF-8 character starts (every byte but 10xxxxxx), in order."},
+    {"any_allowed", any_allowed, METH_VARARGS,
+     "any_allowed(table, ratio, offsets, allowed, lo, hi, most) -> bool: whether a rank of [lo, hi) "
+     "(every one, or `most` spread as numpy's linspace spreads them) points into a document whose "
+     "`allowed` byte is set; offsets are int64, one per document."},
     {NULL, NULL, 0, NULL},
 };
 

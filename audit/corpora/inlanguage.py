@@ -39,12 +39,15 @@ from audit.index.doclangs import RECORD, TABLE, UNKNOWN, DocumentLanguages, How
 SCAN_CAP = 1 << 16
 # Ranks read first when only "is any allowed?" is asked: most ranges answer from these.
 FIRST_LOOK = 256
-# A range of at most this many ranks is read rank by rank (see `_any_in_few`).
+# A range of at most this many ranks is read whole, without building the allowed text.
 FEW = 16
 # Allowed-document masks kept per shard group (one per set of languages asked).
 MASKS_KEPT = 16
 # Allowed documents of a shard up to this many bytes are searched as text (see `_allowed_text`).
 TEXT_CAP = 1 << 20
+# A range of at most this many ranks is read whole before the text is searched: exact either way,
+# and reading a few hundred ranks costs less than a search through a megabyte.
+TEXT_SCAN = 512
 
 
 class ShardQueries:
@@ -107,17 +110,6 @@ class ShardQueries:
             texts[key] = b"\xff".join(shard.data[int(starts[d]) : int(ends[d])] for d in chosen) if size <= TEXT_CAP else None
         return texts[key]
 
-    def _any_in_few(self, k: int, lo: int, hi: int, allowed: np.ndarray, extra: np.ndarray) -> bool:
-        """Whether a small range [lo, hi) holds an allowed document, read rank by rank: for a
-        handful of ranks this is several times cheaper than the vectorised read."""
-        shard, mask = self.shards[k], self._allowed(k, allowed, extra)
-        width, table, offsets = shard.ratio, shard.table, shard.offsets
-        for rank in range(lo, hi):
-            pointer = int.from_bytes(table[rank * width : (rank + 1) * width], "little")
-            if mask[int(offsets.searchsorted(pointer, side="right")) - 1]:
-                return True
-        return False
-
     def count_in(self, pattern: bytes, allowed: np.ndarray, extra: np.ndarray) -> tuple[int, int]:
         """(fewest, most) occurrences of `pattern` in allowed documents: equal unless a range
         was sampled."""
@@ -129,22 +121,22 @@ class ShardQueries:
         open_ = False
         for k, shard in enumerate(self.shards):
             lo, hi = _suffix.find_range(shard.data, shard.table, shard.ratio, pattern)
-            if 0 < hi - lo <= FEW:
-                if self._any_in_few(k, lo, hi, allowed, extra):
+            if hi <= lo:
+                continue
+            mask = self._allowed(k, allowed, extra)
+            text = self._allowed_text(k, allowed, extra) if hi - lo > FEW else None
+            if hi - lo <= FEW or (text is not None and hi - lo <= TEXT_SCAN):
+                if _suffix.any_allowed(shard.table, shard.ratio, shard.offsets, mask, lo, hi, TEXT_SCAN):
                     return True
                 continue
-            text = self._allowed_text(k, allowed, extra) if hi > lo else None
             if text is not None:
                 if pattern in text:
                     return True
                 continue
             for most in (FIRST_LOOK, SCAN_CAP):
-                if hi <= lo:
-                    break
-                found, _, read = self._read(k, lo, hi, allowed, most, extra)
-                if len(found):
+                if _suffix.any_allowed(shard.table, shard.ratio, shard.offsets, mask, lo, hi, most):
                     return True
-                if read == hi - lo:
+                if hi - lo <= most:
                     break
                 open_ = open_ or most == SCAN_CAP
         return None if open_ else False
