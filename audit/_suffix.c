@@ -364,6 +364,199 @@ static PyObject *any_allowed(PyObject *self, PyObject *args)
     return PyBool_FromLong(found);
 }
 
+/* One shard as the language-restricted search reads it: its suffix array, each document's
+ * offset and whether it is allowed, and the allowed documents' text where it is small. */
+typedef struct {
+    Shard shard;
+    const int64_t *offsets;
+    const uint8_t *allowed;
+    Py_ssize_t documents;
+    const uint8_t *text; /* NULL when the allowed text is too large to search */
+    Py_ssize_t text_len;
+    Py_buffer views[5];
+    int held;
+} Restricted;
+
+/* How `holds` reads a range: ranks read whole up to `few` (or `scan` when the text is at hand),
+ * else the text searched, else `first_look` then `scan_cap` ranks sampled. */
+typedef struct {
+    Py_ssize_t few, scan, first_look, scan_cap;
+} Reading;
+
+/* Whether an allowed document holds pattern[0:m]: 1, 0, or -1 when a sampled range found none
+ * (a sampled answer cannot tell absence from what the sample missed). */
+static int holds(const Restricted *shards, Py_ssize_t count, const Reading *r, const uint8_t *pattern, Py_ssize_t m)
+{
+    int open = 0;
+    for (Py_ssize_t k = 0; k < count; k++) {
+        const Restricted *s = &shards[k];
+        Py_ssize_t lo = bound(&s->shard, pattern, m, 0, NULL), hi = bound(&s->shard, pattern, m, 1, NULL);
+        Py_ssize_t width = hi - lo;
+        if (width <= 0)
+            continue;
+        if (width <= r->few || (s->text != NULL && width <= r->scan)) {
+            if (any_allowed_in(s->shard.table, s->shard.ratio, s->offsets, s->allowed, s->documents, lo, hi, r->scan))
+                return 1;
+            continue;
+        }
+        if (s->text != NULL) {
+            if (memmem(s->text, s->text_len, pattern, m) != NULL)
+                return 1;
+            continue;
+        }
+        if (any_allowed_in(s->shard.table, s->shard.ratio, s->offsets, s->allowed, s->documents, lo, hi, r->first_look))
+            return 1;
+        if (width <= r->first_look)
+            continue;
+        if (any_allowed_in(s->shard.table, s->shard.ratio, s->offsets, s->allowed, s->documents, lo, hi, r->scan_cap))
+            return 1;
+        if (width > r->scan_cap)
+            open = 1;
+    }
+    return open ? -1 : 0;
+}
+
+/* The largest n in [floor, top] an allowed document holds (floor is known to), trying top
+ * first, then halving; *open is set when a check above the answer stayed open. */
+static Py_ssize_t restricted_search(const Restricted *shards, Py_ssize_t count, const Reading *r, const uint8_t *pattern,
+                                    Py_ssize_t floor, Py_ssize_t top, int *open)
+{
+    *open = 0;
+    if (top <= floor)
+        return top;
+    int first = holds(shards, count, r, pattern, top);
+    if (first == 1)
+        return top;
+    *open = first == -1;
+    Py_ssize_t lo = floor, hi = top - 1;
+    while (lo < hi) {
+        Py_ssize_t middle = (lo + hi + 1) >> 1;
+        int answer = holds(shards, count, r, pattern, middle);
+        if (answer == 1)
+            lo = middle;
+        else {
+            *open |= answer == -1;
+            hi = middle - 1;
+        }
+    }
+    return lo;
+}
+
+static void release_restricted(Restricted *shards, Py_ssize_t count)
+{
+    for (Py_ssize_t k = 0; k < count; k++)
+        for (int v = 0; v < shards[k].held; v++)
+            PyBuffer_Release(&shards[k].views[v]);
+    PyMem_Free(shards);
+}
+
+/* Read one (data, table, ratio, offsets, allowed, text or None) tuple into `s`. */
+static int parse_restricted(PyObject *item, Restricted *s)
+{
+    PyObject *data_obj, *table_obj, *offsets_obj, *allowed_obj, *text_obj;
+    int ratio;
+    s->held = 0;
+    if (!PyArg_ParseTuple(item, "OOiOOO", &data_obj, &table_obj, &ratio, &offsets_obj, &allowed_obj, &text_obj))
+        return -1;
+    if (parse_shard(data_obj, table_obj, ratio, &s->views[0], &s->views[1], &s->shard) < 0)
+        return -1;
+    s->held = 2;
+    if (PyObject_GetBuffer(offsets_obj, &s->views[2], PyBUF_SIMPLE) < 0)
+        return -1;
+    s->held = 3;
+    if (PyObject_GetBuffer(allowed_obj, &s->views[3], PyBUF_SIMPLE) < 0)
+        return -1;
+    s->held = 4;
+    s->offsets = s->views[2].buf;
+    s->allowed = s->views[3].buf;
+    s->documents = s->views[2].len / (Py_ssize_t)sizeof(int64_t);
+    if (s->views[2].len % (Py_ssize_t)sizeof(int64_t) || s->documents == 0 || s->views[3].len != s->documents) {
+        PyErr_SetString(PyExc_ValueError, "offsets must be int64, one allowed byte per document");
+        return -1;
+    }
+    s->text = NULL;
+    s->text_len = 0;
+    if (text_obj != Py_None) {
+        if (PyObject_GetBuffer(text_obj, &s->views[4], PyBUF_SIMPLE) < 0)
+            return -1;
+        s->held = 5;
+        s->text = s->views[4].buf;
+        s->text_len = s->views[4].len;
+    }
+    return 0;
+}
+
+/* For each character start of the query, the longest match in allowed documents (lowest and
+ * highest, in bytes), searched as `ShardQueries.longest_in` searches: from the unrestricted
+ * length down, floored by the previous start's length less the bytes between them. */
+static PyObject *restricted_longest(PyObject *self, PyObject *args)
+{
+    PyObject *list;
+    Py_buffer query, upper;
+    Reading r;
+    if (!PyArg_ParseTuple(args, "Oy*y*(nnnn)", &list, &query, &upper, &r.few, &r.scan, &r.first_look, &r.scan_cap))
+        return NULL;
+    PyObject *result = NULL, *low = NULL, *high = NULL;
+    Py_ssize_t *positions = NULL, count = 0, starts = 0;
+    Restricted *shards = NULL;
+    PyObject *items = PySequence_Fast(list, "shards must be a sequence");
+    if (items == NULL)
+        goto done;
+    count = PySequence_Fast_GET_SIZE(items);
+    shards = PyMem_Calloc(count > 0 ? count : 1, sizeof(Restricted));
+    positions = PyMem_Malloc((query.len > 0 ? query.len : 1) * sizeof(Py_ssize_t));
+    if (shards == NULL || positions == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t k = 0; k < count; k++)
+        if (parse_restricted(PySequence_Fast_GET_ITEM(items, k), &shards[k]) < 0)
+            goto done;
+    starts = character_starts(query.buf, query.len, positions);
+    if (upper.len != starts * (Py_ssize_t)sizeof(int64_t) || r.few < 1 || r.scan < 1 || r.first_look < 1 || r.scan_cap < 1) {
+        PyErr_SetString(PyExc_ValueError, "upper must hold one int64 per character start, every reading cap at least 1");
+        goto done;
+    }
+    low = PyBytes_FromStringAndSize(NULL, starts * (Py_ssize_t)sizeof(int64_t));
+    high = PyBytes_FromStringAndSize(NULL, starts * (Py_ssize_t)sizeof(int64_t));
+    if (low == NULL || high == NULL)
+        goto done;
+    int64_t *lows = (int64_t *)PyBytes_AS_STRING(low), *highs = (int64_t *)PyBytes_AS_STRING(high);
+    const int64_t *tops = upper.buf;
+    const uint8_t *q = query.buf;
+    Py_ssize_t n = query.len;
+    Py_BEGIN_ALLOW_THREADS
+    Py_ssize_t previous = 0, at = 0;
+    for (Py_ssize_t k = 0; k < starts; k++) {
+        Py_ssize_t i = positions[k], top = (Py_ssize_t)tops[k];
+        if (top > n - i)
+            top = n - i; /* a length past the query's end cannot be asked */
+        if (top < 0)
+            top = 0;
+        Py_ssize_t floor = previous - (i - at);
+        floor = floor < top ? floor : top;
+        floor = floor > 0 ? floor : 0;
+        int open;
+        Py_ssize_t length = restricted_search(shards, count, &r, q + i, floor, top, &open);
+        lows[k] = length;
+        highs[k] = open ? top : length;
+        previous = length;
+        at = i;
+    }
+    Py_END_ALLOW_THREADS
+    result = PyTuple_Pack(2, low, high);
+done:
+    Py_XDECREF(low);
+    Py_XDECREF(high);
+    Py_XDECREF(items);
+    if (shards != NULL)
+        release_restricted(shards, count);
+    PyMem_Free(positions);
+    PyBuffer_Release(&query);
+    PyBuffer_Release(&upper);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"find_range", find_range, METH_VARARGS,
      "find_range(data, table, ratio, pattern) -> (lo, hi): suffix-array ranks whose suffix starts "
@@ -378,6 +571,10 @@ static PyMethodDef methods[] = {
      "any_allowed(table, ratio, offsets, allowed, lo, hi, most) -> bool: whether a rank of [lo, hi) "
      "(every one, or `most` spread as numpy's linspace spreads them) points into a document whose "
      "`allowed` byte is set; offsets are int64, one per document."},
+    {"restricted_longest", restricted_longest, METH_VARARGS,
+     "restricted_longest(shards, query, upper, (few, scan, first_look, scan_cap)) -> (low, high): "
+     "bytes of int64, per character start, the longest match in allowed documents; shards are "
+     "(data, table, ratio, offsets, allowed, text or None), upper the unrestricted lengths."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -23,7 +23,6 @@ answer too; `LanguageView` is the driver's half, a corpus answering the same pro
 """
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
@@ -116,44 +115,20 @@ class ShardQueries:
         low, high, _ = self.occurrences_in(pattern, allowed, extra, 0)
         return low, high
 
-    def _holds(self, pattern: bytes, allowed: np.ndarray, extra: np.ndarray) -> bool | None:
-        """Whether some allowed document holds `pattern`; None when a sampled range found none."""
-        open_ = False
-        for k, shard in enumerate(self.shards):
-            lo, hi = _suffix.find_range(shard.data, shard.table, shard.ratio, pattern)
-            if hi <= lo:
-                continue
-            mask = self._allowed(k, allowed, extra)
-            text = self._allowed_text(k, allowed, extra) if hi - lo > FEW else None
-            if hi - lo <= FEW or (text is not None and hi - lo <= TEXT_SCAN):
-                if _suffix.any_allowed(shard.table, shard.ratio, shard.offsets, mask, lo, hi, TEXT_SCAN):
-                    return True
-                continue
-            if text is not None:
-                if pattern in text:
-                    return True
-                continue
-            for most in (FIRST_LOOK, SCAN_CAP):
-                if _suffix.any_allowed(shard.table, shard.ratio, shard.offsets, mask, lo, hi, most):
-                    return True
-                if hi - lo <= most:
-                    break
-                open_ = open_ or most == SCAN_CAP
-        return None if open_ else False
-
     def longest_in(self, query: bytes, allowed: np.ndarray, extra: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(lowest, highest) restricted longest match in bytes at each character start of
         `query` (`char_starts`); highest is the unrestricted length where a sampled check left
-        it open."""
-        upper = self.longest_char_bytes(query).tolist()
-        low, high = np.zeros(len(upper), dtype=np.int64), np.zeros(len(upper), dtype=np.int64)
-        previous, at = 0, 0
-        for k, i in enumerate(char_starts(query).tolist()):
-            floor, top = max(0, min(previous - (i - at), upper[k])), upper[k]
-            length, open_ = _search(lambda n, i=i: self._holds(query[i : i + n], allowed, extra), floor, top)
-            low[k], high[k] = length, top if open_ else length
-            previous, at = length, i
-        return low, high
+        it open.  Searched in C (`_suffix.restricted_longest`): at each start, from the
+        unrestricted length down, each length checked shard by shard as the module's reading
+        rules say (ranks read whole up to `FEW`, or `TEXT_SCAN` where the allowed text is at
+        hand; else that text searched; else `FIRST_LOOK` then `SCAN_CAP` ranks sampled)."""
+        upper = self.longest_char_bytes(query)
+        shards = [
+            (shard.data, shard.table, shard.ratio, shard.offsets, self._allowed(k, allowed, extra), self._allowed_text(k, allowed, extra))
+            for k, shard in enumerate(self.shards)
+        ]
+        low, high = _suffix.restricted_longest(shards, query, upper, (FEW, TEXT_SCAN, FIRST_LOOK, SCAN_CAP))
+        return np.frombuffer(low, dtype=np.int64), np.frombuffer(high, dtype=np.int64)
 
     def occurrences_in(self, pattern: bytes, allowed: np.ndarray, extra: np.ndarray, limit: int) -> tuple[int, int, list[Occurrence]]:
         """(fewest, most) allowed occurrences and up to `limit` of them, spread evenly."""
@@ -178,27 +153,6 @@ def char_lengths(encoded: bytes, at_starts: np.ndarray) -> list[int]:
     starts = char_starts(encoded)
     bounds = np.append(starts, len(encoded))
     return (np.searchsorted(bounds, starts + at_starts, side="right") - 1 - np.arange(len(starts))).tolist()
-
-
-def _search(holds: Callable[[int], bool | None], floor: int, top: int) -> tuple[int, bool]:
-    """The largest n in [floor, top] with holds(n) (floor is known to hold), and whether a
-    check above it stayed open."""
-    if top <= floor:
-        return top, False
-    first = holds(top)
-    if first:
-        return top, False
-    open_ = first is None
-    lo, hi = floor, top - 1
-    while lo < hi:
-        middle = (lo + hi + 1) >> 1
-        answer = holds(middle)
-        if answer:
-            lo = middle
-        else:
-            open_ = open_ or answer is None
-            hi = middle - 1
-    return lo, open_
 
 
 def _spread(count: int, limit: int) -> list[int]:
