@@ -52,28 +52,6 @@ static inline int compare_prefix(const Shard *s, Py_ssize_t rank, const uint8_t 
     return suffix[i] < pattern[i] ? -1 : 1;
 }
 
-/* First rank whose suffix's m-byte prefix is >= pattern (strict: > pattern when `upper`). */
-static Py_ssize_t bound(const Shard *s, const uint8_t *pattern, Py_ssize_t m, int upper,
-                        Py_ssize_t *lcp_at_bound)
-{
-    Py_ssize_t lo = 0, hi = s->count, lcp_lo = 0, lcp_hi = 0, lcp;
-    while (lo < hi) {
-        Py_ssize_t mid = lo + (hi - lo) / 2;
-        Py_ssize_t skip = lcp_lo < lcp_hi ? lcp_lo : lcp_hi;
-        int c = compare_prefix(s, mid, pattern, m, skip, &lcp);
-        if (c < 0 || (upper && c == 0)) {
-            lo = mid + 1;
-            lcp_lo = lcp;
-        } else {
-            hi = mid;
-            lcp_hi = lcp;
-        }
-    }
-    if (lcp_at_bound)
-        *lcp_at_bound = lcp_hi;
-    return lo;
-}
-
 static int parse_shard(PyObject *data_obj, PyObject *table_obj, int ratio, Py_buffer *data,
                        Py_buffer *table, Shard *shard)
 {
@@ -102,6 +80,48 @@ static int parse_shard(PyObject *data_obj, PyObject *table_obj, int ratio, Py_bu
     return 0;
 }
 
+/* The ranks [*lo, *hi) whose suffix starts with pattern[0:m]: two binary searches, the lower
+ * bound's skipping the bytes both its ends share with the pattern, the upper bound's only between
+ * the lower one (or past the last probe that started with the pattern) and the first probe
+ * that sorted after it. */
+static void range_of(const Shard *s, const uint8_t *pattern, Py_ssize_t m, Py_ssize_t *lo_out, Py_ssize_t *hi_out)
+{
+    Py_ssize_t lo = 0, hi = s->count, lcp_lo = 0, lcp_hi = 0, lcp;
+    Py_ssize_t after = s->count, within = 0; /* the upper bound is in [within, after] */
+    while (lo < hi) {
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        Py_ssize_t skip = lcp_lo < lcp_hi ? lcp_lo : lcp_hi;
+        int c = compare_prefix(s, mid, pattern, m, skip, &lcp);
+        if (c < 0) {
+            lo = mid + 1;
+            lcp_lo = lcp;
+        } else {
+            if (c > 0 && mid < after)
+                after = mid;
+            if (c == 0 && mid + 1 > within)
+                within = mid + 1;
+            hi = mid;
+            lcp_hi = lcp;
+        }
+    }
+    *lo_out = lo;
+    lo = within > lo ? within : lo;
+    hi = after;
+    lcp_lo = lcp_hi = 0;
+    while (lo < hi) {
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        Py_ssize_t skip = lcp_lo < lcp_hi ? lcp_lo : lcp_hi;
+        if (compare_prefix(s, mid, pattern, m, skip, &lcp) <= 0) {
+            lo = mid + 1;
+            lcp_lo = lcp;
+        } else {
+            hi = mid;
+            lcp_hi = lcp;
+        }
+    }
+    *hi_out = lo;
+}
+
 static PyObject *find_range(PyObject *self, PyObject *args)
 {
     PyObject *data_obj, *table_obj;
@@ -116,8 +136,7 @@ static PyObject *find_range(PyObject *self, PyObject *args)
     }
     Py_ssize_t lo, hi;
     Py_BEGIN_ALLOW_THREADS
-    lo = bound(&shard, pattern.buf, pattern.len, 0, NULL);
-    hi = bound(&shard, pattern.buf, pattern.len, 1, NULL);
+    range_of(&shard, pattern.buf, pattern.len, &lo, &hi);
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&pattern);
     PyBuffer_Release(&data);
@@ -128,8 +147,8 @@ static PyObject *find_range(PyObject *self, PyObject *args)
 /* The longest-match searches run in lockstep, LANES at a time.  Each step of a binary search
  * reads the table then the data at unpredictable places (two cache misses), so a lane asks the
  * memory for what its next step reads (`__builtin_prefetch`) and yields to the other lanes,
- * which hide the latency.  A lane's search is `bound`'s lower bound step for step, so it ends
- * at the same rank with the same common prefixes. */
+ * which hide the latency.  A lane's search is the lower bound of `range_of` step for step, so it
+ * ends at the same rank with the same common prefixes. */
 #define LANES 32
 
 /* Prefetch hints; no-ops where the compiler has none. */
@@ -322,15 +341,16 @@ static int any_allowed_in(const uint8_t *table, int ratio, const int64_t *offset
             rank = k == picks - 1 ? hi - 1 : (Py_ssize_t)nearbyint(scaled + first);
         }
         int64_t pointer = (int64_t)pointer_at(&s, rank);
-        Py_ssize_t a = 0, b = documents;
-        while (a < b) {
-            Py_ssize_t middle = a + (b - a) / 2;
-            if (offsets[middle] <= pointer)
-                a = middle + 1;
-            else
-                b = middle;
+        /* The last offset at most the pointer, halving without branches (a conditional move
+         * per step: which half holds it is unpredictable). */
+        const int64_t *base = offsets;
+        Py_ssize_t left = documents;
+        while (left > 1) {
+            Py_ssize_t half = left / 2;
+            base = base[half] <= pointer ? base + half : base;
+            left -= half;
         }
-        Py_ssize_t document = a - 1 < 0 ? documents - 1 : a - 1;
+        Py_ssize_t document = base[0] <= pointer ? base - offsets : documents - 1;
         if (allowed[document])
             return 1;
     }
@@ -390,7 +410,8 @@ static int holds(const Restricted *shards, Py_ssize_t count, const Reading *r, c
     int open = 0;
     for (Py_ssize_t k = 0; k < count; k++) {
         const Restricted *s = &shards[k];
-        Py_ssize_t lo = bound(&s->shard, pattern, m, 0, NULL), hi = bound(&s->shard, pattern, m, 1, NULL);
+        Py_ssize_t lo, hi;
+        range_of(&s->shard, pattern, m, &lo, &hi);
         Py_ssize_t width = hi - lo;
         if (width <= 0)
             continue;

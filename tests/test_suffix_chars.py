@@ -226,3 +226,23 @@ def test_bad_arguments_are_refused(shard):
         _suffix.restricted_longest([], b"abc", np.zeros(2, dtype=np.int64), (1, 1, 1, 1))
     with pytest.raises(ValueError):
         _suffix.longest_char_matches(shard.data, b"\x00" * 3, shard.ratio, b"abc")
+
+
+def occurrences(data: bytes, pattern: bytes) -> list[int]:
+    found, at = [], data.find(pattern)
+    while at >= 0:
+        found.append(at)
+        at = data.find(pattern, at + 1)
+    return found
+
+
+def test_find_range_holds_every_occurrence_and_no_other(shard, rows):
+    data = bytes(shard.data)
+    rng = random.Random(11)
+    patterns = [b"", b"\xff", "の".encode(), "字字".encode(), b"\xe4"]
+    for query in queries(rows):
+        start = rng.randrange(len(query))
+        patterns += [query[start : start + n] for n in (1, 2, 3, 7, 20)]
+    for pattern in patterns:
+        lo, hi = _suffix.find_range(shard.data, shard.table, shard.ratio, pattern)
+        assert sorted(shard.pointers(np.arange(lo, hi, dtype=np.int64)).tolist()) == occurrences(data, pattern) if pattern else hi - lo == len(data), pattern
