@@ -246,3 +246,23 @@ def test_find_range_holds_every_occurrence_and_no_other(shard, rows):
     for pattern in patterns:
         lo, hi = _suffix.find_range(shard.data, shard.table, shard.ratio, pattern)
         assert sorted(shard.pointers(np.arange(lo, hi, dtype=np.int64)).tolist()) == occurrences(data, pattern) if pattern else hi - lo == len(data), pattern
+
+
+def plain_maximal_spans(lengths: list[int], min_chars: int) -> list[tuple[int, int]]:
+    spans, reach = [], 0
+    for start, length in enumerate(lengths):
+        if start + length > reach:
+            if length >= min_chars:
+                spans.append((start, start + length))
+            reach = start + length
+    return sorted(spans, key=lambda s: (s[0] - s[1], s[0]))
+
+
+def test_maximal_spans_of_real_matches_are_those_of_the_plain_loop(index, rows):
+    from audit.signals.ngram_match import FieldMatch
+
+    for query in [*queries(rows), b""]:
+        text = query.decode()
+        lengths = index.match_lengths(text).lengths
+        for min_chars in (0, 1, 3, 8):
+            assert FieldMatch(text, lengths).maximal_spans(min_chars) == plain_maximal_spans(lengths, min_chars), (text, min_chars)
