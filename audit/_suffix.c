@@ -469,6 +469,30 @@ static Py_ssize_t restricted_search(const Restricted *shards, Py_ssize_t count, 
     return lo;
 }
 
+/* Every start's search, each floored by the previous start's length less the bytes between
+ * them (a suffix of a string found is found), from the unrestricted length `tops[k]` down. */
+static void restricted_pass(const Restricted *shards, Py_ssize_t count, const Reading *r, const uint8_t *q, Py_ssize_t n,
+                            const Py_ssize_t *positions, Py_ssize_t starts, const int64_t *tops, int64_t *lows, int64_t *highs)
+{
+    Py_ssize_t previous = 0, at = 0;
+    for (Py_ssize_t k = 0; k < starts; k++) {
+        Py_ssize_t i = positions[k], top = (Py_ssize_t)tops[k];
+        if (top > n - i)
+            top = n - i; /* a length past the query's end cannot be asked */
+        if (top < 0)
+            top = 0;
+        Py_ssize_t floor = previous - (i - at);
+        floor = floor < top ? floor : top;
+        floor = floor > 0 ? floor : 0;
+        int open;
+        Py_ssize_t length = restricted_search(shards, count, r, q + i, floor, top, &open);
+        lows[k] = length;
+        highs[k] = open ? top : length;
+        previous = length;
+        at = i;
+    }
+}
+
 static void release_restricted(Restricted *shards, Py_ssize_t count)
 {
     for (Py_ssize_t k = 0; k < count; k++)
@@ -513,9 +537,8 @@ static int parse_restricted(PyObject *item, Restricted *s)
     return 0;
 }
 
-/* For each character start of the query, the longest match in allowed documents (lowest and
- * highest, in bytes), searched as `ShardQueries.longest_in` searches: from the unrestricted
- * length down, floored by the previous start's length less the bytes between them. */
+/* For each character start of the UTF-8 query, the longest match in allowed documents (lowest
+ * and highest, in bytes): `restricted_pass` over the shards parsed from their tuples. */
 static PyObject *restricted_longest(PyObject *self, PyObject *args)
 {
     PyObject *list;
@@ -549,27 +572,8 @@ static PyObject *restricted_longest(PyObject *self, PyObject *args)
     if (low == NULL || high == NULL)
         goto done;
     int64_t *lows = (int64_t *)PyBytes_AS_STRING(low), *highs = (int64_t *)PyBytes_AS_STRING(high);
-    const int64_t *tops = upper.buf;
-    const uint8_t *q = query.buf;
-    Py_ssize_t n = query.len;
     Py_BEGIN_ALLOW_THREADS
-    Py_ssize_t previous = 0, at = 0;
-    for (Py_ssize_t k = 0; k < starts; k++) {
-        Py_ssize_t i = positions[k], top = (Py_ssize_t)tops[k];
-        if (top > n - i)
-            top = n - i; /* a length past the query's end cannot be asked */
-        if (top < 0)
-            top = 0;
-        Py_ssize_t floor = previous - (i - at);
-        floor = floor < top ? floor : top;
-        floor = floor > 0 ? floor : 0;
-        int open;
-        Py_ssize_t length = restricted_search(shards, count, &r, q + i, floor, top, &open);
-        lows[k] = length;
-        highs[k] = open ? top : length;
-        previous = length;
-        at = i;
-    }
+    restricted_pass(shards, count, &r, query.buf, query.len, positions, starts, upper.buf, lows, highs);
     Py_END_ALLOW_THREADS
     result = PyTuple_Pack(2, low, high);
 done:
