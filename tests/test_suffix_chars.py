@@ -266,3 +266,24 @@ def test_maximal_spans_of_real_matches_are_those_of_the_plain_loop(index, rows):
         lengths = index.match_lengths(text).lengths
         for min_chars in (0, 1, 3, 8):
             assert FieldMatch(text, lengths).maximal_spans(min_chars) == plain_maximal_spans(lengths, min_chars), (text, min_chars)
+
+
+def test_shared_windows_are_those_some_source_holds(rows):
+    from audit.signals.ngram_match import SharedText
+    from audit.text import windows
+
+    rng = random.Random(5)
+    texts = [row["text"] for row in rows]
+    shared = 0
+    for _ in range(40):
+        sources = rng.sample(texts, 3)
+        piece = sources[0][: rng.randrange(5, 40)]
+        ends = (sources[1][-10:], sources[2][:10])
+        field = piece + " " + rng.choice(texts)[:60] + ends[0] + ends[1]
+        for text in (field, field + "\x00" + piece):
+            for size in (1, 3, 5):
+                want = frozenset(span for span in windows(text, size) if any(text[span[0] : span[1]] in source for source in sources))
+                found = SharedText.find(text, size, sources)
+                assert (found.windows if found is not None else frozenset()) == want, (text, size)
+                shared += len(want)
+    assert shared

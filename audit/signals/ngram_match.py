@@ -70,7 +70,14 @@ class SharedText:
     def find(cls, text: str, size: int, sources: Sequence[str]) -> SharedText | None:
         if not sources:
             return None
-        spans = frozenset(span for span in windows(text, size) if any(text[span[0] : span[1]] in source for source in sources))
+        # Joined by a character the field lacks, the sources are searched at once: a window
+        # cannot reach across that character, so it is found exactly where one source holds it.
+        joined = "\x00".join(sources) if "\x00" not in text else None
+        spans = frozenset(
+            span
+            for span in windows(text, size)
+            if (text[span[0] : span[1]] in joined if joined is not None else any(text[span[0] : span[1]] in source for source in sources))
+        )
         if not spans:
             return None
         chars = [False] * len(text)
