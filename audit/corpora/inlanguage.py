@@ -11,8 +11,9 @@ index's `doclangs` table), so every figure a signal reads has a restricted form 
   restricted length less the bytes between them, so each position costs one check when the
   unrestricted match is allowed and a short binary search otherwise.
 
-A range is checked vectorised (pointers -> documents by `searchsorted` on the offsets ->
-language codes).  A range of more than `SCAN_CAP` positions (a common short n-gram) is not
+A range is checked by its positions' documents (pointers -> documents by a search of the
+offsets -> language codes): vectorised for counts and occurrences, in C for the longest
+matches (`_suffix.restricted_longest`, a whole query in one call).  A range of more than `SCAN_CAP` positions (a common short n-gram) is not
 read whole: `SCAN_CAP` ranks spread evenly over it are.  What that leaves open is never read
 as absence: a capped count becomes [allowed among those read, range less disallowed among
 those read], and a longest match whose check stayed open is reported with the unrestricted
