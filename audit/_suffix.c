@@ -12,6 +12,14 @@
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
+#include <math.h>
+
+/* Prefetch hints; no-ops where the compiler has none. */
+#if defined(__GNUC__) || defined(__clang__)
+#define PREFETCH(address) __builtin_prefetch((address), 0, 1)
+#else
+#define PREFETCH(address) ((void)(address))
+#endif
 
 typedef struct {
     const uint8_t *data;
@@ -24,19 +32,26 @@ typedef struct {
 static inline Py_ssize_t pointer_at(const Shard *s, Py_ssize_t rank)
 {
     const uint8_t *p = s->table + rank * s->ratio;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (s->ratio == 4) { /* a shard under 4 GiB: one load instead of four */
+        uint32_t word;
+        memcpy(&word, p, sizeof(word));
+        return (Py_ssize_t)word;
+    }
+#endif
     uint64_t value = 0;
     for (int i = s->ratio - 1; i >= 0; i--)
         value = (value << 8) | p[i];
     return (Py_ssize_t)value;
 }
 
-/* Compare the suffix at `rank` with pattern[0:m], skipping the `skip` bytes already known equal.
- * Returns <0, 0 or >0 as the suffix's first m bytes sort before, equal or after the pattern,
- * and stores the length of their common prefix in *lcp. */
-static inline int compare_prefix(const Shard *s, Py_ssize_t rank, const uint8_t *pattern,
-                                 Py_ssize_t m, Py_ssize_t skip, Py_ssize_t *lcp)
+/* Compare the suffix starting at byte `start` (`compare_prefix`: at `rank`) with pattern[0:m],
+ * skipping the `skip` bytes already known equal.  Returns <0, 0 or >0 as the suffix's first m
+ * bytes sort before, equal or after the pattern, and stores the length of their common prefix
+ * in *lcp. */
+static inline int compare_at(const Shard *s, Py_ssize_t start, const uint8_t *pattern, Py_ssize_t m,
+                             Py_ssize_t skip, Py_ssize_t *lcp)
 {
-    Py_ssize_t start = pointer_at(s, rank);
     Py_ssize_t available = s->size - start;
     Py_ssize_t limit = available < m ? available : m;
     const uint8_t *suffix = s->data + start;
@@ -51,26 +66,10 @@ static inline int compare_prefix(const Shard *s, Py_ssize_t rank, const uint8_t 
     return suffix[i] < pattern[i] ? -1 : 1;
 }
 
-/* First rank whose suffix's m-byte prefix is >= pattern (strict: > pattern when `upper`). */
-static Py_ssize_t bound(const Shard *s, const uint8_t *pattern, Py_ssize_t m, int upper,
-                        Py_ssize_t *lcp_at_bound)
+static inline int compare_prefix(const Shard *s, Py_ssize_t rank, const uint8_t *pattern,
+                                 Py_ssize_t m, Py_ssize_t skip, Py_ssize_t *lcp)
 {
-    Py_ssize_t lo = 0, hi = s->count, lcp_lo = 0, lcp_hi = 0, lcp;
-    while (lo < hi) {
-        Py_ssize_t mid = lo + (hi - lo) / 2;
-        Py_ssize_t skip = lcp_lo < lcp_hi ? lcp_lo : lcp_hi;
-        int c = compare_prefix(s, mid, pattern, m, skip, &lcp);
-        if (c < 0 || (upper && c == 0)) {
-            lo = mid + 1;
-            lcp_lo = lcp;
-        } else {
-            hi = mid;
-            lcp_hi = lcp;
-        }
-    }
-    if (lcp_at_bound)
-        *lcp_at_bound = lcp_hi;
-    return lo;
+    return compare_at(s, pointer_at(s, rank), pattern, m, skip, lcp);
 }
 
 static int parse_shard(PyObject *data_obj, PyObject *table_obj, int ratio, Py_buffer *data,
@@ -101,6 +100,51 @@ static int parse_shard(PyObject *data_obj, PyObject *table_obj, int ratio, Py_bu
     return 0;
 }
 
+/* The ranks [*lo, *hi) whose suffix starts with pattern[0:m]: two binary searches, the lower
+ * bound's skipping the bytes both its ends share with the pattern, the upper bound's only between
+ * the lower one (or past the last probe that started with the pattern) and the first probe
+ * that sorted after it. */
+static void range_of(const Shard *s, const uint8_t *pattern, Py_ssize_t m, Py_ssize_t *lo_out, Py_ssize_t *hi_out)
+{
+    Py_ssize_t lo = 0, hi = s->count, lcp_lo = 0, lcp_hi = 0, lcp;
+    Py_ssize_t after = s->count, within = 0; /* the upper bound is in [within, after] */
+    while (lo < hi) {
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        Py_ssize_t skip = lcp_lo < lcp_hi ? lcp_lo : lcp_hi;
+        /* Both possible next probes' table entries travel while this one compares. */
+        PREFETCH(s->table + (lo + (mid - lo) / 2) * s->ratio);
+        PREFETCH(s->table + (mid + 1 + (hi - mid - 1) / 2) * s->ratio);
+        int c = compare_prefix(s, mid, pattern, m, skip, &lcp);
+        if (c < 0) {
+            lo = mid + 1;
+            lcp_lo = lcp;
+        } else {
+            if (c > 0 && mid < after)
+                after = mid;
+            if (c == 0 && mid + 1 > within)
+                within = mid + 1;
+            hi = mid;
+            lcp_hi = lcp;
+        }
+    }
+    *lo_out = lo;
+    lo = within > lo ? within : lo;
+    hi = after;
+    lcp_lo = lcp_hi = 0;
+    while (lo < hi) {
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        Py_ssize_t skip = lcp_lo < lcp_hi ? lcp_lo : lcp_hi;
+        if (compare_prefix(s, mid, pattern, m, skip, &lcp) <= 0) {
+            lo = mid + 1;
+            lcp_lo = lcp;
+        } else {
+            hi = mid;
+            lcp_hi = lcp;
+        }
+    }
+    *hi_out = lo;
+}
+
 static PyObject *find_range(PyObject *self, PyObject *args)
 {
     PyObject *data_obj, *table_obj;
@@ -115,8 +159,7 @@ static PyObject *find_range(PyObject *self, PyObject *args)
     }
     Py_ssize_t lo, hi;
     Py_BEGIN_ALLOW_THREADS
-    lo = bound(&shard, pattern.buf, pattern.len, 0, NULL);
-    hi = bound(&shard, pattern.buf, pattern.len, 1, NULL);
+    range_of(&shard, pattern.buf, pattern.len, &lo, &hi);
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&pattern);
     PyBuffer_Release(&data);
@@ -124,10 +167,90 @@ static PyObject *find_range(PyObject *self, PyObject *args)
     return Py_BuildValue("nn", lo, hi);
 }
 
-/* For every start position l of the query, the length of the longest prefix of query[l:] that
- * occurs in the shard.  The suffix sharing the longest prefix with query[l:] sits next to the
- * insertion point of query[l:] in the suffix array, so one binary search per position suffices. */
-static PyObject *longest_matches(PyObject *self, PyObject *args)
+/* The longest-match searches run in lockstep, LANES at a time.  Each step of a binary search
+ * reads the table then the data at unpredictable places (two cache misses), so a lane asks the
+ * memory for what its next step reads (`__builtin_prefetch`) and yields to the other lanes,
+ * which hide the latency.  A lane's search is the lower bound of `range_of` step for step, so it
+ * ends at the same rank with the same common prefixes. */
+#define LANES 32
+
+typedef struct {
+    const uint8_t *pattern;
+    Py_ssize_t m, lo, hi, lcp_lo, lcp_hi, mid, start, slot;
+    int stage; /* 0: idle; 1: its probe's table entry was prefetched; 2: its suffix bytes were */
+} Lane;
+
+/* Choose the lane's next probe and prefetch its table entry; 0 when its search is over: the
+ * suffixes either side of the insertion point (ranks lo - 1 and lo) are then the only ones
+ * that can share the longest prefix with the pattern, and lcp_lo, lcp_hi hold theirs. */
+static inline int lane_probe(Lane *lane, const Shard *s)
+{
+    if (lane->lo >= lane->hi)
+        return 0;
+    lane->mid = lane->lo + (lane->hi - lane->lo) / 2;
+    PREFETCH(s->table + lane->mid * s->ratio);
+    lane->stage = 1;
+    return 1;
+}
+
+/* The answers for `count` start positions of query q (n bytes): lengths[k] is the length of
+ * the longest prefix of q[positions[k]:] found in the shard, each 0 <= positions[k] < n. */
+static void longest_at(const Shard *s, const uint8_t *q, Py_ssize_t n, const Py_ssize_t *positions,
+                       Py_ssize_t count, int64_t *lengths)
+{
+    Lane lanes[LANES];
+    Py_ssize_t next = 0, busy = 0;
+    for (int j = 0; j < LANES; j++)
+        lanes[j].stage = 0;
+    for (;;) {
+        for (int j = 0; j < LANES; j++) {
+            Lane *lane = &lanes[j];
+            if (lane->stage == 0) {
+                /* Idle: take the next position, if any is left. */
+                while (next < count) {
+                    lane->pattern = q + positions[next];
+                    lane->m = n - positions[next];
+                    lane->lo = 0;
+                    lane->hi = s->count;
+                    lane->lcp_lo = lane->lcp_hi = 0;
+                    lane->slot = next++;
+                    if (lane_probe(lane, s)) {
+                        busy++;
+                        break;
+                    }
+                    lengths[lane->slot] = 0; /* an empty shard */
+                }
+            } else if (lane->stage == 1) {
+                /* The table entry has arrived: fetch the first suffix byte not known equal. */
+                Py_ssize_t skip = lane->lcp_lo < lane->lcp_hi ? lane->lcp_lo : lane->lcp_hi;
+                lane->start = pointer_at(s, lane->mid);
+                PREFETCH(s->data + lane->start + skip);
+                lane->stage = 2;
+            } else {
+                Py_ssize_t skip = lane->lcp_lo < lane->lcp_hi ? lane->lcp_lo : lane->lcp_hi, lcp;
+                if (compare_at(s, lane->start, lane->pattern, lane->m, skip, &lcp) < 0) {
+                    lane->lo = lane->mid + 1;
+                    lane->lcp_lo = lcp;
+                } else {
+                    lane->hi = lane->mid;
+                    lane->lcp_hi = lcp;
+                }
+                if (!lane_probe(lane, s)) {
+                    lengths[lane->slot] = lane->lcp_lo > lane->lcp_hi ? lane->lcp_lo : lane->lcp_hi;
+                    lane->stage = 0;
+                    busy--;
+                    j--; /* refill this lane at once */
+                }
+            }
+        }
+        if (busy == 0 && next >= count)
+            break;
+    }
+}
+
+/* Parse (data, table, ratio, query) and run `longest_at` over the positions `choose` picks:
+ * the bytes of int64 it returns hold one length per position picked. */
+static PyObject *longest_over(PyObject *args, Py_ssize_t (*choose)(const uint8_t *, Py_ssize_t, Py_ssize_t *))
 {
     PyObject *data_obj, *table_obj;
     int ratio;
@@ -139,30 +262,324 @@ static PyObject *longest_matches(PyObject *self, PyObject *args)
         PyBuffer_Release(&query);
         return NULL;
     }
-    Py_ssize_t n = query.len;
-    PyObject *result = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int64_t));
+    Py_ssize_t n = query.len, count = 0;
+    PyObject *result = NULL;
+    Py_ssize_t *positions = PyMem_Malloc((n > 0 ? n : 1) * sizeof(Py_ssize_t));
+    if (positions == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    count = choose(query.buf, n, positions);
+    result = PyBytes_FromStringAndSize(NULL, count * (Py_ssize_t)sizeof(int64_t));
     if (result != NULL) {
         int64_t *lengths = (int64_t *)PyBytes_AS_STRING(result);
         const uint8_t *q = query.buf;
         Py_BEGIN_ALLOW_THREADS
-        for (Py_ssize_t l = 0; l < n; l++) {
-            Py_ssize_t m = n - l, lcp_bound, lcp_prev = 0;
-            Py_ssize_t rank = bound(&shard, q + l, m, 0, &lcp_bound);
-            Py_ssize_t best = 0;
-            if (rank < shard.count)
-                compare_prefix(&shard, rank, q + l, m, 0, &best);
-            if (rank > 0) {
-                compare_prefix(&shard, rank - 1, q + l, m, 0, &lcp_prev);
-                if (lcp_prev > best)
-                    best = lcp_prev;
-            }
-            lengths[l] = best;
-        }
+        longest_at(&shard, q, n, positions, count, lengths);
         Py_END_ALLOW_THREADS
     }
+    PyMem_Free(positions);
+done:
     PyBuffer_Release(&query);
     PyBuffer_Release(&data);
     PyBuffer_Release(&table);
+    return result;
+}
+
+/* Every byte position of the query. */
+static Py_ssize_t every_byte(const uint8_t *q, Py_ssize_t n, Py_ssize_t *positions)
+{
+    for (Py_ssize_t l = 0; l < n; l++)
+        positions[l] = l;
+    return n;
+}
+
+/* The byte positions where a UTF-8 character starts: every byte but a continuation byte
+ * (10xxxxxx), so a stray continuation byte is skipped and any other invalid byte counts. */
+static Py_ssize_t character_starts(const uint8_t *q, Py_ssize_t n, Py_ssize_t *positions)
+{
+    Py_ssize_t count = 0;
+    for (Py_ssize_t l = 0; l < n; l++)
+        if ((q[l] & 0xC0) != 0x80)
+            positions[count++] = l;
+    return count;
+}
+
+/* For every start position l of the query, the length of the longest prefix of query[l:] that
+ * occurs in the shard.  The suffix sharing the longest prefix with query[l:] sits next to the
+ * insertion point of query[l:] in the suffix array, so one binary search per position suffices. */
+static PyObject *longest_matches(PyObject *self, PyObject *args)
+{
+    return longest_over(args, every_byte);
+}
+
+/* `longest_matches` at character starts only: the figures are per character, and a match
+ * starting inside a character is never read. */
+static PyObject *longest_char_matches(PyObject *self, PyObject *args)
+{
+    return longest_over(args, character_starts);
+}
+
+/* Whether a rank of [lo, hi) points into a document `allowed` marks (`audit.corpora.inlanguage`):
+ * every rank when the range holds at most `most`, else `most` ranks spread evenly over it
+ * exactly as numpy's `linspace(lo, hi - 1, most).round()` picks them (a product and a sum, each
+ * rounded, the last rank hi - 1, halves to even), so sampled answers are the same.  A pointer's
+ * document is the last whose offset is at most the pointer (`searchsorted(..., "right") - 1`,
+ * -1 being the last document as numpy indexes it). */
+static int any_allowed_in(const uint8_t *table, int ratio, const int64_t *offsets, const uint8_t *allowed,
+                          Py_ssize_t documents, Py_ssize_t lo, Py_ssize_t hi, Py_ssize_t most)
+{
+    Py_ssize_t picks = hi - lo <= most ? hi - lo : most;
+    double first = (double)lo, step = picks > 1 ? ((double)(hi - 1) - first) / (double)(picks - 1) : 0.0;
+    Shard s = {NULL, 0, table, 0, ratio};
+    for (Py_ssize_t k = 0; k < picks; k++) {
+        Py_ssize_t rank = lo + k;
+        if (hi - lo > most) {
+            volatile double scaled = (double)k * step; /* rounded before the sum, as numpy does */
+            rank = k == picks - 1 ? hi - 1 : (Py_ssize_t)nearbyint(scaled + first);
+        }
+        int64_t pointer = (int64_t)pointer_at(&s, rank);
+        /* The last offset at most the pointer, halving without branches (a conditional move
+         * per step: which half holds it is unpredictable). */
+        const int64_t *base = offsets;
+        Py_ssize_t left = documents;
+        while (left > 1) {
+            Py_ssize_t half = left / 2;
+            base = base[half] <= pointer ? base + half : base;
+            left -= half;
+        }
+        Py_ssize_t document = base[0] <= pointer ? base - offsets : documents - 1;
+        if (allowed[document])
+            return 1;
+    }
+    return 0;
+}
+
+static PyObject *any_allowed(PyObject *self, PyObject *args)
+{
+    Py_buffer table, offsets, allowed;
+    int ratio;
+    Py_ssize_t lo, hi, most;
+    if (!PyArg_ParseTuple(args, "y*iy*y*nnn", &table, &ratio, &offsets, &allowed, &lo, &hi, &most))
+        return NULL;
+    Py_ssize_t documents = offsets.len / (Py_ssize_t)sizeof(int64_t);
+    int found = 0, bad = 0;
+    if (ratio < 1 || ratio > 8 || table.len % ratio || offsets.len % (Py_ssize_t)sizeof(int64_t) || allowed.len != documents ||
+        documents == 0 || lo < 0 || hi > table.len / ratio || most < 1)
+        bad = 1;
+    else if (lo < hi) {
+        Py_BEGIN_ALLOW_THREADS
+        found = any_allowed_in(table.buf, ratio, offsets.buf, allowed.buf, documents, lo, hi, most);
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&table);
+    PyBuffer_Release(&offsets);
+    PyBuffer_Release(&allowed);
+    if (bad) {
+        PyErr_SetString(PyExc_ValueError, "any_allowed: ratio, table, offsets, mask or ranks out of range");
+        return NULL;
+    }
+    return PyBool_FromLong(found);
+}
+
+/* One shard as the language-restricted search reads it: its suffix array, each document's
+ * offset and whether it is allowed, and the allowed documents' text where it is small. */
+typedef struct {
+    Shard shard;
+    const int64_t *offsets;
+    const uint8_t *allowed;
+    Py_ssize_t documents;
+    const uint8_t *text; /* NULL when the allowed text is too large to search */
+    Py_ssize_t text_len;
+    Py_buffer views[5];
+    int held;
+} Restricted;
+
+/* How `holds` reads a range: ranks read whole up to `few` (or `scan` when the text is at hand),
+ * else the text searched, else `first_look` then `scan_cap` ranks sampled. */
+typedef struct {
+    Py_ssize_t few, scan, first_look, scan_cap;
+} Reading;
+
+/* Whether an allowed document holds pattern[0:m]: 1, 0, or -1 when a sampled range found none
+ * (a sampled answer cannot tell absence from what the sample missed). */
+static int holds(const Restricted *shards, Py_ssize_t count, const Reading *r, const uint8_t *pattern, Py_ssize_t m)
+{
+    int open = 0;
+    for (Py_ssize_t k = 0; k < count; k++) {
+        const Restricted *s = &shards[k];
+        Py_ssize_t lo, hi;
+        range_of(&s->shard, pattern, m, &lo, &hi);
+        Py_ssize_t width = hi - lo;
+        if (width <= 0)
+            continue;
+        if (width <= r->few || (s->text != NULL && width <= r->scan)) {
+            if (any_allowed_in(s->shard.table, s->shard.ratio, s->offsets, s->allowed, s->documents, lo, hi, r->scan))
+                return 1;
+            continue;
+        }
+        if (s->text != NULL) {
+            /* A sampled rank in an allowed document settles it without reading the text; the
+             * text says no more than every rank would, the pattern being UTF-8 (no 0xff). */
+            if (any_allowed_in(s->shard.table, s->shard.ratio, s->offsets, s->allowed, s->documents, lo, hi, r->first_look) ||
+                memmem(s->text, s->text_len, pattern, m) != NULL)
+                return 1;
+            continue;
+        }
+        if (any_allowed_in(s->shard.table, s->shard.ratio, s->offsets, s->allowed, s->documents, lo, hi, r->first_look))
+            return 1;
+        if (width <= r->first_look)
+            continue;
+        if (any_allowed_in(s->shard.table, s->shard.ratio, s->offsets, s->allowed, s->documents, lo, hi, r->scan_cap))
+            return 1;
+        if (width > r->scan_cap)
+            open = 1;
+    }
+    return open ? -1 : 0;
+}
+
+/* The largest n in [floor, top] an allowed document holds (floor is known to), trying top
+ * first, then halving; *open is set when a check above the answer stayed open. */
+static Py_ssize_t restricted_search(const Restricted *shards, Py_ssize_t count, const Reading *r, const uint8_t *pattern,
+                                    Py_ssize_t floor, Py_ssize_t top, int *open)
+{
+    *open = 0;
+    if (top <= floor)
+        return top;
+    int first = holds(shards, count, r, pattern, top);
+    if (first == 1)
+        return top;
+    *open = first == -1;
+    Py_ssize_t lo = floor, hi = top - 1;
+    while (lo < hi) {
+        Py_ssize_t middle = (lo + hi + 1) >> 1;
+        int answer = holds(shards, count, r, pattern, middle);
+        if (answer == 1)
+            lo = middle;
+        else {
+            *open |= answer == -1;
+            hi = middle - 1;
+        }
+    }
+    return lo;
+}
+
+/* Every start's search, each floored by the previous start's length less the bytes between
+ * them (a suffix of a string found is found), from the unrestricted length `tops[k]` down. */
+static void restricted_pass(const Restricted *shards, Py_ssize_t count, const Reading *r, const uint8_t *q, Py_ssize_t n,
+                            const Py_ssize_t *positions, Py_ssize_t starts, const int64_t *tops, int64_t *lows, int64_t *highs)
+{
+    Py_ssize_t previous = 0, at = 0;
+    for (Py_ssize_t k = 0; k < starts; k++) {
+        Py_ssize_t i = positions[k], top = (Py_ssize_t)tops[k];
+        if (top > n - i)
+            top = n - i; /* a length past the query's end cannot be asked */
+        if (top < 0)
+            top = 0;
+        Py_ssize_t floor = previous - (i - at);
+        floor = floor < top ? floor : top;
+        floor = floor > 0 ? floor : 0;
+        int open;
+        Py_ssize_t length = restricted_search(shards, count, r, q + i, floor, top, &open);
+        lows[k] = length;
+        highs[k] = open ? top : length;
+        previous = length;
+        at = i;
+    }
+}
+
+static void release_restricted(Restricted *shards, Py_ssize_t count)
+{
+    for (Py_ssize_t k = 0; k < count; k++)
+        for (int v = 0; v < shards[k].held; v++)
+            PyBuffer_Release(&shards[k].views[v]);
+    PyMem_Free(shards);
+}
+
+/* Read one (data, table, ratio, offsets, allowed, text or None) tuple into `s`. */
+static int parse_restricted(PyObject *item, Restricted *s)
+{
+    PyObject *data_obj, *table_obj, *offsets_obj, *allowed_obj, *text_obj;
+    int ratio;
+    s->held = 0;
+    if (!PyArg_ParseTuple(item, "OOiOOO", &data_obj, &table_obj, &ratio, &offsets_obj, &allowed_obj, &text_obj))
+        return -1;
+    if (parse_shard(data_obj, table_obj, ratio, &s->views[0], &s->views[1], &s->shard) < 0)
+        return -1;
+    s->held = 2;
+    if (PyObject_GetBuffer(offsets_obj, &s->views[2], PyBUF_SIMPLE) < 0)
+        return -1;
+    s->held = 3;
+    if (PyObject_GetBuffer(allowed_obj, &s->views[3], PyBUF_SIMPLE) < 0)
+        return -1;
+    s->held = 4;
+    s->offsets = s->views[2].buf;
+    s->allowed = s->views[3].buf;
+    s->documents = s->views[2].len / (Py_ssize_t)sizeof(int64_t);
+    if (s->views[2].len % (Py_ssize_t)sizeof(int64_t) || s->documents == 0 || s->views[3].len != s->documents) {
+        PyErr_SetString(PyExc_ValueError, "offsets must be int64, one allowed byte per document");
+        return -1;
+    }
+    s->text = NULL;
+    s->text_len = 0;
+    if (text_obj != Py_None) {
+        if (PyObject_GetBuffer(text_obj, &s->views[4], PyBUF_SIMPLE) < 0)
+            return -1;
+        s->held = 5;
+        s->text = s->views[4].buf;
+        s->text_len = s->views[4].len;
+    }
+    return 0;
+}
+
+/* For each character start of the UTF-8 query, the longest match in allowed documents (lowest
+ * and highest, in bytes): `restricted_pass` over the shards parsed from their tuples. */
+static PyObject *restricted_longest(PyObject *self, PyObject *args)
+{
+    PyObject *list;
+    Py_buffer query, upper;
+    Reading r;
+    if (!PyArg_ParseTuple(args, "Oy*y*(nnnn)", &list, &query, &upper, &r.few, &r.scan, &r.first_look, &r.scan_cap))
+        return NULL;
+    PyObject *result = NULL, *low = NULL, *high = NULL;
+    Py_ssize_t *positions = NULL, count = 0, starts = 0;
+    Restricted *shards = NULL;
+    PyObject *items = PySequence_Fast(list, "shards must be a sequence");
+    if (items == NULL)
+        goto done;
+    count = PySequence_Fast_GET_SIZE(items);
+    shards = PyMem_Calloc(count > 0 ? count : 1, sizeof(Restricted));
+    positions = PyMem_Malloc((query.len > 0 ? query.len : 1) * sizeof(Py_ssize_t));
+    if (shards == NULL || positions == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t k = 0; k < count; k++)
+        if (parse_restricted(PySequence_Fast_GET_ITEM(items, k), &shards[k]) < 0)
+            goto done;
+    starts = character_starts(query.buf, query.len, positions);
+    if (upper.len != starts * (Py_ssize_t)sizeof(int64_t) || r.few < 1 || r.scan < 1 || r.first_look < 1 || r.scan_cap < 1) {
+        PyErr_SetString(PyExc_ValueError, "upper must hold one int64 per character start, every reading cap at least 1");
+        goto done;
+    }
+    low = PyBytes_FromStringAndSize(NULL, starts * (Py_ssize_t)sizeof(int64_t));
+    high = PyBytes_FromStringAndSize(NULL, starts * (Py_ssize_t)sizeof(int64_t));
+    if (low == NULL || high == NULL)
+        goto done;
+    int64_t *lows = (int64_t *)PyBytes_AS_STRING(low), *highs = (int64_t *)PyBytes_AS_STRING(high);
+    Py_BEGIN_ALLOW_THREADS
+    restricted_pass(shards, count, &r, query.buf, query.len, positions, starts, upper.buf, lows, highs);
+    Py_END_ALLOW_THREADS
+    result = PyTuple_Pack(2, low, high);
+done:
+    Py_XDECREF(low);
+    Py_XDECREF(high);
+    Py_XDECREF(items);
+    if (shards != NULL)
+        release_restricted(shards, count);
+    PyMem_Free(positions);
+    PyBuffer_Release(&query);
+    PyBuffer_Release(&upper);
     return result;
 }
 
@@ -173,6 +590,17 @@ static PyMethodDef methods[] = {
     {"longest_matches", longest_matches, METH_VARARGS,
      "longest_matches(data, table, ratio, query) -> bytes of int64: for each byte position l, "
      "the length of the longest prefix of query[l:] found in the shard."},
+    {"longest_char_matches", longest_char_matches, METH_VARARGS,
+     "longest_char_matches(data, table, ratio, query) -> bytes of int64: longest_matches at the "
+     "positions where a UTF-8 character starts (every byte but 10xxxxxx), in order."},
+    {"any_allowed", any_allowed, METH_VARARGS,
+     "any_allowed(table, ratio, offsets, allowed, lo, hi, most) -> bool: whether a rank of [lo, hi) "
+     "(every one, or `most` spread as numpy's linspace spreads them) points into a document whose "
+     "`allowed` byte is set; offsets are int64, one per document."},
+    {"restricted_longest", restricted_longest, METH_VARARGS,
+     "restricted_longest(shards, query, upper, (few, scan, first_look, scan_cap)) -> (low, high): "
+     "bytes of int64, per character start, the longest match in allowed documents; shards are "
+     "(data, table, ratio, offsets, allowed, text or None), upper the unrestricted lengths."},
     {NULL, NULL, 0, NULL},
 };
 

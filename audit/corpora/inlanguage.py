@@ -11,8 +11,9 @@ index's `doclangs` table), so every figure a signal reads has a restricted form 
   restricted length less the bytes between them, so each position costs one check when the
   unrestricted match is allowed and a short binary search otherwise.
 
-A range is checked vectorised (pointers -> documents by `searchsorted` on the offsets ->
-language codes).  A range of more than `SCAN_CAP` positions (a common short n-gram) is not
+A range is checked by its positions' documents (pointers -> documents by a search of the
+offsets -> language codes): vectorised for counts and occurrences, in C for the longest
+matches (`_suffix.restricted_longest`, a whole query in one call).  A range of more than `SCAN_CAP` positions (a common short n-gram) is not
 read whole: `SCAN_CAP` ranks spread evenly over it are.  What that leaves open is never read
 as absence: a capped count becomes [allowed among those read, range less disallowed among
 those read], and a longest match whose check stayed open is reported with the unrestricted
@@ -23,7 +24,6 @@ answer too; `LanguageView` is the driver's half, a corpus answering the same pro
 """
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
@@ -31,7 +31,7 @@ import numpy as np
 
 from audit import _suffix
 from audit.corpora.base import CorpusInfo, DocumentHit, LanguageBy, MatchLengths, MatchQuestions, Occurrence
-from audit.corpora.shardread import bytes_to_char_lengths
+from audit.corpora.shardread import char_starts
 from audit.corpora.shards import Shard
 from audit.index.doclangs import RECORD, TABLE, UNKNOWN, DocumentLanguages, How
 
@@ -39,12 +39,15 @@ from audit.index.doclangs import RECORD, TABLE, UNKNOWN, DocumentLanguages, How
 SCAN_CAP = 1 << 16
 # Ranks read first when only "is any allowed?" is asked: most ranges answer from these.
 FIRST_LOOK = 256
-# A range of at most this many ranks is read rank by rank (see `_any_in_few`).
+# A range of at most this many ranks is read whole, without building the allowed text.
 FEW = 16
 # Allowed-document masks kept per shard group (one per set of languages asked).
 MASKS_KEPT = 16
 # Allowed documents of a shard up to this many bytes are searched as text (see `_allowed_text`).
 TEXT_CAP = 1 << 20
+# A range of at most this many ranks is read whole before the text is searched: exact either way,
+# and reading a few hundred ranks costs less than a search through a megabyte.
+TEXT_SCAN = 512
 
 
 class ShardQueries:
@@ -55,7 +58,7 @@ class ShardQueries:
     shards: list[Shard]
     path: Path
 
-    def longest_match_bytes(self, query: bytes) -> np.ndarray: ...
+    def longest_char_bytes(self, query: bytes) -> np.ndarray: ...
 
     def _shard_codes(self) -> list[np.ndarray]:
         codes = getattr(self, "_codes", None)
@@ -107,60 +110,26 @@ class ShardQueries:
             texts[key] = b"\xff".join(shard.data[int(starts[d]) : int(ends[d])] for d in chosen) if size <= TEXT_CAP else None
         return texts[key]
 
-    def _any_in_few(self, k: int, lo: int, hi: int, allowed: np.ndarray, extra: np.ndarray) -> bool:
-        """Whether a small range [lo, hi) holds an allowed document, read rank by rank: for a
-        handful of ranks this is several times cheaper than the vectorised read."""
-        shard, mask = self.shards[k], self._allowed(k, allowed, extra)
-        width, table, offsets = shard.ratio, shard.table, shard.offsets
-        for rank in range(lo, hi):
-            pointer = int.from_bytes(table[rank * width : (rank + 1) * width], "little")
-            if mask[int(offsets.searchsorted(pointer, side="right")) - 1]:
-                return True
-        return False
-
     def count_in(self, pattern: bytes, allowed: np.ndarray, extra: np.ndarray) -> tuple[int, int]:
         """(fewest, most) occurrences of `pattern` in allowed documents: equal unless a range
         was sampled."""
         low, high, _ = self.occurrences_in(pattern, allowed, extra, 0)
         return low, high
 
-    def _holds(self, pattern: bytes, allowed: np.ndarray, extra: np.ndarray) -> bool | None:
-        """Whether some allowed document holds `pattern`; None when a sampled range found none."""
-        open_ = False
-        for k, shard in enumerate(self.shards):
-            lo, hi = _suffix.find_range(shard.data, shard.table, shard.ratio, pattern)
-            if 0 < hi - lo <= FEW:
-                if self._any_in_few(k, lo, hi, allowed, extra):
-                    return True
-                continue
-            text = self._allowed_text(k, allowed, extra) if hi > lo else None
-            if text is not None:
-                if pattern in text:
-                    return True
-                continue
-            for most in (FIRST_LOOK, SCAN_CAP):
-                if hi <= lo:
-                    break
-                found, _, read = self._read(k, lo, hi, allowed, most, extra)
-                if len(found):
-                    return True
-                if read == hi - lo:
-                    break
-                open_ = open_ or most == SCAN_CAP
-        return None if open_ else False
-
-    def longest_in(self, query: bytes, allowed: np.ndarray, extra: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(lowest, highest) restricted longest match at each byte position in `starts` (others
-        0); highest is the unrestricted length where a sampled check left it open."""
-        upper = self.longest_match_bytes(query)
-        low, high = np.zeros(len(query), dtype=np.int64), np.zeros(len(query), dtype=np.int64)
-        previous, at = 0, 0
-        for i in starts.tolist():
-            floor, top = max(0, min(previous - (i - at), int(upper[i]))), int(upper[i])
-            length, open_ = _search(lambda n, i=i: self._holds(query[i : i + n], allowed, extra), floor, top)
-            low[i], high[i] = length, top if open_ else length
-            previous, at = length, i
-        return low, high
+    def longest_in(self, query: bytes, allowed: np.ndarray, extra: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(lowest, highest) restricted longest match in bytes at each character start of
+        `query` (`char_starts`); highest is the unrestricted length where a sampled check left
+        it open.  Searched in C (`_suffix.restricted_longest`): at each start, from the
+        unrestricted length down, each length checked shard by shard as the module's reading
+        rules say (ranks read whole up to `FEW`, or `TEXT_SCAN` where the allowed text is at
+        hand; else that text searched; else `FIRST_LOOK` then `SCAN_CAP` ranks sampled)."""
+        upper = self.longest_char_bytes(query)
+        shards = [
+            (shard.data, shard.table, shard.ratio, shard.offsets, self._allowed(k, allowed, extra), self._allowed_text(k, allowed, extra))
+            for k, shard in enumerate(self.shards)
+        ]
+        low, high = _suffix.restricted_longest(shards, query, upper, (FEW, TEXT_SCAN, FIRST_LOOK, SCAN_CAP))
+        return np.frombuffer(low, dtype=np.int64), np.frombuffer(high, dtype=np.int64)
 
     def occurrences_in(self, pattern: bytes, allowed: np.ndarray, extra: np.ndarray, limit: int) -> tuple[int, int, list[Occurrence]]:
         """(fewest, most) allowed occurrences and up to `limit` of them, spread evenly."""
@@ -179,25 +148,12 @@ class ShardQueries:
         return low, high, found
 
 
-def _search(holds: Callable[[int], bool | None], floor: int, top: int) -> tuple[int, bool]:
-    """The largest n in [floor, top] with holds(n) (floor is known to hold), and whether a
-    check above it stayed open."""
-    if top <= floor:
-        return top, False
-    first = holds(top)
-    if first:
-        return top, False
-    open_ = first is None
-    lo, hi = floor, top - 1
-    while lo < hi:
-        middle = (lo + hi + 1) >> 1
-        answer = holds(middle)
-        if answer:
-            lo = middle
-        else:
-            open_ = open_ or answer is None
-            hi = middle - 1
-    return lo, open_
+def char_lengths(encoded: bytes, at_starts: np.ndarray) -> list[int]:
+    """Per character, how many whole characters the byte-level match starting there covers,
+    from the byte lengths at the character starts (`char_starts`) alone."""
+    starts = char_starts(encoded)
+    bounds = np.append(starts, len(encoded))
+    return (np.searchsorted(bounds, starts + at_starts, side="right") - 1 - np.arange(len(starts))).tolist()
 
 
 def _spread(count: int, limit: int) -> list[int]:
@@ -272,11 +228,11 @@ class LanguageView:
         if not encoded:
             return MatchLengths([])
         if self.empty:
-            low = high = np.zeros(len(encoded), dtype=np.int64)
+            low = high = np.zeros(len(char_starts(encoded)), dtype=np.int64)
         else:
             low, high = self.index.longest_in(encoded, self.allowed, self.extra)
-        lengths = bytes_to_char_lengths(encoded, low)
-        return MatchLengths(lengths, None if np.array_equal(low, high) else bytes_to_char_lengths(encoded, high))
+        lengths = char_lengths(encoded, low)
+        return MatchLengths(lengths, None if np.array_equal(low, high) else char_lengths(encoded, high))
 
     def occurrences(self, text: str, limit: int) -> tuple[int, list[Occurrence]]:
         if self.empty or not text:

@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 
 from audit.corpora.base import CorpusInfo, DocumentHit, MatchLengths, MatchQuestions, Occurrence, cut_snippet
-from audit.corpora.inlanguage import LanguageView
+from audit.corpora.inlanguage import LanguageView, char_lengths
 from audit.corpora.shardgroup import ShardGroup, share_out
-from audit.corpora.shardread import TEXTS_PER_CALL, bytes_to_char_lengths, char_starts
+from audit.corpora.shardread import TEXTS_PER_CALL, char_starts
 from audit.corpora.shards import IndexOpenError, index_layout
 from audit.index.doclangs import DocumentLanguages, LanguageTableError, read_table, summary
 
@@ -81,10 +81,10 @@ class LocalIndex:
         return sum(a[0] for a in answers), sum(a[1] for a in answers)
 
     def longest_in(self, query: bytes, allowed: np.ndarray, extra: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(lowest, highest) restricted longest match at each character start of `query`."""
-        low = np.zeros(len(query), dtype=np.int64)
+        """(lowest, highest) restricted longest match in bytes at each character start of `query`."""
+        low = np.zeros(len(char_starts(query)), dtype=np.int64)
         high = low.copy()
-        for found_low, found_high in self.ask("longest_in", query, allowed, extra, char_starts(query)):
+        for found_low, found_high in self.ask("longest_in", query, allowed, extra):
             np.maximum(low, found_low, out=low)
             np.maximum(high, found_high, out=high)
         return low, high
@@ -134,6 +134,13 @@ class LocalIndex:
             np.maximum(best, found, out=best)
         return best
 
+    def longest_char_bytes(self, query: bytes) -> np.ndarray:
+        """`longest_match_bytes` at each character start of `query` (`char_starts`) only."""
+        best = np.zeros(len(char_starts(query)), dtype=np.int64)
+        for found in self.ask("longest_char_bytes", query):
+            np.maximum(best, found, out=best)
+        return best
+
     def count(self, text: str) -> int:
         return self.count_bytes(text.encode("utf-8"))
 
@@ -145,7 +152,7 @@ class LocalIndex:
         encoded = text.encode("utf-8")
         if not encoded:
             return MatchLengths([])
-        return MatchLengths(bytes_to_char_lengths(encoded, self.longest_match_bytes(encoded)))
+        return MatchLengths(char_lengths(encoded, self.longest_char_bytes(encoded)))
 
     def occurrences(self, text: str, limit: int) -> tuple[int, list[Occurrence]]:
         """Up to `limit` occurrences spread evenly over the suffix-array range (a sample of

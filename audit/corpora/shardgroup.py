@@ -10,8 +10,11 @@ import numpy as np
 from audit import _suffix
 from audit.corpora.base import Occurrence
 from audit.corpora.inlanguage import ShardQueries
-from audit.corpora.shardread import ShardDocument, count_next, pointer_at
+from audit.corpora.shardread import ShardDocument, char_starts, count_next, pointer_at
 from audit.corpora.shards import Shard, map_shards
+
+# Queries whose character-start lengths a group keeps (`longest_char_bytes`).
+RECENT_KEPT = 8
 
 
 class ShardGroup(ShardQueries):
@@ -23,6 +26,7 @@ class ShardGroup(ShardQueries):
     def __init__(self, path: str | Path, numbers: list[int], first_documents: list[int]) -> None:
         self.path = Path(path)
         self.shards = map_shards(self.path, numbers, first_documents)
+        self._recent: dict[bytes, np.ndarray] = {}
 
     def count_bytes(self, pattern: bytes) -> int:
         return sum(hi - lo for lo, hi in self.ranges(pattern))
@@ -32,6 +36,23 @@ class ShardGroup(ShardQueries):
         for shard in self.shards:
             found = np.frombuffer(_suffix.longest_matches(shard.data, shard.table, shard.ratio, query), dtype=np.int64)
             np.maximum(best, found, out=best)
+        return best
+
+    def longest_char_bytes(self, query: bytes) -> np.ndarray:
+        """`longest_match_bytes` at the character starts of `query` only (`char_starts`), one
+        length each: the figures are per character, so the other positions are not searched.
+        The last few answers are kept (read-only): a field's language-restricted pass starts
+        from the same lengths its pass over every document found."""
+        kept = self._recent.get(query)
+        if kept is not None:
+            return kept
+        best = np.zeros(len(char_starts(query)), dtype=np.int64)
+        for shard in self.shards:
+            np.maximum(best, np.frombuffer(_suffix.longest_char_matches(shard.data, shard.table, shard.ratio, query), dtype=np.int64), out=best)
+        best.setflags(write=False)
+        if len(self._recent) >= RECENT_KEPT:
+            self._recent.clear()
+        self._recent[query] = best
         return best
 
     def ranges(self, pattern: bytes) -> list[tuple[int, int]]:

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from audit.corpora.base import Budget, CoverageSample, MatchLengths, MatchQuestions
 from audit.evidence import Json
 from audit.rules import Op, Rule
@@ -45,14 +47,13 @@ class FieldMatch:
         return self.lengths.index(length), length
 
     def maximal_spans(self, min_chars: int) -> list[tuple[int, int]]:
-        """Matched spans not contained in an earlier one, longest first."""
-        spans, reach = [], 0
-        for start, length in enumerate(self.lengths):
-            end = start + length
-            if end > reach:
-                if length >= min_chars:
-                    spans.append((start, end))
-                reach = end
+        """Matched spans not contained in an earlier one, longest first: a span counts where it
+        reaches past every earlier one's end (vectorised: one running maximum)."""
+        lengths = np.asarray(self.lengths, dtype=np.int64)
+        ends = np.arange(len(lengths)) + lengths
+        reach = np.maximum.accumulate(np.concatenate(([0], ends[:-1]))) if len(ends) else ends
+        kept = np.flatnonzero((ends > reach) & (lengths >= min_chars))
+        spans = list(zip(kept.tolist(), ends[kept].tolist(), strict=True))
         return sorted(spans, key=lambda s: (s[0] - s[1], s[0]))
 
 
@@ -69,7 +70,14 @@ class SharedText:
     def find(cls, text: str, size: int, sources: Sequence[str]) -> SharedText | None:
         if not sources:
             return None
-        spans = frozenset(span for span in windows(text, size) if any(text[span[0] : span[1]] in source for source in sources))
+        # Joined by a character the field lacks, the sources are searched at once: a window
+        # cannot reach across that character, so it is found exactly where one source holds it.
+        joined = "\x00".join(sources) if "\x00" not in text else None
+        spans = frozenset(
+            span
+            for span in windows(text, size)
+            if (text[span[0] : span[1]] in joined if joined is not None else any(text[span[0] : span[1]] in source for source in sources))
+        )
         if not spans:
             return None
         chars = [False] * len(text)

@@ -1,0 +1,289 @@
+"""The lockstep longest-match searches of `audit._suffix` against plain Python over the corpus
+bytes: a real index of the demo corpus's Chinese, Japanese, Hindi, Korean and Hebrew text (3-,
+3-, 3-, 3- and 2-byte UTF-8) with a document of 4-byte characters, queried at every character
+start and every byte, and the language-restricted search against the reading rules it follows,
+with caps small enough that this index's ranges are sampled."""
+from __future__ import annotations
+
+import gzip
+import json
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import write_jsonl
+
+from audit import _suffix
+from audit.corpora.local import LocalIndex
+from audit.corpora.shardread import char_starts
+from audit.index.build import build_index
+
+DEMO = Path(__file__).resolve().parent.parent / "audit" / "data" / "demo" / "corpus"
+LANGS = ("zh", "ja", "hi", "ko")
+# Real text of 4-byte characters (CJK Extension B, emoji) next to their 3-byte neighbours.
+FOUR_BYTE = "𠮷野家の牛丼は𩸽の定食と並ぶ。𠀋𡈽𡌛 😀👍 は絵文字です。"
+
+
+def demo_texts(name: str, limit: int) -> list[str]:
+    with gzip.open(DEMO / name, "rt", encoding="utf-8") as lines:
+        return [json.loads(line)["text"] for line in lines][:limit]
+
+
+@pytest.fixture(scope="module")
+def rows() -> list[dict]:
+    found = [{"text": text, "lang": lang} for lang in LANGS for text in demo_texts(f"pud-{lang}.jsonl.gz", 60)]
+    found += [{"text": text, "lang": "he"} for text in demo_texts("iahltwiki-he.jsonl.gz", 14)]
+    return [*found, {"text": FOUR_BYTE, "lang": "ja"}]
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory, rows) -> LocalIndex:
+    root = tmp_path_factory.mktemp("chars")
+    build_index([write_jsonl(root / "docs.jsonl", rows)], root / "index")
+    return LocalIndex(root / "index")
+
+
+@pytest.fixture(scope="module")
+def shard(index):
+    return index.groups[0].shards[0]
+
+
+def brute_longest(data: bytes, query: bytes, positions: list[int]) -> list[int]:
+    """The longest prefix of query[l:] that is a substring of the corpus bytes, tried length by
+    length (a match at l less one byte is a match at l + 1, so each starts from there)."""
+    found, previous, at = [], 0, 0
+    for l in positions:
+        length = max(0, previous - (l - at))
+        while l + length < len(query) and query[l : l + length + 1] in data:
+            length += 1
+        found.append(length)
+        previous, at = length, l
+    return found
+
+
+def queries(rows: list[dict]) -> list[bytes]:
+    """Passages of the indexed text cut and joined across languages, so matches stop midway."""
+    rng = random.Random(7)
+    texts = [row["text"] for row in rows]
+    picked = []
+    for _ in range(24):
+        a, b = rng.sample(texts, 2)
+        cut = rng.randrange(1, max(2, len(a)))
+        picked.append((a[cut : cut + 80] + "、" + b[: rng.randrange(1, 60)] + "ずれ").encode("utf-8"))
+    return [*picked, FOUR_BYTE.encode(), ("字" * 40).encode(), ("𠮷" * 12).encode()]
+
+
+def test_character_starts_match_the_corpus_bytes_at_every_start(shard, rows):
+    data = bytes(shard.data)
+    for query in queries(rows):
+        starts = char_starts(query).tolist()
+        got = np.frombuffer(_suffix.longest_char_matches(shard.data, shard.table, shard.ratio, query), dtype=np.int64).tolist()
+        assert got == brute_longest(data, query, starts), query.decode()
+        assert any(got), query.decode()
+
+
+def test_every_byte_matches_the_corpus_bytes_and_the_character_pass(shard, rows):
+    data = bytes(shard.data)
+    for query in queries(rows)[:8]:
+        every = np.frombuffer(_suffix.longest_matches(shard.data, shard.table, shard.ratio, query), dtype=np.int64)
+        assert every.tolist() == brute_longest(data, query, list(range(len(query))))
+        chars = np.frombuffer(_suffix.longest_char_matches(shard.data, shard.table, shard.ratio, query), dtype=np.int64)
+        assert chars.tolist() == every[char_starts(query)].tolist()
+
+
+def test_empty_query_has_no_lengths(shard, index):
+    assert _suffix.longest_char_matches(shard.data, shard.table, shard.ratio, b"") == b""
+    assert _suffix.longest_matches(shard.data, shard.table, shard.ratio, b"") == b""
+    assert index.match_lengths("").lengths == []
+
+
+def test_a_query_of_one_repeated_character_is_counted_in_characters(index):
+    found = index.match_lengths("𠮷" * 12).lengths
+    assert found == [1] * 12
+    text = "野家の牛丼は" * 3
+    lengths = index.match_lengths(text).lengths
+    assert lengths[:6] == [6, 5, 4, 3, 2, 1] and lengths[6] == 6
+
+
+def test_invalid_utf8_is_searched_at_every_non_continuation_byte(shard, rows):
+    data = bytes(shard.data)
+    valid = rows[0]["text"].encode()[:30]
+    for query in (b"\x80\x80" + valid, valid + b"\xe4\xb8", b"\xff" + valid, valid[:4] + b"\xc0\xaf" + valid[4:], b"\x80"):
+        starts = [i for i, byte in enumerate(query) if byte & 0xC0 != 0x80]
+        got = np.frombuffer(_suffix.longest_char_matches(shard.data, shard.table, shard.ratio, query), dtype=np.int64).tolist()
+        assert got == brute_longest(data, query, starts), query
+
+
+def test_character_lengths_are_whole_characters_of_the_byte_matches(index, rows):
+    for query in queries(rows)[:6]:
+        text = query.decode()
+        every = index.longest_match_bytes(query)
+        want = [len(query[i : i + n].decode("utf-8", errors="ignore")) for i, n in zip(char_starts(query).tolist(), every[char_starts(query)].tolist(), strict=True)]
+        assert index.match_lengths(text).lengths == want
+
+
+def sampled_ranks(lo: int, hi: int, most: int) -> np.ndarray:
+    """The ranks a range is read at, as numpy picks them."""
+    if hi - lo <= most:
+        return np.arange(lo, hi, dtype=np.int64)
+    return np.unique(np.linspace(lo, hi - 1, num=most).round().astype(np.int64))
+
+
+def documents_of(shard, ranks: np.ndarray) -> np.ndarray:
+    return np.searchsorted(shard.offsets, shard.pointers(ranks), side="right") - 1
+
+
+def test_any_allowed_reads_the_ranks_numpy_picks(shard):
+    rng = np.random.default_rng(3)
+    documents = len(shard.offsets)
+    for _ in range(300):
+        lo = int(rng.integers(0, len(shard.data) - 2))
+        hi = int(rng.integers(lo + 1, min(len(shard.data), lo + 5000) + 1))
+        most = int(rng.integers(1, 400))
+        picked = np.unique(documents_of(shard, sampled_ranks(lo, hi, most)))
+        allowed = np.zeros(documents, dtype=bool)
+        assert not _suffix.any_allowed(shard.table, shard.ratio, shard.offsets, allowed, lo, hi, most)
+        one = rng.choice(picked)
+        allowed[one] = True
+        assert _suffix.any_allowed(shard.table, shard.ratio, shard.offsets, allowed, lo, hi, most)
+        allowed = np.ones(documents, dtype=bool)
+        allowed[picked] = False
+        assert not _suffix.any_allowed(shard.table, shard.ratio, shard.offsets, allowed, lo, hi, most)
+
+
+def reference_holds(shard, text: bytes | None, mask: np.ndarray, pattern: bytes, caps: tuple[int, int, int, int]) -> bool | None:
+    """Whether an allowed document holds the pattern, by the reading rules in plain Python."""
+    few, scan, first_look, scan_cap = caps
+    lo, hi = _suffix.find_range(shard.data, shard.table, shard.ratio, pattern)
+    if hi <= lo:
+        return False
+    if hi - lo <= few or (text is not None and hi - lo <= scan):
+        return bool(mask[documents_of(shard, np.arange(lo, hi, dtype=np.int64))].any())
+    if text is not None:
+        return pattern in text
+    for most in (first_look, scan_cap):
+        if mask[documents_of(shard, sampled_ranks(lo, hi, most))].any():
+            return True
+        if hi - lo <= most:
+            return False
+    return None
+
+
+def reference_restricted(shard, text, mask, query: bytes, upper: list[int], caps) -> tuple[list[int], list[int]]:
+    low, high, previous, at = [], [], 0, 0
+    for i, top in zip(char_starts(query).tolist(), upper, strict=True):
+        floor, length, open_ = max(0, min(previous - (i - at), top)), top, False
+        if top > floor:
+            first = reference_holds(shard, text, mask, query[i : i + top], caps)
+            if not first:
+                open_, lo, hi = first is None, floor, top - 1
+                while lo < hi:
+                    middle = (lo + hi + 1) >> 1
+                    answer = reference_holds(shard, text, mask, query[i : i + middle], caps)
+                    lo, hi = (middle, hi) if answer else (lo, middle - 1)
+                    open_ = open_ or answer is None
+                length = lo
+        low.append(length)
+        high.append(top if open_ else length)
+        previous, at = length, i
+    return low, high
+
+
+@pytest.mark.parametrize("caps", [(16, 512, 256, 1 << 16), (2, 4, 3, 9), (1, 1, 1, 2)])
+@pytest.mark.parametrize("lang", ["ja", "hi", "he"])
+def test_restricted_search_follows_the_reading_rules(index, shard, rows, caps, lang):
+    codes = np.array([row["lang"] == lang for row in rows])
+    mask = codes.copy()
+    text = b"\xff".join(row["text"].encode() for row in rows if row["lang"] == lang)
+    opened = 0
+    for query in queries(rows)[:10]:
+        upper = np.frombuffer(_suffix.longest_char_matches(shard.data, shard.table, shard.ratio, query), dtype=np.int64)
+        for allowed_text in (text, None):
+            low, high = _suffix.restricted_longest([(shard.data, shard.table, shard.ratio, shard.offsets, mask, allowed_text)], query, upper, caps)
+            got = (np.frombuffer(low, dtype=np.int64).tolist(), np.frombuffer(high, dtype=np.int64).tolist())
+            assert got == reference_restricted(shard, allowed_text, mask, query, upper.tolist(), caps), (query.decode(), caps)
+            opened += got[0] != got[1]
+    if caps[-1] < 16:
+        assert opened, "the small caps must leave some lengths open"
+
+
+@pytest.mark.parametrize("lang", ["zh", "ko", "he"])
+def test_restricted_lengths_are_those_of_the_allowed_documents_alone(shard, rows, lang):
+    mask = np.array([row["lang"] == lang for row in rows])
+    allowed = b"\xff".join(row["text"].encode() for row in rows if row["lang"] == lang)
+    for query in queries(rows)[:8]:
+        upper = np.frombuffer(_suffix.longest_char_matches(shard.data, shard.table, shard.ratio, query), dtype=np.int64)
+        low, high = _suffix.restricted_longest([(shard.data, shard.table, shard.ratio, shard.offsets, mask, None)], query, upper, (16, 512, 256, 1 << 16))
+        want = brute_longest(allowed, query, char_starts(query).tolist())
+        assert np.frombuffer(low, dtype=np.int64).tolist() == want == np.frombuffer(high, dtype=np.int64).tolist(), (lang, query.decode())
+
+
+def test_bad_arguments_are_refused(shard):
+    with pytest.raises(ValueError):
+        _suffix.any_allowed(shard.table, shard.ratio, shard.offsets, np.zeros(3, dtype=bool), 0, 1, 1)
+    with pytest.raises(ValueError):
+        _suffix.restricted_longest([], b"abc", np.zeros(2, dtype=np.int64), (1, 1, 1, 1))
+    with pytest.raises(ValueError):
+        _suffix.longest_char_matches(shard.data, b"\x00" * 3, shard.ratio, b"abc")
+
+
+def occurrences(data: bytes, pattern: bytes) -> list[int]:
+    found, at = [], data.find(pattern)
+    while at >= 0:
+        found.append(at)
+        at = data.find(pattern, at + 1)
+    return found
+
+
+def test_find_range_holds_every_occurrence_and_no_other(shard, rows):
+    data = bytes(shard.data)
+    rng = random.Random(11)
+    patterns = [b"", b"\xff", "の".encode(), "字字".encode(), b"\xe4"]
+    for query in queries(rows):
+        start = rng.randrange(len(query))
+        patterns += [query[start : start + n] for n in (1, 2, 3, 7, 20)]
+    for pattern in patterns:
+        lo, hi = _suffix.find_range(shard.data, shard.table, shard.ratio, pattern)
+        assert sorted(shard.pointers(np.arange(lo, hi, dtype=np.int64)).tolist()) == occurrences(data, pattern) if pattern else hi - lo == len(data), pattern
+
+
+def plain_maximal_spans(lengths: list[int], min_chars: int) -> list[tuple[int, int]]:
+    spans, reach = [], 0
+    for start, length in enumerate(lengths):
+        if start + length > reach:
+            if length >= min_chars:
+                spans.append((start, start + length))
+            reach = start + length
+    return sorted(spans, key=lambda s: (s[0] - s[1], s[0]))
+
+
+def test_maximal_spans_of_real_matches_are_those_of_the_plain_loop(index, rows):
+    from audit.signals.ngram_match import FieldMatch
+
+    for query in [*queries(rows), b""]:
+        text = query.decode()
+        lengths = index.match_lengths(text).lengths
+        for min_chars in (0, 1, 3, 8):
+            assert FieldMatch(text, lengths).maximal_spans(min_chars) == plain_maximal_spans(lengths, min_chars), (text, min_chars)
+
+
+def test_shared_windows_are_those_some_source_holds(rows):
+    from audit.signals.ngram_match import SharedText
+    from audit.text import windows
+
+    rng = random.Random(5)
+    texts = [row["text"] for row in rows]
+    shared = 0
+    for _ in range(40):
+        sources = rng.sample(texts, 3)
+        piece = sources[0][: rng.randrange(5, 40)]
+        ends = (sources[1][-10:], sources[2][:10])
+        field = piece + " " + rng.choice(texts)[:60] + ends[0] + ends[1]
+        for text in (field, field + "\x00" + piece):
+            for size in (1, 3, 5):
+                want = frozenset(span for span in windows(text, size) if any(text[span[0] : span[1]] in source for source in sources))
+                found = SharedText.find(text, size, sources)
+                assert (found.windows if found is not None else frozenset()) == want, (text, size)
+                shared += len(want)
+    assert shared
