@@ -5,7 +5,8 @@
  * `collisions`: the LSH candidates of a field.  An index keeps, per band, every window's key
  * sorted (`bands.npy`) with the window each sorted key belongs to (`band_windows.npy`); the
  * field's chunks have one key per band.  For every band at once, each distinct chunk key is
- * searched in that band's sorted keys, the windows of every match are gathered, and the
+ * searched in that band's sorted keys (first in every 64th of them, kept in memory, then in one
+ * block of the map: a few cache misses where a plain binary search takes one a step), the windows of every match are gathered, and the
  * result is each window once, ascending, with the number of bands it matched in (what
  * `np.unique(..., return_counts=True)` gives over the gathered windows).
  *
@@ -13,6 +14,8 @@
  * chunk of the field, and the first chunk that shares that many.  Counted chunk by chunk, so
  * no candidates x chunks x positions matrix is ever built; a run of identical consecutive
  * chunks (sliding minima repeat) is compared once.
+ *
+ * `tokens`: a text's tokens and their hashes, cut in one pass over its code points.
  *
  * Arrays are passed as contiguous buffers (numpy arrays, memory maps); results come back as
  * bytearrays of little-endian int64 for numpy to view.  The GIL is released while counting.
@@ -23,11 +26,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Bits sorted per radix pass: 2,048 counters, small enough to stay in L1. */
-#define DIGIT_BITS 11
+/* Bits sorted per radix pass: 256 counters, cheap to clear for the few hundred keys of a band. */
+#define DIGIT_BITS 8
 #define DIGITS (1 << DIGIT_BITS)
 /* Below this many values, insertion sort beats the radix passes' counter setup. */
-#define SMALL_SORT 48
+#define SMALL_SORT 32
 
 static void insertion_sort(uint64_t *a, Py_ssize_t n)
 {
@@ -86,14 +89,14 @@ static inline uint64_t item_at(const uint8_t *base, int width, Py_ssize_t i)
     return v;
 }
 
-/* First index in [lo, hi) of a sorted column whose key is >= key (> key when `upper`). */
+/* First index in [lo, hi) of a sorted column whose key is >= key. */
 static inline Py_ssize_t key_bound(const uint8_t *column, int width, Py_ssize_t lo, Py_ssize_t hi,
-                                   uint64_t key, int upper)
+                                   uint64_t key)
 {
     while (lo < hi) {
         Py_ssize_t mid = lo + (hi - lo) / 2;
         uint64_t v = item_at(column, width, mid);
-        if (v < key || (upper && v == key))
+        if (v < key)
             lo = mid + 1;
         else
             hi = mid;
@@ -126,10 +129,25 @@ static int hits_reserve(Hits *h, Py_ssize_t more)
 typedef struct {
     const uint8_t *keys;    /* bands x count sorted keys */
     const uint8_t *owners;  /* bands x count window ids */
+    const uint8_t *fences;  /* bands x ceil(count / step): every step-th key of each band */
     const uint8_t *query;   /* chunks x bands keys */
     int key_width, owner_width;
-    Py_ssize_t bands, count, chunks;
+    Py_ssize_t bands, count, chunks, step;
 } Lookup;
+
+/* First index >= from of a band's sorted keys whose key is >= key: the fences (small, so they
+ * stay in cache) narrow the search to one block of `step` keys of the memory-mapped column. */
+static inline Py_ssize_t fenced_bound(const Lookup *l, const uint8_t *column, const uint8_t *fences,
+                                      Py_ssize_t from, uint64_t key)
+{
+    Py_ssize_t nfences = (l->count + l->step - 1) / l->step;
+    Py_ssize_t f = key_bound(fences, l->key_width, from / l->step, nfences, key);
+    /* keys[(f - 1) * step] < key <= keys[f * step]: the bound lies between them. */
+    Py_ssize_t lo = f ? (f - 1) * l->step + 1 : 0, hi = f * l->step < l->count ? f * l->step : l->count;
+    if (lo < from)
+        lo = from;
+    return key_bound(column, l->key_width, lo, hi > lo ? hi : lo, key);
+}
 
 /* Every window matching some chunk's key in some band, once per band (as one band's distinct
  * keys are searched in ascending order, each search starts where the last one ended).
@@ -149,21 +167,21 @@ static int gather(const Lookup *l, Hits *hits)
         uint64_t *sorted = radix_sort(wanted, wanted + l->chunks, n);
         const uint8_t *column = l->keys + (size_t)band * l->count * l->key_width;
         const uint8_t *owners = l->owners + (size_t)band * l->count * l->owner_width;
+        const uint8_t *fences = l->fences + (size_t)band * ((l->count + l->step - 1) / l->step) * l->key_width;
         Py_ssize_t from = 0;
         for (Py_ssize_t i = 0; i < n && from < l->count; i++) {
             if (i && sorted[i] == sorted[i - 1])
                 continue;
-            Py_ssize_t lo = key_bound(column, l->key_width, from, l->count, sorted[i], 0);
-            Py_ssize_t hi = key_bound(column, l->key_width, lo, l->count, sorted[i], 1);
-            from = hi;
-            if (hi == lo)
-                continue;
-            if (hits_reserve(hits, hi - lo) < 0) {
-                free(wanted);
-                return -1;
-            }
-            for (Py_ssize_t at = lo; at < hi; at++)
+            Py_ssize_t at = fenced_bound(l, column, fences, from, sorted[i]);
+            /* The run of equal keys is walked rather than searched: its windows are copied anyway. */
+            for (; at < l->count && item_at(column, l->key_width, at) == sorted[i]; at++) {
+                if (hits_reserve(hits, 1) < 0) {
+                    free(wanted);
+                    return -1;
+                }
                 hits->items[hits->size++] = item_at(owners, l->owner_width, at);
+            }
+            from = at;
         }
     }
     free(wanted);
@@ -227,22 +245,25 @@ static PyObject *collisions_of(const Lookup *l)
     return result;
 }
 
-/* collisions(keys, owners, query, bands, count, chunks) -> (windows, counts) as int64 bytes. */
+/* collisions(keys, owners, fences, query, bands, count, chunks, step) -> (windows, counts) as
+ * int64 bytes; `fences` holds every `step`-th key of each band (keys[:, ::step]). */
 static PyObject *collisions(PyObject *self, PyObject *args)
 {
-    Py_buffer keys, owners, query;
-    Py_ssize_t bands, count, chunks;
-    if (!PyArg_ParseTuple(args, "y*y*y*nnn", &keys, &owners, &query, &bands, &count, &chunks))
+    Py_buffer keys, owners, fences, query;
+    Py_ssize_t bands, count, chunks, step;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*nnnn", &keys, &owners, &fences, &query, &bands, &count, &chunks, &step))
         return NULL;
     PyObject *result = NULL;
-    Lookup l = {keys.buf, owners.buf, query.buf, 0, 0, bands, count, chunks};
-    if (bands < 1 || count < 0 || chunks < 0)
-        PyErr_SetString(PyExc_ValueError, "bands must be positive, windows and chunks not negative");
+    Lookup l = {keys.buf, owners.buf, fences.buf, query.buf, 0, 0, bands, count, chunks, step};
+    if (bands < 1 || count < 0 || chunks < 0 || step < 1)
+        PyErr_SetString(PyExc_ValueError, "bands and step must be positive, windows and chunks not negative");
     else if ((l.key_width = width_of(&keys, "keys")) && (l.owner_width = width_of(&owners, "owners"))) {
-        if (query.itemsize != keys.itemsize)
-            PyErr_SetString(PyExc_ValueError, "query keys must have the width of the band keys");
+        if (query.itemsize != keys.itemsize || fences.itemsize != keys.itemsize)
+            PyErr_SetString(PyExc_ValueError, "query keys and fences must have the width of the band keys");
         else if (keys.len != bands * count * keys.itemsize || owners.len != bands * count * owners.itemsize)
             PyErr_Format(PyExc_ValueError, "band arrays must hold %zd x %zd items", bands, count);
+        else if (fences.len != bands * ((count + step - 1) / step) * fences.itemsize)
+            PyErr_Format(PyExc_ValueError, "fences must hold every %zd-th key of %zd bands", step, bands);
         else if (query.len != chunks * bands * query.itemsize)
             PyErr_Format(PyExc_ValueError, "query keys must hold %zd x %zd items", chunks, bands);
         else
@@ -250,6 +271,7 @@ static PyObject *collisions(PyObject *self, PyObject *args)
     }
     PyBuffer_Release(&keys);
     PyBuffer_Release(&owners);
+    PyBuffer_Release(&fences);
     PyBuffer_Release(&query);
     return result;
 }
@@ -325,13 +347,131 @@ done:
     return result;
 }
 
+/* Token kinds, as audit.neardup.tokens learns them per code point. */
+#define SEPARATOR 0
+#define WORD 1
+#define CHARACTER 2
+#define CODE_POINTS 0x110000
+#define POWERS 64
+
+static inline uint64_t fmix64(uint64_t h)
+{
+    h ^= h >> 33;
+    h *= 0xFF51AFD7ED558CCDULL;
+    h ^= h >> 33;
+    h *= 0xC4CEB9FE1A85EC53ULL;
+    return h ^ (h >> 33);
+}
+
+typedef struct {
+    const uint32_t *points;
+    Py_ssize_t n;
+    const uint8_t *kind;
+    const uint32_t *fold;
+    const uint8_t *script;
+    const uint64_t *powers;
+} Text;
+
+/* Cut `t` into tokens (a run of word characters, or one unsegmented-script character) and hash
+ * each: the sum of (folded code point + 1) x powers[position in token, at most 63], xor its
+ * length times the mixing constant, through MurmurHash3's finaliser.  Returns the count. */
+static Py_ssize_t cut_tokens(const Text *t, int64_t *starts, int64_t *ends, uint64_t *hashes, uint8_t *scripts)
+{
+    const uint64_t mix = 0x9E3779B97F4A7C15ULL;
+    Py_ssize_t count = 0, i = 0;
+    while (i < t->n) {
+        uint8_t kind = t->kind[t->points[i]];
+        if (kind != WORD && kind != CHARACTER) {
+            i++;
+            continue;
+        }
+        Py_ssize_t end = i + 1;
+        if (kind == WORD)
+            while (end < t->n && t->kind[t->points[end]] == WORD)
+                end++;
+        uint64_t sum = 0;
+        for (Py_ssize_t j = i; j < end; j++)
+            sum += ((uint64_t)t->fold[t->points[j]] + 1) * t->powers[j - i < POWERS ? j - i : POWERS - 1];
+        starts[count] = i;
+        ends[count] = end;
+        hashes[count] = fmix64(sum ^ ((uint64_t)(end - i) * mix));
+        scripts[count] = t->script[t->points[i]];
+        count++;
+        i = end;
+    }
+    return count;
+}
+
+/* A bytearray copy of `size` bytes (NULL with an exception set on failure). */
+static PyObject *copied(const void *data, Py_ssize_t size)
+{
+    return PyByteArray_FromStringAndSize((const char *)data, size);
+}
+
+/* tokens(points, kind, fold, script, powers) -> (starts, ends, hashes, scripts) as bytes:
+ * int64, int64, uint64 and uint8 per token.  Every code point must be below 0x110000 and its
+ * kind already learned. */
+static PyObject *tokens(PyObject *self, PyObject *args)
+{
+    Py_buffer points, kind, fold, script, powers;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*", &points, &kind, &fold, &script, &powers))
+        return NULL;
+    PyObject *result = NULL;
+    int64_t *starts = NULL, *ends = NULL;
+    uint64_t *hashes = NULL;
+    uint8_t *scripts = NULL;
+    Text t = {points.buf, points.len / 4, kind.buf, fold.buf, script.buf, powers.buf};
+    if (points.itemsize != 4 || points.len % 4 || kind.len != CODE_POINTS || fold.len != CODE_POINTS * 4
+        || script.len != CODE_POINTS || powers.len != POWERS * 8) {
+        PyErr_SetString(PyExc_ValueError, "tokens needs uint32 code points and the per-code-point tables");
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < t.n; i++)
+        if (t.points[i] >= CODE_POINTS) {
+            PyErr_Format(PyExc_ValueError, "code point %u is out of range", t.points[i]);
+            goto done;
+        }
+    size_t room = (size_t)(t.n ? t.n : 1);
+    starts = malloc(room * 8);
+    ends = malloc(room * 8);
+    hashes = malloc(room * 8);
+    scripts = malloc(room);
+    if (!starts || !ends || !hashes || !scripts) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t count;
+    Py_BEGIN_ALLOW_THREADS
+    count = cut_tokens(&t, starts, ends, hashes, scripts);
+    Py_END_ALLOW_THREADS
+    PyObject *parts[4] = {copied(starts, count * 8), copied(ends, count * 8), copied(hashes, count * 8), copied(scripts, count)};
+    if (parts[0] && parts[1] && parts[2] && parts[3])
+        result = PyTuple_Pack(4, parts[0], parts[1], parts[2], parts[3]);
+    for (int k = 0; k < 4; k++)
+        Py_XDECREF(parts[k]);
+done:
+    free(starts);
+    free(ends);
+    free(hashes);
+    free(scripts);
+    PyBuffer_Release(&points);
+    PyBuffer_Release(&kind);
+    PyBuffer_Release(&fold);
+    PyBuffer_Release(&script);
+    PyBuffer_Release(&powers);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"collisions", collisions, METH_VARARGS,
-     "collisions(keys, owners, query, bands, windows, chunks) -> (windows, counts): the windows "
+     "collisions(keys, owners, fences, query, bands, windows, chunks, step) -> (windows, counts): the windows "
      "sharing a band key with some chunk, ascending, and in how many bands (int64 bytes)."},
     {"agreement", agreement, METH_VARARGS,
      "agreement(signatures, candidates, chunks, perm) -> (counts, picks): per candidate, the most "
      "signature positions equal with one chunk and the first chunk with that many (int64 bytes)."},
+    {"tokens", tokens, METH_VARARGS,
+     "tokens(points, kind, fold, script, powers) -> (starts, ends, hashes, scripts): a text's "
+     "tokens and their hashes, as audit.neardup.tokens cuts them (bytes of int64, int64, uint64, uint8)."},
     {NULL, NULL, 0, NULL},
 };
 

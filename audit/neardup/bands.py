@@ -18,6 +18,9 @@ from audit import _neardup
 from audit.neardup.store import damaged, map_array
 from audit.neardup.tokens import NearDupParams
 
+# Every FENCE-th key of a band is kept in memory to narrow each search to one block of the map.
+FENCE = 64
+
 
 class BandStore(Protocol):
     """The LSH bands of an index's windows, asked by band key."""
@@ -53,6 +56,7 @@ class MappedBands:
         for name, array in (("bands.npy", self.keys), ("band_windows.npy", self.windows)):
             if array.shape != (params.bands, windows):
                 raise damaged(folder / name, f"does not hold the ({params.bands}, {windows}) array the manifest implies", directory)
+        self._fences: np.ndarray | None = None
 
     def runs(self, band: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """One band's distinct keys, and where each key's windows start and end in `windows[band]`."""
@@ -63,12 +67,15 @@ class MappedBands:
         return column[starts], starts, np.append(starts[1:], len(column))
 
     def collisions(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Every band searched in one compiled pass (`audit._neardup.collisions`)."""
+        """Every band searched in one compiled pass (`audit._neardup.collisions`), through
+        every `FENCE`-th key of each band, copied on the first query (1/64 of the bands' size)."""
         query = np.ascontiguousarray(keys, dtype=self.keys.dtype)
         bands, count = self.keys.shape
         if query.ndim != 2 or query.shape[1] != bands:
             raise ValueError(f"band keys must be chunks x {bands}, not {query.shape}")
-        windows, counts = _neardup.collisions(self.keys, self.windows, query, bands, count, len(query))
+        if self._fences is None:
+            self._fences = np.ascontiguousarray(self.keys[:, ::FENCE])
+        windows, counts = _neardup.collisions(self.keys, self.windows, self._fences, query, bands, count, len(query), FENCE)
         return np.frombuffer(windows, dtype=np.int64), np.frombuffer(counts, dtype=np.int64)
 
     def members(self, keys: np.ndarray) -> np.ndarray:

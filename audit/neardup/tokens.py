@@ -9,6 +9,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from audit import _neardup
 from audit.text import UNSEGMENTED_SCRIPTS, script_of
 
 # Tokens: learned per code point on first sight, so no table of all of Unicode is built.
@@ -101,30 +102,14 @@ def code_points(text: str) -> np.ndarray:
 
 
 def tokenize_points(points: np.ndarray) -> Tokens:
-    """Tokens of a code point array, all at once: a word is a run of word characters, an
-    unsegmented-script character is a token alone, separators only separate."""
+    """Tokens of a code point array, in one compiled pass (`audit._neardup.tokens`): a word is
+    a run of word characters, an unsegmented-script character is a token alone, separators
+    only separate; a token's hash weighs each folded character by its position."""
     table = _code_points()
+    points = np.ascontiguousarray(points, dtype=np.uint32)
     table.learn(points)
-    kind = table.kind[points]
-    word = kind == WORD
-    own = kind == CHARACTER
-    first = own.copy()
-    first[0:1] |= word[0:1]
-    first[1:] |= word[1:] & ~word[:-1]
-    last = own.copy()
-    last[-1:] |= word[-1:]
-    last[:-1] |= word[:-1] & ~word[1:]
-    starts, ends = np.flatnonzero(first), np.flatnonzero(last) + 1
-    if not len(starts):
-        empty = np.zeros(0, dtype=np.int64)
-        return Tokens(empty, empty, np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.uint8))
-    token = np.cumsum(first) - 1
-    position = np.arange(len(points)) - starts[np.maximum(token, 0)]
-    weights = _POWERS[np.clip(position, 0, len(_POWERS) - 1)]
-    values = np.where(kind != SEPARATOR, (table.fold[points].astype(np.uint64) + np.uint64(1)) * weights, np.uint64(0))
-    sums = np.add.reduceat(values, starts)
-    hashes = _fmix64(sums ^ ((ends - starts).astype(np.uint64) * _MIX))
-    return Tokens(starts, ends, hashes, table.script[points[starts]])
+    starts, ends, hashes, scripts = _neardup.tokens(points, table.kind, table.fold, table.script, _POWERS)
+    return Tokens(np.frombuffer(starts, dtype=np.int64), np.frombuffer(ends, dtype=np.int64), np.frombuffer(hashes, dtype=np.uint64), np.frombuffer(scripts, dtype=np.uint8))
 
 
 def tokenize(text: str) -> Tokens:
