@@ -142,11 +142,18 @@ def _shingle_regions(texts: list[str], sizes: np.ndarray, shingles: FieldShingle
     first = np.searchsorted(owner, np.arange(len(texts) + 1), "left")
     keys, valid = shingle_keys(tokens, sizes, first[1:][owner])
     fold = folded(joined)
-    proposed = np.flatnonzero(valid & np.isin(keys, shingles.keys))
+    proposed = np.flatnonzero(valid & _among(keys, shingles.keys))
     ids = np.full(len(tokens), -1, dtype=np.int64)
     wanted = shingles.ids
     ids[proposed] = [wanted.get(s, -1) for s in shingle_strings(fold, tokens, sizes, proposed)]
     return _Regions(tokens, keys, valid, fold, owner, first, char_start, ids)
+
+
+def _among(values: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """Which of `values` are in the sorted, distinct `keys` (`np.isin`, by binary search)."""
+    if not len(keys):
+        return np.zeros(len(values), dtype=bool)
+    return keys[np.minimum(np.searchsorted(keys, values), len(keys) - 1)] == values
 
 
 def verify(
