@@ -15,7 +15,9 @@
  * no candidates x chunks x positions matrix is ever built; a run of identical consecutive
  * chunks (sliding minima repeat) is compared once.
  *
- * `tokens`: a text's tokens and their hashes, cut in one pass over its code points.
+ * `tokens`, `shingle_keys`: a text's tokens and their hashes, cut in one pass over its code
+ * points, and the key of the shingle starting at each token.  `among`: which shingle keys are
+ * a field's, through a hash table of the field's keys.
  *
  * Arrays are passed as contiguous buffers (numpy arrays, memory maps); results come back as
  * bytearrays of little-endian int64 for numpy to view.  The GIL is released while counting.
@@ -462,6 +464,116 @@ done:
     return result;
 }
 
+/* shingle_keys(hashes, scripts, sizes, limits) -> (keys, valid) as bytes (uint64, bool): the
+ * key of the shingle of sizes[script] tokens starting at each token, when it ends by that
+ * token's limit (`limits`: int64 per token, or None for the text's end), else 0 and invalid.
+ * Keys combine the token hashes as h * MIX + next, xor the size, through fmix64. */
+static PyObject *shingle_keys(PyObject *self, PyObject *args)
+{
+    Py_buffer hashes, scripts, sizes, limits = {0};
+    PyObject *limits_obj;
+    if (!PyArg_ParseTuple(args, "y*y*y*O", &hashes, &scripts, &sizes, &limits_obj))
+        return NULL;
+    PyObject *keys = NULL, *valid = NULL, *result = NULL;
+    Py_ssize_t n = hashes.len / 8, nsizes = sizes.len / 8;
+    int limited = limits_obj != Py_None;
+    if (limited && PyObject_GetBuffer(limits_obj, &limits, PyBUF_C_CONTIGUOUS) < 0)
+        goto done;
+    if (hashes.itemsize != 8 || hashes.len % 8 || scripts.len != n || sizes.itemsize != 8 || sizes.len % 8
+        || (limited && (limits.itemsize != 8 || limits.len != n * 8))) {
+        PyErr_SetString(PyExc_ValueError, "shingle_keys needs uint64 hashes, a uint8 script and an int64 limit per token, and int64 sizes");
+        goto done;
+    }
+    const uint8_t *script = scripts.buf;
+    const int64_t *size = sizes.buf;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (script[i] >= nsizes || size[script[i]] < 1) {
+            PyErr_Format(PyExc_ValueError, "token %zd: script %u has no shingle size", i, script[i]);
+            goto done;
+        }
+    if (!(keys = PyByteArray_FromStringAndSize(NULL, n * 8)) || !(valid = PyByteArray_FromStringAndSize(NULL, n)))
+        goto done;
+    uint64_t *key = (uint64_t *)PyByteArray_AS_STRING(keys);
+    uint8_t *ok = (uint8_t *)PyByteArray_AS_STRING(valid);
+    const uint64_t *hash = hashes.buf, mix = 0x9E3779B97F4A7C15ULL;
+    const int64_t *limit = limited ? limits.buf : NULL;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t k = size[script[i]], end = limit ? limit[i] : n;
+        ok[i] = i + k <= end && i + k <= n;
+        uint64_t combined = 0;
+        if (ok[i]) {
+            combined = hash[i];
+            for (int64_t step = 1; step < k; step++)
+                combined = combined * mix + hash[i + step];
+            combined ^= (uint64_t)k;
+        }
+        key[i] = fmix64(combined);
+    }
+    Py_END_ALLOW_THREADS
+    result = PyTuple_Pack(2, keys, valid);
+done:
+    Py_XDECREF(keys);
+    Py_XDECREF(valid);
+    PyBuffer_Release(&hashes);
+    PyBuffer_Release(&scripts);
+    PyBuffer_Release(&sizes);
+    if (limited && limits.obj)
+        PyBuffer_Release(&limits);
+    return result;
+}
+
+/* among(values, keys) -> bytes of bool: which uint64 values are among the keys, through an
+ * open-addressing table of the keys (a field's few hundred), one probe or two a value. */
+static PyObject *among(PyObject *self, PyObject *args)
+{
+    Py_buffer values, keys;
+    if (!PyArg_ParseTuple(args, "y*y*", &values, &keys))
+        return NULL;
+    PyObject *result = NULL;
+    uint64_t *table = NULL;
+    uint8_t *used = NULL;
+    Py_ssize_t n = values.len / 8, m = keys.len / 8;
+    if (values.itemsize != 8 || values.len % 8 || keys.itemsize != 8 || keys.len % 8) {
+        PyErr_SetString(PyExc_ValueError, "among needs uint64 values and keys");
+        goto done;
+    }
+    size_t slots = 16;
+    while (slots < (size_t)m * 2)
+        slots *= 2;
+    table = malloc(slots * sizeof(uint64_t));
+    used = calloc(slots, 1);
+    if (!table || !used) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (!(result = PyByteArray_FromStringAndSize(NULL, n)))
+        goto done;
+    uint8_t *found = (uint8_t *)PyByteArray_AS_STRING(result);
+    const uint64_t *key = keys.buf, *value = values.buf;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t j = 0; j < m; j++) {
+        size_t at = fmix64(key[j]) & (slots - 1);
+        while (used[at] && table[at] != key[j])
+            at = (at + 1) & (slots - 1);
+        used[at] = 1;
+        table[at] = key[j];
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        size_t at = fmix64(value[i]) & (slots - 1);
+        while (used[at] && table[at] != value[i])
+            at = (at + 1) & (slots - 1);
+        found[i] = used[at];
+    }
+    Py_END_ALLOW_THREADS
+done:
+    free(table);
+    free(used);
+    PyBuffer_Release(&values);
+    PyBuffer_Release(&keys);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"collisions", collisions, METH_VARARGS,
      "collisions(keys, owners, fences, query, bands, windows, chunks, step) -> (windows, counts): the windows "
@@ -472,6 +584,10 @@ static PyMethodDef methods[] = {
     {"tokens", tokens, METH_VARARGS,
      "tokens(points, kind, fold, script, powers) -> (starts, ends, hashes, scripts): a text's "
      "tokens and their hashes, as audit.neardup.tokens cuts them (bytes of int64, int64, uint64, uint8)."},
+    {"shingle_keys", shingle_keys, METH_VARARGS,
+     "shingle_keys(hashes, scripts, sizes, limits) -> (keys, valid): the key of the shingle starting "
+     "at each token and whether one starts there (bytes of uint64 and bool)."},
+    {"among", among, METH_VARARGS, "among(values, keys) -> bytes of bool: which uint64 values are among the keys."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -15,7 +15,8 @@ from audit.index import plants
 from audit.index.build import build_index
 from audit.neardup import NearDuplicateIndex, NearDupParams, add_neardup
 from audit.neardup.family import band_keys
-from audit.neardup.tokens import _MIX, _POWERS, SEPARATOR, WORD, _code_points, _fmix64, code_points, tokenize
+from audit.neardup.tokens import _MIX, _POWERS, SEPARATOR, WORD, ShingleSizes, _code_points, _fmix64, code_points, folded, shingle_keys, shingle_strings, tokenize
+from audit.neardup.verify import _among
 from audit.readers import load_benchmark
 
 # Text in a script none of the indexed documents is written in: its chunks meet no window.
@@ -185,3 +186,49 @@ def test_tokens_equal_numpy(texts):
     with pytest.raises(ValueError, match="out of range"):
         table = _code_points()
         _neardup.tokens(np.array([0x110000], dtype=np.uint32), table.kind, table.fold, table.script, _POWERS)
+
+
+def reference_shingle_keys(text: str, sizes: np.ndarray, limits: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """Each shingle's key combined one token at a time in Python integers."""
+    tokens = tokenize(text)
+    hashes, scripts, count = tokens.hashes.tolist(), tokens.scripts.tolist(), len(tokens)
+    keys, valid = np.zeros(count, dtype=np.uint64), np.zeros(count, dtype=bool)
+    for i in range(count):
+        k = int(sizes[scripts[i]])
+        if i + k <= (count if limits is None else int(limits[i])):
+            combined = hashes[i]
+            for step in range(1, k):
+                combined = (combined * int(_MIX) + hashes[i + step]) % (1 << 64)
+            keys[i], valid[i] = combined ^ k, True
+    return _fmix64(keys), valid
+
+
+def test_shingle_keys_and_texts_equal_python(texts):
+    sizes = ShingleSizes(default=2, han=4, thai=3).table()
+    checked = 0
+    for text in [*texts[:40], UNINDEXED, "", "one", "two words"]:
+        tokens = tokenize(text)
+        # Documents of five tokens each, as an index's batch cuts them.
+        limits = np.minimum((np.arange(len(tokens)) // 5 + 1) * 5, len(tokens))
+        for bound in (None, limits):
+            keys, valid = shingle_keys(tokens, sizes, bound)
+            expected_keys, expected_valid = reference_shingle_keys(text, sizes, bound)
+            assert np.array_equal(keys, expected_keys) and np.array_equal(valid, expected_valid)
+        at = np.flatnonzero(valid)
+        fold, starts, ends = folded(text), tokens.starts.tolist(), tokens.ends.tolist()
+        expected = [" ".join(fold[starts[j] : ends[j]] for j in range(i, i + int(sizes[tokens.scripts[i]]))) for i in at.tolist()]
+        assert shingle_strings(fold, tokens, sizes, at) == expected
+        checked += len(at)
+    assert checked > 1000
+    with pytest.raises(ValueError, match="has no shingle size"):
+        _neardup.shingle_keys(tokenize("abc").hashes, np.array([20], dtype=np.uint8), sizes, None)
+
+
+def test_among_equals_isin(index):
+    keys = np.asarray(index.store.keys[0]).astype(np.uint64)
+    rng = np.random.default_rng(3)
+    wanted = np.unique(rng.choice(keys, 300))
+    values = np.concatenate([keys[:5000], rng.integers(0, 1 << 63, 2000, dtype=np.uint64), np.zeros(3, dtype=np.uint64)])
+    for some in (wanted, wanted[:1], np.zeros(0, dtype=np.uint64), np.array([0], dtype=np.uint64)):
+        assert np.array_equal(_among(values, some), np.isin(values, some))
+        assert not len(_among(values[:0], some))

@@ -184,23 +184,11 @@ class NearDupParams(_Table):
 def shingle_keys(tokens: Tokens, sizes: np.ndarray, limits: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The 64-bit key of the shingle starting at each token, and whether one starts there (it
     needs k tokens before `limits`, the end of the token's document; default: the text's end).
-    Equal shingle texts have equal keys; unequal ones may collide, so a key only proposes."""
-    count = len(tokens)
-    keys = np.zeros(count, dtype=np.uint64)
-    valid = np.zeros(count, dtype=bool)
-    if not count:
-        return keys, valid
-    ends = np.full(count, count) if limits is None else limits
-    k = sizes[tokens.scripts]
-    index = np.arange(count)
-    for size in np.unique(k).tolist():
-        at = index[(k == size) & (index + size <= ends)]
-        combined = tokens.hashes[at].copy()
-        for step in range(1, size):
-            combined = combined * _MIX + tokens.hashes[at + step]
-        keys[at] = combined ^ np.uint64(size)
-        valid[at] = True
-    return _fmix64(keys), valid
+    Equal shingle texts have equal keys; unequal ones may collide, so a key only proposes.
+    Computed in one compiled pass (`audit._neardup.shingle_keys`)."""
+    bounds = None if limits is None else np.ascontiguousarray(limits, dtype=np.int64)
+    keys, valid = _neardup.shingle_keys(np.ascontiguousarray(tokens.hashes, dtype=np.uint64), np.ascontiguousarray(tokens.scripts, dtype=np.uint8), np.ascontiguousarray(sizes, dtype=np.int64), bounds)
+    return np.frombuffer(keys, dtype=np.uint64), np.frombuffer(valid, dtype=bool)
 
 
 def shingle_hashes(tokens: Tokens, sizes: np.ndarray, limits: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -221,9 +209,12 @@ def folded(text: str) -> str:
 def shingle_strings(fold: str, tokens: Tokens, sizes: np.ndarray, at: np.ndarray) -> list[str]:
     """The text of the shingles starting at tokens `at` of a text whose `folded` form is
     `fold`: its tokens, case-folded, one space between them.  What verification compares."""
-    starts, ends = tokens.starts.tolist(), tokens.ends.tolist()
-    k = sizes[tokens.scripts[at]].tolist()
-    return [" ".join(fold[starts[j] : ends[j]] for j in range(i, i + n)) for i, n in zip(at.tolist(), k, strict=True)]
+    k = sizes[tokens.scripts[at]]
+    # Only the tokens of the shingles asked for are read: a stretch of text has many more.
+    first = np.cumsum(k) - k
+    members = np.repeat(at - first, k) + np.arange(int(k.sum()))
+    starts, ends = tokens.starts[members].tolist(), tokens.ends[members].tolist()
+    return [" ".join([fold[starts[j] : ends[j]] for j in range(f, f + n)]) for f, n in zip(first.tolist(), k.tolist(), strict=True)]
 
 
 @dataclass(frozen=True)

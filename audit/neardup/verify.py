@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from audit import _neardup
 from audit.neardup.source import Texts
 from audit.neardup.tokens import Shingled, Tokens, folded, shingle_keys, shingle_strings, tokenize
 from audit.ranges import merged
@@ -138,8 +139,9 @@ def _shingle_regions(texts: list[str], sizes: np.ndarray, shingles: FieldShingle
     char_start = np.cumsum(lengths + 1) - (lengths + 1)
     joined = "\n".join(texts)
     tokens = tokenize(joined)
-    owner = np.searchsorted(char_start, tokens.starts, side="right") - 1
-    first = np.searchsorted(owner, np.arange(len(texts) + 1), "left")
+    # Stretches start on increasing characters: a stretch's first token is the first starting there.
+    first = np.append(np.searchsorted(tokens.starts, char_start, "left"), len(tokens))
+    owner = np.repeat(np.arange(len(texts)), np.diff(first))
     keys, valid = shingle_keys(tokens, sizes, first[1:][owner])
     fold = folded(joined)
     proposed = np.flatnonzero(valid & _among(keys, shingles.keys))
@@ -150,10 +152,8 @@ def _shingle_regions(texts: list[str], sizes: np.ndarray, shingles: FieldShingle
 
 
 def _among(values: np.ndarray, keys: np.ndarray) -> np.ndarray:
-    """Which of `values` are in the sorted, distinct `keys` (`np.isin`, by binary search)."""
-    if not len(keys):
-        return np.zeros(len(values), dtype=bool)
-    return keys[np.minimum(np.searchsorted(keys, values), len(keys) - 1)] == values
+    """Which of the uint64 `values` are among `keys` (`np.isin`, through a hash table in C)."""
+    return np.frombuffer(_neardup.among(np.ascontiguousarray(values, dtype=np.uint64), np.ascontiguousarray(keys, dtype=np.uint64)), dtype=bool)
 
 
 def verify(
@@ -225,7 +225,8 @@ def _best_span(shingled: _Regions, number: int, region: tuple[int, int, str], sh
     window = np.arange(lo + at, min(hi, lo + at + shingles.positions))
     # The span's other shingles are only counted, by key: a collision among them would change
     # the Jaccard's union by one, never which shingles match.
-    span_size = len(np.setdiff1d(shingled.keys[window][shingled.valid[window]], shingles.set_aside.keys))
+    span_keys = np.unique(shingled.keys[window][shingled.valid[window]])
+    span_size = len(span_keys) - int(_among(span_keys, shingles.set_aside.keys).sum())
     matched = window[inside[window - lo]]
     ends = shingled.tokens.ends[np.minimum(hi - 1, matched + sizes[shingled.tokens.scripts[matched]] - 1)]
     base = int(shingled.char_start[number])
