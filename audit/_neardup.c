@@ -353,6 +353,7 @@ done:
 #define SEPARATOR 0
 #define WORD 1
 #define CHARACTER 2
+#define UNSEEN 255
 #define CODE_POINTS 0x110000
 #define POWERS 64
 
@@ -376,13 +377,16 @@ typedef struct {
 
 /* Cut `t` into tokens (a run of word characters, or one unsegmented-script character) and hash
  * each: the sum of (folded code point + 1) x powers[position in token, at most 63], xor its
- * length times the mixing constant, through MurmurHash3's finaliser.  Returns the count. */
+ * length times the mixing constant, through MurmurHash3's finaliser.  Returns the count, or -1
+ * at a code point whose kind is not learned yet. */
 static Py_ssize_t cut_tokens(const Text *t, int64_t *starts, int64_t *ends, uint64_t *hashes, uint8_t *scripts)
 {
     const uint64_t mix = 0x9E3779B97F4A7C15ULL;
     Py_ssize_t count = 0, i = 0;
     while (i < t->n) {
         uint8_t kind = t->kind[t->points[i]];
+        if (kind == UNSEEN)
+            return -1;
         if (kind != WORD && kind != CHARACTER) {
             i++;
             continue;
@@ -411,8 +415,8 @@ static PyObject *copied(const void *data, Py_ssize_t size)
 }
 
 /* tokens(points, kind, fold, script, powers) -> (starts, ends, hashes, scripts) as bytes:
- * int64, int64, uint64 and uint8 per token.  Every code point must be below 0x110000 and its
- * kind already learned. */
+ * int64, int64, uint64 and uint8 per token; None when some code point's kind is not learned
+ * yet (the caller learns them and asks again).  Every code point must be below 0x110000. */
 static PyObject *tokens(PyObject *self, PyObject *args)
 {
     Py_buffer points, kind, fold, script, powers;
@@ -446,6 +450,10 @@ static PyObject *tokens(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     count = cut_tokens(&t, starts, ends, hashes, scripts);
     Py_END_ALLOW_THREADS
+    if (count < 0) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
     PyObject *parts[4] = {copied(starts, count * 8), copied(ends, count * 8), copied(hashes, count * 8), copied(scripts, count)};
     if (parts[0] && parts[1] && parts[2] && parts[3])
         result = PyTuple_Pack(4, parts[0], parts[1], parts[2], parts[3]);
@@ -583,7 +591,8 @@ static PyMethodDef methods[] = {
      "signature positions equal with one chunk and the first chunk with that many (int64 bytes)."},
     {"tokens", tokens, METH_VARARGS,
      "tokens(points, kind, fold, script, powers) -> (starts, ends, hashes, scripts): a text's "
-     "tokens and their hashes, as audit.neardup.tokens cuts them (bytes of int64, int64, uint64, uint8)."},
+     "tokens and their hashes, as audit.neardup.tokens cuts them (bytes of int64, int64, uint64, uint8); "
+     "None when a code point's kind is not learned yet."},
     {"shingle_keys", shingle_keys, METH_VARARGS,
      "shingle_keys(hashes, scripts, sizes, limits) -> (keys, valid): the key of the shingle starting "
      "at each token and whether one starts there (bytes of uint64 and bool)."},

@@ -183,9 +183,12 @@ def test_tokens_equal_numpy(texts):
             assert value.dtype == expected.dtype and np.array_equal(value, expected), (name, text[:40])
         cut += len(got)
     assert cut > 5_000
+    table = _code_points()
     with pytest.raises(ValueError, match="out of range"):
-        table = _code_points()
         _neardup.tokens(np.array([0x110000], dtype=np.uint32), table.kind, table.fold, table.script, _POWERS)
+    # A code point whose kind is not learned yet is the caller's to learn: no tokens are guessed.
+    unlearned = np.full_like(table.kind, 255)
+    assert _neardup.tokens(code_points("abc"), unlearned, table.fold, table.script, _POWERS) is None
 
 
 def reference_shingle_keys(text: str, sizes: np.ndarray, limits: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:

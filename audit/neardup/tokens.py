@@ -107,8 +107,11 @@ def tokenize_points(points: np.ndarray) -> Tokens:
     only separate; a token's hash weighs each folded character by its position."""
     table = _code_points()
     points = np.ascontiguousarray(points, dtype=np.uint32)
-    table.learn(points)
-    starts, ends, hashes, scripts = _neardup.tokens(points, table.kind, table.fold, table.script, _POWERS)
+    cut = _neardup.tokens(points, table.kind, table.fold, table.script, _POWERS)
+    if cut is None:  # a code point not met before: learned, then the text is cut again
+        table.learn(points)
+        cut = _neardup.tokens(points, table.kind, table.fold, table.script, _POWERS)
+    starts, ends, hashes, scripts = cut
     return Tokens(np.frombuffer(starts, dtype=np.int64), np.frombuffer(ends, dtype=np.int64), np.frombuffer(hashes, dtype=np.uint64), np.frombuffer(scripts, dtype=np.uint8))
 
 

@@ -96,11 +96,11 @@ def field_shingles(text: str, sizes: np.ndarray, exclude: SetAside, common: Call
     at = np.flatnonzero(valid)
     texts = shingle_strings(folded(text), tokens, sizes, at)
     ends = tokens.ends[np.minimum(at + sizes[tokens.scripts[at]] - 1, len(tokens) - 1)] if len(at) else at
-    surfaces: dict[str, str] = {}
-    key_of: dict[str, int] = {}
-    for string, key, start, end in zip(texts, keys[at].tolist(), tokens.starts[at].tolist(), ends.tolist(), strict=True):
-        key_of.setdefault(string, key)
-        surfaces.setdefault(string, text[start:end])
+    # Equal shingle texts have equal keys; the surface kept is the first occurrence's.
+    key_of = dict(zip(texts, keys[at].tolist(), strict=True))
+    first = dict(zip(reversed(texts), range(len(texts) - 1, -1, -1), strict=True))
+    starts, stops = tokens.starts[at].tolist(), ends.tolist()
+    surfaces = {string: text[starts[first[string]] : stops[first[string]]] for string in key_of}
     own = [string for string in key_of if string not in exclude.texts]
     frequent = common({s: surfaces[s] for s in own}) if common and own else set()
     rare = [string for string in own if string not in frequent]
