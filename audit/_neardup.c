@@ -17,7 +17,8 @@
  *
  * `tokens`, `shingle_keys`: a text's tokens and their hashes, cut in one pass over its code
  * points, and the key of the shingle starting at each token.  `among`: which shingle keys are
- * a field's, through a hash table of the field's keys.
+ * a field's, through a hash table of the field's keys.  `shingle_strings`: the shingles' texts
+ * that verification compares (a slice of the text when their tokens are one space apart).
  *
  * Arrays are passed as contiguous buffers (numpy arrays, memory maps); results come back as
  * bytearrays of little-endian int64 for numpy to view.  The GIL is released while counting.
@@ -582,6 +583,74 @@ done:
     return result;
 }
 
+/* The text of one shingle: tokens first..first+n-1 of `fold`, one space between them.  Tokens
+ * one space apart in the text are one slice of it; others are joined. */
+static PyObject *shingle_text(PyObject *fold, const int64_t *starts, const int64_t *ends, Py_ssize_t first, Py_ssize_t n)
+{
+    int contiguous = 1;
+    for (Py_ssize_t j = first; j + 1 < first + n && contiguous; j++)
+        contiguous = ends[j] + 1 == starts[j + 1] && PyUnicode_READ_CHAR(fold, ends[j]) == ' ';
+    if (contiguous)
+        return PyUnicode_Substring(fold, starts[first], ends[first + n - 1]);
+    PyObject *parts = PyList_New(n), *space = NULL, *joined = NULL;
+    if (!parts)
+        return NULL;
+    for (Py_ssize_t j = 0; j < n; j++) {
+        PyObject *part = PyUnicode_Substring(fold, starts[first + j], ends[first + j]);
+        if (!part)
+            goto done;
+        PyList_SET_ITEM(parts, j, part);
+    }
+    if ((space = PyUnicode_FromOrdinal(' ')))
+        joined = PyUnicode_Join(space, parts);
+done:
+    Py_XDECREF(space);
+    Py_DECREF(parts);
+    return joined;
+}
+
+/* shingle_strings(fold, starts, ends, at, sizes) -> list of str: the shingle of sizes[i] tokens
+ * starting at token at[i], as `audit.neardup.tokens.shingle_strings` writes it. */
+static PyObject *shingle_strings(PyObject *self, PyObject *args)
+{
+    PyObject *fold, *result = NULL;
+    Py_buffer starts, ends, at, sizes;
+    if (!PyArg_ParseTuple(args, "Uy*y*y*y*", &fold, &starts, &ends, &at, &sizes))
+        return NULL;
+    Py_ssize_t ntokens = starts.len / 8, nat = at.len / 8, length = PyUnicode_GET_LENGTH(fold);
+    const int64_t *s = starts.buf, *e = ends.buf, *first = at.buf, *k = sizes.buf;
+    if (starts.itemsize != 8 || ends.len != starts.len || at.itemsize != 8 || sizes.len != at.len || starts.len % 8 || at.len % 8) {
+        PyErr_SetString(PyExc_ValueError, "shingle_strings needs int64 token starts and ends, and an int64 size per shingle");
+        goto done;
+    }
+    for (Py_ssize_t t = 0; t < ntokens; t++)
+        if (s[t] < 0 || s[t] > e[t] || e[t] > length) {
+            PyErr_Format(PyExc_ValueError, "token %zd is not within the text", t);
+            goto done;
+        }
+    for (Py_ssize_t i = 0; i < nat; i++)
+        if (first[i] < 0 || k[i] < 1 || first[i] + k[i] > ntokens) {
+            PyErr_Format(PyExc_IndexError, "shingle %zd reaches past the tokens", i);
+            goto done;
+        }
+    if (!(result = PyList_New(nat)))
+        goto done;
+    for (Py_ssize_t i = 0; i < nat; i++) {
+        PyObject *text = shingle_text(fold, s, e, first[i], k[i]);
+        if (!text) {
+            Py_CLEAR(result);
+            goto done;
+        }
+        PyList_SET_ITEM(result, i, text);
+    }
+done:
+    PyBuffer_Release(&starts);
+    PyBuffer_Release(&ends);
+    PyBuffer_Release(&at);
+    PyBuffer_Release(&sizes);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"collisions", collisions, METH_VARARGS,
      "collisions(keys, owners, fences, query, bands, windows, chunks, step) -> (windows, counts): the windows "
@@ -597,6 +666,9 @@ static PyMethodDef methods[] = {
      "shingle_keys(hashes, scripts, sizes, limits) -> (keys, valid): the key of the shingle starting "
      "at each token and whether one starts there (bytes of uint64 and bool)."},
     {"among", among, METH_VARARGS, "among(values, keys) -> bytes of bool: which uint64 values are among the keys."},
+    {"shingle_strings", shingle_strings, METH_VARARGS,
+     "shingle_strings(fold, starts, ends, at, sizes) -> list of str: the shingles starting at tokens `at`, "
+     "their tokens one space apart."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -209,7 +209,8 @@ def reference_shingle_keys(text: str, sizes: np.ndarray, limits: np.ndarray | No
 def test_shingle_keys_and_texts_equal_python(texts):
     sizes = ShingleSizes(default=2, han=4, thai=3).table()
     checked = 0
-    for text in [*texts[:40], UNINDEXED, "", "one", "two words"]:
+    spacing = ["one", "two words", "a  b   c", "x\u00a0y z", "Ä, B. c", "end with space ", "日本 語の文", "tab\tand\nnewline words"]
+    for text in [*texts[:40], UNINDEXED, "", *spacing]:
         tokens = tokenize(text)
         # Documents of five tokens each, as an index's batch cuts them.
         limits = np.minimum((np.arange(len(tokens)) // 5 + 1) * 5, len(tokens))
@@ -223,6 +224,11 @@ def test_shingle_keys_and_texts_equal_python(texts):
         assert shingle_strings(fold, tokens, sizes, at) == expected
         checked += len(at)
     assert checked > 1000
+    tokens = tokenize("three little words")
+    with pytest.raises(IndexError, match="reaches past the tokens"):
+        shingle_strings("three little words", tokens, sizes, np.array([2]))
+    with pytest.raises(ValueError, match="is not within the text"):
+        shingle_strings("three", tokens, sizes, np.array([0]))
     with pytest.raises(ValueError, match="has no shingle size"):
         _neardup.shingle_keys(tokenize("abc").hashes, np.array([20], dtype=np.uint8), sizes, None)
 

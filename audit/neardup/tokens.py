@@ -211,13 +211,11 @@ def folded(text: str) -> str:
 
 def shingle_strings(fold: str, tokens: Tokens, sizes: np.ndarray, at: np.ndarray) -> list[str]:
     """The text of the shingles starting at tokens `at` of a text whose `folded` form is
-    `fold`: its tokens, case-folded, one space between them.  What verification compares."""
-    k = sizes[tokens.scripts[at]]
-    # Only the tokens of the shingles asked for are read: a stretch of text has many more.
-    first = np.cumsum(k) - k
-    members = np.repeat(at - first, k) + np.arange(int(k.sum()))
-    starts, ends = tokens.starts[members].tolist(), tokens.ends[members].tolist()
-    return [" ".join([fold[starts[j] : ends[j]] for j in range(f, f + n)]) for f, n in zip(first.tolist(), k.tolist(), strict=True)]
+    `fold`: its tokens, case-folded, one space between them.  What verification compares;
+    written in C (`audit._neardup.shingle_strings`)."""
+    at = np.ascontiguousarray(at, dtype=np.int64)
+    k = np.ascontiguousarray(sizes[tokens.scripts[at]], dtype=np.int64)
+    return _neardup.shingle_strings(fold, np.ascontiguousarray(tokens.starts, dtype=np.int64), np.ascontiguousarray(tokens.ends, dtype=np.int64), at, k)
 
 
 @dataclass(frozen=True)

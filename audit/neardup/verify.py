@@ -173,10 +173,10 @@ def verify(
     `reach` shingles; so those three lists are what searching every stretch gives.  Among
     equal spans of a document, the first searched is kept."""
     pad = query_bytes + query_bytes // 4 + 64
-    regions = []
-    for document in dict.fromkeys(rows["document"].tolist()):
-        ranges = [(int(r["offset"]) - pad, int(r["offset"]) + int(r["length"]) + pad) for r in rows[rows["document"] == document]]
-        regions += [_region(corpus, document, max(0, start), end) for start, end in merged(ranges)]
+    around: dict[int, list[tuple[int, int]]] = {}
+    for document, offset, length in zip(rows["document"].tolist(), rows["offset"].tolist(), rows["length"].tolist(), strict=True):
+        around.setdefault(document, []).append((offset - pad, offset + length + pad))
+    regions = [_region(corpus, document, max(0, start), end) for document, ranges in around.items() for start, end in merged(ranges)]
     shingled = _shingle_regions([text for _, _, text in regions], sizes, shingles)
     at = np.flatnonzero(shingled.ids >= 0)
     pairs = np.unique(shingled.owner[at].astype(np.int64) * (len(shingles.texts) + 1) + shingled.ids[at])
