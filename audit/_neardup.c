@@ -18,7 +18,8 @@
  * `tokens`, `shingle_keys`: a text's tokens and their hashes, cut in one pass over its code
  * points, and the key of the shingle starting at each token.  `among`: which shingle keys are
  * a field's, through a hash table of the field's keys.  `shingle_strings`: the shingles' texts
- * that verification compares (a slice of the text when their tokens are one space apart).
+ * that verification compares (a slice of the text when their tokens are one space apart), and
+ * `folded`, the case-folded text they are cut from.
  *
  * Arrays are passed as contiguous buffers (numpy arrays, memory maps); results come back as
  * bytearrays of little-endian int64 for numpy to view.  The GIL is released while counting.
@@ -583,6 +584,45 @@ done:
     return result;
 }
 
+/* folded(text, kind, fold) -> str, or None when some character's kind is not learned yet:
+ * every character replaced by its simple case fold (one code point for one, so token offsets
+ * stay valid). */
+static PyObject *folded(PyObject *self, PyObject *args)
+{
+    PyObject *text, *result = NULL;
+    Py_buffer kind, fold;
+    if (!PyArg_ParseTuple(args, "Uy*y*", &text, &kind, &fold))
+        return NULL;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    Py_UCS4 *out = NULL;
+    if (kind.len != CODE_POINTS || fold.len != CODE_POINTS * 4) {
+        PyErr_SetString(PyExc_ValueError, "folded needs the per-code-point kind and fold tables");
+        goto done;
+    }
+    if (!(out = malloc((size_t)(n ? n : 1) * sizeof(Py_UCS4)))) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    const uint8_t *kinds = kind.buf;
+    const uint32_t *folds = fold.buf;
+    int width = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_UCS4 c = PyUnicode_READ(width, data, i);
+        if (kinds[c] == UNSEEN) {
+            result = Py_NewRef(Py_None);
+            goto done;
+        }
+        out[i] = folds[c];
+    }
+    result = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, out, n);
+done:
+    free(out);
+    PyBuffer_Release(&kind);
+    PyBuffer_Release(&fold);
+    return result;
+}
+
 /* The text of one shingle: tokens first..first+n-1 of `fold`, one space between them.  Tokens
  * one space apart in the text are one slice of it; others are joined. */
 static PyObject *shingle_text(PyObject *fold, const int64_t *starts, const int64_t *ends, Py_ssize_t first, Py_ssize_t n)
@@ -666,6 +706,7 @@ static PyMethodDef methods[] = {
      "shingle_keys(hashes, scripts, sizes, limits) -> (keys, valid): the key of the shingle starting "
      "at each token and whether one starts there (bytes of uint64 and bool)."},
     {"among", among, METH_VARARGS, "among(values, keys) -> bytes of bool: which uint64 values are among the keys."},
+    {"folded", folded, METH_VARARGS, "folded(text, kind, fold) -> str: the text case-folded, or None when a character is not learned yet."},
     {"shingle_strings", shingle_strings, METH_VARARGS,
      "shingle_strings(fold, starts, ends, at, sizes) -> list of str: the shingles starting at tokens `at`, "
      "their tokens one space apart."},

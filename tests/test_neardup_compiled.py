@@ -181,6 +181,9 @@ def test_tokens_equal_numpy(texts):
         for name, expected in zip(("starts", "ends", "hashes", "scripts"), reference_tokens(text), strict=True):
             value = getattr(got, name)
             assert value.dtype == expected.dtype and np.array_equal(value, expected), (name, text[:40])
+        fold = folded(text)
+        assert fold == _code_points().fold[code_points(text)].astype("<u4").tobytes().decode("utf-32-le", "surrogatepass")
+        assert len(fold) == len(text)
         cut += len(got)
     assert cut > 5_000
     table = _code_points()
@@ -189,6 +192,7 @@ def test_tokens_equal_numpy(texts):
     # A code point whose kind is not learned yet is the caller's to learn: no tokens are guessed.
     unlearned = np.full_like(table.kind, 255)
     assert _neardup.tokens(code_points("abc"), unlearned, table.fold, table.script, _POWERS) is None
+    assert _neardup.folded("abc", unlearned, table.fold) is None
 
 
 def reference_shingle_keys(text: str, sizes: np.ndarray, limits: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:

@@ -203,10 +203,12 @@ def shingle_hashes(tokens: Tokens, sizes: np.ndarray, limits: np.ndarray | None 
 def folded(text: str) -> str:
     """The text with every code point case-folded as the tokens are (simple folding, so the
     text keeps its length and token offsets stay valid)."""
-    points = code_points(text)
     table = _code_points()
-    table.learn(points)
-    return table.fold[points].astype("<u4").tobytes().decode("utf-32-le", "surrogatepass")
+    fold = _neardup.folded(text, table.kind, table.fold)
+    if fold is None:  # a character not met before: learned, then folded again
+        table.learn(code_points(text))
+        fold = _neardup.folded(text, table.kind, table.fold)
+    return fold
 
 
 def shingle_strings(fold: str, tokens: Tokens, sizes: np.ndarray, at: np.ndarray) -> list[str]:
