@@ -186,6 +186,9 @@ def test_tokens_equal_numpy(texts):
         assert len(fold) == len(text)
         cut += len(got)
     assert cut > 5_000
+    # Characters met for the first time (Deseret capitals, which fold to its small letters).
+    deseret = "\U00010400\U00010401 \U00010402"
+    assert folded(deseret) == "\U00010428\U00010429 \U0001042a" and len(tokenize(deseret)) == 2
     table = _code_points()
     with pytest.raises(ValueError, match="out of range"):
         _neardup.tokens(np.array([0x110000], dtype=np.uint32), table.kind, table.fold, table.script, _POWERS)
