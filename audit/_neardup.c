@@ -19,7 +19,8 @@
  * points, and the key of the shingle starting at each token.  `among`: which shingle keys are
  * a field's, through a hash table of the field's keys.  `shingle_strings`: the shingles' texts
  * that verification compares (a slice of the text when their tokens are one space apart), and
- * `folded`, the case-folded text they are cut from.
+ * `folded`, the case-folded text they are cut from.  `sliding_min`: a field's chunk
+ * signatures, the minimum of every window of permuted shingle hashes.
  *
  * Arrays are passed as contiguous buffers (numpy arrays, memory maps); results come back as
  * bytearrays of little-endian int64 for numpy to view.  The GIL is released while counting.
@@ -691,6 +692,61 @@ done:
     return result;
 }
 
+/* sliding_min(values, rows, perm, width) -> bytes of uint32, (rows - width + 1) x perm: per
+ * column, the minimum of every `width` consecutive rows.  Each block of `width` rows is scanned
+ * once forwards and once backwards (van Herk / Gil-Werman), so the cost does not grow with the
+ * width: the minimum over rows s..s+width-1 is min(suffix of s's block, prefix of the next). */
+static PyObject *sliding_min(PyObject *self, PyObject *args)
+{
+    Py_buffer values;
+    Py_ssize_t rows, perm, width;
+    if (!PyArg_ParseTuple(args, "y*nnn", &values, &rows, &perm, &width))
+        return NULL;
+    PyObject *result = NULL;
+    uint32_t *ahead = NULL, *behind = NULL;
+    if (rows < 1 || perm < 1 || width < 1 || width > rows || values.itemsize != 4 || values.len != rows * perm * 4) {
+        PyErr_SetString(PyExc_ValueError, "sliding_min needs rows x perm uint32 values and a width of 1 to rows");
+        goto done;
+    }
+    ahead = malloc((size_t)rows * perm * 4);  /* running minimum from each block's start */
+    behind = malloc((size_t)rows * perm * 4); /* running minimum to each block's end */
+    if (!ahead || !behind) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t out_rows = rows - width + 1;
+    if (!(result = PyByteArray_FromStringAndSize(NULL, out_rows * perm * 4)))
+        goto done;
+    uint32_t *out = (uint32_t *)PyByteArray_AS_STRING(result);
+    const uint32_t *v = values.buf;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t r = 0; r < rows; r++)
+        for (Py_ssize_t p = 0; p < perm; p++) {
+            uint32_t x = v[r * perm + p];
+            ahead[r * perm + p] = r % width && ahead[(r - 1) * perm + p] < x ? ahead[(r - 1) * perm + p] : x;
+        }
+    for (Py_ssize_t r = rows - 1; r >= 0; r--)
+        for (Py_ssize_t p = 0; p < perm; p++) {
+            uint32_t x = v[r * perm + p];
+            int last = (r + 1) % width == 0 || r == rows - 1;
+            behind[r * perm + p] = !last && behind[(r + 1) * perm + p] < x ? behind[(r + 1) * perm + p] : x;
+        }
+    for (Py_ssize_t s = 0; s < out_rows; s++) {
+        Py_ssize_t e = s + width - 1;
+        for (Py_ssize_t p = 0; p < perm; p++) {
+            uint32_t a = behind[s * perm + p], b = ahead[e * perm + p];
+            /* rows s..e span at most two blocks: s's suffix and e's prefix (one block when aligned) */
+            out[s * perm + p] = s % width == 0 ? a : (a < b ? a : b);
+        }
+    }
+    Py_END_ALLOW_THREADS
+done:
+    free(ahead);
+    free(behind);
+    PyBuffer_Release(&values);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"collisions", collisions, METH_VARARGS,
      "collisions(keys, owners, fences, query, bands, windows, chunks, step) -> (windows, counts): the windows "
@@ -706,6 +762,8 @@ static PyMethodDef methods[] = {
      "shingle_keys(hashes, scripts, sizes, limits) -> (keys, valid): the key of the shingle starting "
      "at each token and whether one starts there (bytes of uint64 and bool)."},
     {"among", among, METH_VARARGS, "among(values, keys) -> bytes of bool: which uint64 values are among the keys."},
+    {"sliding_min", sliding_min, METH_VARARGS,
+     "sliding_min(values, rows, perm, width) -> bytes of uint32: per column, the minimum of every `width` consecutive rows."},
     {"folded", folded, METH_VARARGS, "folded(text, kind, fold) -> str: the text case-folded, or None when a character is not learned yet."},
     {"shingle_strings", shingle_strings, METH_VARARGS,
      "shingle_strings(fold, starts, ends, at, sizes) -> list of str: the shingles starting at tokens `at`, "

@@ -248,3 +248,21 @@ def test_among_equals_isin(index):
     for some in (wanted, wanted[:1], np.zeros(0, dtype=np.uint64), np.array([0], dtype=np.uint64)):
         assert np.array_equal(_among(values, some), np.isin(values, some))
         assert not len(_among(values[:0], some))
+
+
+def test_chunk_minima_equal_numpy(index, texts):
+    """A field's chunks: the minimum of every window of permuted hashes, as numpy slides it."""
+    width = index.params.window
+    for text in [*texts[:30], "a b c d e", " ".join(["word"] * width), " ".join(f"w{n}" for n in range(width + 1))]:
+        shingled = index.shingle(text)
+        values = index.family.permuted(shingled.hashes, shingled.valid)
+        chunks, _ = index.family.chunks(shingled.hashes, shingled.valid)
+        expected = values.min(axis=0, keepdims=True) if len(values) <= width else np.lib.stride_tricks.sliding_window_view(values, width, axis=0).min(axis=-1)
+        assert np.array_equal(chunks, expected)
+    rng = np.random.default_rng(5)
+    for rows, perm, span in ((1, 1, 1), (7, 3, 7), (50, 4, 3), (64, 2, 16), (65, 5, 16), (100, 32, 1)):
+        values = rng.integers(0, 1 << 32, (rows, perm), dtype=np.uint32)
+        found = np.frombuffer(_neardup.sliding_min(values, rows, perm, span), dtype=np.uint32).reshape(rows - span + 1, perm)
+        assert np.array_equal(found, np.lib.stride_tricks.sliding_window_view(values, span, axis=0).min(axis=-1))
+    with pytest.raises(ValueError, match="sliding_min needs"):
+        _neardup.sliding_min(np.zeros((3, 2), dtype=np.uint32), 3, 2, 4)
