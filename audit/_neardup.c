@@ -1,14 +1,14 @@
 /*
- * The near-duplicate query's two counting steps, in C because a field asks them once each
- * and in numpy they cost a Python call per band and a dense comparison matrix.
+ * The near-duplicate query path, in C because every field of a benchmark runs it and in numpy
+ * each step cost a Python call per band, per shingle size or per token, or a dense matrix.
  *
  * `collisions`: the LSH candidates of a field.  An index keeps, per band, every window's key
  * sorted (`bands.npy`) with the window each sorted key belongs to (`band_windows.npy`); the
  * field's chunks have one key per band.  For every band at once, each distinct chunk key is
- * searched in that band's sorted keys (first in every 64th of them, kept in memory, then in one
- * block of the map: a few cache misses where a plain binary search takes one a step), the windows of every match are gathered, and the
- * result is each window once, ascending, with the number of bands it matched in (what
- * `np.unique(..., return_counts=True)` gives over the gathered windows).
+ * searched in that band's sorted keys (first among every 64th key, kept in memory, then in one
+ * block of the map: a few cache misses where a plain binary search takes one a step), the
+ * windows of every match are gathered, and the result is each window once, ascending, with the
+ * number of bands it matched in (what `np.unique(..., return_counts=True)` gives).
  *
  * `agreement`: per candidate window, the most signature positions it shares with any one
  * chunk of the field, and the first chunk that shares that many.  Counted chunk by chunk, so
@@ -22,8 +22,9 @@
  * `folded`, the case-folded text they are cut from.  `sliding_min`: a field's chunk
  * signatures, the minimum of every window of permuted shingle hashes.
  *
- * Arrays are passed as contiguous buffers (numpy arrays, memory maps); results come back as
- * bytearrays of little-endian int64 for numpy to view.  The GIL is released while counting.
+ * Arrays are passed as contiguous buffers (numpy arrays, memory maps) and checked against the
+ * shapes given; results come back as bytearrays for numpy to view.  The GIL is released around
+ * the loops that do not touch Python objects.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
