@@ -11,9 +11,10 @@
  * number of bands it matched in (what `np.unique(..., return_counts=True)` gives).
  *
  * `agreement`: per candidate window, the most signature positions it shares with any one
- * chunk of the field, and the first chunk that shares that many.  Counted chunk by chunk, so
- * no candidates x chunks x positions matrix is ever built; a run of identical consecutive
- * chunks (sliding minima repeat) is compared once.
+ * chunk of the field, and the first chunk that shares that many.  Counted only where they
+ * agree, so no candidates x chunks x positions matrix is ever built: each signature position's
+ * values are listed once per run of chunks holding them (sliding minima repeat), a candidate's
+ * values pick out the runs that agree with it, and a sweep over the chunks adds those up.
  *
  * `tokens`, `shingle_keys`: a text's tokens and their hashes, cut in one pass over its code
  * points, and the key of the shingle starting at each token.  `among`: which shingle keys are
@@ -282,25 +283,105 @@ static PyObject *collisions(PyObject *self, PyObject *args)
     return result;
 }
 
-/* For candidate row `row`, the most positions equal with a kept chunk, and the first such
- * chunk (0 when there are no chunks).  `kept` lists the chunks that differ from the one
- * before them; a dropped chunk equals a kept one earlier, so the first maximum is unchanged. */
-static inline void best_chunk(const uint32_t *row, const uint32_t *chunks, const Py_ssize_t *kept,
-                              Py_ssize_t nkept, Py_ssize_t perm, int64_t *count, int64_t *pick)
+/* A field's chunk signatures by position: for each signature position, the runs of
+ * consecutive chunks holding one value there, sorted by value (then by first chunk).  A
+ * window's value at a position names the runs that agree with it there, so its agreement with
+ * every chunk is counted from those runs alone. */
+typedef struct {
+    uint64_t *order;     /* per run: value << 32 | run number, sorted within each position */
+    int32_t *first;      /* per run: first chunk */
+    int32_t *end;        /* per run: one past its last chunk */
+    Py_ssize_t *offset;  /* perm + 1: where each position's runs start in `order` */
+} Runs;
+
+static void runs_free(Runs *r)
 {
-    int64_t best = -1, first = 0;
-    for (Py_ssize_t k = 0; k < nkept && best < perm; k++) {
-        const uint32_t *chunk = chunks + kept[k] * perm;
-        int64_t equal = 0;
-        for (Py_ssize_t p = 0; p < perm; p++)
-            equal += row[p] == chunk[p];
-        if (equal > best) {
-            best = equal;
-            first = kept[k];
+    free(r->order);
+    free(r->first);
+    free(r->end);
+    free(r->offset);
+}
+
+/* `r` holds room for nchunks x perm runs, `spare` for nchunks values. */
+static void runs_of(const uint32_t *chunks, Py_ssize_t nchunks, Py_ssize_t perm, Runs *r, uint64_t *spare)
+{
+    Py_ssize_t total = 0;
+    r->offset[0] = 0;
+    for (Py_ssize_t p = 0; p < perm; p++) {
+        Py_ssize_t from = total;
+        for (Py_ssize_t c = 0; c < nchunks; c++) {
+            uint32_t v = chunks[c * perm + p];
+            if (c && chunks[(c - 1) * perm + p] == v) {
+                r->end[total - 1] = (int32_t)(c + 1);
+                continue;
+            }
+            r->first[total] = (int32_t)c;
+            r->end[total] = (int32_t)(c + 1);
+            /* run numbers of a position fit 32 bits: a field has fewer than 2^31 chunks */
+            r->order[total] = (uint64_t)v << 32 | (uint64_t)(total - from);
+            total++;
+        }
+        uint64_t *sorted = radix_sort(r->order + from, spare, total - from);
+        if (sorted != r->order + from)
+            memcpy(r->order + from, sorted, (size_t)(total - from) * sizeof(uint64_t));
+        r->offset[p + 1] = total;
+    }
+}
+
+/* One agreement event: a run of agreeing chunks starts (odd) or ends (even) at a chunk. */
+static inline uint64_t event(Py_ssize_t chunk, int starts) { return (uint64_t)chunk << 1 | (uint64_t)starts; }
+
+/* For candidate signature `row`: the most positions equal with one chunk, and the first chunk
+ * with that many (0 and chunk 0 when none agrees anywhere, as argmax over zeros gives).  The
+ * agreeing runs become start and end events; sweeping them in chunk order counts, at each
+ * chunk, how many positions agree.  `events` and `spare` hold 2 x perm x (most runs of one
+ * value at one position) entries. */
+static void best_chunk(const uint32_t *row, const Runs *r, Py_ssize_t perm, uint64_t *events, uint64_t *spare,
+                       int64_t *count, int64_t *pick)
+{
+    Py_ssize_t n = 0;
+    for (Py_ssize_t p = 0; p < perm; p++) {
+        uint64_t want = (uint64_t)row[p] << 32;
+        Py_ssize_t lo = r->offset[p], hi = r->offset[p + 1], from = lo;
+        while (lo < hi) {
+            Py_ssize_t mid = lo + (hi - lo) / 2;
+            if (r->order[mid] < want)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        for (; lo < r->offset[p + 1] && r->order[lo] >> 32 == row[p]; lo++) {
+            Py_ssize_t run = from + (Py_ssize_t)(r->order[lo] & 0xFFFFFFFFu);
+            events[n++] = event(r->first[run], 1);
+            events[n++] = event(r->end[run], 0);
         }
     }
-    *count = best < 0 ? 0 : best;
+    /* At one chunk, ends sort before starts: the running count never overstates a chunk. */
+    uint64_t *sorted = radix_sort(events, spare, n);
+    int64_t agreeing = 0, best = 0, first = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        agreeing += sorted[i] & 1 ? 1 : -1;
+        if (agreeing > best) {
+            best = agreeing;
+            first = (int64_t)(sorted[i] >> 1);
+        }
+    }
+    *count = best;
     *pick = first;
+}
+
+/* The most runs one value has at one position, over all positions: what one position can add
+ * to a candidate's events. */
+static Py_ssize_t widest_value(const Runs *r, Py_ssize_t perm)
+{
+    Py_ssize_t widest = 1;
+    for (Py_ssize_t p = 0; p < perm; p++)
+        for (Py_ssize_t i = r->offset[p], same = 0; i < r->offset[p + 1]; i++) {
+            same = i > r->offset[p] && r->order[i] >> 32 == r->order[i - 1] >> 32 ? same + 1 : 1;
+            if (same > widest)
+                widest = same;
+        }
+    return widest;
 }
 
 /* agreement(signatures, candidates, chunks, perm) -> (counts, picks) as int64 bytes. */
@@ -311,7 +392,8 @@ static PyObject *agreement(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "y*y*y*n", &sigs, &cands, &chunks, &perm))
         return NULL;
     PyObject *counts = NULL, *picks = NULL, *result = NULL;
-    Py_ssize_t *kept = NULL;
+    Runs r = {NULL, NULL, NULL, NULL};
+    uint64_t *spare = NULL, *events = NULL;
     int64_t *c = NULL, *p = NULL;
     Py_ssize_t rows = perm > 0 ? sigs.len / (perm * 4) : 0;
     Py_ssize_t ncand = cands.len / 8, nchunks = perm > 0 ? chunks.len / (perm * 4) : 0;
@@ -321,32 +403,51 @@ static PyObject *agreement(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "agreement needs uint32 signatures and chunks of `perm` columns and int64 candidates");
         goto done;
     }
+    if (nchunks >= INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "agreement takes fewer than 2^31 chunks");
+        goto done;
+    }
     for (Py_ssize_t i = 0; i < ncand; i++)
         if (wanted[i] < 0 || wanted[i] >= rows) {
             PyErr_Format(PyExc_IndexError, "candidate %lld is not a window (%zd windows)", (long long)wanted[i], rows);
             goto done;
         }
-    kept = malloc((size_t)(nchunks ? nchunks : 1) * sizeof(Py_ssize_t));
-    if (!kept) {
+    size_t most = (size_t)(nchunks ? nchunks : 1) * (size_t)perm;
+    r.order = malloc(most * sizeof(uint64_t));
+    r.first = malloc(most * sizeof(int32_t));
+    r.end = malloc(most * sizeof(int32_t));
+    r.offset = malloc((size_t)(perm + 1) * sizeof(Py_ssize_t));
+    spare = malloc((size_t)(nchunks ? nchunks : 1) * sizeof(uint64_t));
+    if (!r.order || !r.first || !r.end || !r.offset || !spare) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    size_t room;
+    Py_BEGIN_ALLOW_THREADS
+    runs_of(chunks.buf, nchunks, perm, &r, spare);
+    room = 2 * (size_t)perm * (size_t)widest_value(&r, perm);
+    Py_END_ALLOW_THREADS
+    free(spare);
+    spare = malloc(room * sizeof(uint64_t));
+    events = malloc(room * sizeof(uint64_t));
+    if (!spare || !events) {
         PyErr_NoMemory();
         goto done;
     }
     if (!(counts = int64_bytes(ncand, &c)) || !(picks = int64_bytes(ncand, &p)))
         goto done;
-    const uint32_t *table = sigs.buf, *query = chunks.buf;
+    const uint32_t *table = sigs.buf;
     Py_BEGIN_ALLOW_THREADS
-    Py_ssize_t nkept = 0;
-    for (Py_ssize_t k = 0; k < nchunks; k++)
-        if (!k || memcmp(query + k * perm, query + (k - 1) * perm, (size_t)perm * 4))
-            kept[nkept++] = k;
     for (Py_ssize_t i = 0; i < ncand; i++)
-        best_chunk(table + wanted[i] * perm, query, kept, nkept, perm, c + i, p + i);
+        best_chunk(table + wanted[i] * perm, &r, perm, events, spare, c + i, p + i);
     Py_END_ALLOW_THREADS
     result = PyTuple_Pack(2, counts, picks);
 done:
     Py_XDECREF(counts);
     Py_XDECREF(picks);
-    free(kept);
+    runs_free(&r);
+    free(spare);
+    free(events);
     PyBuffer_Release(&sigs);
     PyBuffer_Release(&cands);
     PyBuffer_Release(&chunks);

@@ -141,6 +141,17 @@ def test_estimates_of_odd_shapes(index):
     for rows, size in ((one, sizes[:1]), (chunks[::-1], sizes[::-1]), (np.repeat(chunks[:2], 3, axis=0), np.repeat(sizes[:2], 3))):
         got, expected = index.estimate(every, rows, size), reference_estimate(index, every, rows, size)
         assert all(a.tobytes() == b.tobytes() for a, b in zip(got, expected, strict=True))
+    # Chunks made of two neighbouring windows' signatures, cut at every position in turn, with
+    # each run of them repeated: partial agreements, ties between chunks and repeated values.
+    signatures = np.asarray(index.signatures[:80])
+    perm = index.params.num_perm
+    mixed = np.array([np.where(np.arange(perm) < k % perm, signatures[k], signatures[k + 1]) for k in range(60)], dtype=np.uint32)
+    mixed = np.repeat(mixed, [1 + k % 3 for k in range(60)], axis=0)
+    mixed_sizes = np.arange(len(mixed)) % 40
+    near = np.arange(80, dtype=np.int64)
+    got, expected = index.estimate(near, mixed, mixed_sizes), reference_estimate(index, near, mixed, mixed_sizes)
+    assert all(a.tobytes() == b.tobytes() for a, b in zip(got, expected, strict=True))
+    assert len(set(got[0].tolist())) > 10
     # A window compared with its own signature agrees everywhere.
     row = np.asarray(index.signatures[7:8])
     assert index.estimate(np.array([7]), row, np.array([32]))[0].tolist() == [1.0]
