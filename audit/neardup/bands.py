@@ -3,9 +3,10 @@
 `BandStore` is what a query needs: the windows sharing a band key with some chunk of the
 field.  `MappedBands` answers from the index's own files (each band's keys sorted, with the
 window each belongs to, so a lookup is a binary search in a memory map and opening costs
-nothing; `audit._neardup` searches every band in one compiled pass); `audit.neardup.redis_bands.RedisBands` answers from a copy of the same bands in
-Redis, shared between processes and machines.  Both are given the same keys and give the same
-windows, so which one answered never shows in a result.
+nothing; `audit._neardup` searches every band in one compiled pass);
+`audit.neardup.redis_bands.RedisBands` answers from a copy of the same bands in Redis, shared
+between processes and machines.  Both are given the same keys and give the same windows, so
+which one answered never shows in a result.
 """
 from __future__ import annotations
 

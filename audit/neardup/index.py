@@ -165,7 +165,7 @@ class NearDuplicateIndex(Generic[C]):
     def estimate(self, candidates: np.ndarray, chunks: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Per candidate window, the estimated Jaccard with its most similar chunk (the first
         of equals), and the containment of that chunk in it that the estimate implies.  The
-        equal positions are counted in C (`audit._neardup.agreement`), candidate by candidate."""
+        equal positions are counted in C (`audit._neardup.agreement`), only where they agree."""
         candidates = np.ascontiguousarray(candidates, dtype=np.int64)
         if not len(chunks):
             return np.zeros(len(candidates)), np.zeros(len(candidates))

@@ -110,6 +110,7 @@ class RedisBands:
         return np.array(found, dtype=np.int64)
 
     def collisions(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The `members`, counted once each."""
         windows, counts = np.unique(self.members(keys), return_counts=True)
         return windows, counts.astype(np.int64)
 
