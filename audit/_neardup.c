@@ -708,17 +708,17 @@ static PyObject *folded(PyObject *self, PyObject *args)
     }
     const uint8_t *kinds = kind.buf;
     const uint32_t *folds = fold.buf;
-    int width = PyUnicode_KIND(text);
+    int width = PyUnicode_KIND(text), learned = 1;
     const void *data = PyUnicode_DATA(text);
-    for (Py_ssize_t i = 0; i < n; i++) {
+    /* The string is immutable and referenced by the arguments: read without the GIL. */
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n && learned; i++) {
         Py_UCS4 c = PyUnicode_READ(width, data, i);
-        if (kinds[c] == UNSEEN) {
-            result = Py_NewRef(Py_None);
-            goto done;
-        }
+        learned = kinds[c] != UNSEEN;
         out[i] = folds[c];
     }
-    result = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, out, n);
+    Py_END_ALLOW_THREADS
+    result = learned ? PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, out, n) : Py_NewRef(Py_None);
 done:
     free(out);
     PyBuffer_Release(&kind);
