@@ -1,4 +1,9 @@
-"""Only here to declare the C extension; everything else lives in pyproject.toml."""
+"""Only here to declare the C extensions; everything else lives in pyproject.toml."""
 from setuptools import Extension, setup
 
-setup(ext_modules=[Extension("audit._suffix", sources=["audit/_suffix.c"], extra_compile_args=["-O3"])])
+setup(
+    ext_modules=[
+        Extension("audit._suffix", sources=["audit/_suffix.c"], extra_compile_args=["-O3"]),
+        Extension("audit._neardup", sources=["audit/_neardup.c"], extra_compile_args=["-O3"]),
+    ]
+)

@@ -3,9 +3,10 @@
 `BandStore` is what a query needs: the windows sharing a band key with some chunk of the
 field.  `MappedBands` answers from the index's own files (each band's keys sorted, with the
 window each belongs to, so a lookup is a binary search in a memory map and opening costs
-nothing); `audit.neardup.redis_bands.RedisBands` answers from a copy of the same bands in
-Redis, shared between processes and machines.  Both are given the same keys and give the same
-windows, so which one answered never shows in a result.
+nothing; `audit._neardup` searches every band in one compiled pass);
+`audit.neardup.redis_bands.RedisBands` answers from a copy of the same bands in Redis, shared
+between processes and machines.  Both are given the same keys and give the same windows, so
+which one answered never shows in a result.
 """
 from __future__ import annotations
 
@@ -14,8 +15,12 @@ from typing import Protocol
 
 import numpy as np
 
+from audit import _neardup
 from audit.neardup.store import damaged, map_array
 from audit.neardup.tokens import NearDupParams
+
+# Every FENCE-th key of a band is kept in memory to narrow each search to one block of the map.
+FENCE = 64
 
 
 class BandStore(Protocol):
@@ -24,6 +29,10 @@ class BandStore(Protocol):
     def members(self, keys: np.ndarray) -> np.ndarray:
         """Every window whose key in some band equals a chunk's key in that band (`keys`:
         chunks x bands), once per band it matches in (a window has one key per band)."""
+        ...
+
+    def collisions(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The `members` once each, ascending (int64), and how many times each was listed."""
         ...
 
 
@@ -48,6 +57,7 @@ class MappedBands:
         for name, array in (("bands.npy", self.keys), ("band_windows.npy", self.windows)):
             if array.shape != (params.bands, windows):
                 raise damaged(folder / name, f"does not hold the ({params.bands}, {windows}) array the manifest implies", directory)
+        self._fences: np.ndarray | None = None
 
     def runs(self, band: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """One band's distinct keys, and where each key's windows start and end in `windows[band]`."""
@@ -57,21 +67,19 @@ class MappedBands:
         starts = np.flatnonzero(np.concatenate(([True], column[1:] != column[:-1])))
         return column[starts], starts, np.append(starts[1:], len(column))
 
+    def collisions(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Every band searched in one compiled pass (`audit._neardup.collisions`), through
+        every `FENCE`-th key of each band, copied on the first query (1/64 of the bands' size)."""
+        query = np.ascontiguousarray(keys, dtype=self.keys.dtype)
+        bands, count = self.keys.shape
+        if query.ndim != 2 or query.shape[1] != bands:
+            raise ValueError(f"band keys must be chunks x {bands}, not {query.shape}")
+        if self._fences is None:
+            self._fences = np.ascontiguousarray(self.keys[:, ::FENCE])
+        windows, counts = _neardup.collisions(self.keys, self.windows, self._fences, query, bands, count, len(query), FENCE)
+        return np.frombuffer(windows, dtype=np.int64), np.frombuffer(counts, dtype=np.int64)
+
     def members(self, keys: np.ndarray) -> np.ndarray:
-        """Binary searches in each band's sorted keys, then one gather."""
-        count = self.keys.shape[1]
-        low, high, rows = [], [], []
-        for band, wanted in enumerate(distinct_per_band(keys)):
-            column = self.keys[band]
-            lo, hi = np.searchsorted(column, wanted, "left"), np.searchsorted(column, wanted, "right")
-            hit = hi > lo
-            low.append(lo[hit])
-            high.append(hi[hit])
-            rows.append(np.full(int(hit.sum()), band * count, dtype=np.int64))
-        lo, hi, base = np.concatenate(low), np.concatenate(high), np.concatenate(rows)
-        lengths = hi - lo
-        total = int(lengths.sum())
-        if not total:
-            return np.zeros(0, dtype=np.int64)
-        starts = np.repeat(base + lo - (np.cumsum(lengths) - lengths), lengths)
-        return self.windows.reshape(-1)[starts + np.arange(total)].astype(np.int64)
+        """Each colliding window repeated once per band it matches in."""
+        windows, counts = self.collisions(keys)
+        return np.repeat(windows, counts)

@@ -8,6 +8,7 @@ from types import ModuleType
 
 import numpy as np
 
+from audit import _neardup
 from audit.neardup.store import NearDupError
 from audit.neardup.tokens import _MIX, _U32, NearDupParams, _fmix32, _fmix64
 
@@ -79,8 +80,8 @@ class Family:
 
     def chunks(self, hashes: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """A query's chunks: the whole text if it fits a window, else `window` positions from
-        every position, so one lines up with any indexed window.  Returns the signatures and
-        each chunk's number of shingles."""
+        every position, so one lines up with any indexed window (their minima taken in C,
+        `audit._neardup.sliding_min`).  Returns the signatures and each chunk's number of shingles."""
         count, width = len(hashes), self.params.window
         starts = np.arange(max(1, count - width + 1))
         ends = np.minimum(starts + width, count)
@@ -91,7 +92,9 @@ class Family:
         values = self.permuted(hashes, valid)
         if count <= width:
             return values.min(axis=0, keepdims=True), sizes
-        return np.lib.stride_tricks.sliding_window_view(values, width, axis=0).min(axis=-1), sizes
+        rows, perm = values.shape
+        found = _neardup.sliding_min(np.ascontiguousarray(values, dtype=np.uint32), rows, perm, width)
+        return np.frombuffer(found, dtype=np.uint32).reshape(rows - width + 1, perm), sizes
 
 
 def _version(package: str) -> str:

@@ -10,6 +10,7 @@ from typing import Generic, TypeVar
 
 import numpy as np
 
+from audit import _neardup
 from audit.index.format import read_manifest
 from audit.neardup.bands import BandStore, MappedBands
 from audit.neardup.family import Family, band_keys
@@ -159,23 +160,19 @@ class NearDuplicateIndex(Generic[C]):
     def lsh_collisions(self, chunks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The LSH candidates, sorted, and in how many bands each met some chunk: a free first
         ranking, so that only the likeliest candidates are compared signature by signature."""
-        found = self.store.members(band_keys(chunks, self.params))
-        windows, counts = np.unique(found.astype(np.int64), return_counts=True)
-        return windows, counts
+        return self.store.collisions(band_keys(chunks, self.params))
 
     def estimate(self, candidates: np.ndarray, chunks: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Per candidate window, the estimated Jaccard with its most similar chunk, and the
-        containment of that chunk in it that the estimate implies."""
-        best = np.zeros(len(candidates))
-        query_size = np.ones(len(candidates))
-        chunk_sizes = np.maximum(sizes, 1).astype(float)
-        step = max(1, (1 << 22) // max(1, chunks.size))
-        for at in range(0, len(candidates), step):
-            rows = np.asarray(self.signatures[candidates[at : at + step]])
-            agreement = (rows[:, None, :] == chunks[None, :, :]).sum(axis=2) / self.params.num_perm
-            pick = agreement.argmax(axis=1)
-            best[at : at + step] = agreement[np.arange(len(pick)), pick]
-            query_size[at : at + step] = chunk_sizes[pick]
+        """Per candidate window, the estimated Jaccard with its most similar chunk (the first
+        of equals), and the containment of that chunk in it that the estimate implies.  The
+        equal positions are counted in C (`audit._neardup.agreement`), only where they agree."""
+        candidates = np.ascontiguousarray(candidates, dtype=np.int64)
+        if not len(chunks):
+            return np.zeros(len(candidates)), np.zeros(len(candidates))
+        rows = np.ascontiguousarray(chunks, dtype=np.uint32)
+        equal, pick = (np.frombuffer(part, dtype=np.int64) for part in _neardup.agreement(self.signatures, candidates, rows, self.params.num_perm))
+        best = equal / self.params.num_perm
+        query_size = np.maximum(sizes, 1).astype(float)[pick]
         window_size = self.windows["shingles"][candidates].astype(float)
         containment = np.clip(best * (query_size + window_size) / ((1 + best) * query_size), 0, 1)
         return best, containment
@@ -250,7 +247,8 @@ class NearDuplicateIndex(Generic[C]):
         pick[:candidates] = True
         if allowed is not None:
             documents = self.windows["document"][found[ranked]].tolist()
-            pick[[at for at, document in enumerate(documents) if allowed(int(document))][:candidates]] = True
+            counts = {document: allowed(document) for document in dict.fromkeys(documents)}
+            pick[[at for at, document in enumerate(documents) if counts[document]][:candidates]] = True
         return ranked[pick]
 
 

@@ -28,8 +28,9 @@ class CommonShingles:
         self.limit = max(at_least, per_million_bytes * (corpus.info.bytes or 0) / 1e6)
         self._counts: dict[str, int] = {}
 
-    def count(self, surface: str) -> int:
-        """Occurrences of a shingle written as `surface` in any of its casings."""
+    def common(self, surface: str) -> bool:
+        """Whether a shingle written as `surface` occurs more than `limit` times in its casings
+        together; the casings left once the limit is passed are not counted."""
         total = 0
         for spelling in dict.fromkeys((surface, surface.lower(), surface[:1].upper() + surface[1:].lower())):
             found = self._counts.get(spelling)
@@ -38,8 +39,10 @@ class CommonShingles:
                     self._counts.clear()
                 found = self._counts[spelling] = self.corpus.count(spelling)
             total += found
-        return total
+            if total > self.limit:
+                return True
+        return False
 
     def __call__(self, shingles: dict[str, str]) -> set[str]:
         """Of `shingles` (text: surface form in the field), those that are common."""
-        return {text for text, surface in shingles.items() if self.count(surface) > self.limit}
+        return {text for text, surface in shingles.items() if self.common(surface)}

@@ -109,6 +109,11 @@ class RedisBands:
             raise NearDupError(f"{self.url}: {error}") from None
         return np.array(found, dtype=np.int64)
 
+    def collisions(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The `members`, counted once each."""
+        windows, counts = np.unique(self.members(keys), return_counts=True)
+        return windows, counts.astype(np.int64)
+
 
 def _batches(items: Iterable[bytes], size: int) -> Iterator[list[bytes]]:
     batch: list[bytes] = []

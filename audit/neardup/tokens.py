@@ -9,6 +9,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from audit import _neardup
 from audit.text import UNSEGMENTED_SCRIPTS, script_of
 
 # Tokens: learned per code point on first sight, so no table of all of Unicode is built.
@@ -101,30 +102,17 @@ def code_points(text: str) -> np.ndarray:
 
 
 def tokenize_points(points: np.ndarray) -> Tokens:
-    """Tokens of a code point array, all at once: a word is a run of word characters, an
-    unsegmented-script character is a token alone, separators only separate."""
+    """Tokens of a code point array, in one compiled pass (`audit._neardup.tokens`): a word is
+    a run of word characters, an unsegmented-script character is a token alone, separators
+    only separate; a token's hash weighs each folded character by its position."""
     table = _code_points()
-    table.learn(points)
-    kind = table.kind[points]
-    word = kind == WORD
-    own = kind == CHARACTER
-    first = own.copy()
-    first[0:1] |= word[0:1]
-    first[1:] |= word[1:] & ~word[:-1]
-    last = own.copy()
-    last[-1:] |= word[-1:]
-    last[:-1] |= word[:-1] & ~word[1:]
-    starts, ends = np.flatnonzero(first), np.flatnonzero(last) + 1
-    if not len(starts):
-        empty = np.zeros(0, dtype=np.int64)
-        return Tokens(empty, empty, np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.uint8))
-    token = np.cumsum(first) - 1
-    position = np.arange(len(points)) - starts[np.maximum(token, 0)]
-    weights = _POWERS[np.clip(position, 0, len(_POWERS) - 1)]
-    values = np.where(kind != SEPARATOR, (table.fold[points].astype(np.uint64) + np.uint64(1)) * weights, np.uint64(0))
-    sums = np.add.reduceat(values, starts)
-    hashes = _fmix64(sums ^ ((ends - starts).astype(np.uint64) * _MIX))
-    return Tokens(starts, ends, hashes, table.script[points[starts]])
+    points = np.ascontiguousarray(points, dtype=np.uint32)
+    cut = _neardup.tokens(points, table.kind, table.fold, table.script, _POWERS)
+    if cut is None:  # a code point not met before: learned, then the text is cut again
+        table.learn(points)
+        cut = _neardup.tokens(points, table.kind, table.fold, table.script, _POWERS)
+    starts, ends, hashes, scripts = cut
+    return Tokens(np.frombuffer(starts, dtype=np.int64), np.frombuffer(ends, dtype=np.int64), np.frombuffer(hashes, dtype=np.uint64), np.frombuffer(scripts, dtype=np.uint8))
 
 
 def tokenize(text: str) -> Tokens:
@@ -199,23 +187,11 @@ class NearDupParams(_Table):
 def shingle_keys(tokens: Tokens, sizes: np.ndarray, limits: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The 64-bit key of the shingle starting at each token, and whether one starts there (it
     needs k tokens before `limits`, the end of the token's document; default: the text's end).
-    Equal shingle texts have equal keys; unequal ones may collide, so a key only proposes."""
-    count = len(tokens)
-    keys = np.zeros(count, dtype=np.uint64)
-    valid = np.zeros(count, dtype=bool)
-    if not count:
-        return keys, valid
-    ends = np.full(count, count) if limits is None else limits
-    k = sizes[tokens.scripts]
-    index = np.arange(count)
-    for size in np.unique(k).tolist():
-        at = index[(k == size) & (index + size <= ends)]
-        combined = tokens.hashes[at].copy()
-        for step in range(1, size):
-            combined = combined * _MIX + tokens.hashes[at + step]
-        keys[at] = combined ^ np.uint64(size)
-        valid[at] = True
-    return _fmix64(keys), valid
+    Equal shingle texts have equal keys; unequal ones may collide, so a key only proposes.
+    Computed in one compiled pass (`audit._neardup.shingle_keys`)."""
+    bounds = None if limits is None else np.ascontiguousarray(limits, dtype=np.int64)
+    keys, valid = _neardup.shingle_keys(np.ascontiguousarray(tokens.hashes, dtype=np.uint64), np.ascontiguousarray(tokens.scripts, dtype=np.uint8), np.ascontiguousarray(sizes, dtype=np.int64), bounds)
+    return np.frombuffer(keys, dtype=np.uint64), np.frombuffer(valid, dtype=bool)
 
 
 def shingle_hashes(tokens: Tokens, sizes: np.ndarray, limits: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -227,18 +203,21 @@ def shingle_hashes(tokens: Tokens, sizes: np.ndarray, limits: np.ndarray | None 
 def folded(text: str) -> str:
     """The text with every code point case-folded as the tokens are (simple folding, so the
     text keeps its length and token offsets stay valid)."""
-    points = code_points(text)
     table = _code_points()
-    table.learn(points)
-    return table.fold[points].astype("<u4").tobytes().decode("utf-32-le", "surrogatepass")
+    fold = _neardup.folded(text, table.kind, table.fold)
+    if fold is None:  # a character not met before: learned, then folded again
+        table.learn(code_points(text))
+        fold = _neardup.folded(text, table.kind, table.fold)
+    return fold
 
 
 def shingle_strings(fold: str, tokens: Tokens, sizes: np.ndarray, at: np.ndarray) -> list[str]:
     """The text of the shingles starting at tokens `at` of a text whose `folded` form is
-    `fold`: its tokens, case-folded, one space between them.  What verification compares."""
-    starts, ends = tokens.starts.tolist(), tokens.ends.tolist()
-    k = sizes[tokens.scripts[at]].tolist()
-    return [" ".join(fold[starts[j] : ends[j]] for j in range(i, i + n)) for i, n in zip(at.tolist(), k, strict=True)]
+    `fold`: its tokens, case-folded, one space between them.  What verification compares;
+    written in C (`audit._neardup.shingle_strings`)."""
+    at = np.ascontiguousarray(at, dtype=np.int64)
+    k = np.ascontiguousarray(sizes[tokens.scripts[at]], dtype=np.int64)
+    return _neardup.shingle_strings(fold, np.ascontiguousarray(tokens.starts, dtype=np.int64), np.ascontiguousarray(tokens.ends, dtype=np.int64), at, k)
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from audit import _neardup
 from audit.neardup.source import Texts
 from audit.neardup.tokens import Shingled, Tokens, folded, shingle_keys, shingle_strings, tokenize
 from audit.ranges import merged
@@ -95,11 +96,11 @@ def field_shingles(text: str, sizes: np.ndarray, exclude: SetAside, common: Call
     at = np.flatnonzero(valid)
     texts = shingle_strings(folded(text), tokens, sizes, at)
     ends = tokens.ends[np.minimum(at + sizes[tokens.scripts[at]] - 1, len(tokens) - 1)] if len(at) else at
-    surfaces: dict[str, str] = {}
-    key_of: dict[str, int] = {}
-    for string, key, start, end in zip(texts, keys[at].tolist(), tokens.starts[at].tolist(), ends.tolist(), strict=True):
-        key_of.setdefault(string, key)
-        surfaces.setdefault(string, text[start:end])
+    # Equal shingle texts have equal keys; the surface kept is the first occurrence's.
+    key_of = dict(zip(texts, keys[at].tolist(), strict=True))
+    first = dict(zip(reversed(texts), range(len(texts) - 1, -1, -1), strict=True))
+    starts, stops = tokens.starts[at].tolist(), ends.tolist()
+    surfaces = {string: text[starts[first[string]] : stops[first[string]]] for string in key_of}
     own = [string for string in key_of if string not in exclude.texts]
     frequent = common({s: surfaces[s] for s in own}) if common and own else set()
     rare = [string for string in own if string not in frequent]
@@ -138,15 +139,21 @@ def _shingle_regions(texts: list[str], sizes: np.ndarray, shingles: FieldShingle
     char_start = np.cumsum(lengths + 1) - (lengths + 1)
     joined = "\n".join(texts)
     tokens = tokenize(joined)
-    owner = np.searchsorted(char_start, tokens.starts, side="right") - 1
-    first = np.searchsorted(owner, np.arange(len(texts) + 1), "left")
+    # Stretches start on increasing characters: a stretch's first token is the first starting there.
+    first = np.append(np.searchsorted(tokens.starts, char_start, "left"), len(tokens))
+    owner = np.repeat(np.arange(len(texts)), np.diff(first))
     keys, valid = shingle_keys(tokens, sizes, first[1:][owner])
     fold = folded(joined)
-    proposed = np.flatnonzero(valid & np.isin(keys, shingles.keys))
+    proposed = np.flatnonzero(valid & _among(keys, shingles.keys))
     ids = np.full(len(tokens), -1, dtype=np.int64)
     wanted = shingles.ids
     ids[proposed] = [wanted.get(s, -1) for s in shingle_strings(fold, tokens, sizes, proposed)]
     return _Regions(tokens, keys, valid, fold, owner, first, char_start, ids)
+
+
+def _among(values: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """Which of the uint64 `values` are among `keys` (`np.isin`, through a hash table in C)."""
+    return np.frombuffer(_neardup.among(np.ascontiguousarray(values, dtype=np.uint64), np.ascontiguousarray(keys, dtype=np.uint64)), dtype=bool)
 
 
 def verify(
@@ -166,10 +173,10 @@ def verify(
     `reach` shingles; so those three lists are what searching every stretch gives.  Among
     equal spans of a document, the first searched is kept."""
     pad = query_bytes + query_bytes // 4 + 64
-    regions = []
-    for document in dict.fromkeys(rows["document"].tolist()):
-        ranges = [(int(r["offset"]) - pad, int(r["offset"]) + int(r["length"]) + pad) for r in rows[rows["document"] == document]]
-        regions += [_region(corpus, document, max(0, start), end) for start, end in merged(ranges)]
+    around: dict[int, list[tuple[int, int]]] = {}
+    for document, offset, length in zip(rows["document"].tolist(), rows["offset"].tolist(), rows["length"].tolist(), strict=True):
+        around.setdefault(document, []).append((offset - pad, offset + length + pad))
+    regions = [_region(corpus, document, max(0, start), end) for document, ranges in around.items() for start, end in merged(ranges)]
     shingled = _shingle_regions([text for _, _, text in regions], sizes, shingles)
     at = np.flatnonzero(shingled.ids >= 0)
     pairs = np.unique(shingled.owner[at].astype(np.int64) * (len(shingles.texts) + 1) + shingled.ids[at])
@@ -218,7 +225,8 @@ def _best_span(shingled: _Regions, number: int, region: tuple[int, int, str], sh
     window = np.arange(lo + at, min(hi, lo + at + shingles.positions))
     # The span's other shingles are only counted, by key: a collision among them would change
     # the Jaccard's union by one, never which shingles match.
-    span_size = len(np.setdiff1d(shingled.keys[window][shingled.valid[window]], shingles.set_aside.keys))
+    span_keys = np.unique(shingled.keys[window][shingled.valid[window]])
+    span_size = len(span_keys) - int(_among(span_keys, shingles.set_aside.keys).sum())
     matched = window[inside[window - lo]]
     ends = shingled.tokens.ends[np.minimum(hi - 1, matched + sizes[shingled.tokens.scripts[matched]] - 1)]
     base = int(shingled.char_start[number])

@@ -64,14 +64,14 @@ def _rule_figures(matches: list[Match]) -> dict[str, Json]:
     return {"containment": best.containment if best else 0.0, "jaccard": best.jaccard if best else 0.0, "documents": len(matches)}
 
 
-def _figures(text: str, result: QueryResult, documents: DocumentFilter, floor: int, min_matched: int) -> dict[str, Json]:
+def _figures(script: str, result: QueryResult, documents: DocumentFilter, floor: int, min_matched: int) -> dict[str, Json]:
     best = result.best
     figures = {
         **_rule_figures(result.matches),
         "estimated_containment": best.estimated_containment if best else 0.0,
         "estimated_jaccard": best.estimated_jaccard if best else 0.0,
         "matched_shingles": best.matched if best else [],
-        "script": dominant_script(text),
+        "script": script,
         "shingles": result.shingles,
         "shingles_shared_with_source": result.shared_with_source,
         "shingles_common": result.common,
@@ -136,8 +136,8 @@ def field_evidence(index: NearDuplicateIndex, source: str, name: str, raw: str, 
         text, exclude=asked.shared, candidates=config.candidates, limit=config.provenance_docs, allowed=documents.counts, reach=_reach(asked.rules), common=asked.common
     )
     result = _with_quotations(index, result, documents, config.snippet_chars)
-    floor = config.floor.needed(dominant_script(text))
-    evidence = Evidence(signal=NAME, source=source, field=name, figures=_figures(text, result, documents, floor, config.min_matched))
+    script = dominant_script(text)
+    evidence = Evidence(signal=NAME, source=source, field=name, figures=_figures(script, result, documents, config.floor.needed(script), config.min_matched))
     counted = {m.document for m in result.matches}
     others = [m for m in result.any_matches if m.document not in counted]
     for match in [*result.matches, *others]:

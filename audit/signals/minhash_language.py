@@ -11,6 +11,7 @@ Languages compare on their primary subtag, so `zh-Hans` counts `zh` documents.
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -25,6 +26,7 @@ from audit.quotes import quoted_language
 HOW_NAMES = {How.NONE: "unknown", How.METADATA: "metadata", How.SOURCE: "source", How.IDENTIFIED: "identified"}
 
 
+@functools.lru_cache(maxsize=1024)
 def primary(lang: str) -> str:
     """The primary subtag of a language, normalised where it can be."""
     with contextlib.suppress(ValueError):
