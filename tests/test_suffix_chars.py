@@ -287,3 +287,18 @@ def test_shared_windows_are_those_some_source_holds(rows):
                 assert (found.windows if found is not None else frozenset()) == want, (text, size)
                 shared += len(want)
     assert shared
+
+
+def test_many_patterns_are_counted_in_one_call_as_one_by_one(index, shard, rows):
+    data = bytes(shard.data)
+    rng = random.Random(7)
+    texts = [row["text"] for row in rows]
+    picked = [text[at : at + rng.randint(1, 12)] for text in texts for at in rng.sample(range(max(1, len(text) - 12)), 3)]
+    patterns = [p.encode("utf-8") for p in picked] + [b"", b"\xff\xfe", "𝄞𝄞".encode(), b"zzzz-not-there"]
+    counts = np.frombuffer(_suffix.count_many(shard.data, shard.table, shard.ratio, patterns), dtype=np.int64).tolist()
+    assert counts == [hi - lo for lo, hi in (_suffix.find_range(shard.data, shard.table, shard.ratio, p) for p in patterns)]
+    assert counts[-4:-1] == [len(data), 0, 0] and counts[-1] == 0 and all(n > 0 for n in counts[: len(picked)])
+    assert index.counts(picked) == [index.count(p) for p in picked] and index.counts([]) == []
+    assert _suffix.count_many(shard.data, shard.table, shard.ratio, []) == b""
+    with pytest.raises(TypeError, match="pattern 1 is not bytes"):
+        _suffix.count_many(shard.data, shard.table, shard.ratio, [b"a", "a"])

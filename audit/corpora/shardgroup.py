@@ -55,6 +55,13 @@ class ShardGroup(ShardQueries):
         self._recent[query] = best
         return best
 
+    def count_many(self, patterns: list[bytes]) -> np.ndarray:
+        """`count_bytes` of each pattern, in one call per shard."""
+        total = np.zeros(len(patterns), dtype=np.int64)
+        for shard in self.shards:
+            total += np.frombuffer(_suffix.count_many(shard.data, shard.table, shard.ratio, patterns), dtype=np.int64)
+        return total
+
     def ranges(self, pattern: bytes) -> list[tuple[int, int]]:
         """Each shard's suffix-array range of the pattern."""
         return [_suffix.find_range(shard.data, shard.table, shard.ratio, pattern) for shard in self.shards]

@@ -8,7 +8,7 @@ still counts among the field's shingles but is never matched, and does not count
 floor a field must reach to decide.  So the cut can only lower a containment: leaving common
 shingles out of the field altogether raised a Japanese question's to 0.5 when its unmatched
 katakana shingles were the common ones.  A plain cut, not a weight, so containment stays a
-share of shingles a reader can count.  The counts come from the corpus's own suffix array (its `count`), one binary
+share of shingles a reader can count.  The counts come from the corpus's own suffix array (its `counts`, a field's at once), one binary
 search per spelling of the shingle: as written in the field, lower-cased, and capitalised (a
 sentence's first words).  Spellings with other punctuation between the tokens are not
 counted, so a shingle can only look rarer than it is, never more common.
@@ -28,21 +28,21 @@ class CommonShingles:
         self.limit = max(at_least, per_million_bytes * (corpus.info.bytes or 0) / 1e6)
         self._counts: dict[str, int] = {}
 
-    def common(self, surface: str) -> bool:
-        """Whether a shingle written as `surface` occurs more than `limit` times in its casings
-        together; the casings left once the limit is passed are not counted."""
-        total = 0
-        for spelling in dict.fromkeys((surface, surface.lower(), surface[:1].upper() + surface[1:].lower())):
-            found = self._counts.get(spelling)
-            if found is None:
-                if len(self._counts) >= CACHED:
-                    self._counts.clear()
-                found = self._counts[spelling] = self.corpus.count(spelling)
-            total += found
-            if total > self.limit:
-                return True
-        return False
+    def _counted(self, spellings: list[str]) -> dict[str, int]:
+        """The counts of `spellings`, those not kept from earlier fields asked in one call."""
+        found = {spelling: self._counts.get(spelling) for spelling in spellings}
+        missing = [spelling for spelling, count in found.items() if count is None]
+        if missing:
+            counted = dict(zip(missing, self.corpus.counts(missing), strict=True))
+            found.update(counted)
+            if len(self._counts) + len(counted) > CACHED:
+                self._counts.clear()
+            self._counts.update(counted)
+        return {spelling: int(count or 0) for spelling, count in found.items()}
 
     def __call__(self, shingles: dict[str, str]) -> set[str]:
-        """Of `shingles` (text: surface form in the field), those that are common."""
-        return {text for text, surface in shingles.items() if self.common(surface)}
+        """Of `shingles` (text: surface form in the field), those that occur more than `limit`
+        times in their casings together (as written, lower-cased, capitalised)."""
+        casings = {text: dict.fromkeys((surface, surface.lower(), surface[:1].upper() + surface[1:].lower())) for text, surface in shingles.items()}
+        counts = self._counted(list(dict.fromkeys(spelling for spellings in casings.values() for spelling in spellings)))
+        return {text for text, spellings in casings.items() if sum(counts[spelling] for spelling in spellings) > self.limit}

@@ -6,7 +6,7 @@ counts; so the same code serves a local index and one whose shards live in other
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -37,4 +37,8 @@ class Texts(Protocol):
 
     def count(self, text: str) -> int:
         """Occurrences of `text` in the corpus."""
+        ...
+
+    def counts(self, texts: Sequence[str]) -> list[int]:
+        """`count` of each text, asked at once."""
         ...
