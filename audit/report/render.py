@@ -4,6 +4,7 @@ and renamed into place, so a report directory is always complete; an existing di
 replaced only when it is a report this tool wrote (see `audit.outputs`)."""
 from __future__ import annotations
 
+import gc
 import json
 import multiprocessing
 import os
@@ -125,8 +126,14 @@ def _forked_pool(workers: int) -> Iterator[WorkerPool | None]:
     if "fork" not in multiprocessing.get_all_start_methods() or threading.active_count() > 1:
         yield None
         return
-    with WorkerPool(max_workers=max(1, workers), mp_context=multiprocessing.get_context("fork")) as pool:
-        yield pool
+    # Objects made before the fork are left out of the workers' garbage collections, which
+    # would otherwise write to every one of them and so copy the audit's pages into each worker.
+    gc.freeze()
+    try:
+        with WorkerPool(max_workers=max(1, workers), mp_context=multiprocessing.get_context("fork")) as pool:
+            yield pool
+    finally:
+        gc.unfreeze()
 
 
 def link_item_pages(data: JsonObject, report: Path, out: Path) -> None:
