@@ -160,7 +160,7 @@ def same_reports(codes: list[Code], audit: Path, work: Path) -> dict:
     return {"identical": same_directory(*outs), "render": timed}
 
 
-def workloads(work: Path, shared: Path, skip_big: bool, big_registry: Path | None) -> list[Workload]:
+def workloads(work: Path, shared: Path, skip_big: bool, big_registry: Path) -> list[Workload]:
     eclektic = work / "eclektic384.jsonl"
     variants = len(synthetic_benchmark(eclektic))
     chosen = [
@@ -205,15 +205,26 @@ def phase_of(frames: list[str]) -> str:
     return PHASES[-1][0]
 
 
-def phase_shares(raw: Path) -> dict[str, float]:
-    """Shares of py-spy's samples (all processes, idle threads left out) per phase."""
+def innermost_place(frames: list[str]) -> str:
+    """The file of a stack's innermost frame in `audit` (or its leaf), without the line."""
+    inner = [frame for frame in frames if "(audit/" in frame] or frames[-1:] or ["?"]
+    return inner[-1].rpartition("(")[2].rpartition(":")[0]
+
+
+def phase_shares(raw: Path) -> dict:
+    """Shares of py-spy's samples (all processes, idle threads left out) per phase, and the
+    files of `audit` the most samples were in."""
     counts: Counter = Counter()
+    places: Counter = Counter()
     for line in raw.read_text(encoding="utf-8", errors="replace").splitlines():
         stack, _, count = line.rpartition(" ")
         if stack and count.isdigit():
-            counts[phase_of(stack.split(";")[1:])] += int(count)
+            frames = [frame for frame in stack.split(";") if not frame.startswith("process ")]
+            counts[phase_of(frames)] += int(count)
+            places[innermost_place(frames)] += int(count)
     total = sum(counts.values()) or 1
-    return {phase: round(counts.get(phase, 0) / total, 3) for phase, _ in PHASES} | {"samples": total}
+    shares = {phase: round(counts.get(phase, 0) / total, 3) for phase, _ in PHASES}
+    return shares | {"samples": total, "places": {place: round(n / total, 3) for place, n in places.most_common(8)}}
 
 
 def profiled(code: Code, workload: Workload, workers: int, work: Path, py_spy: Path) -> dict:
@@ -287,6 +298,9 @@ def table(results: dict) -> str:
         lines += ["", "| phase | " + " | ".join(f"{c['label']} `{c['commit'][:7]}`" for c in results["codes"]) + " |", "|---|---|---|"]
         for phase, _ in PHASES:
             lines.append(f"| {phase} | " + " | ".join(f"{100 * results['phases'][c['label']][phase]:.0f}%" for c in results["codes"]) + " |")
+        for code in results["codes"]:
+            places = results["phases"][code["label"]]["places"]
+            lines += ["", f"Most sampled files ({code['label']}): " + ", ".join(f"`{place}` {100 * share:.0f}%" for place, share in places.items())]
     return "\n".join(lines)
 
 
@@ -311,8 +325,9 @@ def main() -> None:
         run_check(code, Workload("warm-up", SAMPLE, 468, "demo"), False, args.workers, args.work)
     bench_core.SHARED_CORPUS = args.shared / "data" / "corpus"
     only = set(filter(None, args.only.split(",")))
-    big = not args.skip_big and (not only or bool(only & {"bmlama17", "eclektic-4608-100MiB"}))
-    chosen = [w for w in workloads(args.work, args.shared, not big, big_index(args.work, codes[0]) if big else None) if not only or w.name in only]
+    index_wanted = not args.skip_big and (not only or "eclektic-4608-100MiB" in only)
+    registry = big_index(args.work, codes[0]) if index_wanted else args.work / "corpora-100MiB.toml"
+    chosen = [w for w in workloads(args.work, args.shared, args.skip_big, registry) if not only or w.name in only]
     results = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": {"cpus": os.cpu_count(), "memory_bytes": psutil.virtual_memory().total},
                "workers": args.workers, "codes": [{"label": c.label, "commit": c.commit} for c in codes]}  # fmt: skip
     results["infinigram_demo_index"] = infinigram_index(args.work)
