@@ -4,6 +4,7 @@ and renamed into place, so a report directory is always complete; an existing di
 replaced only when it is a report this tool wrote (see `audit.outputs`)."""
 from __future__ import annotations
 
+import gc
 import json
 import multiprocessing
 import os
@@ -16,12 +17,12 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 
 from audit.auditfile import AuditFile
 from audit.children import WorkerPool
-from audit.evaluate.stratify import Exposure
 from audit.items import Item
 from audit.outputs import commit_directory, discard_staging, staging_directory
 from audit.records import Json, JsonObject
 from audit.report import inert
-from audit.report.build import exposure_labels, item_page, page_name, report_data
+from audit.report.build import exposure_labels, report_data
+from audit.report.pages import inherited, pages_of, write_pages
 
 DEFAULT_EVIDENCE = "evidence/_default.html.j2"
 
@@ -113,17 +114,26 @@ def figures(data: JsonObject) -> JsonObject:
     return result
 
 
+def available_cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
 @contextmanager
-def _drawing(data: JsonObject) -> Iterator[Callable[[], JsonObject]]:
-    """The figures, drawn in a forked process while this one writes the item pages (importing
-    matplotlib and drawing take as long as the pages), when forking is safe: on a platform that
-    forks and with no other thread running (a server renders in its own thread, inline)."""
+def _forked_pool(workers: int) -> Iterator[WorkerPool | None]:
+    """A pool of forked processes for the figures and the pages, when forking is safe: on a
+    platform that forks and with no other thread running (a server renders in its own thread,
+    inline).  Its workers are forked at the first task, so what they inherit is set before."""
     if "fork" not in multiprocessing.get_all_start_methods() or threading.active_count() > 1:
-        yield lambda: figures(data)
+        yield None
         return
-    with WorkerPool(max_workers=1, mp_context=multiprocessing.get_context("fork")) as pool:
-        drawn = pool.submit(figures, data)
-        yield drawn.result
+    # Objects made before the fork are left out of the workers' garbage collections, which
+    # would otherwise write to every one of them and so copy the audit's pages into each worker.
+    gc.freeze()
+    try:
+        with WorkerPool(max_workers=max(1, workers), mp_context=multiprocessing.get_context("fork")) as pool:
+            yield pool
+    finally:
+        gc.unfreeze()
 
 
 def link_item_pages(data: JsonObject, report: Path, out: Path) -> None:
@@ -143,19 +153,6 @@ def link_item_pages(data: JsonObject, report: Path, out: Path) -> None:
         row["page"] = Path(os.path.relpath(page, out.absolute())).as_posix()
 
 
-def write_item_pages(directory: Path, environment: Environment, data: JsonObject, audit: AuditFile, items: list[Item], labels: Exposure) -> None:
-    """One provenance page per item under `directory`/items."""
-    by_id = {item.item_id: item for item in items}
-    records: dict[str, list[JsonObject]] = {}
-    for record in audit.records:
-        records.setdefault(record["item_id"], []).append(record)
-    template = environment.get_template("item.html.j2")
-    (directory / "items").mkdir()
-    for item_id, group in records.items():
-        page = item_page(by_id.get(item_id), group, labels)
-        (directory / page_name(item_id)).write_text(template.render(page=page, data=data), encoding="utf-8")
-
-
 REPORT = "report"
 
 
@@ -167,10 +164,13 @@ def write_report(
     evaluation: JsonObject | None = None,
     item_pages: Path | None = None,
     inputs: Iterable[Path] = (),
+    workers: int | None = None,
 ) -> JsonObject:
     """Render the whole report into `out` and return report.json's data.  An existing `out` is
     replaced only if it is a report this tool wrote and holds none of `inputs`.  With
-    `item_pages` (another report's directory) its provenance pages are linked, not written."""
+    `item_pages` (another report's directory) its provenance pages are linked, not written.
+    The figures are drawn and the pages rendered by `workers` forked processes (default: the
+    available cores); with one, the pages are rendered here while one process draws."""
     out = Path(out)
     labels = exposure_labels(audit, audit_path)
     data = report_data(audit, audit_path, evaluation, labels)
@@ -181,9 +181,12 @@ def write_report(
     try:
         (staging / "report.json").write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         (staging / "report.md").write_text(environment.get_template("report.md.j2").render(data=data), encoding="utf-8")
-        with _drawing(data) as drawn:
-            if item_pages is None:
-                write_item_pages(staging, environment, data, audit, items, labels)
+        workers = available_cores() if workers is None else workers
+        pages = pages_of(staging, environment, data, audit, items, labels) if item_pages is None else None
+        with inherited(pages), _forked_pool(workers) as pool:
+            drawn = pool.submit(figures, data).result if pool else lambda: figures(data)
+            if pages is not None:
+                write_pages(pages, pool if workers > 1 else None, workers)
             html = environment.get_template("report.html.j2").render(data=data, figures=drawn())
         (staging / "report.html").write_text(html, encoding="utf-8")
         commit_directory(staging, out, REPORT, inputs=[*inputs, Path(audit_path), *([Path(item_pages)] if item_pages else [])])

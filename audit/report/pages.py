@@ -1,0 +1,101 @@
+"""The provenance pages, one per item, rendered by the report's pool of forked processes.
+
+A page depends on the audit alone and takes as long to render as the figures take to draw, so
+on a large benchmark the pages are most of a report's time.  The workers are forked after the
+pages' inputs are set here, so they inherit the records, items and labels instead of receiving
+them pickled; each is handed a list of item ids and writes its pages itself, each to a hidden
+sibling renamed into place, so no half-written page is ever visible under its own name."""
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from concurrent.futures import Future
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from jinja2 import Environment, Template
+
+from audit.auditfile import AuditFile
+from audit.children import WorkerPool
+from audit.evaluate.stratify import Exposure
+from audit.items import Item
+from audit.outputs import writing
+from audit.records import JsonObject
+from audit.report.build import item_page, page_name
+
+# Chunks per worker: enough that a worker given the slow pages does not hold the others up.
+CHUNKS_PER_WORKER = 8
+
+
+class PageError(RuntimeError):
+    """A provenance page could not be rendered; the message names the page and its item."""
+
+
+@dataclass(frozen=True)
+class Pages:
+    """Everything the pages are rendered from, grouped by item in the audit's order."""
+
+    directory: Path
+    template: Template
+    data: JsonObject
+    by_id: dict[str, Item]
+    records: dict[str, list[JsonObject]]
+    labels: Exposure
+
+
+# The pages being rendered, set before the pool forks: its workers read them from here.
+_current: list[Pages] = []
+
+
+def pages_of(directory: Path, environment: Environment, data: JsonObject, audit: AuditFile, items: list[Item], labels: Exposure) -> Pages:
+    records: dict[str, list[JsonObject]] = {}
+    for record in audit.records:
+        records.setdefault(record["item_id"], []).append(record)
+    by_id = {item.item_id: item for item in items}
+    return Pages(directory, environment.get_template("item.html.j2"), data, by_id, records, labels)
+
+
+@contextmanager
+def inherited(pages: Pages | None) -> Iterator[None]:
+    """Make `pages` what workers forked inside this block render."""
+    _current[:] = [pages] if pages is not None else []
+    try:
+        yield
+    finally:
+        _current.clear()
+
+
+def render_page(pages: Pages, item_id: str) -> None:
+    """One item's page, written to a hidden sibling and renamed into place.  A system error
+    (a full disk) stays the system's, naming the file; any other names the page."""
+    name = page_name(item_id)
+    target = pages.directory / name
+    temporary = target.with_name(f".{target.name}.tmp")
+    try:
+        html = pages.template.render(page=item_page(pages.by_id.get(item_id), pages.records[item_id], pages.labels), data=pages.data)
+    except Exception as error:
+        raise PageError(f"the provenance page {name} (item {item_id!r}): {type(error).__name__}: {error}") from error
+    with writing(target):
+        temporary.write_text(html, encoding="utf-8")
+        temporary.replace(target)
+
+
+def _render_inherited(item_ids: list[str]) -> int:
+    """A worker's task: the pages of `item_ids`, from the pages it inherited when forked."""
+    for item_id in item_ids:
+        render_page(_current[0], item_id)
+    return len(item_ids)
+
+
+def write_pages(pages: Pages, pool: WorkerPool | None, workers: int) -> int:
+    """Render every page, in `pool` (forked inside `inherited(pages)`) when given, else here."""
+    (pages.directory / "items").mkdir()
+    item_ids = list(pages.records)
+    if pool is None:
+        for item_id in item_ids:
+            render_page(pages, item_id)
+        return len(item_ids)
+    size = max(1, math.ceil(len(item_ids) / (workers * CHUNKS_PER_WORKER)))
+    futures: list[Future[int]] = [pool.submit(_render_inherited, item_ids[at : at + size]) for at in range(0, len(item_ids), size)]
+    return sum(future.result() for future in futures)

@@ -1,0 +1,343 @@
+"""Throughput benchmark: a default `audit check` (default signals, with and without the report)
+of whole benchmarks, run by this working tree and by a baseline commit interleaved in one run.
+
+    python bench/bench_throughput.py                  # all four workloads; an hour on 2 cores
+    python bench/bench_throughput.py --skip-big       # the sample and the 4,608-variant one
+
+Workloads: the bundled ECLeKTic sample and an ECLeKTic-sized benchmark (384 items x 12
+languages, long passages; built as bench_report.py builds it) against `demo`, BMLAMA-17
+(115,464 variants) against `demo`, and the ECLeKTic-sized one against a ~100 MiB multilingual
+index built from ../shared/data/corpus.  The baseline is checked out with `git worktree add`
+under bench/work/ and its extension built in place; each code runs with PYTHONPATH pointing at
+its own tree and its own cache.  Per run: CPU (user + sys of the whole process tree, from
+RUSAGE_CHILDREN), wall time, variants/s and peak summed PSS of the tree (bench_core.py's
+sampling).  The two codes' audit files must be equal apart from `created`/`command`, and the
+reports of one audit file rendered by both must be byte-identical.  infini-gram's indexer is
+timed on the demo corpus in the same run.  With py-spy (`--py-spy`, a separate venv), one more
+run per code of the ECLeKTic-sized benchmark is sampled over all its processes and its CPU
+attributed to phases.  Writes bench/work/throughput.json; prints Markdown tables.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import filecmp
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench_core
+from bench_core import SAMPLE, assemble_big_corpus, demo_corpus, tree_memory
+from bench_report import synthetic_benchmark
+
+ROOT = Path(__file__).resolve().parents[1]
+# Phases of a sampled stack, decided by its innermost frame from one of these places.
+PHASES = (
+    ("near-duplicate signal", ("audit/neardup/", "audit/signals/minhash")),
+    ("n-gram signal", ("audit/signals/ngram", "audit/corpora/", "audit/_suffix")),
+    ("report", ("audit/report/",)),
+    ("passing work between processes", ("multiprocessing/", "concurrent/futures/", "pickle", "copyreg")),
+    ("reading, policy, writing", ("audit/",)),
+)
+
+
+@dataclass
+class Code:
+    """One version of the tool: its tree (on PYTHONPATH) and its own cache."""
+
+    label: str
+    tree: Path
+    commit: str
+    cache: Path
+
+    def env(self) -> dict[str, str]:
+        # One hash seed for every run: a report lists rules that fired equally often in the
+        # order of a set of their names, so only runs of one seed can be compared byte for byte.
+        return {**os.environ, "PYTHONPATH": str(self.tree), "AUDIT_CACHE_DIR": str(self.cache), "PYTHONHASHSEED": "0"}
+
+
+@dataclass
+class Workload:
+    name: str
+    bench: Path
+    variants: int
+    corpus: str
+    options: list[str] = field(default_factory=list)
+    compare_reports: bool = False
+
+
+def git(*args: str, cwd: Path = ROOT) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
+
+
+def build_extension(tree: Path) -> None:
+    subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace", "-q"], cwd=tree, check=True, capture_output=True)
+
+
+def baseline_tree(rev: str, work: Path) -> Path:
+    """A detached worktree of `rev` under `work`, its extension built in place."""
+    commit = git("rev-parse", "--verify", f"{rev}^{{commit}}")
+    tree = work / f"baseline-{commit[:12]}"
+    if not (tree / ".git").exists():
+        git("worktree", "add", "--detach", str(tree), commit)
+    build_extension(tree)
+    return tree
+
+
+def measured(command: list[str], env: dict[str, str], log: Path) -> dict:
+    """Wall time, CPU of the whole process tree (reaped children's rusage) and peak PSS."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    with open(log, "wb") as output:
+        process = psutil.Popen(command, stdout=output, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
+        peak = 0
+        while process.poll() is None:
+            with contextlib.suppress(psutil.Error):
+                peak = max(peak, tree_memory(process))
+            time.sleep(0.1)
+    seconds = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if process.returncode != 0:
+        raise SystemExit(f"failed ({process.returncode}): {' '.join(command)}\n{log.read_text(errors='replace')[-3000:]}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return {"wall_s": round(seconds, 2), "cpu_s": round(cpu, 2), "peak_pss_bytes": peak}
+
+
+def check_command(workload: Workload, out: Path, report: bool, workers: int) -> list[str]:
+    command = [sys.executable, "-m", "audit.cli", "check", str(workload.bench), "--corpus", workload.corpus, "--out", str(out), "--workers", str(workers)]
+    return command + workload.options + (["--report-dir", str(out.with_suffix(".report"))] if report else ["--no-report"])
+
+
+def run_check(code: Code, workload: Workload, report: bool, workers: int, work: Path) -> dict:
+    out = work / "runs" / f"{workload.name}.{code.label}.{'report' if report else 'plain'}.audit.jsonl"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    result = measured(check_command(workload, out, report, workers), code.env(), out.with_suffix(".log"))
+    result["cpu_ms_per_variant"] = round(1000 * result["cpu_s"] / workload.variants, 2)
+    result["variants_per_s"] = round(workload.variants / result["wall_s"], 1)
+    print(f"  {workload.name} {code.label} {'report' if report else 'no report'}: {json.dumps(result)}", file=sys.stderr)
+    return result | {"audit": str(out)}
+
+
+def normalized_audit(path: Path) -> tuple[dict, bytes]:
+    """The manifest without what differs between runs, and the records' bytes."""
+    data = path.read_bytes()
+    first, _, rest = data.partition(b"\n")
+    manifest = json.loads(first)
+    for key in ("created", "command"):
+        manifest.pop(key, None)
+    for key in ("path", "absolute_path"):
+        manifest.get("benchmark", {}).pop(key, None)
+    for corpus in manifest.get("corpora", []):
+        corpus.pop("location", None)
+    return manifest, rest
+
+
+def same_directory(first: Path, second: Path) -> bool:
+    """Every file of two directories byte for byte, and the same set of files."""
+    names = {p.relative_to(first) for p in first.rglob("*") if p.is_file()}
+    if names != {p.relative_to(second) for p in second.rglob("*") if p.is_file()}:
+        return False
+    return all(filecmp.cmp(first / name, second / name, shallow=False) for name in names)
+
+
+def same_reports(codes: list[Code], audit: Path, work: Path) -> dict:
+    """The one audit file rendered by `audit report` of both codes: identical directories?
+    With each render's time, the report alone."""
+    outs, timed = [], {}
+    for code in codes:
+        out = work / "runs" / f"{audit.name}.{code.label}.rendered"
+        timed[code.label] = measured([sys.executable, "-m", "audit.cli", "report", "--audit", str(audit), "--out", str(out)], code.env(), out.with_suffix(".log"))
+        outs.append(out)
+    return {"identical": same_directory(*outs), "render": timed}
+
+
+def workloads(work: Path, shared: Path, skip_big: bool, big_registry: Path) -> list[Workload]:
+    eclektic = work / "eclektic384.jsonl"
+    variants = len(synthetic_benchmark(eclektic))
+    chosen = [
+        Workload("sample", SAMPLE, 39 * 12, "demo", compare_reports=True),
+        Workload("eclektic-4608", eclektic, variants, "demo", compare_reports=True),
+    ]
+    if not skip_big:
+        chosen.append(Workload("bmlama17", shared / "data" / "bench" / "bmlama" / "BMLAMA17", 6792 * 17, "demo", ["--format", "bmlama"]))
+        chosen.append(Workload("eclektic-4608-100MiB", eclektic, variants, "shared-100MB", ["--registry", str(big_registry)]))
+    return chosen
+
+
+def big_index(work: Path, code: Code) -> Path:
+    """The ~100 MiB multilingual index (the build adds its near-duplicate index), built once by the
+    baseline, and a registry naming it `shared-100MB`."""
+    index = work / "index-100MiB"
+    if not (index / "audit-index.json").exists():
+        source = assemble_big_corpus(work / "src-big")
+        cli = [sys.executable, "-m", "audit.cli", "index"]
+        subprocess.run([*cli, "build", str(source), "--out", str(index)], env=code.env(), cwd=ROOT, check=True, capture_output=True)
+    registry = work / "corpora-100MiB.toml"
+    registry.write_text(f'[corpora.shared-100MB]\nbackend = "local"\npath = "{index}"\n', encoding="utf-8")
+    return registry
+
+
+def infinigram_index(work: Path) -> dict:
+    """infini-gram's own indexer on the 23 MiB demo corpus, as bench_core.py runs it."""
+    source, out = demo_corpus(work / "src-demo"), work / "demo-infinigram"
+    subprocess.run(["rm", "-rf", str(out)], check=True)
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    command = [sys.executable, "-m", "infini_gram.indexing", "--data_dir", str(source), "--save_dir", str(out), "--token_dtype", "u8",
+               "--add_metadata", "--cpus", str(os.cpu_count()), "--mem", "16", "--ulimit", str(hard)]  # fmt: skip
+    return measured(command, dict(os.environ), work / "infinigram.log")
+
+
+def phase_of(frames: list[str]) -> str:
+    """The phase of one sampled stack: that of its innermost frame in a known place."""
+    for frame in reversed(frames):
+        for phase, places in PHASES:
+            if any(place in frame for place in places):
+                return phase
+    return PHASES[-1][0]
+
+
+def innermost_place(frames: list[str]) -> str:
+    """The file of a stack's innermost frame in `audit` (or its leaf), without the line."""
+    inner = [frame for frame in frames if "(audit/" in frame] or frames[-1:] or ["?"]
+    return inner[-1].rpartition("(")[2].rpartition(":")[0]
+
+
+def phase_shares(raw: Path) -> dict:
+    """Shares of py-spy's samples (all processes, idle threads left out) per phase, and the
+    files of `audit` the most samples were in."""
+    counts: Counter = Counter()
+    places: Counter = Counter()
+    for line in raw.read_text(encoding="utf-8", errors="replace").splitlines():
+        stack, _, count = line.rpartition(" ")
+        if stack and count.isdigit():
+            frames = [frame for frame in stack.split(";") if not frame.startswith("process ")]
+            counts[phase_of(frames)] += int(count)
+            places[innermost_place(frames)] += int(count)
+    total = sum(counts.values()) or 1
+    shares = {phase: round(counts.get(phase, 0) / total, 3) for phase, _ in PHASES}
+    return shares | {"samples": total, "places": {place: round(n / total, 3) for place, n in places.most_common(8)}}
+
+
+def profiled(code: Code, workload: Workload, workers: int, work: Path, py_spy: Path) -> dict:
+    out = work / "runs" / f"{workload.name}.{code.label}.profiled.audit.jsonl"
+    raw = out.with_suffix(".pyspy.txt")
+    command = [str(py_spy), "record", "--subprocesses", "--nonblocking", "-r", "100", "-f", "raw", "-o", str(raw), "--",
+               *check_command(workload, out, True, workers)]  # fmt: skip
+    measured(command, code.env(), out.with_suffix(".log"))
+    return phase_shares(raw)
+
+
+def ratio(new: float, old: float) -> float | None:
+    return round(new / old, 2) if old else None
+
+
+def summary(runs: list[dict]) -> dict:
+    """The median run of several (by CPU), peak memory the highest."""
+    ordered = sorted(runs, key=lambda r: r["cpu_s"])
+    middle = ordered[len(ordered) // 2]
+    return middle | {"peak_pss_bytes": max(r["peak_pss_bytes"] for r in runs), "runs": len(runs)}
+
+
+def measure_all(codes: list[Code], chosen: list[Workload], args: argparse.Namespace) -> list[dict]:
+    """Every workload, with and without the report, the codes interleaved run by run."""
+    rows = []
+    for workload in chosen:
+        print(f"{workload.name} ({workload.variants:,} variants) ...", file=sys.stderr)
+        for report in (False, True):
+            runs: dict[str, list[dict]] = {code.label: [] for code in codes}
+            for _ in range(args.repeat):
+                for code in codes:
+                    runs[code.label].append(run_check(code, workload, report, args.workers, args.work))
+            row = {"workload": workload.name, "variants": workload.variants, "report": report} | {label: summary(r) for label, r in runs.items()}
+            base, new = row[codes[0].label], row[codes[1].label]
+            row["ratio"] = {key: ratio(new[key], base[key]) for key in ("cpu_s", "wall_s", "peak_pss_bytes")}
+            if report:
+                row["audit_files_equal"] = normalized_audit(Path(base["audit"])) == normalized_audit(Path(new["audit"]))
+                row["reports"] = same_reports(codes, Path(base["audit"]), args.work) if workload.compare_reports else None
+            rows.append(row)
+            (args.work / "throughput.partial.json").write_text(json.dumps(rows, indent=2))
+    return rows
+
+
+def mib(n: float) -> str:
+    return f"{n / 2**20:,.0f} MiB"
+
+
+def table(results: dict) -> str:
+    base, new = results["codes"]
+    lines = [
+        "| workload | report | code | CPU ms/variant | CPU s | wall s | variants/s | peak PSS | new/base CPU | new/base wall | new/base memory | audit files equal | reports identical |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in results["rows"]:
+        for code in (base, new):
+            r = row[code["label"]]
+            tail = (f"| {row['ratio']['cpu_s']} | {row['ratio']['wall_s']} | {row['ratio']['peak_pss_bytes']} | {row.get('audit_files_equal', '')} "
+                    f"| {row['reports']['identical'] if row.get('reports') else ''} |") if code is new else "| | | | | |"  # fmt: skip
+            lines.append(
+                f"| {row['workload']} ({row['variants']:,}) | {'yes' if row['report'] else 'no'} | {code['label']} `{code['commit'][:7]}` "
+                f"| {r['cpu_ms_per_variant']} | {r['cpu_s']} | {r['wall_s']} | {r['variants_per_s']:,} | {mib(r['peak_pss_bytes'])} {tail}"
+            )
+    renders = [row for row in results["rows"] if row.get("reports")]
+    if renders:
+        lines += ["", "| `audit report` of one audit file | " + " | ".join(f"{c['label']} wall / CPU" for c in results["codes"]) + " |", "|---|---|---|"]
+        for row in renders:
+            lines.append(f"| {row['workload']} | " + " | ".join(f"{row['reports']['render'][c['label']]['wall_s']} s / {row['reports']['render'][c['label']]['cpu_s']} s" for c in results["codes"]) + " |")
+    ig = results["infinigram_demo_index"]
+    lines += ["", f"infini-gram's indexer on the 23 MiB demo corpus: {ig['wall_s']} s wall, {ig['cpu_s']} s CPU, peak {mib(ig['peak_pss_bytes'])}."]
+    if results.get("phases"):
+        lines += ["", "| phase | " + " | ".join(f"{c['label']} `{c['commit'][:7]}`" for c in results["codes"]) + " |", "|---|---|---|"]
+        for phase, _ in PHASES:
+            lines.append(f"| {phase} | " + " | ".join(f"{100 * results['phases'][c['label']][phase]:.0f}%" for c in results["codes"]) + " |")
+        for code in results["codes"]:
+            places = results["phases"][code["label"]]["places"]
+            lines += ["", f"Most sampled files ({code['label']}): " + ", ".join(f"`{place}` {100 * share:.0f}%" for place, share in places.items())]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--baseline", default="ca305c2", help="the commit the working tree is compared with")
+    parser.add_argument("--work", type=Path, default=ROOT / "bench" / "work")
+    parser.add_argument("--skip-big", action="store_true", help="skip BMLAMA-17 and the 100 MiB index")
+    parser.add_argument("--repeat", type=int, default=1, help="runs per code and variant; the median by CPU is shown")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--only", default="", help="comma-separated workload names to run (default: all)")
+    parser.add_argument("--shared", type=Path, default=ROOT.parent / "shared", help="the shared data: data/corpus and data/bench/bmlama")
+    parser.add_argument("--py-spy", type=Path, default=Path("/work/venvs/pyspy/bin/py-spy"), help="py-spy for the phase shares (skipped when absent)")
+    args = parser.parse_args()
+    args.work = args.work.absolute()
+    args.work.mkdir(parents=True, exist_ok=True)
+    base_tree = baseline_tree(args.baseline, args.work)
+    build_extension(ROOT)
+    head = git("rev-parse", "HEAD") + ("+changes" if git("status", "--porcelain", "--untracked-files=no") else "")
+    codes = [Code("baseline", base_tree, git("rev-parse", "HEAD", cwd=base_tree), args.work / "cache-baseline"), Code("new", ROOT, head, args.work / "cache-new")]
+    for code in codes:  # builds each code's demo index in its cache, untimed
+        run_check(code, Workload("warm-up", SAMPLE, 468, "demo"), False, args.workers, args.work)
+    bench_core.SHARED_CORPUS = args.shared / "data" / "corpus"
+    only = set(filter(None, args.only.split(",")))
+    index_wanted = not args.skip_big and (not only or "eclektic-4608-100MiB" in only)
+    registry = big_index(args.work, codes[0]) if index_wanted else args.work / "corpora-100MiB.toml"
+    chosen = [w for w in workloads(args.work, args.shared, args.skip_big, registry) if not only or w.name in only]
+    results = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": {"cpus": os.cpu_count(), "memory_bytes": psutil.virtual_memory().total},
+               "workers": args.workers, "codes": [{"label": c.label, "commit": c.commit} for c in codes]}  # fmt: skip
+    results["infinigram_demo_index"] = infinigram_index(args.work)
+    results["rows"] = measure_all(codes, chosen, args)
+    profiled_workload = next((w for w in chosen if w.name == "eclektic-4608"), None)
+    if args.py_spy.exists() and profiled_workload:
+        results["phases"] = {code.label: profiled(code, profiled_workload, args.workers, args.work, args.py_spy) for code in codes}
+    (args.work / "throughput.json").write_text(json.dumps(results, indent=2))
+    print(table(results))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,71 @@
+"""The report's provenance pages rendered by a pool of forked processes: the same bytes as
+rendered in one process, and a page that cannot be rendered named in the error.
+
+Each report is rendered in a fresh interpreter: the pool is used only when no other thread
+runs, and other tests' fixtures may leave threads in this one."""
+from __future__ import annotations
+
+import filecmp
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+RENDER = """
+import json, sys
+from audit.auditfile import read_audit
+from audit.readers import load_benchmark
+from audit.report.render import write_report
+
+audit_path, bench, out, workers, broken = sys.argv[1:6]
+audit = read_audit(audit_path)
+if broken:
+    item_id, lang = broken.split("/")
+    del next(r for r in audit.records if r["item_id"] == item_id and r["lang"] == lang)["role"]
+try:
+    write_report(out, audit, audit_path, load_benchmark(bench).items, workers=int(workers))
+except Exception as error:
+    print(json.dumps({"error": type(error).__name__, "message": str(error), "cause": type(error.__cause__).__name__}))
+else:
+    print(json.dumps({"error": None}))
+"""
+
+
+def render(planted: dict[str, Path], out: Path, workers: int, broken: str = "") -> dict:
+    command = [sys.executable, "-c", RENDER, str(planted["audit"]), str(planted["bench"]), str(out), str(workers), broken]
+    # One hash seed for both renders: rules that decided `seen` equally often are listed in the
+    # order of a set of their names.
+    result = subprocess.run(command, capture_output=True, text=True, check=True, env={**os.environ, "PYTHONHASHSEED": "0"})
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def files(directory: Path) -> set[Path]:
+    return {path.relative_to(directory) for path in directory.rglob("*") if path.is_file()}
+
+
+def test_pages_rendered_in_parallel_equal_those_rendered_serially(planted_audit, tmp_path: Path):
+    serial, parallel = tmp_path / "serial.report", tmp_path / "parallel.report"
+    assert render(planted_audit, serial, workers=1) == {"error": None}
+    # More workers than this machine may have cores, so the pages are spread over processes.
+    assert render(planted_audit, parallel, workers=3) == {"error": None}
+    written = files(serial)
+    assert len([path for path in written if path.parts[0] == "items"]) == 39
+    assert written == files(parallel)
+    assert all(filecmp.cmp(serial / name, parallel / name, shallow=False) for name in written)
+    assert (parallel / "items" / "39.html").read_text(encoding="utf-8").count("<mark>") >= 2
+    assert not [path for path in tmp_path.iterdir() if path.name.startswith(".")]
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_a_page_that_cannot_be_rendered_is_named_and_no_report_is_left(planted_audit, tmp_path: Path, workers: int):
+    out = tmp_path / "broken.report"
+    failed = render(planted_audit, out, workers, broken="46/ja")
+    assert failed["error"] == "PageError"
+    assert failed["message"] == "the provenance page items/46.html (item '46'): KeyError: 'role'"
+    # Raised in the rendering process, the error keeps its cause; from a worker, it comes with
+    # the worker's traceback instead: the pages were rendered where they were meant to be.
+    assert (failed["cause"] == "KeyError") == (workers == 1)
+    assert list(tmp_path.iterdir()) == []
