@@ -78,7 +78,8 @@ def exposure_section(audit: AuditFile, labels: Exposure) -> JsonObject:
         "per_source": {source: _alone(by_key, languages) for source, by_key in labels.by_source.items()},
         "notes": labels.notes,
         "item_summary": manifest["summary"]["items"],
-        "rule_fires": dict(fires.most_common()),
+        # Most fired first, ties by name: a set's order changes with the hash seed.
+        "rule_fires": dict(sorted(fires.items(), key=lambda fired: (-fired[1], fired[0]))),
         "items": [row | {"asked_in": row["asked_in"] or sorted(row["tags"])} for row in items.values()],
         "seen_elsewhere": seen_elsewhere(audit.records),
     }
