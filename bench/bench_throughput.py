@@ -60,8 +60,9 @@ class Code:
     cache: Path
 
     def env(self) -> dict[str, str]:
-        # One hash seed for every run: a report lists rules that fired equally often in the
-        # order of a set of their names, so only runs of one seed can be compared byte for byte.
+        # One hash seed for every run: before 2026-11-26 a report listed rules that fired equally
+        # often in the order of a set of their names, so a baseline that old compares byte for
+        # byte only within one seed (and its ties may still come out in another order).
         return {**os.environ, "PYTHONPATH": str(self.tree), "AUDIT_CACHE_DIR": str(self.cache), "PYTHONHASHSEED": "0"}
 
 
