@@ -68,12 +68,12 @@ class Run:
 
 
 RUNS = [
-    Run("check", ("check", "bench.jsonl", "--corpus", "index", "--workers", "2", "--out", "new.audit.jsonl"), "audit.run.executors:gathered"),
+    Run("check", ("check", "bench.jsonl", "--corpus", "index", "--workers", "2", "--out", "new.audit.jsonl"), "audit.run.executors:_check_forked"),
     Run(
-        "check-report", ("check", "bench.jsonl", "--corpus", "index", "--out", "new.audit.jsonl"), "audit.report.render:write_item_pages",
+        "check-report", ("check", "bench.jsonl", "--corpus", "index", "--out", "new.audit.jsonl"), "audit.report.pages:write_pages",
         kept=("new.audit.jsonl",), says="the audit file new.audit.jsonl was written whole",
     ),
-    Run("report", ("report", "--audit", "bench.audit.jsonl", "--out", "bench.report"), "audit.report.render:write_item_pages"),
+    Run("report", ("report", "--audit", "bench.audit.jsonl", "--out", "bench.report"), "audit.report.pages:write_pages"),
     Run("filter", ("filter", "bench.audit.jsonl", "--out", "clean.jsonl"), "audit.filter:atomic_write_bytes"),
     Run("index-build", ("index", "build", "docs", "--out", "fresh", "--workers", "2"), "audit.index.documents:parse_lines"),
     Run("index-build-shards", ("index", "build", "docs", "--out", "fresh", "--shards", "2", "--workers", "2"), "audit.index.sharded.worker:build_shard", says="shards finished"),

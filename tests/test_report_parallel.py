@@ -36,7 +36,8 @@ else:
 
 def render(planted: dict[str, Path], out: Path, workers: int, broken: str = "", seed: int = 0) -> dict:
     command = [sys.executable, "-c", RENDER, str(planted["audit"]), str(planted["bench"]), str(out), str(workers), broken]
-    result = subprocess.run(command, capture_output=True, text=True, check=True, env={**os.environ, "PYTHONHASHSEED": str(seed)})
+    # Away from the checkout, so `-c` imports the installed package, not the source tree.
+    result = subprocess.run(command, capture_output=True, text=True, check=True, env={**os.environ, "PYTHONHASHSEED": str(seed)}, cwd=out.parent)
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 

@@ -101,11 +101,12 @@ def test_a_policy_file_states_every_kind_of_rule(tmp_path: Path):
     assert [(r.figure, r.op, r.value) for r in rules.for_source("olmo")] == [("longest_match_chars", ">=", 80)]
 
 
-def test_the_policy_and_the_decisions_import_no_signal_code_client_or_model():
+def test_the_policy_and_the_decisions_import_no_signal_code_client_or_model(tmp_path: Path):
     """`audit.exposure` needs the signals' specs only: loading it loads no implementation, link
-    source, HTTP client or probe model."""
+    source, HTTP client or probe model.  Run away from the checkout, so `-c` imports the
+    package as installed (with its compiled parts), not the source tree."""
     code = "import sys, audit.exposure; print(' '.join(sorted(sys.modules)))"
-    loaded = set(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout.split())
+    loaded = set(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True, cwd=tmp_path).stdout.split())
     assert {"audit.signals.spec", "audit.signals.ngram_spec", "audit.signals.probe_spec"} <= loaded
     implementations = {f"audit.signals.{name}" for name in ("ngram", "minhash", "langlinks", "probe")}
     heavy = {name for name in loaded if name.startswith(("audit.links", "audit.probes", "requests", "httpx", "llama_cpp", "torch"))}
