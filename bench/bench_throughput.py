@@ -25,6 +25,7 @@ import filecmp
 import json
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import time
@@ -94,12 +95,14 @@ def baseline_tree(rev: str, work: Path) -> Path:
     return tree
 
 
-def measured(command: list[str], env: dict[str, str], log: Path) -> dict:
-    """Wall time, CPU of the whole process tree (reaped children's rusage) and peak PSS."""
+def measured(command: list[str], env: dict[str, str], log: Path, cwd: Path = ROOT) -> dict:
+    """Wall time, CPU of the whole process tree (reaped children's rusage) and peak PSS.  A
+    code's run starts in its own tree: `python -m` puts the current directory before
+    PYTHONPATH, so a run started here would import this tree whichever code it stood for."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     with open(log, "wb") as output:
-        process = psutil.Popen(command, stdout=output, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
+        process = psutil.Popen(command, stdout=output, stderr=subprocess.STDOUT, env=env, cwd=cwd)
         peak = 0
         while process.poll() is None:
             with contextlib.suppress(psutil.Error):
@@ -121,7 +124,7 @@ def check_command(workload: Workload, out: Path, report: bool, workers: int) -> 
 def run_check(code: Code, workload: Workload, report: bool, workers: int, work: Path) -> dict:
     out = work / "runs" / f"{workload.name}.{code.label}.{'report' if report else 'plain'}.audit.jsonl"
     out.parent.mkdir(parents=True, exist_ok=True)
-    result = measured(check_command(workload, out, report, workers), code.env(), out.with_suffix(".log"))
+    result = measured(check_command(workload, out, report, workers), code.env(), out.with_suffix(".log"), code.tree)
     result["cpu_ms_per_variant"] = round(1000 * result["cpu_s"] / workload.variants, 2)
     result["variants_per_s"] = round(workload.variants / result["wall_s"], 1)
     print(f"  {workload.name} {code.label} {'report' if report else 'no report'}: {json.dumps(result)}", file=sys.stderr)
@@ -156,7 +159,7 @@ def same_reports(codes: list[Code], audit: Path, work: Path) -> dict:
     outs, timed = [], {}
     for code in codes:
         out = work / "runs" / f"{audit.name}.{code.label}.rendered"
-        timed[code.label] = measured([sys.executable, "-m", "audit.cli", "report", "--audit", str(audit), "--out", str(out)], code.env(), out.with_suffix(".log"))
+        timed[code.label] = measured([sys.executable, "-m", "audit.cli", "report", "--audit", str(audit), "--out", str(out)], code.env(), out.with_suffix(".log"), code.tree)
         outs.append(out)
     return {"identical": same_directory(*outs), "render": timed}
 
@@ -233,7 +236,7 @@ def profiled(code: Code, workload: Workload, workers: int, work: Path, py_spy: P
     raw = out.with_suffix(".pyspy.txt")
     command = [str(py_spy), "record", "--subprocesses", "--nonblocking", "-r", "100", "-f", "raw", "-o", str(raw), "--",
                *check_command(workload, out, True, workers)]  # fmt: skip
-    measured(command, code.env(), out.with_suffix(".log"))
+    measured(command, code.env(), out.with_suffix(".log"), code.tree)
     return phase_shares(raw)
 
 
@@ -314,7 +317,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--only", default="", help="comma-separated workload names to run (default: all)")
     parser.add_argument("--shared", type=Path, default=ROOT.parent / "shared", help="the shared data: data/corpus and data/bench/bmlama")
-    parser.add_argument("--py-spy", type=Path, default=Path("/work/venvs/pyspy/bin/py-spy"), help="py-spy for the phase shares (skipped when absent)")
+    parser.add_argument("--py-spy", type=Path, default=Path(shutil.which("py-spy") or "py-spy"), help="py-spy for the phase shares (skipped when absent)")
     args = parser.parse_args()
     args.work = args.work.absolute()
     args.work.mkdir(parents=True, exist_ok=True)
@@ -322,7 +325,10 @@ def main() -> None:
     build_extension(ROOT)
     head = git("rev-parse", "HEAD") + ("+changes" if git("status", "--porcelain", "--untracked-files=no") else "")
     codes = [Code("baseline", base_tree, git("rev-parse", "HEAD", cwd=base_tree), args.work / "cache-baseline"), Code("new", ROOT, head, args.work / "cache-new")]
-    for code in codes:  # builds each code's demo index in its cache, untimed
+    for code in codes:  # each code imports its own tree; builds its demo index in its cache, untimed
+        imported = subprocess.run([sys.executable, "-c", "import audit; print(audit.__file__)"], env=code.env(), cwd=code.tree, capture_output=True, text=True, check=True).stdout.strip()
+        if not Path(imported).is_relative_to(code.tree):
+            raise SystemExit(f"the {code.label} code imports {imported}, not its tree {code.tree}")
         run_check(code, Workload("warm-up", SAMPLE, 468, "demo"), False, args.workers, args.work)
     bench_core.SHARED_CORPUS = args.shared / "data" / "corpus"
     only = set(filter(None, args.only.split(",")))
