@@ -115,11 +115,11 @@ class AuditStream:
 
 def write_audit(path: Path, manifest: AuditManifest | JsonObject, records: Iterable[ExposureRecord | JsonObject]) -> AuditFile:
     """Write the file and return it as `read_audit` would read it back."""
-    records = list(records)
+    written = [{"record": EXPOSURE, **(r.to_dict() if isinstance(r, ExposureRecord) else r)} for r in records]
     with AuditStream(path) as stream:
-        stream.add(record_lines(records), len(records))
-        written = stream.finish(manifest)
-    return AuditFile(written.manifest, [{"record": EXPOSURE, **(r.to_dict() if isinstance(r, ExposureRecord) else r)} for r in records])
+        stream.add(record_lines(written), len(written))
+        header = stream.finish(manifest).manifest
+    return AuditFile(header, written)
 
 
 class StoredRecords(Sequence[JsonObject]):

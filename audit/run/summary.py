@@ -73,7 +73,6 @@ class Tally:
     knowledge_checks: dict[str, Counter[str]] = field(default_factory=dict)
     queries: dict[str, list[int]] = field(default_factory=dict)
     failures: Failures = field(default_factory=Failures)
-    records: int = 0
 
     @classmethod
     def of(cls, records: Iterable[ExposureRecord]) -> Tally:
@@ -83,7 +82,6 @@ class Tally:
         return tally
 
     def add(self, record: ExposureRecord) -> None:
-        self.records += 1
         self.languages.setdefault(record.lang, Counter())[record.exposure] += 1
         self.items[record.item_id] = str(record.item_exposure)
         if record.knowledge is not None:
@@ -99,7 +97,6 @@ class Tally:
 
     def merge(self, other: Tally) -> None:
         """Another tally of the records that follow this one's."""
-        self.records += other.records
         for mine, theirs in ((self.languages, other.languages), (self.knowledge, other.knowledge), (self.checks, other.checks), (self.knowledge_checks, other.knowledge_checks)):
             for key, counts in theirs.items():
                 mine.setdefault(key, Counter()).update(counts)
