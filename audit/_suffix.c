@@ -382,23 +382,21 @@ static PyObject *any_allowed(PyObject *self, PyObject *args)
     return PyBool_FromLong(found);
 }
 
-/* One shard as the language-restricted search reads it: its suffix array, each document's
- * offset and whether it is allowed, and the allowed documents' text where it is small. */
+/* One shard as the language-restricted search reads it: its suffix array, and each document's
+ * offset and whether it is allowed. */
 typedef struct {
     Shard shard;
     const int64_t *offsets;
     const uint8_t *allowed;
     Py_ssize_t documents;
-    const uint8_t *text; /* NULL when the allowed text is too large to search */
-    Py_ssize_t text_len;
-    Py_buffer views[5];
+    Py_buffer views[4];
     int held;
 } Restricted;
 
-/* How `holds` reads a range: ranks read whole up to `few` (or `scan` when the text is at hand),
- * else the text searched, else `first_look` then `scan_cap` ranks sampled. */
+/* How `holds` reads a range: ranks read whole up to `few`, else `first_look` then `scan_cap`
+ * ranks sampled. */
 typedef struct {
-    Py_ssize_t few, scan, first_look, scan_cap;
+    Py_ssize_t few, first_look, scan_cap;
 } Reading;
 
 /* Whether an allowed document holds pattern[0:m]: 1, 0, or -1 when a sampled range found none
@@ -413,16 +411,8 @@ static int holds(const Restricted *shards, Py_ssize_t count, const Reading *r, c
         Py_ssize_t width = hi - lo;
         if (width <= 0)
             continue;
-        if (width <= r->few || (s->text != NULL && width <= r->scan)) {
-            if (any_allowed_in(s->shard.table, s->shard.ratio, s->offsets, s->allowed, s->documents, lo, hi, r->scan))
-                return 1;
-            continue;
-        }
-        if (s->text != NULL) {
-            /* A sampled rank in an allowed document settles it without reading the text; the
-             * text says no more than every rank would, the pattern being UTF-8 (no 0xff). */
-            if (any_allowed_in(s->shard.table, s->shard.ratio, s->offsets, s->allowed, s->documents, lo, hi, r->first_look) ||
-                memmem(s->text, s->text_len, pattern, m) != NULL)
+        if (width <= r->few) {
+            if (any_allowed_in(s->shard.table, s->shard.ratio, s->offsets, s->allowed, s->documents, lo, hi, r->few))
                 return 1;
             continue;
         }
@@ -496,13 +486,13 @@ static void release_restricted(Restricted *shards, Py_ssize_t count)
     PyMem_Free(shards);
 }
 
-/* Read one (data, table, ratio, offsets, allowed, text or None) tuple into `s`. */
+/* Read one (data, table, ratio, offsets, allowed) tuple into `s`. */
 static int parse_restricted(PyObject *item, Restricted *s)
 {
-    PyObject *data_obj, *table_obj, *offsets_obj, *allowed_obj, *text_obj;
+    PyObject *data_obj, *table_obj, *offsets_obj, *allowed_obj;
     int ratio;
     s->held = 0;
-    if (!PyArg_ParseTuple(item, "OOiOOO", &data_obj, &table_obj, &ratio, &offsets_obj, &allowed_obj, &text_obj))
+    if (!PyArg_ParseTuple(item, "OOiOO", &data_obj, &table_obj, &ratio, &offsets_obj, &allowed_obj))
         return -1;
     if (parse_shard(data_obj, table_obj, ratio, &s->views[0], &s->views[1], &s->shard) < 0)
         return -1;
@@ -520,15 +510,6 @@ static int parse_restricted(PyObject *item, Restricted *s)
         PyErr_SetString(PyExc_ValueError, "offsets must be int64, one allowed byte per document");
         return -1;
     }
-    s->text = NULL;
-    s->text_len = 0;
-    if (text_obj != Py_None) {
-        if (PyObject_GetBuffer(text_obj, &s->views[4], PyBUF_SIMPLE) < 0)
-            return -1;
-        s->held = 5;
-        s->text = s->views[4].buf;
-        s->text_len = s->views[4].len;
-    }
     return 0;
 }
 
@@ -539,7 +520,7 @@ static PyObject *restricted_longest(PyObject *self, PyObject *args)
     PyObject *list;
     Py_buffer query, upper;
     Reading r;
-    if (!PyArg_ParseTuple(args, "Oy*y*(nnnn)", &list, &query, &upper, &r.few, &r.scan, &r.first_look, &r.scan_cap))
+    if (!PyArg_ParseTuple(args, "Oy*y*(nnn)", &list, &query, &upper, &r.few, &r.first_look, &r.scan_cap))
         return NULL;
     PyObject *result = NULL, *low = NULL, *high = NULL;
     Py_ssize_t *positions = NULL, count = 0, starts = 0;
@@ -558,7 +539,7 @@ static PyObject *restricted_longest(PyObject *self, PyObject *args)
         if (parse_restricted(PySequence_Fast_GET_ITEM(items, k), &shards[k]) < 0)
             goto done;
     starts = character_starts(query.buf, query.len, positions);
-    if (upper.len != starts * (Py_ssize_t)sizeof(int64_t) || r.few < 1 || r.scan < 1 || r.first_look < 1 || r.scan_cap < 1) {
+    if (upper.len != starts * (Py_ssize_t)sizeof(int64_t) || r.few < 1 || r.first_look < 1 || r.scan_cap < 1) {
         PyErr_SetString(PyExc_ValueError, "upper must hold one int64 per character start, every reading cap at least 1");
         goto done;
     }
@@ -650,9 +631,9 @@ static PyMethodDef methods[] = {
      "(every one, or `most` spread as numpy's linspace spreads them) points into a document whose "
      "`allowed` byte is set; offsets are int64, one per document."},
     {"restricted_longest", restricted_longest, METH_VARARGS,
-     "restricted_longest(shards, query, upper, (few, scan, first_look, scan_cap)) -> (low, high): "
+     "restricted_longest(shards, query, upper, (few, first_look, scan_cap)) -> (low, high): "
      "bytes of int64, per character start, the longest match in allowed documents; shards are "
-     "(data, table, ratio, offsets, allowed, text or None), upper the unrestricted lengths."},
+     "(data, table, ratio, offsets, allowed), upper the unrestricted lengths."},
     {NULL, NULL, 0, NULL},
 };
 

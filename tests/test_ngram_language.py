@@ -144,8 +144,13 @@ def test_a_field_in_another_language_is_counted_in_that_language(corpus):
     assert context.figures["language"]["lang"] == "pt" and context.figures["exact_count"] == 1
 
 
-def test_restricted_longest_matches_are_those_of_the_allowed_documents_alone(tmp_path, base_rows):
-    """Against brute force over the documents' text, on an index of several shards."""
+@pytest.mark.parametrize("text_cap", [1 << 20, 0, 40_000])
+def test_restricted_longest_matches_are_those_of_the_allowed_documents_alone(tmp_path, base_rows, monkeypatch, text_cap):
+    """Against brute force over the documents' text, on an index of several shards: every
+    shard's allowed documents asked through their own small index, none, or some."""
+    from audit.corpora import inlanguage
+
+    monkeypatch.setattr(inlanguage, "TEXT_CAP", text_cap)
     index = with_table([*base_rows, FI], tmp_path / "index", memory_bytes=5 * 65_536)
     assert index.info.details["shards"] >= 2
     rng = random.Random(7)
@@ -167,6 +172,30 @@ def test_restricted_longest_matches_are_those_of_the_allowed_documents_alone(tmp
     finnish = index.in_language(frozenset({"fi"}), unknown=False)
     assert finnish.count_range("Charles Darwin") == (1, 1)
     assert finnish.with_documents(frozenset({portuguese})).count_range("Charles Darwin") == (2, 2)
+
+
+def _lengths_in_a_forked_child(view, text: str, results) -> None:
+    results.put(view.match_lengths(text).lengths)
+
+
+def test_a_worker_forked_after_an_index_build_sorts_its_small_indexes(tmp_path, base_rows):
+    """The index build sorts suffixes with OpenMP threads in this process; a worker forked
+    afterwards builds a language's small index (`_allowed_index`) without waiting forever for
+    threads it did not inherit, and answers as this process does."""
+    import multiprocessing
+
+    index = with_table([*base_rows, FI], tmp_path / "index")
+    text = FI["text"][:60] + " " + base_rows[0]["text"][:30]
+    fork = multiprocessing.get_context("fork")
+    results = fork.Queue()
+    child = fork.Process(target=_lengths_in_a_forked_child, args=(index.in_language(frozenset({"fi"}), unknown=False), text, results))
+    child.start()
+    child.join(300)
+    hung = child.is_alive()
+    if hung:
+        child.kill()
+    assert not hung and child.exitcode == 0, "the forked worker did not finish"
+    assert results.get(timeout=10) == index.in_language(frozenset({"fi"}), unknown=False).match_lengths(text).lengths
 
 
 def test_a_quotation_in_another_script_counts_for_the_language_of_its_window(corpus):

@@ -24,10 +24,12 @@ answer too; `LanguageView` is the driver's half, a corpus answering the same pro
 """
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Protocol
 
 import numpy as np
+import pydivsufsort
 
 from audit import _suffix
 from audit.corpora.base import CorpusInfo, DocumentHit, LanguageBy, MatchLengths, MatchQuestions, Occurrence
@@ -43,11 +45,8 @@ FIRST_LOOK = 256
 FEW = 16
 # Allowed-document masks kept per shard group (one per set of languages asked).
 MASKS_KEPT = 16
-# Allowed documents of a shard up to this many bytes are searched as text (see `_allowed_text`).
+# Allowed documents of a shard up to this many bytes get their own small index (see `_allowed_index`).
 TEXT_CAP = 1 << 20
-# A range of at most this many ranks is read whole before the text is searched: exact either way,
-# and reading a few hundred ranks costs less than a search through a megabyte.
-TEXT_SCAN = 512
 
 
 class ShardQueries:
@@ -93,22 +92,28 @@ class ShardQueries:
         keep = self._allowed(k, allowed, extra)[documents]
         return pointers[keep], documents[keep], len(ranks)
 
-    def _allowed_text(self, k: int, allowed: np.ndarray, extra: np.ndarray) -> bytes | None:
-        """The texts of shard k's allowed documents, joined by the document separator, when
-        they are few bytes (`TEXT_CAP`): then whether a pattern is in one of them is a
-        substring search, exact, where a common pattern's range would be sampled."""
-        texts = self.__dict__.setdefault("_texts", {})
+    def _allowed_index(self, k: int, allowed: np.ndarray, extra: np.ndarray) -> tuple[bytes, bytes] | None:
+        """The texts of shard k's allowed documents, joined by the document separator, and their
+        suffix array (4-byte pointers), when they are few bytes (`TEXT_CAP`): then the longest
+        match in those documents is the plain longest match in that small index, exact, where a
+        common pattern's range in the shard would be sampled.  A UTF-8 query (no 0xff) cannot
+        match across a separator.  Built once per set of languages and let-in documents."""
+        built = self.__dict__.setdefault("_small", {})
         key = (k, allowed.tobytes(), extra.tobytes())
-        if key not in texts:
-            if len(texts) > MASKS_KEPT:
-                texts.clear()
+        if key not in built:
+            if len(built) > MASKS_KEPT:
+                built.clear()
             shard, mask = self.shards[k], self._allowed(k, allowed, extra)
             starts = shard.offsets + 1
             ends = np.append(shard.offsets[1:], len(shard.data))
             chosen = np.flatnonzero(mask)
             size = int((ends[chosen] - starts[chosen]).sum())
-            texts[key] = b"\xff".join(shard.data[int(starts[d]) : int(ends[d])] for d in chosen) if size <= TEXT_CAP else None
-        return texts[key]
+            built[key] = None
+            if size <= TEXT_CAP:
+                text = b"\xff".join(shard.data[int(starts[d]) : int(ends[d])] for d in chosen)
+                table = _sorted_suffixes(text) if text else b""
+                built[key] = (text, table)
+        return built[key]
 
     def count_in(self, pattern: bytes, allowed: np.ndarray, extra: np.ndarray) -> tuple[int, int]:
         """(fewest, most) occurrences of `pattern` in allowed documents: equal unless a range
@@ -119,17 +124,25 @@ class ShardQueries:
     def longest_in(self, query: bytes, allowed: np.ndarray, extra: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(lowest, highest) restricted longest match in bytes at each character start of
         `query` (`char_starts`); highest is the unrestricted length where a sampled check left
-        it open.  Searched in C (`_suffix.restricted_longest`): at each start, from the
-        unrestricted length down, each length checked shard by shard as the module's reading
-        rules say (ranks read whole up to `FEW`, or `TEXT_SCAN` where the allowed text is at
-        hand; else that text searched; else `FIRST_LOOK` then `SCAN_CAP` ranks sampled)."""
+        it open.  A shard whose allowed documents are small is asked through their own index
+        (`_allowed_index`), exactly; the others in C (`_suffix.restricted_longest`): at each
+        start, from the unrestricted length down, each length checked shard by shard (ranks
+        read whole up to `FEW`, else `FIRST_LOOK` then `SCAN_CAP` ranks sampled)."""
         upper = self.longest_char_bytes(query)
-        shards = [
-            (shard.data, shard.table, shard.ratio, shard.offsets, self._allowed(k, allowed, extra), self._allowed_text(k, allowed, extra))
-            for k, shard in enumerate(self.shards)
-        ]
-        low, high = _suffix.restricted_longest(shards, query, upper, (FEW, TEXT_SCAN, FIRST_LOOK, SCAN_CAP))
-        return np.frombuffer(low, dtype=np.int64), np.frombuffer(high, dtype=np.int64)
+        low = high = np.zeros(len(upper), dtype=np.int64)
+        large = []
+        for k, shard in enumerate(self.shards):
+            small = self._allowed_index(k, allowed, extra)
+            if small is None:
+                large.append((shard.data, shard.table, shard.ratio, shard.offsets, self._allowed(k, allowed, extra)))
+            elif small[0]:
+                found = np.frombuffer(_suffix.longest_char_matches(small[0], small[1], 4, query), dtype=np.int64)
+                low, high = np.maximum(low, found), np.maximum(high, found)
+        if large:
+            found_low, found_high = _suffix.restricted_longest(large, query, upper, (FEW, FIRST_LOOK, SCAN_CAP))
+            low = np.maximum(low, np.frombuffer(found_low, dtype=np.int64))
+            high = np.maximum(high, np.frombuffer(found_high, dtype=np.int64))
+        return low, high
 
     def occurrences_in(self, pattern: bytes, allowed: np.ndarray, extra: np.ndarray, limit: int) -> tuple[int, int, list[Occurrence]]:
         """(fewest, most) allowed occurrences and up to `limit` of them, spread evenly."""
@@ -146,6 +159,16 @@ class ShardQueries:
                 document = int(documents[j])
                 found.append(Occurrence(shard.first_document + document, int(pointers[j]) - int(shard.offsets[document]) - 1))
         return low, high, found
+
+
+def _sorted_suffixes(text: bytes) -> bytes:
+    """The suffix array of `text` as 4-byte little-endian pointers, sorted on a new thread: the
+    sorter's OpenMP keeps a thread pool per calling thread, and a forked worker's main thread
+    inherits its parent's pool without the pool's threads (an index built before the fork
+    would leave it waiting for them forever)."""
+    with ThreadPoolExecutor(max_workers=1) as fresh:
+        suffixes = fresh.submit(pydivsufsort.divsufsort, np.frombuffer(bytearray(text), dtype=np.uint8)).result()
+    return suffixes.astype("<i4").tobytes()
 
 
 def char_lengths(encoded: bytes, at_starts: np.ndarray) -> list[int]:
