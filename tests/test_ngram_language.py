@@ -144,13 +144,15 @@ def test_a_field_in_another_language_is_counted_in_that_language(corpus):
     assert context.figures["language"]["lang"] == "pt" and context.figures["exact_count"] == 1
 
 
-@pytest.mark.parametrize("text_cap", [1 << 20, 0, 40_000])
-def test_restricted_longest_matches_are_those_of_the_allowed_documents_alone(tmp_path, base_rows, monkeypatch, text_cap):
+@pytest.mark.parametrize(("text_cap", "kept"), [(1 << 20, 64 << 20), (0, 64 << 20), (40_000, 64 << 20), (1 << 20, 1)])
+def test_restricted_longest_matches_are_those_of_the_allowed_documents_alone(tmp_path, base_rows, monkeypatch, text_cap, kept):
     """Against brute force over the documents' text, on an index of several shards: every
-    shard's allowed documents asked through their own small index, none, or some."""
+    shard's allowed documents asked through their own small index, none, or some; and with
+    room to keep only the last small index asked."""
     from audit.corpora import inlanguage
 
     monkeypatch.setattr(inlanguage, "TEXT_CAP", text_cap)
+    monkeypatch.setattr(inlanguage, "SMALL_KEPT", kept)
     index = with_table([*base_rows, FI], tmp_path / "index", memory_bytes=5 * 65_536)
     assert index.info.details["shards"] >= 2
     rng = random.Random(7)

@@ -214,6 +214,19 @@ def test_restricted_lengths_are_those_of_the_allowed_documents_alone(shard, rows
         assert np.frombuffer(low, dtype=np.int64).tolist() == want == np.frombuffer(high, dtype=np.int64).tolist(), (lang, query.decode())
 
 
+@pytest.mark.parametrize("lang", ["zh", "hi", "he"])
+def test_a_documents_text_searched_as_text_answers_as_its_suffix_array(rows, lang):
+    """`longest_in_text` (a let-in document's text, not sorted) against the lockstep search
+    over that text's own suffix array (how a language's small index is asked)."""
+    from audit.corpora.inlanguage import _sorted_suffixes, longest_in_text
+
+    text = b"\xff".join(row["text"].encode() for row in rows if row["lang"] == lang)
+    table = _sorted_suffixes(text)
+    for query in [*queries(rows)[:12], b"", "𠮷".encode()]:
+        want = np.frombuffer(_suffix.longest_char_matches(text, table, 4, query), dtype=np.int64).tolist()
+        assert longest_in_text(text, query).tolist() == want, query.decode()
+
+
 def test_bad_arguments_are_refused(shard):
     with pytest.raises(ValueError):
         _suffix.any_allowed(shard.table, shard.ratio, shard.offsets, np.zeros(3, dtype=bool), 0, 1, 1)

@@ -24,9 +24,10 @@ answer too; `LanguageView` is the driver's half, a corpus answering the same pro
 """
 from __future__ import annotations
 
+from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 import numpy as np
 import pydivsufsort
@@ -44,9 +45,24 @@ FIRST_LOOK = 256
 # A range of at most this many ranks is read whole, without building the allowed text.
 FEW = 16
 # Allowed-document masks kept per shard group (one per set of languages asked).
-MASKS_KEPT = 16
-# Allowed documents of a shard up to this many bytes get their own small index (see `_allowed_index`).
+MASKS_KEPT = 64
+# Allowed documents of a shard up to this many bytes get their own small index (see `_small_index`).
 TEXT_CAP = 1 << 20
+# Bytes of small indexes (text and suffix array) a shard group keeps.
+SMALL_KEPT = 64 << 20
+# No let-in documents.
+NO_DOCUMENTS = np.empty(0, dtype=np.int64)
+
+
+class SmallIndex(NamedTuple):
+    """Some documents' text joined by the document separator, and its suffix array."""
+
+    text: bytes
+    table: bytes
+
+    @property
+    def size(self) -> int:
+        return len(self.text) + len(self.table)
 
 
 class ShardQueries:
@@ -92,28 +108,49 @@ class ShardQueries:
         keep = self._allowed(k, allowed, extra)[documents]
         return pointers[keep], documents[keep], len(ranks)
 
-    def _allowed_index(self, k: int, allowed: np.ndarray, extra: np.ndarray) -> tuple[bytes, bytes] | None:
-        """The texts of shard k's allowed documents, joined by the document separator, and their
-        suffix array (4-byte pointers), when they are few bytes (`TEXT_CAP`): then the longest
-        match in those documents is the plain longest match in that small index, exact, where a
-        common pattern's range in the shard would be sampled.  A UTF-8 query (no 0xff) cannot
-        match across a separator.  Built once per set of languages and let-in documents."""
-        built = self.__dict__.setdefault("_small", {})
-        key = (k, allowed.tobytes(), extra.tobytes())
-        if key not in built:
-            if len(built) > MASKS_KEPT:
-                built.clear()
-            shard, mask = self.shards[k], self._allowed(k, allowed, extra)
-            starts = shard.offsets + 1
-            ends = np.append(shard.offsets[1:], len(shard.data))
-            chosen = np.flatnonzero(mask)
-            size = int((ends[chosen] - starts[chosen]).sum())
-            built[key] = None
-            if size <= TEXT_CAP:
-                text = b"\xff".join(shard.data[int(starts[d]) : int(ends[d])] for d in chosen)
-                table = _sorted_suffixes(text) if text else b""
-                built[key] = (text, table)
-        return built[key]
+    def _small_index(self, k: int, mask: np.ndarray, key: tuple[object, ...]) -> SmallIndex | None:
+        """The texts of the documents of shard k that `mask` selects, joined by the document
+        separator, and their suffix array (4-byte pointers), when they are few bytes
+        (`TEXT_CAP`): then the longest match in those documents is the plain longest match in
+        that small index, exact, where a common pattern's range in the shard would be sampled.
+        A UTF-8 query (no 0xff) cannot match across a separator.  The most recently asked are
+        kept, up to `SMALL_KEPT` bytes, so a benchmark's languages are sorted once each."""
+        kept: OrderedDict[tuple[object, ...], SmallIndex | None] = self.__dict__.setdefault("_small", OrderedDict())
+        if key in kept:
+            kept.move_to_end(key)
+            return kept[key]
+        shard = self.shards[k]
+        starts = shard.offsets + 1
+        ends = np.append(shard.offsets[1:], len(shard.data))
+        chosen = np.flatnonzero(mask)
+        built = None
+        if int((ends[chosen] - starts[chosen]).sum()) <= TEXT_CAP:
+            text = b"\xff".join(shard.data[int(starts[d]) : int(ends[d])] for d in chosen)
+            built = SmallIndex(text, _sorted_suffixes(text) if text else b"")
+        kept[key] = built
+        held = sum(entry.size for entry in kept.values() if entry is not None)
+        while held > SMALL_KEPT and len(kept) > 1:
+            oldest = kept.popitem(last=False)[1]
+            held -= oldest.size if oldest is not None else 0
+        return built
+
+    def _exact_parts(self, k: int, allowed: np.ndarray, extra: np.ndarray) -> tuple[list[SmallIndex], list[bytes], np.ndarray | None]:
+        """Shard k's allowed documents as the language's small index, the let-in documents'
+        texts (a field's own few: searched as text, `longest_in_text`, not sorted), and the mask
+        of those too large for either, searched in the shard (None: no such document)."""
+        shard = self.shards[k]
+        language_mask = self._allowed(k, allowed, NO_DOCUMENTS)
+        language = self._small_index(k, language_mask, (k, allowed.tobytes()))
+        rest = np.zeros(len(shard.offsets), dtype=bool) if language is not None else language_mask.copy()
+        texts = []
+        local = extra[(extra >= shard.first_document) & (extra < shard.first_document + len(shard.offsets))] - shard.first_document
+        for document in local.tolist():
+            start, end = int(shard.offsets[document]) + 1, int(shard.offsets[document + 1]) if document + 1 < len(shard.offsets) else len(shard.data)
+            if end - start <= TEXT_CAP:
+                texts.append(bytes(shard.data[start:end]))
+            else:
+                rest[document] = True
+        return [language] if language is not None else [], texts, rest if rest.any() else None
 
     def count_in(self, pattern: bytes, allowed: np.ndarray, extra: np.ndarray) -> tuple[int, int]:
         """(fewest, most) occurrences of `pattern` in allowed documents: equal unless a range
@@ -124,20 +161,20 @@ class ShardQueries:
     def longest_in(self, query: bytes, allowed: np.ndarray, extra: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(lowest, highest) restricted longest match in bytes at each character start of
         `query` (`char_starts`); highest is the unrestricted length where a sampled check left
-        it open.  A shard whose allowed documents are small is asked through their own index
-        (`_allowed_index`), exactly; the others in C (`_suffix.restricted_longest`): at each
+        it open.  A shard's allowed documents, where small, are asked through their own index
+        (`_small_index`, `_exact_parts`), exactly; the others in C (`_suffix.restricted_longest`): at each
         start, from the unrestricted length down, each length checked shard by shard (ranks
         read whole up to `FEW`, else `FIRST_LOOK` then `SCAN_CAP` ranks sampled)."""
         upper = self.longest_char_bytes(query)
         low = high = np.zeros(len(upper), dtype=np.int64)
         large = []
         for k, shard in enumerate(self.shards):
-            small = self._allowed_index(k, allowed, extra)
-            if small is None:
-                large.append((shard.data, shard.table, shard.ratio, shard.offsets, self._allowed(k, allowed, extra)))
-            elif small[0]:
-                found = np.frombuffer(_suffix.longest_char_matches(small[0], small[1], 4, query), dtype=np.int64)
+            small, texts, rest = self._exact_parts(k, allowed, extra)
+            exact = [np.frombuffer(_suffix.longest_char_matches(index.text, index.table, 4, query), dtype=np.int64) for index in small if index.text]
+            for found in exact + [longest_in_text(text, query) for text in texts]:
                 low, high = np.maximum(low, found), np.maximum(high, found)
+            if rest is not None:
+                large.append((shard.data, shard.table, shard.ratio, shard.offsets, rest))
         if large:
             found_low, found_high = _suffix.restricted_longest(large, query, upper, (FEW, FIRST_LOOK, SCAN_CAP))
             low = np.maximum(low, np.frombuffer(found_low, dtype=np.int64))
@@ -159,6 +196,22 @@ class ShardQueries:
                 document = int(documents[j])
                 found.append(Occurrence(shard.first_document + document, int(pointers[j]) - int(shard.offsets[document]) - 1))
         return low, high, found
+
+
+def longest_in_text(text: bytes, query: bytes) -> np.ndarray:
+    """At each character start of `query`, the longest prefix of the rest that `text` holds, in
+    bytes: from the previous start's length less the bytes between them (a suffix of a string
+    found is found), one byte at a time, so about two substring searches per character."""
+    starts = char_starts(query).tolist()
+    found = np.zeros(len(starts), dtype=np.int64)
+    previous = at = 0
+    for k, i in enumerate(starts):
+        length = max(0, previous - (i - at))
+        while i + length < len(query) and query[i : i + length + 1] in text:
+            length += 1
+        found[k] = previous = length
+        at = i
+    return found
 
 
 def _sorted_suffixes(text: bytes) -> bytes:
