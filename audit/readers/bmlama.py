@@ -1,6 +1,7 @@
 """BMLAMA: a directory of `{lang}.tsv` cloze files aligned by line (line k is fact k everywhere)."""
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -94,7 +95,8 @@ def _bmlama_variant(path: Path, line: int, cells: list[str]) -> Variant:
     prompt, answer, candidates, subject = [cell.strip() or None for cell in cells]
     meta: Record = {}
     if candidates is not None:
-        meta["candidates"] = list(filter(None, map(str.strip, candidates.split(", "))))
+        # The same few candidates stand in every row of a relation: each kept once.
+        meta["candidates"] = [sys.intern(name) for name in filter(None, map(str.strip, candidates.split(", ")))]
     return Variant(question=prompt, answer=answer, subject=subject, meta=meta)
 
 

@@ -7,6 +7,7 @@ end with `finish_items`, so every format fails the same way and points at the sa
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator
@@ -307,7 +308,7 @@ def _surrogate(draft: Draft) -> BenchmarkError | None:
     corpus could be asked for it and no audit file written: named here, by item and field,
     rather than by a codec."""
     fields = [(None, "item_id", draft.item_id), (None, "meta", draft.meta)]
-    fields += [(lang, f"variants.{lang}", vars(variant)) for lang, variant in draft.variants.items()]
+    fields += [(lang, f"variants.{lang}", {f.name: getattr(variant, f.name) for f in dataclasses.fields(variant)}) for lang, variant in draft.variants.items()]
     for lang, name, value in fields:
         found = _surrogate_in(value, name)
         if found is None:
