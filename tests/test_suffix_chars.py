@@ -310,3 +310,15 @@ def test_many_patterns_are_counted_in_one_call_as_one_by_one(index, shard, rows)
     assert _suffix.count_many(shard.data, shard.table, shard.ratio, []) == b""
     with pytest.raises(TypeError, match="pattern 1 is not bytes"):
         _suffix.count_many(shard.data, shard.table, shard.ratio, [b"a", "a"])
+
+
+@pytest.mark.parametrize("ratio", range(1, 9))
+def test_pointers_read_as_words_or_bytes_are_the_little_endian_entries(ratio):
+    from audit.corpora.shards import Shard
+
+    rng = np.random.default_rng(ratio)
+    entries = rng.integers(0, 1 << min(8 * ratio, 62), size=300, dtype=np.int64)
+    table = b"".join(int(e).to_bytes(ratio, "little") for e in entries.tolist())
+    shard = Shard(data=b"", table=table, ratio=ratio, offsets=np.zeros(1, dtype=np.int64), metadata=None, metaoff=None, first_document=0)
+    ranks = rng.integers(0, len(entries), size=50)
+    assert shard.pointers(ranks).tolist() == entries[ranks].tolist()

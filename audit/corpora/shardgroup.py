@@ -75,8 +75,8 @@ class ShardGroup(ShardQueries):
             ranks = np.unique(np.linspace(lo, hi - 1, num=count).round().astype(np.int64))
             pointers = shard.pointers(ranks)
             documents = np.searchsorted(shard.offsets, pointers, side="right") - 1
-            for pointer, document in zip(pointers.tolist(), documents.tolist(), strict=True):
-                found.append(Occurrence(document=shard.first_document + document, offset=pointer - int(shard.offsets[document]) - 1))
+            offsets = pointers - shard.offsets[documents] - 1
+            found += map(Occurrence, (documents + shard.first_document).tolist(), offsets.tolist())
         return found
 
     def holds(self, document: int) -> bool:

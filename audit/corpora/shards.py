@@ -35,6 +35,10 @@ def _map(path: Path) -> mmap.mmap:
         return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
 
 
+# Pointer widths numpy reads as one little-endian word.
+_WORDS = {1: np.dtype("u1"), 2: np.dtype("<u2"), 4: np.dtype("<u4"), 8: np.dtype("<u8")}
+
+
 @dataclass
 class Shard:
     data: mmap.mmap
@@ -46,6 +50,10 @@ class Shard:
     first_document: int
 
     def pointers(self, ranks: np.ndarray) -> np.ndarray:
+        """The suffix array's entries at `ranks`: read as words where a pointer is one."""
+        word = _WORDS.get(self.ratio)
+        if word is not None:
+            return np.frombuffer(self.table, dtype=word, count=len(self.table) // self.ratio)[ranks].astype(np.int64)
         table = np.frombuffer(self.table, dtype=np.uint8)
         columns = ranks[:, None].astype(np.int64) * self.ratio + np.arange(self.ratio)
         weights = np.uint64(1) << (np.arange(self.ratio, dtype=np.uint64) * np.uint64(8))

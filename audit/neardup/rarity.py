@@ -27,6 +27,7 @@ class CommonShingles:
         self.corpus = corpus
         self.limit = max(at_least, per_million_bytes * (corpus.info.bytes or 0) / 1e6)
         self._counts: dict[str, int] = {}
+        self._totals: dict[str, int] = {}
 
     def _counted(self, spellings: list[str]) -> dict[str, int]:
         """The counts of `spellings`, those not kept from earlier fields asked in one call."""
@@ -42,7 +43,15 @@ class CommonShingles:
 
     def __call__(self, shingles: dict[str, str]) -> set[str]:
         """Of `shingles` (text: surface form in the field), those that occur more than `limit`
-        times in their casings together (as written, lower-cased, capitalised)."""
-        casings = {text: dict.fromkeys((surface, surface.lower(), surface[:1].upper() + surface[1:].lower())) for text, surface in shingles.items()}
-        counts = self._counted(list(dict.fromkeys(spelling for spellings in casings.values() for spelling in spellings)))
-        return {text for text, spellings in casings.items() if sum(counts[spelling] for spelling in spellings) > self.limit}
+        times in their casings together (as written, lower-cased, capitalised).  Each surface
+        form's total is kept, so a form met in an earlier field costs a lookup."""
+        totals = self._totals
+        surfaces = list(dict.fromkeys(shingles.values()))
+        if len(totals) + len(surfaces) > CACHED:
+            totals.clear()
+        new = [surface for surface in surfaces if surface not in totals]
+        if new:
+            casings = {surface: dict.fromkeys((surface, surface.lower(), surface[:1].upper() + surface[1:].lower())) for surface in new}
+            counts = self._counted(list(dict.fromkeys(spelling for spellings in casings.values() for spelling in spellings)))
+            totals.update((surface, sum(counts[spelling] for spelling in spellings)) for surface, spellings in casings.items())
+        return {text for text, surface in shingles.items() if totals[surface] > self.limit}

@@ -9,6 +9,7 @@ and the kinds of the sources.
 """
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 import threading
@@ -116,12 +117,17 @@ class Forked(VariantExecutor):
 
     def __enter__(self) -> Forked:
         _FORKED.append(self.work)
+        # What this process holds (the benchmark's items, the opened indexes) is left out of the
+        # children's garbage collections, which would write to every object and so copy each
+        # page of it into every child.
+        gc.freeze()
         with sigint_blocked():
             self._pool = multiprocessing.get_context("fork").Pool(self.workers, **pool_options())
         return self
 
     def __exit__(self, kind: type[BaseException] | None, value: BaseException | None, traceback: TracebackType | None) -> None:
         _FORKED.clear()
+        gc.unfreeze()
         if self._pool is not None:
             end_pool(self._pool) if kind is not None else self._pool.terminate()
             self._pool = None

@@ -107,7 +107,7 @@ class Scope:
         script, mine = dominant_script(text), written_in(self.lang)
         if not self.restricted or script == "other" or (mine is not None and script not in mine):
             return self
-        own = _identify(text)
+        own: list[str | None] = []  # the match's own language, identified when a document first needs it
         found: set[int] = set()
         read = 0
         for document in sorted({o.document for o in occurrences}):
@@ -115,7 +115,9 @@ class Scope:
             expected = written_in(language) if language != UNKNOWN else None
             if same_language(language, self.lang) or not expected or script in expected:
                 continue
-            identified = own
+            if not own:
+                own.append(_identify(text))
+            identified = own[0]
             if identified is None and read < MAX_WINDOWS:
                 read += 1
                 occurrence = next(o for o in occurrences if o.document == document)
