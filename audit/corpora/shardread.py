@@ -4,16 +4,21 @@ its `ntd` query."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
 from audit.corpora.shards import Shard
 
 
+@lru_cache(maxsize=64)
 def char_starts(encoded: bytes) -> np.ndarray:
-    """Byte offsets at which UTF-8 characters start."""
+    """Byte offsets at which UTF-8 characters start (read-only: kept for the next asker, as a
+    field's searches each ask for them)."""
     raw = np.frombuffer(encoded, dtype=np.uint8)
-    return np.flatnonzero((raw & 0xC0) != 0x80)
+    starts = np.flatnonzero((raw & 0xC0) != 0x80)
+    starts.setflags(write=False)
+    return starts
 
 
 def bytes_to_char_lengths(encoded: bytes, byte_lengths: np.ndarray) -> list[int]:

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 from audit.corpora.base import Corpus, LanguageBy, Occurrence, UnknownLanguage, document_language, in_language
 from audit.evidence import Json
@@ -132,9 +133,11 @@ def languages_of_entries(entries: list[dict[str, Json]]) -> dict[str, int]:
     return dict(sorted(Counter(seen.values()).items()))
 
 
+@lru_cache(maxsize=1 << 14)
 def _identify(text: str) -> str | None:
     """The language of a window, by `audit.langid` (its model is loaded only when a page
-    quoting another script is first met)."""
+    quoting another script is first met).  Kept: a short benchmark's fields share their
+    matches (a name, a date), and each was identified again for every field."""
     found = identify(text)
     return found.lang if found is not None else None
 
