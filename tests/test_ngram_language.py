@@ -173,7 +173,13 @@ def test_restricted_longest_matches_are_those_of_the_allowed_documents_alone(tmp
     portuguese = next(d for d in range(index.info.documents) if PT["text"].encode() in index.documents(d, d + 1).__next__()[1])
     finnish = index.in_language(frozenset({"fi"}), unknown=False)
     assert finnish.count_range("Charles Darwin") == (1, 1)
-    assert finnish.with_documents(frozenset({portuguese})).count_range("Charles Darwin") == (2, 2)
+    let_in = finnish.with_documents(frozenset({portuguese}))
+    assert let_in.count_range("Charles Darwin") == (2, 2)
+    both = [FI["text"].encode("utf-8"), PT["text"].encode("utf-8")]
+    query = PT["text"][:50] + " " + FI["text"][:30]
+    encoded = query.encode("utf-8")
+    expected = [max((n for n in range(len(encoded) - i + 1) if any(encoded[i : i + n] in doc for doc in both)), default=0) for i in range(len(encoded))]
+    assert let_in.match_lengths(query).lengths == bytes_to_char_lengths(encoded, np.array(expected)), "a let-in document counts as the language's own"
 
 
 def _lengths_in_a_forked_child(view, text: str, results) -> None:

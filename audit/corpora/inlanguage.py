@@ -141,16 +141,17 @@ class ShardQueries:
         shard = self.shards[k]
         language_mask = self._allowed(k, allowed, NO_DOCUMENTS)
         language = self._small_index(k, language_mask, (k, allowed.tobytes()))
-        rest = np.zeros(len(shard.offsets), dtype=bool) if language is not None else language_mask.copy()
+        rest = language_mask if language is None and language_mask.any() else None
         texts = []
         local = extra[(extra >= shard.first_document) & (extra < shard.first_document + len(shard.offsets))] - shard.first_document
         for document in local.tolist():
             start, end = int(shard.offsets[document]) + 1, int(shard.offsets[document + 1]) if document + 1 < len(shard.offsets) else len(shard.data)
             if end - start <= TEXT_CAP:
                 texts.append(bytes(shard.data[start:end]))
-            else:
-                rest[document] = True
-        return [language] if language is not None else [], texts, rest if rest.any() else None
+                continue
+            rest = np.zeros(len(shard.offsets), dtype=bool) if rest is None else rest.copy() if rest is language_mask else rest
+            rest[document] = True
+        return [language] if language is not None else [], texts, rest
 
     def count_in(self, pattern: bytes, allowed: np.ndarray, extra: np.ndarray) -> tuple[int, int]:
         """(fewest, most) occurrences of `pattern` in allowed documents: equal unless a range
