@@ -73,10 +73,14 @@ def is_audit_file(path: Path) -> bool:
         return False
 
 
+def as_written(record: ExposureRecord | JsonObject) -> JsonObject:
+    """A record as its audit-file line holds it; a typed record as its `to_dict()`."""
+    return {"record": EXPOSURE, **(record.to_dict() if isinstance(record, ExposureRecord) else record)}
+
+
 def record_lines(records: Iterable[ExposureRecord | JsonObject]) -> bytes:
-    """Records as the audit file's lines; typed records are written as their `to_dict()`."""
-    written = ({"record": EXPOSURE, **(record.to_dict() if isinstance(record, ExposureRecord) else record)} for record in records)
-    return "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in written).encode("utf-8")
+    """Records as the audit file's lines."""
+    return "".join(json.dumps(as_written(record), ensure_ascii=False) + "\n" for record in records).encode("utf-8")
 
 
 class AuditStream:
@@ -115,7 +119,7 @@ class AuditStream:
 
 def write_audit(path: Path, manifest: AuditManifest | JsonObject, records: Iterable[ExposureRecord | JsonObject]) -> AuditFile:
     """Write the file and return it as `read_audit` would read it back."""
-    written = [{"record": EXPOSURE, **(r.to_dict() if isinstance(r, ExposureRecord) else r)} for r in records]
+    written = [as_written(record) for record in records]
     with AuditStream(path) as stream:
         stream.add(record_lines(written), len(written))
         header = stream.finish(manifest).manifest

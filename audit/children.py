@@ -15,6 +15,7 @@ conventional exit status 128 + signal.
 from __future__ import annotations
 
 import ctypes
+import gc
 import os
 import signal
 import sys
@@ -82,6 +83,18 @@ def sigint_blocked() -> Iterator[None]:
         yield
     finally:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+@contextmanager
+def frozen_for_fork() -> Iterator[None]:
+    """Objects made before this block are left out of the garbage collections of processes
+    forked inside it, which would otherwise write to every one of them and so copy each page
+    of the parent's memory (a benchmark's items, an audit's records) into every child."""
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 class WorkerPool(ProcessPoolExecutor):

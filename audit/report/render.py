@@ -4,7 +4,6 @@ and renamed into place, so a report directory is always complete; an existing di
 replaced only when it is a report this tool wrote (see `audit.outputs`)."""
 from __future__ import annotations
 
-import gc
 import json
 import multiprocessing
 import os
@@ -16,7 +15,7 @@ from pathlib import Path
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from audit.auditfile import AuditFile
-from audit.children import WorkerPool
+from audit.children import WorkerPool, frozen_for_fork
 from audit.items import Item
 from audit.outputs import commit_directory, discard_staging, staging_directory
 from audit.records import Json, JsonObject
@@ -126,14 +125,8 @@ def _forked_pool(workers: int) -> Iterator[WorkerPool | None]:
     if "fork" not in multiprocessing.get_all_start_methods() or threading.active_count() > 1:
         yield None
         return
-    # Objects made before the fork are left out of the workers' garbage collections, which
-    # would otherwise write to every one of them and so copy the audit's pages into each worker.
-    gc.freeze()
-    try:
-        with WorkerPool(max_workers=max(1, workers), mp_context=multiprocessing.get_context("fork")) as pool:
-            yield pool
-    finally:
-        gc.unfreeze()
+    with frozen_for_fork(), WorkerPool(max_workers=max(1, workers), mp_context=multiprocessing.get_context("fork")) as pool:
+        yield pool
 
 
 def link_item_pages(data: JsonObject, report: Path, out: Path) -> None:

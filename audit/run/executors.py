@@ -9,7 +9,6 @@ and the kinds of the sources.
 """
 from __future__ import annotations
 
-import gc
 import multiprocessing
 import os
 import threading
@@ -17,10 +16,11 @@ import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import ExitStack
 from multiprocessing.pool import Pool
 from types import TracebackType
 
-from audit.children import end_pool, pool_options, sigint_blocked
+from audit.children import end_pool, frozen_for_fork, pool_options, sigint_blocked
 from audit.corpora.local import LocalIndex
 from audit.evidence import Evidence
 from audit.executors import Executor, connect
@@ -114,20 +114,18 @@ class Forked(VariantExecutor):
     def __init__(self, work: ItemWork, workers: int) -> None:
         super().__init__(work, workers)
         self._pool: Pool | None = None
+        self._frozen = ExitStack()
 
     def __enter__(self) -> Forked:
         _FORKED.append(self.work)
-        # What this process holds (the benchmark's items, the opened indexes) is left out of the
-        # children's garbage collections, which would write to every object and so copy each
-        # page of it into every child.
-        gc.freeze()
+        self._frozen.enter_context(frozen_for_fork())  # the items and opened indexes stay shared
         with sigint_blocked():
             self._pool = multiprocessing.get_context("fork").Pool(self.workers, **pool_options())
         return self
 
     def __exit__(self, kind: type[BaseException] | None, value: BaseException | None, traceback: TracebackType | None) -> None:
         _FORKED.clear()
-        gc.unfreeze()
+        self._frozen.close()
         if self._pool is not None:
             end_pool(self._pool) if kind is not None else self._pool.terminate()
             self._pool = None

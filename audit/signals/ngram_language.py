@@ -108,7 +108,6 @@ class Scope:
         script, mine = dominant_script(text), written_in(self.lang)
         if not self.restricted or script == "other" or (mine is not None and script not in mine):
             return self
-        own: list[str | None] = []  # the match's own language, identified when a document first needs it
         found: set[int] = set()
         read = 0
         for document in sorted({o.document for o in occurrences}):
@@ -116,9 +115,7 @@ class Scope:
             expected = written_in(language) if language != UNKNOWN else None
             if same_language(language, self.lang) or not expected or script in expected:
                 continue
-            if not own:
-                own.append(_identify(text))
-            identified = own[0]
+            identified = _identify(text)
             if identified is None and read < MAX_WINDOWS:
                 read += 1
                 occurrence = next(o for o in occurrences if o.document == document)
