@@ -137,10 +137,16 @@ class StoredRecords(Sequence[JsonObject]):
         return self.count
 
     def __iter__(self) -> Iterator[JsonObject]:
+        for record, _ in self.located():
+            yield record
+
+    def located(self) -> Iterator[tuple[JsonObject, tuple[int, int]]]:
+        """Each record with where its line lies in the file: (byte offset, length)."""
         with open(self.path, "rb") as handle:
-            handle.readline()
+            offset = len(handle.readline())
             for line in handle:
-                yield json.loads(line)
+                yield json.loads(line), (offset, len(line))
+                offset += len(line)
 
     @overload
     def __getitem__(self, index: int) -> JsonObject: ...

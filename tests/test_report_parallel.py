@@ -1,5 +1,6 @@
 """The report's provenance pages rendered by a pool of forked processes: the same bytes as
-rendered in one process, and a page that cannot be rendered named in the error.
+rendered in one process, and as rendered from an audit read back from disk one item at a time
+(what `audit check --report` renders); a page that cannot be rendered named in the error.
 
 Each report is rendered in a fresh interpreter: the pool is used only when no other thread
 runs, and other tests' fixtures may leave threads in this one."""
@@ -16,12 +17,14 @@ import pytest
 
 RENDER = """
 import json, sys
-from audit.auditfile import read_audit
+from audit.auditfile import AuditFile, StoredRecords, read_audit
 from audit.readers import load_benchmark
 from audit.report.render import write_report
 
-audit_path, bench, out, workers, broken = sys.argv[1:6]
+audit_path, bench, out, workers, broken, stored = sys.argv[1:7]
 audit = read_audit(audit_path)
+if stored:
+    audit = AuditFile(audit.manifest, StoredRecords(audit_path, len(audit.records)))
 if broken:
     item_id, lang = broken.split("/")
     del next(r for r in audit.records if r["item_id"] == item_id and r["lang"] == lang)["role"]
@@ -34,8 +37,8 @@ else:
 """
 
 
-def render(planted: dict[str, Path], out: Path, workers: int, broken: str = "", seed: int = 0) -> dict:
-    command = [sys.executable, "-c", RENDER, str(planted["audit"]), str(planted["bench"]), str(out), str(workers), broken]
+def render(planted: dict[str, Path], out: Path, workers: int, broken: str = "", seed: int = 0, stored: bool = False) -> dict:
+    command = [sys.executable, "-c", RENDER, str(planted["audit"]), str(planted["bench"]), str(out), str(workers), broken, "stored" if stored else ""]
     # Away from the checkout, so `-c` imports the installed package, not the source tree.
     result = subprocess.run(command, capture_output=True, text=True, check=True, env={**os.environ, "PYTHONHASHSEED": str(seed)}, cwd=out.parent)
     return json.loads(result.stdout.strip().splitlines()[-1])
@@ -78,3 +81,14 @@ def test_a_report_is_the_same_bytes_whatever_the_hash_seed(planted_audit, tmp_pa
     fires = json.loads((first / "report.json").read_text(encoding="utf-8"))["exposure"]["rule_fires"]
     assert len(fires) > 1 and list(fires.items()) == sorted(fires.items(), key=lambda fired: (-fired[1], fired[0]))
     assert all(filecmp.cmp(first / name, second / name, shallow=False) for name in files(first)) and files(first) == files(second)
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_a_report_of_records_left_on_disk_is_the_report_of_records_held(planted_audit, tmp_path: Path, workers: int):
+    """The check's report keeps where each item's lines lie, not its records, and each page
+    reads its item back: the same bytes as a report of the whole audit held in memory."""
+    held, stored = tmp_path / "held.report", tmp_path / "stored.report"
+    assert render(planted_audit, held, workers=1) == {"error": None}
+    assert render(planted_audit, stored, workers=workers, stored=True) == {"error": None}
+    assert files(held) == files(stored) and len(files(held)) > 39
+    assert all(filecmp.cmp(held / name, stored / name, shallow=False) for name in files(held))

@@ -224,9 +224,9 @@ def _write_report(report_dir: Path, written: AuditFile, out: Path, items: list[I
     """The exposure report beside the audit file, which is kept whatever happens to it."""
     try:
         with step(f"writing the report {report_dir}"):
-            # Read from disk once: the report passes over the records several times, and each pass
-            # over the file would parse (and keep) another copy.
-            write_report(report_dir, AuditFile(written.manifest, list(written.records)), str(out), items, inputs=inputs)
+            # The records stay on disk: the report reads them once, keeping counts, and each
+            # provenance page reads its own item's lines back.
+            write_report(report_dir, written, str(out), items, inputs=inputs)
     except OutputError as error:
         raise InputError(f"{error} (the audit file {out} was written)") from None
     except OSError as error:

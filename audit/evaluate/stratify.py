@@ -102,53 +102,87 @@ def read_exposure(audit: AuditFile) -> Exposure:
     """Labels from the audit's records; per-signal and per-source labels need the manifest's
     policy rules.  Only the corpus signals' evidence is judged: a model is no source of
     exposure."""
-    overall: Labels = {}
-    knowledge: Labels = {}
-    evidence: dict[tuple[str, str], list[Evidence]] = {}
-    models: list[str] = []
+    reader = ExposureReader(audit.manifest)
     for number, record in enumerate(audit.records, start=2):
+        reader.add(record, number)
+    return reader.finish()
+
+
+class ExposureReader:
+    """`read_exposure` one record at a time: each record's evidence is judged as it comes and
+    only its labels are kept, so a benchmark of any size is labelled without holding its
+    evidence."""
+
+    def __init__(self, manifest: dict[str, Json]) -> None:
+        self.manifest = manifest
+        settings = (manifest.get("policy") or {}).get("settings") or {}
+        self.policy = compile_policy({"name": "audit", **settings}, "audit manifest's policy") if settings.get("rules") else None
+        self.overall: Labels = {}
+        self.knowledge: Labels = {}
+        # Each record's labels by the signals and sources it has evidence of; the others get
+        # the policy's label of no evidence when the reading is finished.
+        self.own_signal: dict[str, Labels] = {}
+        self.own_source: dict[str, Labels] = {}
+        self.found_signals: dict[str, None] = {}
+        self.found_sources: dict[str, None] = {}
+        self.models: dict[str, None] = {}
+
+    def add(self, record: dict[str, Json], number: int) -> tuple[str, str]:
+        """Judge one record (`number` is its line, for errors); returns its (item id, language)."""
         key = (_text(record, "item_id", number), _text(record, "lang", number))
         exposure = record.get("exposure")
         if exposure not in STRATA:
             raise ExposureError(f"audit record {number}: field 'exposure': expected one of {', '.join(STRATA)}, got {exposure!r}")
-        if key in overall:
+        if key in self.overall:
             raise ExposureError(f"audit record {number}: item '{key[0]}' in '{key[1]}' appears twice")
-        overall[key] = exposure
+        self.overall[key] = exposure
         known = record.get("knowledge")
         if known is not None:
             if known not in KNOWLEDGE_STRATA:
                 raise ExposureError(f"audit record {number}: field 'knowledge': expected one of {', '.join(KNOWLEDGE_STRATA)} or null, got {known!r}")
-            knowledge[key] = known
+            self.knowledge[key] = known
         entries = [_evidence(entry, number) for entry in record.get("evidence") or []]
-        models += [e.signal for e in entries if e.signal in KNOWLEDGE_SIGNALS]
-        evidence[key] = [e for e in entries if e.signal not in KNOWLEDGE_SIGNALS]
-    found = [e for entries in evidence.values() for e in entries]
-    named = audit.manifest.get("signals") or []
-    signals = list(dict.fromkeys([*(s for s in named if s not in KNOWLEDGE_SIGNALS), *(e.signal for e in found)]))
-    models = list(dict.fromkeys([*(s for s in named if s in KNOWLEDGE_SIGNALS), *models]))
-    sources = list(dict.fromkeys([
-        *(str(corpus.get("name")) for corpus in audit.manifest.get("corpora") or [] if isinstance(corpus, dict) and corpus.get("name")),
-        *(e.source for e in found),
-    ]))
-    settings = (audit.manifest.get("policy") or {}).get("settings") or {}
-    if not settings.get("rules"):
-        note = "the audit manifest carries no policy rules, so signals and sources cannot be judged alone: by_signal and by_source are empty"
-        return Exposure(overall, {}, signals, [note], sources=sources, knowledge=knowledge or None, models=models)
-    policy = compile_policy({"name": "audit", **settings}, "audit manifest's policy")
+        self.models.update(dict.fromkeys(e.signal for e in entries if e.signal in KNOWLEDGE_SIGNALS))
+        corpus = [e for e in entries if e.signal not in KNOWLEDGE_SIGNALS]
+        self._judge_alone(key, corpus, "signal", self.found_signals, self.own_signal)
+        self._judge_alone(key, corpus, "source", self.found_sources, self.own_source)
+        return key
 
-    def alone(keep: str, name: str) -> Labels:
-        return {key: decide(policy, [e for e in entries if getattr(e, keep) == name]).exposure for key, entries in evidence.items()}
+    def _judge_alone(self, key: tuple[str, str], evidence: list[Evidence], keep: str, found: dict[str, None], own: dict[str, Labels]) -> None:
+        names = list(dict.fromkeys(getattr(e, keep) for e in evidence))
+        found.update(dict.fromkeys(names))
+        if self.policy is not None:
+            for name in names:
+                own.setdefault(name, {})[key] = decide(self.policy, [e for e in evidence if getattr(e, keep) == name]).exposure
 
-    return Exposure(
-        overall,
-        {signal: alone("signal", signal) for signal in signals},
-        signals,
-        by_source={source: alone("source", source) for source in sources},
-        sources=sources,
-        judged=[signal for signal in signals if policy.judges(signal)],
-        knowledge=knowledge or None,
-        models=models,
-    )
+    def finish(self) -> Exposure:
+        named = self.manifest.get("signals") or []
+        signals = list(dict.fromkeys([*(s for s in named if s not in KNOWLEDGE_SIGNALS), *self.found_signals]))
+        models = list(dict.fromkeys([*(s for s in named if s in KNOWLEDGE_SIGNALS), *self.models]))
+        sources = list(dict.fromkeys([
+            *(str(corpus.get("name")) for corpus in self.manifest.get("corpora") or [] if isinstance(corpus, dict) and corpus.get("name")),
+            *self.found_sources,
+        ]))
+        knowledge = self.knowledge or None
+        if self.policy is None:
+            note = "the audit manifest carries no policy rules, so signals and sources cannot be judged alone: by_signal and by_source are empty"
+            return Exposure(self.overall, {}, signals, [note], sources=sources, knowledge=knowledge, models=models)
+        unjudged = decide(self.policy, []).exposure
+
+        def alone(own: dict[str, Labels], name: str) -> Labels:
+            labels = own.get(name, {})
+            return {key: labels.get(key, unjudged) for key in self.overall}
+
+        return Exposure(
+            self.overall,
+            {signal: alone(self.own_signal, signal) for signal in signals},
+            signals,
+            by_source={source: alone(self.own_source, source) for source in sources},
+            sources=sources,
+            judged=[signal for signal in signals if self.policy.judges(signal)],
+            knowledge=knowledge,
+            models=models,
+        )
 
 
 def _text(record: dict[str, Json], name: str, number: int) -> str:

@@ -2,9 +2,9 @@
 
 A page depends on the audit alone and takes as long to render as the figures take to draw, so
 on a large benchmark the pages are most of a report's time.  The workers are forked after the
-pages' inputs are set here, so they inherit the records, items and labels instead of receiving
-them pickled; each is handed a list of item ids and writes its pages itself, each to a hidden
-sibling renamed into place, so no half-written page is ever visible under its own name."""
+pages' inputs are set here, so they inherit the items, the labels and where each item's records
+lie instead of receiving them pickled; each is handed a list of item ids, reads those items'
+records and writes their pages itself, each to a hidden sibling renamed into place, so no half-written page is ever visible under its own name."""
 from __future__ import annotations
 
 import math
@@ -16,13 +16,14 @@ from pathlib import Path
 
 from jinja2 import Environment, Template
 
-from audit.auditfile import AuditFile
 from audit.children import WorkerPool
 from audit.evaluate.stratify import Exposure
 from audit.items import Item
 from audit.outputs import writing
 from audit.records import JsonObject
-from audit.report.build import item_page, page_name
+from audit.report.build import ReadAudit, page_name
+from audit.report.itempage import item_page
+from audit.report.itemrecords import ItemRecords
 
 # Chunks per worker: enough that a worker given the slow pages does not hold the others up.
 CHUNKS_PER_WORKER = 8
@@ -34,13 +35,13 @@ class PageError(RuntimeError):
 
 @dataclass(frozen=True)
 class Pages:
-    """Everything the pages are rendered from, grouped by item in the audit's order."""
+    """Everything the pages are rendered from; `records` in the audit's order of items."""
 
     directory: Path
     template: Template
     data: JsonObject
     by_id: dict[str, Item]
-    records: dict[str, list[JsonObject]]
+    records: ItemRecords
     labels: Exposure
 
 
@@ -48,12 +49,9 @@ class Pages:
 _current: list[Pages] = []
 
 
-def pages_of(directory: Path, environment: Environment, data: JsonObject, audit: AuditFile, items: list[Item], labels: Exposure) -> Pages:
-    records: dict[str, list[JsonObject]] = {}
-    for record in audit.records:
-        records.setdefault(record["item_id"], []).append(record)
+def pages_of(directory: Path, environment: Environment, data: JsonObject, read: ReadAudit, items: list[Item]) -> Pages:
     by_id = {item.item_id: item for item in items}
-    return Pages(directory, environment.get_template("item.html.j2"), data, by_id, records, labels)
+    return Pages(directory, environment.get_template("item.html.j2"), data, by_id, read.records, read.labels)
 
 
 @contextmanager
@@ -73,7 +71,7 @@ def render_page(pages: Pages, item_id: str) -> None:
     target = pages.directory / name
     temporary = target.with_name(f".{target.name}.tmp")
     try:
-        html = pages.template.render(page=item_page(pages.by_id.get(item_id), pages.records[item_id], pages.labels), data=pages.data)
+        html = pages.template.render(page=item_page(pages.by_id.get(item_id), pages.records.records(item_id), pages.labels), data=pages.data)
     except Exception as error:
         raise PageError(f"the provenance page {name} (item {item_id!r}): {type(error).__name__}: {error}") from error
     with writing(target):
@@ -91,7 +89,7 @@ def _render_inherited(item_ids: list[str]) -> int:
 def write_pages(pages: Pages, pool: WorkerPool | None, workers: int) -> int:
     """Render every page, in `pool` (forked inside `inherited(pages)`) when given, else here."""
     (pages.directory / "items").mkdir()
-    item_ids = list(pages.records)
+    item_ids = pages.records.item_ids()
     if pool is None:
         for item_id in item_ids:
             render_page(pages, item_id)

@@ -84,49 +84,62 @@ def _summary(items: list[_Item], rows: dict[str, JsonObject]) -> JsonObject:
     }
 
 
-def _sources(audit: AuditFile) -> list[JsonObject]:
-    """The link sources the audit asked, each with the snapshot dates its manifest entry names
-    (a dump's per wiki) and the range of dates its answers carry (an API's retrieval times)."""
-    answered: dict[str, list[str]] = {}
-    for record in audit.records:
+class Premise:
+    """The premise section read one record at a time: only the langlinks evidence is kept."""
+
+    def __init__(self) -> None:
+        self.items: dict[str, _Item] = {}
+        self.answered: dict[str, list[str]] = {}
+
+    def add(self, record: JsonObject) -> None:
         for evidence in record["evidence"]:
-            if evidence.get("signal") == NAME:
-                as_of = (evidence.get("figures") or {}).get("as_of")
-                answered.setdefault(str(evidence.get("source")), []).extend([as_of] if as_of else [])
-    described = {source["name"]: source for source in (audit.manifest.get("links") or {}).get("sources", [])}
-    return [
-        {"name": name}
-        | {key: value for key, value in described.get(name, {}).items() if key in ("backend", "path", "endpoint", "wikis", "wikidata")}
-        | {"answers_as_of": [min(dates), max(dates)] if dates else None}
-        for name, dates in answered.items()
-    ]
+            if evidence.get("signal") != NAME:
+                continue
+            item = self.items.setdefault(record["item_id"], _Item(record["item_id"], record["source_lang"]))
+            item.add(record["lang"], evidence)
+            as_of = (evidence.get("figures") or {}).get("as_of")
+            self.answered.setdefault(str(evidence.get("source")), []).extend([as_of] if as_of else [])
+
+    def section(self, manifest: JsonObject) -> JsonObject | None:
+        """Per source language, how many items keep the premise, and the items that do not, each
+        with the articles that break it; None when the langlinks signal did not run."""
+        if not self.items:
+            return None
+        items = list(self.items.values())
+        rows = {
+            item.item_id: {"item_id": item.item_id, "source_lang": item.source_lang, "article": {"item_article": item.item_article} | item.article, "articles": item.articles()}
+            for item in items
+            if item.existing
+        }
+        for row in rows.values():
+            row["since"] = _since(row["articles"])
+        by_source: dict[str, list[_Item]] = {}
+        for item in items:
+            by_source.setdefault(item.source_lang, []).append(item)
+        return {
+            "cutoff": (manifest.get("links") or {}).get("as_of"),
+            "sources": self._sources(manifest),
+            "total": _summary(items, rows),
+            "per_source_lang": {lang: _summary(group, rows) for lang, group in sorted(by_source.items())},
+            "items": list(rows.values()),
+        }
+
+    def _sources(self, manifest: JsonObject) -> list[JsonObject]:
+        """The link sources the audit asked, each with the snapshot dates its manifest entry
+        names (a dump's per wiki) and the range of dates its answers carry (an API's retrieval
+        times)."""
+        described = {source["name"]: source for source in (manifest.get("links") or {}).get("sources", [])}
+        return [
+            {"name": name}
+            | {key: value for key, value in described.get(name, {}).items() if key in ("backend", "path", "endpoint", "wikis", "wikidata")}
+            | {"answers_as_of": [min(dates), max(dates)] if dates else None}
+            for name, dates in self.answered.items()
+        ]
 
 
 def premise_section(audit: AuditFile) -> JsonObject | None:
-    """Per source language, how many items keep the premise, and the items that do not, each
-    with the articles that break it; None when the langlinks signal did not run."""
-    items: dict[str, _Item] = {}
+    """The premise section of a whole audit (see `Premise.section`)."""
+    premise = Premise()
     for record in audit.records:
-        for evidence in record["evidence"]:
-            if evidence.get("signal") == NAME:
-                item = items.setdefault(record["item_id"], _Item(record["item_id"], record["source_lang"]))
-                item.add(record["lang"], evidence)
-    if not items:
-        return None
-    rows = {
-        item.item_id: {"item_id": item.item_id, "source_lang": item.source_lang, "article": {"item_article": item.item_article} | item.article, "articles": item.articles()}
-        for item in items.values()
-        if item.existing
-    }
-    for row in rows.values():
-        row["since"] = _since(row["articles"])
-    by_source: dict[str, list[_Item]] = {}
-    for item in items.values():
-        by_source.setdefault(item.source_lang, []).append(item)
-    return {
-        "cutoff": (audit.manifest.get("links") or {}).get("as_of"),
-        "sources": _sources(audit),
-        "total": _summary(list(items.values()), rows),
-        "per_source_lang": {lang: _summary(group, rows) for lang, group in sorted(by_source.items())},
-        "items": list(rows.values()),
-    }
+        premise.add(record)
+    return premise.section(audit.manifest)

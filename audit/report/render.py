@@ -20,15 +20,34 @@ from audit.items import Item
 from audit.outputs import commit_directory, discard_staging, staging_directory
 from audit.records import Json, JsonObject
 from audit.report import inert
-from audit.report.build import exposure_labels, report_data
+from audit.report.build import read_records, report_data
 from audit.report.pages import inherited, pages_of, write_pages
 
 DEFAULT_EVIDENCE = "evidence/_default.html.j2"
 
 
+_DICT_ATTRIBUTES = frozenset(dir(dict))
+
+
+class _ReportEnvironment(Environment):
+    """Jinja's environment, reading a plain dict's keys first: Jinja tries the attribute first
+    and a dict's key only after an AttributeError, which was a sixth of a large report's time.
+    A dict has no attributes but its class's, so every name but those reads the same value."""
+
+    def getattr(self, obj: object, attribute: str) -> object:
+        if type(obj) is dict and attribute not in _DICT_ATTRIBUTES:
+            try:
+                return obj[attribute]
+            except KeyError:
+                return self.undefined(obj=obj, name=attribute)
+        return super().getattr(obj, attribute)
+
+
 def _environment() -> Environment:
-    environment = Environment(
+    environment = _ReportEnvironment(
         loader=PackageLoader("audit.report", "templates"),
+        # The templates ship with the package: no page should stat them again.
+        auto_reload=False,
         # Every template escapes, but the Markdown one, whose input passes the `md` filters.
         autoescape=select_autoescape(enabled_extensions=("html.j2",), disabled_extensions=("md.j2",), default=True, default_for_string=True),
         trim_blocks=True,
@@ -165,8 +184,8 @@ def write_report(
     The figures are drawn and the pages rendered by `workers` forked processes (default: the
     available cores); with one, the pages are rendered here while one process draws."""
     out = Path(out)
-    labels = exposure_labels(audit, audit_path)
-    data = report_data(audit, audit_path, evaluation, labels)
+    read = read_records(audit, audit_path)
+    data = report_data(audit, audit_path, evaluation, read)
     if item_pages is not None:
         link_item_pages(data, Path(item_pages).absolute(), out)
     environment = _environment()
@@ -175,7 +194,7 @@ def write_report(
         (staging / "report.json").write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         (staging / "report.md").write_text(environment.get_template("report.md.j2").render(data=data), encoding="utf-8")
         workers = available_cores() if workers is None else workers
-        pages = pages_of(staging, environment, data, audit, items, labels) if item_pages is None else None
+        pages = pages_of(staging, environment, data, read, items) if item_pages is None else None
         with inherited(pages), _forked_pool(workers) as pool:
             drawn = pool.submit(figures, data).result if pool else lambda: figures(data)
             if pages is not None:

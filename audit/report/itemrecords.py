@@ -1,0 +1,61 @@
+"""Each item's records for its provenance page, without holding them all.
+
+An audit this process has just written is read from disk (`StoredRecords`): the report keeps
+only where each item's lines lie, and whoever renders the page reads them back, so the report
+of a benchmark of any size is rendered in flat memory, by workers that each read their own
+items.  An audit already held in memory (one `read_audit` read) keeps its records as they are.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+from audit.auditfile import AuditFile, StoredRecords
+from audit.records import JsonObject
+
+
+class ItemRecords:
+    """Item id → where its records are, in the audit's order of items: (byte offset, length)
+    runs of lines in the file, or the records themselves."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self.where: dict[str, list] = {}
+
+    @classmethod
+    def of(cls, audit: AuditFile) -> ItemRecords:
+        return cls(audit.records.path if isinstance(audit.records, StoredRecords) else None)
+
+    def located(self, audit: AuditFile) -> Iterator[tuple[JsonObject, tuple[int, int] | JsonObject]]:
+        """The audit's records, each with what `keep` takes of it."""
+        if isinstance(audit.records, StoredRecords):
+            yield from audit.records.located()
+        else:
+            for record in audit.records:
+                yield record, record
+
+    def keep(self, item_id: str, where: tuple[int, int] | JsonObject) -> None:
+        runs = self.where.setdefault(item_id, [])
+        if self.path is None:
+            runs.append(where)
+            return
+        offset, length = where
+        if runs and sum(runs[-1]) == offset:
+            runs[-1] = (runs[-1][0], runs[-1][1] + length)
+        else:
+            runs.append((offset, length))
+
+    def item_ids(self) -> list[str]:
+        return list(self.where)
+
+    def records(self, item_id: str) -> list[JsonObject]:
+        """The item's records, read back from the file when they are not held."""
+        if self.path is None:
+            return self.where[item_id]
+        found = []
+        with open(self.path, "rb") as handle:
+            for offset, length in self.where[item_id]:
+                handle.seek(offset)
+                found += [json.loads(line) for line in handle.read(length).splitlines()]
+        return found
