@@ -12,6 +12,7 @@ import pytest
 from conftest import ECLEKTIC_CSV
 
 from audit.auditfile import AuditStream, read_audit, record_lines
+from audit.children import Packed
 from audit.corpora.local import LocalIndex
 from audit.evidence import Evidence
 from audit.items import Item
@@ -73,13 +74,13 @@ def test_every_executor_yields_items_in_order_and_writes_the_same_bytes():
     items = load_benchmark(ECLEKTIC_CSV).items[:10]
     work = ItemWork([_slow_for_early_items], load_policy(None), ["en", "de", "ja"])
     outcomes = {}
-    for name, make in (("threads", lambda: Threads(work, 3)), ("forked", lambda: Forked(work, 2))):
+    for name, make in (("threads", lambda: Threads(work, 3)), ("forked", lambda: Forked(work, 2, items))):
         with make() as executor:
             outcomes[name] = list(executor.checked(items))
     threads, forked = outcomes["threads"], outcomes["forked"]
     assert [o.lines for o in threads] == [o.lines for o in forked] and [o.variants for o in threads] == [3] * 10
     assert [o.records for o in forked] == [None] * 10
-    kept = check_items(items, [_slow_for_early_items], load_policy(None), langs=["en", "de", "ja"], executor=lambda w: Forked(w, 2))
+    kept = check_items(items, [_slow_for_early_items], load_policy(None), langs=["en", "de", "ja"], executor=lambda w, chosen: Forked(w, 2, chosen))
     assert record_lines(kept) == b"".join(o.lines for o in threads)
     assert [(r.item_id, r.lang) for r in kept] == [(item.item_id, lang) for item in items for lang in ("en", "de", "ja")]
 
@@ -89,6 +90,19 @@ def test_a_real_signal_gives_the_same_records_through_the_stream_and_in_memory(w
     policy = load_policy(None)
     runners, _ = plan([LocalIndex(wiki_index, name="wiki")], ["ngram"], policy.configs, policy.rules, [], None, None)
     assert [r.signal for r in runners] == ["ngram"]
-    with Forked(ItemWork(runners, policy), 2) as executor:
+    with Forked(ItemWork(runners, policy), 2, items) as executor:
         streamed = b"".join(o.lines for o in executor.checked(items))
     assert streamed == record_lines(check_items(items, runners, policy, workers=1)) and streamed.count(b"\n") == sum(len(i.variants) for i in items)
+
+
+def test_a_forked_pool_reads_its_items_from_one_buffer_packed_before_the_fork():
+    items = load_benchmark(ECLEKTIC_CSV).items[:5]
+    packed = Packed.of(items)
+    assert [packed[position] for position in range(len(items))] == items
+    assert int(packed.ends[-1]) == len(packed.data)
+    work = ItemWork([_slow_for_early_items], load_policy(None), ["en"])
+    with Forked(work, 2, items) as executor:
+        # Only the items it was made with: its workers hold those.
+        with pytest.raises(ValueError, match="the items it was made with"):
+            next(executor.checked(list(items)))
+        assert [o.variants for o in executor.checked(items)] == [1] * 5

@@ -196,7 +196,7 @@ def check(request: AuditRequest, where: Executor, opener: Opener, reading: Readi
     workers, clamped = check_workers(request.workers, total, remote=bool(sources) and len(api_clients(sources)) == len(sources))
     if clamped:
         progress.note(Note(NoteKind.NOTE, clamped))
-    executor = choose_executor(where, workers, ItemWork(planned.runners, reading.policy, reading.langs), sources, fork=opener.fork)
+    executor = choose_executor(where, workers, ItemWork(planned.runners, reading.policy, reading.langs), sources, reading.report.items, fork=opener.fork)
     description = f"checking against {', '.join(s.info.name for s in sources)}{executor.where}"
     tally = Tally()
     with executor, progress.checking(description, total, planned.clients) as advance:

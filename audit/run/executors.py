@@ -20,7 +20,7 @@ from contextlib import ExitStack
 from multiprocessing.pool import Pool
 from types import TracebackType
 
-from audit.children import end_pool, frozen_for_fork, pool_options, sigint_blocked
+from audit.children import Packed, end_pool, frozen_for_fork, pool_options, sigint_blocked
 from audit.corpora.local import LocalIndex
 from audit.evidence import Evidence
 from audit.executors import Executor, connect
@@ -97,27 +97,33 @@ class Threads(VariantExecutor):
                 yield work.finish(item, [future.result() for future in futures])
 
 
-# What forked workers check with: set before the fork, so each child inherits the runners with
-# their open indexes and memory maps instead of receiving them pickled.
-_FORKED: list[ItemWork] = []
+# What forked workers check with, and the items they check: set before the fork, so each child
+# inherits the runners with their open indexes and memory maps instead of receiving them pickled.
+_FORKED: list[tuple[ItemWork, Packed[Item]]] = []
 
 
-def _check_forked(item: Item) -> ItemOutcome:
-    return _FORKED[-1](item)
+def _check_forked(position: int) -> ItemOutcome:
+    work, items = _FORKED[-1]
+    return work(items[position])
 
 
 class Forked(VariantExecutor):
     """Forked processes, for local indexes: most of a signal's work is Python holding the GIL.
-    The pool forks on entering, with the work it will do; an item travels to a child once and
-    comes back as lines and counts.  A pool left by an exception is ended at once."""
+    The pool forks on entering, with the work it will do and the items it will check, pickled
+    into one buffer first (`Packed`): a child is sent an item's position and reads the item
+    from there, and its outcome comes back as lines and counts.  So the parent writes nothing
+    it shares with its children: pickling each item as it was sent wrote the reference counts
+    of its objects, and every page written was copied while the children kept the old one
+    (117 MiB more by the end of BMLAMA-17).  A pool left by an exception is ended at once."""
 
-    def __init__(self, work: ItemWork, workers: int) -> None:
+    def __init__(self, work: ItemWork, workers: int, items: Sequence[Item]) -> None:
         super().__init__(work, workers)
+        self.items = items
         self._pool: Pool | None = None
         self._frozen = ExitStack()
 
     def __enter__(self) -> Forked:
-        _FORKED.append(self.work)
+        _FORKED.append((self.work, Packed.of(self.items)))
         self._frozen.enter_context(frozen_for_fork())  # the items and opened indexes stay shared
         with sigint_blocked():
             self._pool = multiprocessing.get_context("fork").Pool(self.workers, **pool_options())
@@ -133,7 +139,9 @@ class Forked(VariantExecutor):
     def checked(self, items: Sequence[Item], on_done: Advance = no_progress) -> Iterator[ItemOutcome]:
         if self._pool is None:
             raise RuntimeError("a forked executor checks once entered")
-        for checked in self._pool.imap(_check_forked, items, chunksize=1):
+        if items is not self.items:
+            raise ValueError("a forked executor checks the items it was made with, which its workers hold")
+        for checked in self._pool.imap(_check_forked, range(len(items)), chunksize=1):
             yield _advance(on_done, checked)
 
 
@@ -220,14 +228,16 @@ class RayTasks(VariantExecutor):
                 finished(start + offset)
 
 
-def choose_executor(where: Executor, workers: int, work: ItemWork, sources: Sequence[object], *, fork: bool = True) -> VariantExecutor:
-    """The one choice of where items run: Ray when the user named a cluster; forked processes
+def choose_executor(
+    where: Executor, workers: int, work: ItemWork, sources: Sequence[object], items: Sequence[Item], *, fork: bool = True
+) -> VariantExecutor:
+    """The one choice of where `items` run: Ray when the user named a cluster; forked processes
     when every source is a local index and more than one worker is wanted (and the caller may
     fork: a server's threads may not); else threads."""
     if where.distributed:
         return RayTasks(work, where, workers)
     if fork and workers > 1 and all(isinstance(source, LocalIndex) for source in sources):
-        return Forked(work, workers)
+        return Forked(work, workers, items)
     return Threads(work, workers)
 
 
@@ -238,11 +248,12 @@ def check_items(
     *,
     langs: list[str] | None = None,
     workers: int | None = None,
-    executor: Callable[[ItemWork], VariantExecutor] | None = None,
+    executor: Callable[[ItemWork, Sequence[Item]], VariantExecutor] | None = None,
 ) -> list[ExposureRecord]:
     """Records in item order then language order, on `workers` threads (or the executor made
-    for the work): the whole list, for callers that want records in memory, not a file."""
+    for the work and the items): the whole list, for callers that want records in memory, not
+    a file."""
     work = ItemWork(runners, policy, langs, keep=True)
-    chosen = executor(work) if executor else Threads(work, workers)
+    chosen = executor(work, items) if executor else Threads(work, workers)
     with chosen:
         return [record for checked in chosen.checked(items) for record in checked.records or []]
