@@ -63,8 +63,8 @@ def test_an_item_keeps_where_its_lines_lie_even_when_they_are_apart(tmp_path: Pa
     records = [{"item_id": item, "lang": lang, "text": f"{item}-{lang} ünïcode"} for item, lang in [("a", "en"), ("a", "fr"), ("b", "en"), ("a", "de"), ("c", "en")]]
     audit = _stored(tmp_path / "audit.jsonl", records)
     assert isinstance(audit.records, StoredRecords)
-    kept = ItemRecords.of(audit)
-    for record, where in kept.located(audit):
+    kept = ItemRecords(audit)
+    for record, where in kept.located():
         kept.keep(record["item_id"], where)
     assert kept.item_ids() == ["a", "b", "c"]
     # Two runs for `a`: its first two lines are next to each other, its third is not.

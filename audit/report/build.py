@@ -7,7 +7,6 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import Counter
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 from audit.auditfile import AuditFile, AuditFileError
@@ -119,14 +118,6 @@ class SeenElsewhere:
         }
 
 
-def seen_elsewhere(records: Iterable[JsonObject]) -> JsonObject | None:
-    """`SeenElsewhere` of every record."""
-    counts = SeenElsewhere()
-    for record in records:
-        counts.add(record)
-    return counts.section()
-
-
 def _knowledge_counts(labels: list[str]) -> JsonObject:
     counts = Counter(labels)
     total = len(labels)
@@ -184,14 +175,6 @@ class Calibration:
         }
 
 
-def calibration(records: Iterable[JsonObject]) -> JsonObject:
-    """`Calibration` of every record."""
-    judged = Calibration()
-    for record in records:
-        judged.add(record)
-    return judged.section()
-
-
 def knowledge_section(manifest: JsonObject, labels: Exposure, languages: list[str], judged: JsonObject) -> JsonObject | None:
     """What the probed model knows, per language; against what the corpus signals found (a
     variant the model knows and no corpus signal saw is exposure the audit could not explain);
@@ -233,9 +216,9 @@ def read_records(audit: AuditFile, audit_path: str) -> ReadAudit:
     """One pass over the records, holding none of them when they are read from disk: each is
     judged, counted and dropped, and its item keeps where it lies in the file."""
     reader, rows, elsewhere, judged, premise = ExposureReader(audit.manifest), ExposureRows(), SeenElsewhere(), Calibration(), Premise()
-    records = ItemRecords.of(audit)
+    records = ItemRecords(audit)
     try:
-        for number, (record, where) in enumerate(records.located(audit), start=2):
+        for number, (record, where) in enumerate(records.located(), start=2):
             reader.add(record, number)
             for section in (rows, elsewhere, judged, premise):
                 section.add(record)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
 
 from audit.auditfile import AuditFile, StoredRecords
 from audit.records import JsonObject
@@ -19,20 +18,17 @@ class ItemRecords:
     """Item id → where its records are, in the audit's order of items: (byte offset, length)
     runs of lines in the file, or the records themselves."""
 
-    def __init__(self, path: Path | None) -> None:
-        self.path = path
+    def __init__(self, audit: AuditFile) -> None:
+        self.audit = audit
+        self.path = audit.records.path if isinstance(audit.records, StoredRecords) else None
         self.where: dict[str, list] = {}
 
-    @classmethod
-    def of(cls, audit: AuditFile) -> ItemRecords:
-        return cls(audit.records.path if isinstance(audit.records, StoredRecords) else None)
-
-    def located(self, audit: AuditFile) -> Iterator[tuple[JsonObject, tuple[int, int] | JsonObject]]:
+    def located(self) -> Iterator[tuple[JsonObject, tuple[int, int] | JsonObject]]:
         """The audit's records, each with what `keep` takes of it."""
-        if isinstance(audit.records, StoredRecords):
-            yield from audit.records.located()
+        if isinstance(self.audit.records, StoredRecords):
+            yield from self.audit.records.located()
         else:
-            for record in audit.records:
+            for record in self.audit.records:
                 yield record, record
 
     def keep(self, item_id: str, where: tuple[int, int] | JsonObject) -> None:
