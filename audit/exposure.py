@@ -22,7 +22,7 @@ from typing import TypeAlias
 from audit.evidence import ABSENT, FAILED, Evidence, Figures, Json, Status
 from audit.policyfile import Policy
 from audit.rules import Outcome, Rule, judge
-from audit.signals import KNOWLEDGE_SIGNALS
+from audit.signals import KNOWLEDGE_SIGNALS, MODEL_SIGNALS
 
 
 class Exposure(StrEnum):
@@ -82,7 +82,7 @@ def decide(policy: Policy, evidence: list[Evidence], lang: str | None = None) ->
     """Exposure: the rules on the corpus signals' evidence (a model's evidence is left to
     `decide_knowledge`); `lang` is the variant's language, named in `seen_in_languages` when
     its own rules fire on evidence that does not name one."""
-    return _decide(policy, [found for found in evidence if found.signal not in KNOWLEDGE_SIGNALS], lang)
+    return _decide(policy, [found for found in evidence if found.signal not in MODEL_SIGNALS], lang)
 
 
 def decide_knowledge(policy: Policy, evidence: list[Evidence]) -> KnowledgeDecision | None:

@@ -21,7 +21,7 @@ from pathlib import Path
 from audit import __version__
 from audit.auditfile import AuditedBenchmark, AuditFile
 from audit.errors import AuditError
-from audit.exposure import SEEN, UNKNOWN
+from audit.exposure import SEEN, UNKNOWN, Knowledge
 from audit.items import Item
 from audit.outputs import atomic_write_bytes, commit_directory, discard_staging, staging_directory
 from audit.readers import FORMATS
@@ -39,10 +39,13 @@ class FilterError(AuditError):
 @dataclass(frozen=True)
 class FilterPolicy:
     """Which items leak: `target-seen` (seen in any target language, ECLeKTic's concern) or
-    `any-seen` (seen anywhere, source included); `unknown` items are kept unless asked."""
+    `any-seen` (seen anywhere, source included); `unknown` items are kept unless asked.
+    `drop_known` also drops an item the probed model already knows in any language
+    (LiveCLKTBench's construction rule: only facts the model does not know test transfer)."""
 
     rule: str = "target-seen"
     drop_unknown: bool = False
+    drop_known: bool = False
 
     def __post_init__(self) -> None:
         if self.rule not in RULES:
@@ -57,6 +60,8 @@ class Verdict:
     seen_languages: list[str] = field(default_factory=list)
     unknown_languages: list[str] = field(default_factory=list)
     decided_by: dict[str, list[JsonObject]] = field(default_factory=dict)
+    known_languages: list[str] = field(default_factory=list)
+    knowledge_decided_by: dict[str, list[JsonObject]] = field(default_factory=dict)
 
 
 def judge_items(audit: AuditFile, policy: FilterPolicy) -> dict[str, Verdict]:
@@ -68,10 +73,13 @@ def judge_items(audit: AuditFile, policy: FilterPolicy) -> dict[str, Verdict]:
     for item_id, records in by_item.items():
         seen = [r for r in records if r.get("exposure") == SEEN and (policy.rule == "any-seen" or r.get("role") == "target")]
         unknown = [r for r in records if r.get("exposure") == UNKNOWN]
+        known = [r for r in records if r.get("knowledge") == Knowledge.KNOWN] if policy.drop_known else []
         if seen:
             reason = "seen in a target language" if policy.rule == "target-seen" else "seen"
         elif unknown and policy.drop_unknown:
             reason = "exposure unknown"
+        elif known:
+            reason = "known to the probed model"
         else:
             reason = ""
         verdicts[item_id] = Verdict(
@@ -81,6 +89,8 @@ def judge_items(audit: AuditFile, policy: FilterPolicy) -> dict[str, Verdict]:
             seen_languages=[r["lang"] for r in seen],
             unknown_languages=[r["lang"] for r in unknown],
             decided_by={r["lang"]: r.get("decided_by", []) for r in seen + (unknown if policy.drop_unknown else [])},
+            known_languages=[r["lang"] for r in known],
+            knowledge_decided_by={r["lang"]: r.get("knowledge_decided_by", []) for r in known},
         )
     return verdicts
 
@@ -312,7 +322,7 @@ def filter_benchmark(
         "benchmark": {"path": str(benchmark), "absolute_path": str(benchmark.resolve()), "format": fmt, "sha256": recorded.sha256},
         "output": str(out),
         "mode": "flag" if flag else "remove",
-        "policy": {"rule": policy.rule, "drop_unknown": policy.drop_unknown},
+        "policy": {"rule": policy.rule, "drop_unknown": policy.drop_unknown, "drop_known": policy.drop_known},
         "counts": {
             "items": len(items),
             "leaky": len(leaky),
@@ -325,6 +335,7 @@ def filter_benchmark(
         "not_audited": unaudited,
         "leaky_items": [
             {"item_id": v.item_id, "reason": v.reason, "seen_languages": v.seen_languages, "unknown_languages": v.unknown_languages, "decided_by": v.decided_by}
+            | ({"known_languages": v.known_languages, "knowledge_decided_by": v.knowledge_decided_by} if policy.drop_known else {})
             for v in leaky
         ],
     }

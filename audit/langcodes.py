@@ -163,6 +163,26 @@ def _normalise(code: str) -> str:
     return "-".join([language, *subtags])
 
 
+# Languages written in more than one script together, or whose one script the registry does
+# not suppress: the script their text is usually in.
+_USUAL_SCRIPT = {"zh": "Hani", "ja": "Jpan", "ko": "Hang", "yue": "Hani", "sr": "Cyrl"}
+
+
+def usual_script(code: str) -> str | None:
+    """The script a language's text is written in (ISO 15924): the tag's own script subtag,
+    else the language's usual one; None when not known here."""
+    try:
+        language, *subtags = normalise_lang(code).split("-")
+    except ValueError:
+        return None
+    if subtags and len(subtags[0]) == 4 and subtags[0].isalpha():
+        return subtags[0]
+    if language in _USUAL_SCRIPT:
+        return _USUAL_SCRIPT[language]
+    scripts = sorted(SUPPRESS_SCRIPT.get(language, ()))
+    return scripts[0] if len(scripts) == 1 else None
+
+
 def describe_lang(code: str) -> str:
     """English name of a language tag for people to read, e.g. `zh-Hant` -> `Chinese (Hant)`."""
     language, *subtags = normalise_lang(code).split("-")

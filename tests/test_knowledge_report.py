@@ -1,6 +1,6 @@
 """What the probed model knows, in the report and the evaluation: a real audit of four ECLeKTic
-items probed with the random-weight GGUF fixture (its judge replies cannot be parsed, so every
-variant is `undetermined`), then the same audit with knowledge and judge verdicts set per
+items probed with the random-weight GGUF fixture (its own judge, scoring the two verdicts, so
+every self-summary is decided), then the same audit with knowledge and judge verdicts set per
 record, reported with predictions and opened in Chromium."""
 from __future__ import annotations
 
@@ -143,18 +143,25 @@ def _figures(split: dict) -> dict:
 # The knowledge section ------------------------------------------------------------------------
 
 
-def test_an_undetermined_probe_run_has_a_knowledge_section_all_undetermined(probed, bench, tmp_path):
+def test_a_probe_run_has_a_knowledge_section_that_counts_its_records(probed, bench, tmp_path):
     records = read_audit(probed).records
     data = _report(probed, bench, tmp_path / "r")
     knowledge = data["knowledge"]
-    assert knowledge["per_language"] == {lang: {"known": 0, "not_known": 0, "undetermined": 4, "total": 4, "known_rate": 0.0} for lang in LANGS}
+    for lang in LANGS:
+        counts = Counter(r["knowledge"] for r in records if r["lang"] == lang)
+        assert set(counts) <= {"known", "not_known"} and counts.total() == 4
+        assert knowledge["per_language"][lang] == {"known": counts["known"], "not_known": counts["not_known"], "undetermined": 0, "total": 4, "known_rate": counts["known"] / 4}
     assert knowledge["models"]["probe"]["name"] == MODEL and knowledge["models"]["probe"]["model_id"].startswith(f"{MODEL}@")
     assert knowledge["models"]["judge"] == knowledge["models"]["probe"] and len(knowledge["prompts"]["digest"]) == 64
-    # Every judge reply was unreadable: every summary is `unparsed`, none known or not known.
+    # The judge scored every summary: none is unparsed, and each verdict's summaries are the records'.
+    summaries = [e["figures"] for r in records for e in r["evidence"] if (e["signal"], e["field"]) == ("probe", "summary")]
     verdicts = knowledge["calibration"]["verdicts"]
-    assert verdicts["unparsed"]["summaries"] == len(records) and verdicts["known"]["summaries"] == verdicts["not_known"]["summaries"] == 0
-    chrf = [e["figures"]["chrf"] for r in records for e in r["evidence"] if (e["signal"], e["field"]) == ("probe", "summary")]
-    assert verdicts["unparsed"]["mean_chrf"] == pytest.approx(sum(chrf) / len(chrf))
+    assert verdicts["unparsed"]["summaries"] == 0 and sum(v["summaries"] for v in verdicts.values()) == len(records)
+    for verdict in ("known", "not_known"):
+        chrf = [f["chrf"] for f in summaries if f["judge"] == verdict]
+        assert verdicts[verdict]["summaries"] == len(chrf)
+        if chrf:
+            assert verdicts[verdict]["mean_chrf"] == pytest.approx(sum(chrf) / len(chrf))
 
 
 def test_knowledge_counts_and_crosstab_are_the_records(edited, edited_report):
@@ -349,3 +356,31 @@ def test_a_version_1_audit_has_no_knowledge_section(tmp_path):
     data = _report(fixture / "v1.audit.jsonl", fixture / "bench.jsonl", tmp_path / "v1")
     assert data["knowledge"] is None and data["audit"]["signals"] == ["ngram"]
     assert "What the model knows" not in (tmp_path / "v1" / "report.md").read_text(encoding="utf-8")
+
+
+def test_filter_drops_what_the_model_knows_on_request(edited, probed, bench, tmp_path):
+    """LiveCLKTBench's construction rule: an item the probed model already knows, in any
+    language, is dropped with --drop-known (after the exposure rules, which come first)."""
+    audit = read_audit(edited)
+    args = ["filter", str(edited), "--bench", str(bench), "--flag"]
+    plain = CliRunner().invoke(main, [*args, "--out", str(tmp_path / "kept.csv")])
+    assert plain.exit_code == 0, plain.output
+    flagged = CliRunner().invoke(main, [*args, "--out", str(tmp_path / "known.csv"), "--drop-known"])
+    assert flagged.exit_code == 0, flagged.output
+    assert "known to the model counts as leaky" in flagged.output
+    before = json.loads((tmp_path / "kept.csv.manifest.json").read_text(encoding="utf-8"))
+    after = json.loads((tmp_path / "known.csv.manifest.json").read_text(encoding="utf-8"))
+    assert after["policy"] == {"rule": "target-seen", "drop_unknown": False, "drop_known": True}
+    by_item = {v["item_id"]: v for v in after["leaky_items"]}
+    known_items = {item for (item, _), tag in KNOWLEDGE.items() if tag == "known"}
+    exposure_leaky = {r["item_id"] for r in audit.records if r["exposure"] == "seen" and r.get("role") == "target"}
+    assert {v["item_id"] for v in before["leaky_items"]} == exposure_leaky and "drop_known" in before["policy"] and not before["policy"]["drop_known"]
+    assert set(by_item) == exposure_leaky | known_items and known_items - exposure_leaky
+    assert after["counts"]["by_reason"]["known to the probed model"] == len(known_items - exposure_leaky)
+    for item in known_items - exposure_leaky:
+        assert by_item[item]["reason"] == "known to the probed model"
+        assert sorted(by_item[item]["known_languages"]) == sorted(lang for (i, lang), tag in KNOWLEDGE.items() if i == item and tag == "known")
+        assert set(by_item[item]["knowledge_decided_by"]) == set(by_item[item]["known_languages"])
+    refused = CliRunner().invoke(main, ["filter", str(_without_probes(probed, tmp_path / "plain.audit.jsonl", 4)), "--bench", str(bench),
+                                        "--out", str(tmp_path / "x.csv"), "--drop-known"])
+    assert refused.exit_code == 2 and "made without a probe model" in refused.output and not (tmp_path / "x.csv").exists()

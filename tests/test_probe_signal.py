@@ -5,6 +5,7 @@ the same model, with a real proxy in front that fails requests to exercise the r
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
 import threading
 from http import HTTPStatus
@@ -62,19 +63,32 @@ def test_a_probe_run_keeps_knowledge_apart_from_exposure(first, bench, tmp_path)
     assert len(manifest["models"]["prompts"]["digest"]) == 64
     assert {"signal": "probe", "source": "llama-2-tiny-random", "ran": True, "reason": None} in manifest["signal_runs"]
     assert set(manifest["summary"]["knowledge"]) == {"en", "fr", "ja"}
-    # A random model's judge replies are not JSON: every self-summary is undetermined, never not_known.
+    assert manifest["models"]["probe"]["backend"] == "llama.cpp" and manifest["models"]["probe"]["model_id"].endswith("+llama.cpp")
+    # A random model never writes the judge's JSON, but a local judge scores the two replies, so
+    # every self-summary is decided: by how far the summary moves their odds from the baseline's
+    # (the same prompt without a summary).
     for (item_id, _lang), record in records.items():
         found = probes(record)
         assert set(found) == set(TASKS)
         summary = found["summary"]
-        assert summary["status"] == "unknown" and summary["error"].startswith("the judge's reply could not be parsed")
-        assert summary["figures"]["judge"] is None and summary["figures"]["judge_votes"]["unparsed"] == 1
         (asked,) = summary["provenance"]
-        assert asked["output"] and asked["judge"]["output"] is not None and asked["judge"]["parse_error"]
+        judged = asked["judge"]
+        assert summary["status"] == "ok" and summary.get("error") is None
+        assert judged["choices"] == ['{"verdict": "known"}', '{"verdict": "not_known"}'] and judged["finish_reason"] == "scored"
+        known, not_known = judged["logprobs"]
+        base_known, base_not_known = judged["baseline_logprobs"]
+        shift = (known - not_known) - (base_known - base_not_known)
+        assert max(known, not_known, base_known, base_not_known) < 0 and shift != 0
+        verdict = "known" if shift > 0 else "not_known"
+        assert summary["figures"]["judge"] == judged["verdict"] == verdict
+        assert judged["output"] == ('{"verdict": "known"}' if known > not_known else '{"verdict": "not_known"}')
+        assert summary["figures"]["judge_votes"] == {"known": verdict == "known", "not_known": verdict == "not_known", "unparsed": 0}
+        assert summary["figures"]["judge_p_known"] == pytest.approx(1 / (1 + math.exp(-shift)), abs=1e-4)
+        assert judged["parse_error"] is None and asked["output"]
         assert "Bremerhaven" in asked["prompt"] or item_id != "33"
-        assert record["knowledge"] == "undetermined"
         assert all(not e["figures"].get("matched") for e in found.values() if e["field"] in ("direct", "cloze"))
-    assert "leaving 9 of 9 variant(s) undetermined" in output
+        assert record["knowledge"] == ("known" if verdict == "known" else "not_known")
+    assert "variant(s) undetermined" not in output
 
 
 def test_each_task_shows_what_it_hid_and_scores_the_raw_answer(first):
@@ -131,23 +145,28 @@ def _judge_entries(cache: Path) -> list[tuple[str, str]]:
     return [(key, request) for key, request in rows if '"verdict"' in json.loads(request)["messages"][-1]["content"]]
 
 
-def test_recorded_judge_replies_decide_known_and_not_known_and_bad_ones_do_not(first, bench, tmp_path):
-    root, _, records, _ = first
-    cache = tmp_path / "cache" / "probe-cache.sqlite"
-    cache.parent.mkdir()
-    with sqlite3.connect(root / "cache" / "probe-cache.sqlite") as source, sqlite3.connect(cache) as copy:
-        source.backup(copy)
+def test_recorded_judge_replies_decide_known_and_not_known_and_bad_ones_do_not(bench, tmp_path):
+    """A judge behind an OpenAI-compatible endpoint writes its verdict: the reply is parsed, and
+    one that is not the JSON asked for decides nothing.  Recorded replies stand in for a judge
+    that answers as told; the run that reads them is offline."""
+    local = LocalModel.load(TINY.parent, gguf_file=TINY.name, batch_size=4)
+    cache = tmp_path / "cache"
+    with serve(local, batch_size=4) as server:
+        served = requests.get(server.url + "/models", timeout=10).json()["data"][0]["id"]
+        registry = _registry(tmp_path / "corpora.toml", server.url, served)
+        _, records, _ = check(tmp_path, bench, "--probe-model", str(TINY), "--judge-model", "tiny-api", "--registry", str(registry), cache=cache)
     replies = {"AFN Bremerhaven": '```json\n{"verdict": "known"}\n```', "39": '{"verdict": "not_known"}', "46": 'Verdict: known'}
-    entries = _judge_entries(cache)
+    entries = _judge_entries(cache / "probe-cache.sqlite")
     assert len(entries) == 9
     titles = {item.item_id: item.meta["title"] for item in load_benchmark(bench).items}
-    with sqlite3.connect(cache) as db:
+    with sqlite3.connect(cache / "probe-cache.sqlite") as db:
         for key, request in entries:
             prompt = json.loads(request)["messages"][-1]["content"]
             reply = replies["AFN Bremerhaven"] if titles["33"] in prompt else replies["39"] if titles["39"] in prompt else replies["46"]
             db.execute("UPDATE outputs SET text = ? WHERE key = ?", (reply, key))
-    _, judged, _ = check(tmp_path, bench, "--probe-model", str(TINY), cache=tmp_path / "cache", name="judged")
+    _, judged, _ = check(tmp_path, bench, "--probe-model", str(TINY), "--judge-model", "tiny-api", "--registry", str(registry), "--offline", cache=cache, name="judged")
     for lang in ("en", "fr", "ja"):
+        assert "choices" not in probes(judged["33", lang])["summary"]["provenance"][0]["judge"]
         assert judged["33", lang]["knowledge"] == "known"
         assert judged["33", lang]["knowledge_decided_by"][0] == {"signal": "probe", "source": "llama-2-tiny-random", "field": "summary", "figure": "judge", "op": "==", "value": "known", "threshold": "known"}
         assert judged["39", lang]["knowledge"] == "not_known"
@@ -177,7 +196,7 @@ def test_probe_options_need_a_probe_model(bench, tmp_path):
     result = CliRunner().invoke(main, ["check", str(bench), "--corpus", "demo", "--no-report", "--out", str(tmp_path / "x.jsonl"), "--probe-model", str(tmp_path / "nope.gguf")])
     assert result.exit_code == 2 and "nope.gguf" in result.output
     result = CliRunner().invoke(main, ["check", str(bench), "--corpus", "demo", "--no-report", "--out", str(tmp_path / "x.jsonl"), "--probe-model", str(TINY), "--signals", "ngram"])
-    assert result.exit_code == 2 and "the probe signal is not among --signals ngram" in result.output
+    assert result.exit_code == 2 and "no signal that asks the model (probe, membership) is among --signals ngram" in result.output
     assert not (tmp_path / "x.jsonl").exists()
 
 
@@ -228,7 +247,9 @@ def _registry(path: Path, url: str, model: str) -> Path:
 
 def test_the_openai_path_gives_the_local_answers_and_retries(bench, tmp_path):
     local = LocalModel.load(TINY.parent, gguf_file=TINY.name, batch_size=1)
-    _, direct, _ = check(tmp_path, bench, "--probe-model", str(TINY), "--probe-batch-size", "1", "--langs", "en", name="local")
+    on_transformers = tmp_path / "local.toml"
+    on_transformers.write_text(f'[models.tiny]\nbackend = "local"\npath = "{TINY}"\nruntime = "transformers"\n', encoding="utf-8")
+    _, direct, _ = check(tmp_path, bench, "--probe-model", "tiny", "--registry", str(on_transformers), "--probe-batch-size", "1", "--langs", "en", name="local")
     with serve(local, batch_size=1) as server:
         served = requests.get(server.url + "/models", timeout=10).json()["data"][0]["id"]
         flaky = Flaky(server.url, failures=2)

@@ -31,8 +31,9 @@ from audit.probes.cache import OFFLINE_MISS
 
 MODEL = Path(__file__).resolve().parent / "fixtures" / "models" / "llama-2-tiny-random.gguf"
 NAME = "llama-2-tiny-random"
-# A GGUF model's id: its name and the first 16 hex digits of the file's sha256.
-MODEL_ID = f"{NAME}@{hashlib.sha256(MODEL.read_bytes()).hexdigest()[:16]}"
+# A GGUF model's id: its name, the first 16 hex digits of the file's sha256 and the runtime
+# (llama.cpp, the default for a GGUF file on a CPU).
+MODEL_ID = f"{NAME}@{hashlib.sha256(MODEL.read_bytes()).hexdigest()[:16]}+llama.cpp"
 LANGS = "en,fr"
 
 
@@ -98,7 +99,7 @@ def answers(records: list[dict]) -> list[dict]:
 
 def test_health_lists_the_probe_model(served: Served):
     health = requests.get(served.url + "health", timeout=10).json()
-    assert [(m["name"], m["model_id"], m["backend"]) for m in health["probe_models"]] == [(NAME, MODEL_ID, "transformers")]
+    assert [(m["name"], m["model_id"], m["backend"]) for m in health["probe_models"]] == [(NAME, MODEL_ID, "llama.cpp")]
     assert health["judge_model"] is None
 
 
@@ -119,7 +120,7 @@ def test_a_probing_job_gives_the_clis_probe_evidence(served: Served, bench: Path
     job, manifest, records = finish(served, job, tmp_path / "job.audit.jsonl")
     assert len(records) == 6 and all(r["knowledge"] in ("known", "not_known", "undetermined") for r in records)
     assert job["probe_model"] == NAME and job["models"]["probe"]["model_id"] == manifest["models"]["probe"]["model_id"] == MODEL_ID
-    assert job["prepare"]["step"].startswith("probe: ") and job["prepare"]["done"] == job["prepare"]["total"] > 0
+    assert job["prepare"]["step"].startswith(("probe: ", "membership: ")) and job["prepare"]["done"] == job["prepare"]["total"] > 0
     assert answers(records) and not any(one["cached"] for one in answers(records))
     # Both ran the model afresh (separate caches), so the raw outputs, the scores and the
     # verdicts are reproduced, not replayed.
@@ -148,7 +149,9 @@ def test_concurrent_jobs_share_the_model_one_call_at_a_time(served: Served, othe
     after = requests.get(served.url + "health", timeout=10).json()["probe_models"][0]["answered"]
     assert first and [(a["prompt"], a["output"]) for a in first] == [(b["prompt"], b["output"]) for b in second]
     assert all({a["cached"], b["cached"]} == {True, False} for a, b in zip(first, second, strict=True))
-    assert {key: after[key] - before[key] for key in after} == {"from_cache": len(first), "from_model": len(first)}
+    # The scoring judge also asks, once per judged variant, its baseline (the prompt without a summary).
+    asked = len(first) + sum("baseline_logprobs" in one for one in first)
+    assert {key: after[key] - before[key] for key in after} == {"from_cache": asked, "from_model": asked}
 
 
 def test_an_offline_server_leaves_knowledge_undetermined_without_loading_the_model(wiki_index: Path, bench: Path, tmp_path: Path):

@@ -34,7 +34,7 @@ from audit.run import Progress as RunProgress
 from audit.run.audit import preflight
 from audit.run.progress import BuildHook, StepStart
 from audit.run.summary import Failures
-from audit.signals import KNOWLEDGE_SIGNALS, SIGNALS
+from audit.signals import KNOWLEDGE_SIGNALS, MODEL_SIGNALS, SIGNALS
 
 STRICT_EXIT = 3
 
@@ -81,10 +81,8 @@ def _warn_failed_sources(failures: Failures, variants: int) -> None:
         unknown = failures.variants.get((status, signal, source), 0)
         what = "could not be checked" if status == "failed" else "could not be told"
         tag = "undetermined" if signal in KNOWLEDGE_SIGNALS else "unknown"
-        console.print(
-            f"[red]{status}[/red] {signal} on {escape(source)}: {count} field(s) {what}, leaving {unknown} of {variants} variant(s) {tag}; first error: {escape(first[status, signal, source])}",
-            soft_wrap=True,
-        )
+        left = "" if signal in MODEL_SIGNALS and signal not in KNOWLEDGE_SIGNALS else f", leaving {unknown} of {variants} variant(s) {tag}"
+        console.print(f"[red]{status}[/red] {signal} on {escape(source)}: {count} field(s) {what}{left}; first error: {escape(first[status, signal, source])}", soft_wrap=True)
 
 
 def _print_summary(summary: dict, out: Path, elapsed: float) -> None:

@@ -21,7 +21,7 @@ from audit.errors import AuditError
 from audit.evidence import Evidence, EvidenceError, Json
 from audit.exposure import SEEN, UNKNOWN, UNSEEN, Knowledge, decide
 from audit.policyfile import compile_policy
-from audit.signals import KNOWLEDGE_SIGNALS
+from audit.signals import KNOWLEDGE_SIGNALS, MODEL_SIGNALS
 
 STRATA = (SEEN, UNSEEN, UNKNOWN)
 KNOWN, NOT_KNOWN, UNDETERMINED = (tag.value for tag in Knowledge)
@@ -143,7 +143,7 @@ class ExposureReader:
             self.knowledge[key] = known
         entries = [_evidence(entry, number) for entry in record.get("evidence") or []]
         self.models.update(dict.fromkeys(e.signal for e in entries if e.signal in KNOWLEDGE_SIGNALS))
-        corpus = [e for e in entries if e.signal not in KNOWLEDGE_SIGNALS]
+        corpus = [e for e in entries if e.signal not in MODEL_SIGNALS]
         self._judge_alone(key, corpus, "signal", self.found_signals, self.own_signal)
         self._judge_alone(key, corpus, "source", self.found_sources, self.own_source)
         return key
@@ -157,7 +157,7 @@ class ExposureReader:
 
     def finish(self) -> Exposure:
         named = self.manifest.get("signals") or []
-        signals = list(dict.fromkeys([*(s for s in named if s not in KNOWLEDGE_SIGNALS), *self.found_signals]))
+        signals = list(dict.fromkeys([*(s for s in named if s not in MODEL_SIGNALS), *self.found_signals]))
         models = list(dict.fromkeys([*(s for s in named if s in KNOWLEDGE_SIGNALS), *self.models]))
         sources = list(dict.fromkeys([
             *(str(corpus.get("name")) for corpus in self.manifest.get("corpora") or [] if isinstance(corpus, dict) and corpus.get("name")),

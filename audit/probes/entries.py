@@ -27,9 +27,12 @@ class LocalKeys(_ModelKeys):
     gguf_file: str | None = None
     device: str | None = None
     batch_size: Annotated[int, Field(ge=1)] | None = None
+    runtime: Literal["llama.cpp", "transformers"] | None = None
+    parallel: Annotated[int, Field(ge=1)] | None = None
 
     required: ClassVar[Mapping[str, str]] = {"path": "is required: a local entry needs path (a .gguf file or a model directory)"}
-    expected: ClassVar[Mapping[str, str]] = {"batch_size": "must be a whole number, at least 1"}
+    expected: ClassVar[Mapping[str, str]] = {"batch_size": "must be a whole number, at least 1", "parallel": "must be a whole number, at least 1",
+                                             "runtime": 'must be "llama.cpp" or "transformers"'}
 
 
 class OpenAiKeys(_ModelKeys):

@@ -45,36 +45,59 @@ class Decoding:
 
 @dataclass(frozen=True)
 class Request:
+    """Chat messages to answer; or, with `choices`, the replies whose likelihood to score: a
+    scored request is answered by the backend's log-probability of each choice as the whole
+    reply, so a small model that never writes the asked-for JSON still picks one of them."""
+
     messages: tuple[Message, ...]
     decoding: Decoding = field(default_factory=Decoding)
+    choices: tuple[str, ...] = ()
 
     def key(self, model_id: str) -> str:
-        """sha256 of the model id, the messages and the decoding settings."""
-        payload = {"model": model_id, "messages": [[m.role.value, m.content] for m in self.messages], "decoding": asdict(self.decoding)}
+        """sha256 of the model id, the messages, the decoding settings and any choices (absent
+        from the payload when there are none, so generation keys stay as they were)."""
+        payload: dict[str, object] = {"model": model_id, "messages": [[m.role.value, m.content] for m in self.messages], "decoding": asdict(self.decoding)}
+        if self.choices:
+            payload["choices"] = list(self.choices)
         return hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
 
     def to_dict(self) -> dict[str, object]:
-        return {"messages": [{"role": m.role.value, "content": m.content} for m in self.messages], "decoding": asdict(self.decoding)}
+        shown: dict[str, object] = {"messages": [{"role": m.role.value, "content": m.content} for m in self.messages], "decoding": asdict(self.decoding)}
+        if self.choices:
+            shown["choices"] = list(self.choices)
+        return shown
 
 
-def chat(user: str, system: str | None = None, decoding: Decoding | None = None) -> Request:
+def chat(user: str, system: str | None = None, decoding: Decoding | None = None, choices: tuple[str, ...] = ()) -> Request:
     messages = ((Message(Role.SYSTEM, system),) if system else ()) + (Message(Role.USER, user),)
-    return Request(messages, decoding or Decoding())
+    return Request(messages, decoding or Decoding(), choices)
+
+
+SCORED = "scored"
 
 
 @dataclass(frozen=True)
 class Output:
     """One answer: its text, or the error that kept the backend from giving one.  `cached`
-    says it came from the cache, not the model."""
+    says it came from the cache, not the model.  A scored request's answer is the likeliest
+    choice, with every choice's summed token log-probability in `logprobs` (request order)
+    and `finish_reason` `scored`."""
 
     text: str | None
     error: str | None = None
     cached: bool = False
     finish_reason: str | None = None
+    logprobs: tuple[float, ...] | None = None
 
     @property
     def ok(self) -> bool:
         return self.text is not None
+
+
+def scored(choices: Sequence[str], logprobs: Sequence[float]) -> Output:
+    """The Output of a scored request: the first of the likeliest choices, and every score."""
+    best = max(range(len(choices)), key=lambda index: logprobs[index])
+    return Output(choices[best], finish_reason=SCORED, logprobs=tuple(float(value) for value in logprobs))
 
 
 class ProbeError(PlacedError):
@@ -94,4 +117,7 @@ class Backend(Protocol):
         """What the audit manifest records about the model: backend, model id, path or endpoint."""
         ...
 
-    def generate(self, requests: Sequence[Request], progress: Progress | None = None) -> list[Output]: ...
+    def generate(self, requests: Sequence[Request], progress: Progress | None = None) -> list[Output]:
+        """Answers; for a request with choices, its scores (a backend that cannot score
+        answers such a request with an error Output)."""
+        ...

@@ -1,13 +1,22 @@
 """Reading the judge model's verdict on a self-summary, and voting over k samples of it.
 
 The judge is asked for one JSON object, `{"verdict": "known"}` or `{"verdict": "not_known"}`.
-Only that object is read: a reply that is not one is recorded as unparsed with the reason,
-never guessed from free text, since a guess would put the parser's opinion in the judge's
-place.
+A local judge is not left to write it:
+the backend scores both objects as the reply (`JUDGE_CHOICES`), for the summary and, once per
+variant, for the same prompt with no summary at all (`NO_SUMMARY`).  A small model prefers one
+reply whatever it reads (SmolLM2 always finds `known`, the shorter, likelier), so the verdict is
+the direction the summary moves the odds from that baseline (Zhao et al.'s contextual
+calibration): `known` when the summary makes `known` likelier than no summary did.  Every
+summary gets a verdict, with `p_known` = sigmoid(that shift in log-odds).
+A judge behind an OpenAI-compatible
+endpoint writes the object; only that object is read, and a reply that is not one is recorded
+as unparsed with the reason, never guessed from free text, since a guess would put the
+parser's opinion in the judge's place.
 """
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -33,6 +42,26 @@ class JudgeReading:
     verdict: Verdict | None
     parse_error: str | None
     raw: str
+    p_known: float | None = None
+
+
+# The replies a scoring judge chooses between, written as the judge prompt asks for them.
+JUDGE_CHOICES = tuple(json.dumps({"verdict": verdict.value}) for verdict in Verdict)
+# What the judge is shown instead of a summary for its baseline odds.
+NO_SUMMARY = "(no answer)"
+
+
+def scored_verdict(logprobs: tuple[float, ...], baseline: tuple[float, ...]) -> JudgeReading:
+    """The verdict of a scored judge request (log-probabilities of `JUDGE_CHOICES`, in order)
+    against the same prompt's scores without a summary: `known` when the summary raises the
+    log-odds of `known` over `not_known`, `not_known` when it lowers them; `p_known` is the
+    sigmoid of the shift.  No shift decides nothing."""
+    shift = (logprobs[0] - logprobs[1]) - (baseline[0] - baseline[1])
+    p_known = 1.0 / (1.0 + math.exp(min(700.0, -shift)))
+    raw = json.dumps({"logprobs": dict(zip(Verdict, logprobs, strict=True)), "baseline": dict(zip(Verdict, baseline, strict=True))})
+    if shift == 0:
+        return JudgeReading(None, "the summary does not move the verdict's odds", raw, p_known)
+    return JudgeReading(Verdict.KNOWN if shift > 0 else Verdict.NOT_KNOWN, None, raw, p_known)
 
 
 def _objects(text: str) -> Iterator[tuple[int, int] | None]:

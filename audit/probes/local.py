@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from audit.errors import special_kind
-from audit.probes.generation import Decoding, Message, Output, ProbeError, Progress, Request
+from audit.probes.generation import Decoding, Message, Output, ProbeError, Progress, Request, scored
+from audit.probes.membership import TokenScores, from_logits
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
@@ -220,6 +221,10 @@ class LocalModel:
                 failed += 1
         if failed and progress:
             progress(failed)
+        for index in [index for index in prompts if requests[index].choices]:
+            outputs[index] = self._scored(prompts.pop(index), requests[index].choices)
+            if progress:
+                progress(1)
         for batch in self._batches(requests, prompts):
             try:
                 answers = self._run([prompts[index] for index in batch], requests[batch[0]].decoding)
@@ -244,6 +249,40 @@ class LocalModel:
             size = self.batch_size if decoding.greedy else 1
             batches.extend(indices[start : start + size] for start in range(0, len(indices), size))
         return batches
+
+    def token_scores(self, texts: Sequence[str], max_tokens: int) -> list[TokenScores | str]:
+        """Each text read once (its first `max_tokens` + 1 tokens, with the tokenizer's special
+        tokens): TokenScores, or why it could not be read."""
+        import torch
+
+        found: list[TokenScores | str] = []
+        for text in texts:
+            try:
+                tokens = list(self._tokenizer(text)["input_ids"])[: max_tokens + 1]
+                with torch.inference_mode():
+                    logits = self._model(input_ids=torch.tensor([tokens], device=self.device)).logits[0]
+                found.append(from_logits(logits.double().cpu().numpy(), tokens))
+            except Exception as error:
+                found.append(f"{type(error).__name__}: {error}")
+        return found
+
+    def _scored(self, prompt: list[int], choices: Sequence[str]) -> Output:
+        """Each choice's summed token log-probability as the reply, in one forward pass over the
+        prompt followed by each choice (right-padded, so positions are the unpadded ones)."""
+        import torch
+
+        try:
+            rows = [prompt + list(self._tokenizer(choice, add_special_tokens=False)["input_ids"]) for choice in choices]
+            width = max(len(row) for row in rows)
+            input_ids = torch.tensor([row + [self._pad] * (width - len(row)) for row in rows], device=self.device)
+            attention = torch.tensor([[1] * len(row) + [0] * (width - len(row)) for row in rows], device=self.device)
+            with torch.inference_mode():
+                logits = self._model(input_ids=input_ids, attention_mask=attention).logits.double()
+            logprobs = torch.log_softmax(logits, dim=-1)
+            totals = [sum(float(logprobs[k, position - 1, row[position]]) for position in range(len(prompt), len(row))) for k, row in enumerate(rows)]
+        except Exception as error:
+            return Output(None, error=f"{type(error).__name__}: {error}")
+        return scored(choices, totals)
 
     def _run(self, prompts: list[list[int]], decoding: Decoding) -> list[Output]:
         import torch

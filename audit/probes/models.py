@@ -17,7 +17,8 @@ from __future__ import annotations
 import importlib.util
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from enum import StrEnum
 from pathlib import Path
 
 from audit.entries import EntryPlace, validate_entry
@@ -35,16 +36,37 @@ SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
 
+class Runtime(StrEnum):
+    """What runs a local model: llama.cpp (GGUF files only) or transformers."""
+
+    LLAMA_CPP = "llama.cpp"
+    TRANSFORMERS = "transformers"
+
+
 @dataclass(frozen=True)
 class LocalRun:
-    """Where and how many prompts at a time a local model runs."""
+    """Where and how a local model runs: `runtime` None picks llama.cpp for a GGUF file on a
+    CPU when its bindings are installed, else transformers; `batch_size` prompts at a time
+    (transformers), `parallel` contexts side by side (llama.cpp; default two, or one on a
+    single core)."""
 
     device: str = "cpu"
     batch_size: int = 8
+    runtime: Runtime | None = None
+    parallel: int | None = None
 
-    def over(self, device: str | None, batch_size: int | None) -> LocalRun:
+    def over(self, device: str | None, batch_size: int | None, runtime: Runtime | None = None, parallel: int | None = None) -> LocalRun:
         """These settings with the given ones (not None) laid over them."""
-        return LocalRun(self.device if device is None else device, self.batch_size if batch_size is None else batch_size)
+        given = {"device": device, "batch_size": batch_size, "runtime": runtime, "parallel": parallel}
+        return replace(self, **{key: value for key, value in given.items() if value is not None})
+
+    def chosen(self, gguf_file: str | None) -> Runtime:
+        if self.runtime is not None:
+            if self.runtime is Runtime.LLAMA_CPP and gguf_file is None:
+                raise ProbeError("runtime llama.cpp runs GGUF files only; this model is a directory")
+            return self.runtime
+        usable = gguf_file is not None and self.device == "cpu" and importlib.util.find_spec("llama_cpp") is not None
+        return Runtime.LLAMA_CPP if usable else Runtime.TRANSFORMERS
 
 
 def default_cache() -> Path:
@@ -60,6 +82,8 @@ def _package_dir(package: str, hint: str) -> Path:
 
 
 def _local(name: str, path: Path, gguf_file: str | None, digest: str, run: LocalRun, cache: ProbeCache | None, offline: bool, prepare: Callable[[], None] | None = None) -> CachedModel:
+    if run.chosen(gguf_file) is Runtime.LLAMA_CPP and gguf_file is not None:
+        return _llama_cpp(name, path / gguf_file, digest, run, cache, offline, prepare)
     device, batch_size = run.device, run.batch_size
     model_id = f"{name}@{digest}"
 
@@ -72,7 +96,25 @@ def _local(name: str, path: Path, gguf_file: str | None, digest: str, run: Local
 
     where = str(path / gguf_file) if gguf_file else str(path)
     description = {"backend": "transformers", "path": where, "device": device, "batch_size": batch_size}
-    return CachedModel(name, model_id, description, load, cache, offline=offline)
+    return CachedModel(name, model_id, description, load, cache, offline=offline, reads_probabilities=True)
+
+
+def _llama_cpp(name: str, file: Path, digest: str, run: LocalRun, cache: ProbeCache | None, offline: bool, prepare: Callable[[], None] | None) -> CachedModel:
+    """The model id names the runtime: its answers are not transformers' (see `llamacpp`)."""
+    if run.device != "cpu":
+        raise ProbeError(f"{file}: runtime llama.cpp runs on the CPU here, not on {run.device}; use runtime transformers")
+    parallel = run.parallel or min(2, os.cpu_count() or 1)
+    model_id = f"{name}@{digest}+{Runtime.LLAMA_CPP}"
+
+    def load() -> Backend:
+        from audit.probes.llamacpp import LlamaCppModel
+
+        if prepare is not None:
+            prepare()
+        return LlamaCppModel.load(file, model_id=model_id, parallel=parallel)
+
+    description = {"backend": str(Runtime.LLAMA_CPP), "path": str(file), "parallel": parallel}
+    return CachedModel(name, model_id, description, load, cache, offline=offline, reads_probabilities=True)
 
 
 def _smollm2(cache: ProbeCache | None, offline: bool, run: LocalRun) -> CachedModel:
@@ -137,23 +179,26 @@ def _entry(registry: Path, name: str, table: object, cache: ProbeCache | None, o
 def _entry_model(registry: Path, name: str, keys: LocalKeys | OpenAiKeys, cache: ProbeCache | None, offline: bool) -> CachedModel:
     own = ProbeCache(registry.parent / keys.cache) if keys.cache else cache
     if isinstance(keys, LocalKeys):
-        return _local_at(name, registry.parent / keys.path, keys.gguf_file, LocalRun().over(keys.device, keys.batch_size), own, offline)
+        return _local_at(name, registry.parent / keys.path, keys.gguf_file, LocalRun().over(keys.device, keys.batch_size, Runtime(keys.runtime) if keys.runtime else None, keys.parallel), own, offline)
     api_key = os.environ.get(keys.api_key_env) if keys.api_key_env else None
     if keys.api_key_env and api_key is None and not offline:
         raise ProbeError(f"{registry}: models.{name}.api_key_env: the environment variable {keys.api_key_env} is not set")
     return _remote(RemoteSettings(keys.base_url, keys.model, api_key, keys.concurrency, keys.max_retries, float(keys.timeout)), own, offline, name)
 
 
-def open_model(value: str, registry: Path | None = None, *, offline: bool = False, cache: Path | None = None, device: str | None = None, batch_size: int | None = None) -> CachedModel:
+def open_model(value: str, registry: Path | None = None, *, offline: bool = False, cache: Path | None = None, device: str | None = None, batch_size: int | None = None,
+               runtime: Runtime | None = None, parallel: int | None = None) -> CachedModel:
     """The model a `--probe-model` value names, behind the probe cache (`cache`, else the
-    tool's cache directory).  `device` and `batch_size` override a local model's settings."""
+    tool's cache directory).  `device`, `batch_size`, `runtime` and `parallel` override a
+    local model's settings (`LocalRun`)."""
     store = ProbeCache(cache or default_cache())
-    overrides = {key: given for key, given in (("device", device), ("batch_size", batch_size)) if given is not None}
+    given = (("device", device), ("batch_size", batch_size), ("runtime", str(runtime) if runtime else None), ("parallel", parallel))
+    overrides = {key: value for key, value in given if value is not None}
     path, entries = registry_entries(registry, "models", ProbeError)
     if path is not None and value in entries:
         table = entries[value]
         return _entry(path, value, table | overrides if isinstance(table, dict) else table, store, offline)
-    run = LocalRun().over(device, batch_size)
+    run = LocalRun().over(device, batch_size, runtime, parallel)
     if value == SMOLLM2:
         return _smollm2(store, offline, run)
     if value == GEMMA3:

@@ -154,3 +154,28 @@ def strata_bars(split: dict[str, JsonObject], title: str, colors: dict[str, str]
     axis.set_title(label(title, 2 * MAX_LABEL))
     axis.legend(fontsize=8, frameon=False)
     return _data_uri(figure)
+
+
+@plain_text
+def auroc_bars(per_group: dict[str, dict[str, float]], title: str) -> bytes:
+    """AUROC of each membership score per group (language or script), as grouped bars, PNG: 0.5
+    is chance, 1 a perfect split of members from the rest."""
+    groups = list(per_group)
+    scores = list(dict.fromkeys(score for figures in per_group.values() for score in figures))
+    width = 0.8 / max(len(scores), 1)
+    figure, axis = plt.subplots(figsize=(max(5, 0.7 * len(groups) + 2), 3.4))
+    for k, score in enumerate(scores):
+        values = [per_group[group].get(score, math.nan) for group in groups]
+        axis.bar(np.arange(len(groups)) + (k - (len(scores) - 1) / 2) * width, values, width, label=label(score))
+    axis.axhline(0.5, color="#888888", linewidth=0.8, linestyle="--")
+    axis.set_xticks(range(len(groups)), [label(group) for group in groups])
+    axis.set_ylim(0, 1)
+    axis.set_ylabel("AUROC")
+    axis.set_title(label(title, 80), fontsize=9)
+    if scores:
+        axis.legend(loc="lower center", fontsize=7, frameon=False, ncols=min(len(scores), 5))
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
+    plt.close(figure)
+    return buffer.getvalue()
+

@@ -31,7 +31,7 @@ from audit.run.progress import QUIET, Note, NoteKind, Progress
 from audit.run.request import AuditRequest, RequestError
 from audit.run.sources import Opener, RegistryOpener
 from audit.run.summary import Failures, Tally
-from audit.signals import Runner, parse_signals, plan
+from audit.signals import MODEL_SIGNALS, Runner, parse_signals, plan
 from audit.signals.probe import Prober
 
 
@@ -166,8 +166,8 @@ def _options_apply(request: AuditRequest, reading: Reading, remote: bool, linked
     """Options that apply only with others, refused when given without them."""
     if request.max_requests and not remote:
         raise RequestError("max_requests", "--max-requests applies to API corpora (infini-gram or infini-gram mini entries of the registry)", named=False)
-    if request.probe_model and reading.signals is not None and "probe" not in reading.signals:
-        raise RequestError("probe_model", f"the probe signal is not among --signals {request.signals}")
+    if request.probe_model and reading.signals is not None and not MODEL_SIGNALS & set(reading.signals):
+        raise RequestError("probe_model", f"no signal that asks the model (probe, membership) is among --signals {request.signals}")
     if not request.probe_model and (request.judge_model or request.probe_prompts or request.probe_batch_size):
         raise RequestError("probe_model", "--judge-model, --probe-prompts and --probe-batch-size apply to the probe signal, which runs only with --probe-model", named=False)
 

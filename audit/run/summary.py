@@ -10,7 +10,7 @@ from audit.evidence import FAILED
 from audit.evidence import UNKNOWN as UNKNOWN_STATUS
 from audit.exposure import SEEN, UNKNOWN, UNSEEN, Knowledge
 from audit.records import Check, ExposureRecord
-from audit.signals import KNOWLEDGE_SIGNALS
+from audit.signals import KNOWLEDGE_SIGNALS, MODEL_SIGNALS
 
 Counts = dict[str, dict[str, int]]
 
@@ -50,7 +50,7 @@ class Failures:
                 self.first.setdefault(key, evidence.error or "")
                 undecided.add(key)
         for key in undecided:
-            left = record.knowledge == Knowledge.UNDETERMINED if key[1] in KNOWLEDGE_SIGNALS else record.exposure == UNKNOWN
+            left = record.knowledge == Knowledge.UNDETERMINED if key[1] in KNOWLEDGE_SIGNALS else key[1] not in MODEL_SIGNALS and record.exposure == UNKNOWN
             self.variants[key] += int(left)
 
     def merge(self, other: Failures) -> None:

@@ -10,7 +10,8 @@ A signal is registered with:
 - the fields it reports for an item (they depend on the item's kind);
 - what it asks: a corpus (`--corpus`), a wiki snapshot (`--links`), or a model
   (`--probe-model`).  A model's evidence says what the model knows, not what its corpus holds:
-  the policy judges it into a separate verdict, `knowledge` (`KNOWLEDGE_SIGNALS`);
+  the policy judges it into a separate verdict, `knowledge` (`KNOWLEDGE_SIGNALS`), or, for a
+  signal that `decides` nothing (membership scores), into no verdict at all;
 - its implementation, which opens a runner for one source, or says why it skips it.
 """
 from __future__ import annotations
@@ -23,7 +24,7 @@ from pydantic import Field, create_model
 
 from audit.evidence import Json, SignalRun
 from audit.rules import FieldRules, Table
-from audit.signals import langlinks_spec, minhash_spec, ngram_spec, probe_spec
+from audit.signals import langlinks_spec, membership_spec, minhash_spec, ngram_spec, probe_spec
 from audit.signals.spec import NONE_GIVEN, Asks, Opening, Runner, Signal, SignalError
 
 if TYPE_CHECKING:
@@ -31,15 +32,17 @@ if TYPE_CHECKING:
     from audit.links.sources import LinkSource
     from audit.signals.probe import Prober
 
-SIGNALS: dict[str, Signal] = {spec.SIGNAL.name: spec.SIGNAL for spec in (ngram_spec, minhash_spec, langlinks_spec, probe_spec)}
-# Signals whose evidence says what a model knows: judged into `knowledge`, never into exposure.
-KNOWLEDGE_SIGNALS = frozenset(name for name, signal in SIGNALS.items() if signal.asks is Asks.MODEL)
+SIGNALS: dict[str, Signal] = {spec.SIGNAL.name: spec.SIGNAL for spec in (ngram_spec, minhash_spec, langlinks_spec, probe_spec, membership_spec)}
+# Signals that ask a model: their evidence is about the model, never judged into exposure.
+MODEL_SIGNALS = frozenset(name for name, signal in SIGNALS.items() if signal.asks is Asks.MODEL)
+# The model signals whose evidence says what the model knows: judged into `knowledge`.
+KNOWLEDGE_SIGNALS = frozenset(name for name in MODEL_SIGNALS if SIGNALS[name].decides)
 
 
 def _policy_schema() -> type[Table]:
-    """The schema of a whole policy file: `name`, `[rules.SIGNAL.FIELD]` for every signal, and
-    every signal's `[SIGNAL]` parameters."""
-    rules = create_model("Rules", __base__=Table, **{name: (s.rules, Field(default_factory=s.rules)) for name, s in SIGNALS.items()})
+    """The schema of a whole policy file: `name`, `[rules.SIGNAL.FIELD]` for every signal that
+    decides a verdict, and every signal's `[SIGNAL]` parameters."""
+    rules = create_model("Rules", __base__=Table, **{name: (s.rules, Field(default_factory=s.rules)) for name, s in SIGNALS.items() if s.decides})
     return create_model(
         "PolicyFile",
         __base__=Table,
@@ -110,4 +113,4 @@ def configure(settings: Mapping[str, Json]) -> dict[str, Table]:
     return {name: signal.config.model_validate(settings.get(name, {})) for name, signal in SIGNALS.items()}
 
 
-__all__ = ["KNOWLEDGE_SIGNALS", "SIGNALS", "Asks", "PolicyFile", "Runner", "Signal", "SignalError", "configure", "parse_signals", "plan"]
+__all__ = ["KNOWLEDGE_SIGNALS", "MODEL_SIGNALS", "SIGNALS", "Asks", "PolicyFile", "Runner", "Signal", "SignalError", "configure", "parse_signals", "plan"]

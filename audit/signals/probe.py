@@ -31,7 +31,7 @@ from audit.items import Item
 from audit.langcodes import describe_lang
 from audit.probes.cache import CachedModel
 from audit.probes.generation import Decoding, Output, Request, chat
-from audit.probes.judge import JudgeReading, majority, parse_verdict
+from audit.probes.judge import JUDGE_CHOICES, NO_SUMMARY, JudgeReading, majority, parse_verdict, scored_verdict
 from audit.probes.models import open_model
 from audit.probes.prompts import Task, Templates, load_templates
 from audit.probes.scoring import answer_recall, best_match, chrf, cloze_entity, mask, probe_passage, similarity, split_passage
@@ -42,6 +42,8 @@ from audit.signals.spec import Opening, Runner
 __all__ = ["CLOZE", "DIRECT", "FIELDS", "NAME", "PREFIX", "SUMMARY", "ProbeConfig", "Prober", "Rules", "fields_for", "open_prober", "open_runner", "run"]
 
 HIDDEN_TITLE = "___"
+# The sample number of a scoring judge's baseline request (no summary) among its judged samples.
+BASELINE = -1
 
 
 @dataclass(frozen=True)
@@ -169,21 +171,22 @@ class Prober:
             self.evidence[key] = [self._evidence(one, answered[key][task], judged.get(key, [])) for task, one in asked.items()]
 
     def _judge_requests(self, plans: dict[tuple[str, str], dict[str, Asked]], answered: dict[tuple[str, str], dict[str, list[Output]]]) -> dict[tuple[str, str], list[tuple[int, Request]]]:
-        """A judge prompt for every summary sample the model answered."""
+        """A judge prompt for every summary sample the model answered, and for a scoring judge
+        the same prompt without a summary, its baseline (see `audit.probes.judge`)."""
         judging = {}
         for key, asked in plans.items():
             one = asked.get(SUMMARY)
             if one is None or one.absent:
                 continue
-            lang = key[1]
-            template = self.templates.for_lang(Task.JUDGE, lang)
-            pairs = []
-            for sample, output in enumerate(answered[key][SUMMARY]):
-                if output.ok:
-                    prompt = template.render(entity=one.details["entity"], summary=output.text, reference=one.reference or "(none)", answer=one.targets[0] if one.targets else "(none)", language=describe_lang(lang))
-                    pairs.append((sample, chat(prompt, decoding=Decoding(max_tokens=self.config.max_tokens.judge))))
-            judging[key] = pairs
+            pairs = [(sample, self._judge_request(one, key[1], output.text)) for sample, output in enumerate(answered[key][SUMMARY]) if output.ok and output.text is not None]
+            scoring = self.judge.reads_probabilities and pairs
+            judging[key] = pairs + ([(BASELINE, self._judge_request(one, key[1], NO_SUMMARY))] if scoring else [])
         return judging
+
+    def _judge_request(self, one: Asked, lang: str, summary: str) -> Request:
+        prompt = self.templates.for_lang(Task.JUDGE, lang).render(entity=one.details["entity"], summary=summary, reference=one.reference or "(none)",
+                                                                   answer=one.targets[0] if one.targets else "(none)", language=describe_lang(lang))
+        return chat(prompt, decoding=Decoding(max_tokens=self.config.max_tokens.judge), choices=JUDGE_CHOICES if self.judge.reads_probabilities else ())
 
     def _record(self, task: str, status: Status, figures: dict[str, Json], provenance: list[dict[str, Json]], error: str | None = None) -> Evidence:
         return Evidence(NAME, self.source, task, status=status, figures={"model": self.model.model_id, **figures}, provenance=provenance, error=error)
@@ -219,17 +222,23 @@ class Prober:
             return self._record(SUMMARY, OK, figures, provenance)
         readings: list[JudgeReading] = []
         unanswered = []
+        baseline = next((output for sample, _, output in judged if sample == BASELINE), None)
         for sample, request, output in judged:
-            reading = parse_verdict(output.text) if output.ok and output.text is not None else None
-            provenance[sample] |= {"judge": _shown(request, output) | ({"verdict": reading.verdict, "parse_error": reading.parse_error} if reading else {})}
+            if sample == BASELINE:
+                continue
+            reading = _reading(output, baseline)
+            provenance[sample] |= {"judge": _shown(request, output) | (_read(reading, baseline) if reading else {})}
             if reading is None:
-                unanswered.append(output.error)
+                unanswered.append(output.error or (baseline.error if baseline else None))
             else:
                 readings.append(reading)
         if unanswered:
             return self._record(SUMMARY, UNKNOWN, figures, provenance, error=f"the judge gave no answer: {unanswered[0]}")
         chosen, votes = majority(readings)
         figures |= {"judge": chosen.value if chosen else None, "judge_votes": votes}
+        chances = [reading.p_known for reading in readings if reading.p_known is not None]
+        if chances:
+            figures["judge_p_known"] = round(sum(chances) / len(chances), 4)
         if chosen is None:
             errors = [r.parse_error for r in readings if r.parse_error]
             why = f"the judge's reply could not be parsed: {errors[0]}" if errors and len(readings) == 1 else f"no strict majority of the judge's verdicts ({votes})"
@@ -245,6 +254,25 @@ def open_prober(model: str, judge: str | None = None, prompts: Path | None = Non
     return Prober(probed, judging, load_templates(prompts), prompts)
 
 
+def _reading(output: Output, baseline: Output | None) -> JudgeReading | None:
+    """The judge's verdict on one sample: scored against the baseline, or parsed from its reply;
+    None without an answer (or without the baseline's scores)."""
+    if not output.ok or output.text is None:
+        return None
+    if output.logprobs is None:
+        return parse_verdict(output.text)
+    if baseline is None or baseline.logprobs is None:
+        return None
+    return scored_verdict(output.logprobs, baseline.logprobs)
+
+
+def _read(reading: JudgeReading, baseline: Output | None) -> dict[str, Json]:
+    shown: dict[str, Json] = {"verdict": reading.verdict, "parse_error": reading.parse_error}
+    if reading.p_known is not None and baseline is not None and baseline.logprobs is not None:
+        shown |= {"p_known": round(reading.p_known, 6), "baseline_logprobs": [round(value, 6) for value in baseline.logprobs], "baseline_cached": baseline.cached}
+    return shown
+
+
 def _shown(request: Request, output: Output) -> dict[str, Json]:
     """A prompt and its raw answer, as the audit file keeps them."""
     shown: dict[str, Json] = {"prompt": request.messages[-1].content, "decoding": request.to_dict()["decoding"], "output": output.text, "cached": output.cached}
@@ -252,6 +280,9 @@ def _shown(request: Request, output: Output) -> dict[str, Json]:
         shown["error"] = output.error
     if output.finish_reason:
         shown["finish_reason"] = output.finish_reason
+    if output.logprobs is not None:
+        shown["choices"] = list(request.choices)
+        shown["logprobs"] = [round(value, 6) for value in output.logprobs]
     return shown
 
 

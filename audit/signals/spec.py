@@ -149,6 +149,9 @@ class Signal:
     fields: Callable[[Item], tuple[str, ...]]
     implementation: str
     asks: Asks = Asks.CORPUS
+    # False for a signal whose evidence is recorded but judged into no verdict (membership
+    # scores, until calibrated): the policy has no rules on it.
+    decides: bool = True
 
     def open(self, source: Source, opening: Opening) -> Runner | Skip:
         module: Implementation = import_module(self.implementation)  # type: ignore[assignment]
