@@ -128,6 +128,7 @@ def test_every_signal_opens_from_its_spec_and_says_why_it_skips(two_indexes: dic
     assert [(r.signal, r.source) for r in runners] == [("ngram", "olmo")]
     assert [(r.signal, r.ran, r.reason) for r in runs] == [
         ("ngram", True, None), ("minhash", False, opened.reason), ("langlinks", False, "no link source (--links)"), ("probe", False, "no model to probe"),
+        ("membership", False, "no model to probe"),
     ]
 
 
