@@ -119,24 +119,17 @@ def _judged(summaries: list[Any]) -> dict[str, Any]:
     for verdict in ("known", "not_known"):
         chosen = [e.figures for e in decided if e.figures["judge"] == verdict]
         by_verdict[verdict] = {"count": len(chosen), "mean_answer_recall": _mean([f.get("answer_recall") for f in chosen]), "mean_chrf": _mean([f.get("chrf") for f in chosen])}
+    from audit.probes.membership import auroc
+
     pairs = [(e.figures["judge_p_known"], (e.figures.get("answer_recall") or 0) > 0) for e in decided if "judge_p_known" in e.figures]
+    found = auroc([score for score, recalled in pairs if recalled], [score for score, recalled in pairs if not recalled], member_higher=True)
     return {"summaries": len(summaries), "decided": len(decided), "decided_share": round(len(decided) / len(summaries), 4) if summaries else None,
-            "by_verdict": by_verdict, "auroc_p_known_vs_recalled": _auroc(pairs), "recalled": sum(recalled for _, recalled in pairs)}
+            "by_verdict": by_verdict, "auroc_p_known_vs_recalled": round(found, 4) if found is not None else None, "recalled": sum(recalled for _, recalled in pairs)}
 
 
 def _mean(values: list[Any]) -> float | None:
     present = [float(v) for v in values if v is not None]
     return round(sum(present) / len(present), 4) if present else None
-
-
-def _auroc(pairs: list[tuple[float, bool]]) -> float | None:
-    """The chance a positive outranks a negative (ties count half)."""
-    positives = [score for score, positive in pairs if positive]
-    negatives = [score for score, positive in pairs if not positive]
-    if not positives or not negatives:
-        return None
-    wins = sum((p > n) + 0.5 * (p == n) for p in positives for n in negatives)
-    return round(wins / (len(positives) * len(negatives)), 4)
 
 
 def _answers(outputs: list[Any]) -> str:
