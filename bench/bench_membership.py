@@ -29,7 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from audit.probes.membership import MEMBER_SCORES_HIGHER, Score, TokenScores, auroc, scores
+from audit.evaluate.membership import score_figures
+from audit.probes.membership import Score, TokenScores, scores
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "audit" / "data" / "demo" / "eclektic_sample.csv.gz"
@@ -93,22 +94,12 @@ def judged(found: dict[str, list[tuple[bool, dict[Score, float]]]]) -> dict[str,
             others = [s[score] for member, s in rows if not member and score in s]
             if not members or not others:
                 continue
-            higher = MEMBER_SCORES_HIGHER[score]
-            threshold = _threshold(others, higher, 0.05)
-            caught = sum((v >= threshold) if higher else (v <= threshold) for v in members) / len(members)
-            figures[score] = {"auroc": round(auroc(members, others, higher) or 0, 4), "tpr_at_5pct_fpr": round(caught, 4), "threshold_5pct_fpr": round(threshold, 6),
+            # The calibration command's own figures, at the 5% FPR the table reports.
+            found_figures = score_figures(members, others, score, 0.05)
+            figures[score] = {"auroc": found_figures.auroc, "tpr_at_5pct_fpr": found_figures.tpr_reached, "threshold_5pct_fpr": round(found_figures.threshold or 0.0, 6),
                               "median_member": round(float(np.median(members)), 6), "median_held_out": round(float(np.median(others)), 6)}
         table[group] = {"members": sum(m for m, _ in rows), "held_out": sum(not m for m, _ in rows), "scores": figures}
     return table
-
-
-def _threshold(others: list[float], member_higher: bool, fpr: float) -> float:
-    """The score a text must reach to be called a member so that at most `fpr` of the held-out
-    texts are: strictly beyond all but floor(fpr * n) of them."""
-    ordered = sorted(others, reverse=member_higher)
-    allowed = int(np.floor(fpr * len(ordered)))
-    edge = ordered[allowed]
-    return float(np.nextafter(edge, np.inf if member_higher else -np.inf))
 
 
 def read_all(backend: Any, rows: list[tuple[str, str, str]], tokens: int) -> tuple[list[TokenScores | str], float]:
