@@ -16,7 +16,7 @@ from enum import StrEnum
 
 from audit.errors import AuditError
 from audit.evidence import Status
-from audit.exposure import BELOW_FLOOR, Exposure, ItemExposure, Knowledge, item_exposure, seen_in
+from audit.exposure import BELOW_FLOOR, Exposure, ItemExposure, Knowledge, Membership, item_exposure, seen_in
 from audit.items import Item
 from audit.records import AuditManifest, ExposureRecord, Json, JsonObject, Role
 from audit.rules import Op, Outcome
@@ -107,6 +107,7 @@ _CHECK_FIELDS: dict[str, Callable[[str, Json], Json]] = {
     "source": lambda p, v: _string(p, v, empty=True),
     "field": _string,
     "form": _string,
+    "group": _string,
     "figure": _string,
     "op": lambda p, v: _choice(p, v, Op),
     "value": _scalar,
@@ -171,6 +172,8 @@ def check_record(number: int, record: JsonObject) -> None:
         _choice("knowledge", record.get("knowledge"), Knowledge, null=True)
         _checks("decided_by", record["decided_by"])
         _checks("knowledge_decided_by", record.get("knowledge_decided_by", []))
+        _choice("membership", record.get("membership"), Membership, null=True)
+        _checks("membership_decided_by", record.get("membership_decided_by", []))
         _evidence("evidence", record["evidence"])
         for name in ("seen_in_languages", "seen_in", "asked_in"):
             _languages(name, record.get(name))

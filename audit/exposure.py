@@ -11,7 +11,8 @@ fires makes the variant `seen`; else any failed source or undecided (bounded) fi
 A model's evidence (the probe signal) is judged by the same rules into a separate verdict,
 `knowledge`: `known` where a rule fires, `undetermined` where a probe failed, was offline or
 its judge's reply could not be parsed, else `not_known`.  It never moves `exposure`: what a
-model knows is not what its corpus contains.
+model knows is not what its corpus contains.  The membership signal's scores are judged apart
+again, by the calibrated thresholds of `[membership.thresholds]`, into `membership`.
 """
 from __future__ import annotations
 
@@ -20,9 +21,11 @@ from enum import StrEnum
 from typing import TypeAlias
 
 from audit.evidence import ABSENT, FAILED, Evidence, Figures, Json, Status
+from audit.langcodes import usual_script
+from audit.memberscore import MEMBER_SCORES_HIGHER, Score
 from audit.policyfile import Policy
 from audit.rules import Outcome, Rule, judge
-from audit.signals import KNOWLEDGE_SIGNALS, MODEL_SIGNALS
+from audit.signals import KNOWLEDGE_SIGNALS, MODEL_SIGNALS, membership_spec
 
 
 class Exposure(StrEnum):
@@ -36,6 +39,14 @@ class Knowledge(StrEnum):
 
     KNOWN = "known"
     NOT_KNOWN = "not_known"
+    UNDETERMINED = "undetermined"
+
+
+class Membership(StrEnum):
+    """What the model's membership scores say of a variant's text, once calibrated."""
+
+    MEMBER = "member"
+    NON_MEMBER = "non_member"
     UNDETERMINED = "undetermined"
 
 
@@ -73,6 +84,12 @@ class KnowledgeDecision:
     decided_by: list[Check] = field(default_factory=list)
 
 
+@dataclass
+class MembershipDecision:
+    membership: Membership
+    decided_by: list[Check] = field(default_factory=list)
+
+
 _KNOWLEDGE = {SEEN: Knowledge.KNOWN, UNSEEN: Knowledge.NOT_KNOWN, UNKNOWN: Knowledge.UNDETERMINED}
 BELOW_FLOOR = "below_floor"
 UNDETERMINED_LANGUAGE = "und"
@@ -92,6 +109,40 @@ def decide_knowledge(policy: Policy, evidence: list[Evidence]) -> KnowledgeDecis
         return None
     decision = _decide(policy, probed, None)
     return KnowledgeDecision(_KNOWLEDGE[decision.exposure], decision.decided_by)
+
+
+def decide_membership(policy: Policy, evidence: list[Evidence], lang: str) -> MembershipDecision | None:
+    """Membership: each field's score against its calibrated threshold for the variant's
+    language (else its script).  `member` when any field's score is past its threshold;
+    `undetermined` when none is and a field with a threshold could not be read, or no field
+    has one for this language; else `non_member`.  None when the signal did not run."""
+    read = [found for found in evidence if found.signal == membership_spec.NAME]
+    if not read:
+        return None
+    config = policy.configs[membership_spec.NAME]
+    assert isinstance(config, membership_spec.MembershipConfig)
+    fired, passed, undecided = [], [], []
+    script = usual_script(lang)
+    for found in read:
+        chosen = config.threshold(found.field, lang, script)
+        if chosen is None or found.status == ABSENT:
+            continue
+        group, threshold = chosen
+        where: Check = {"signal": found.signal, "source": found.source, "field": found.field, "group": group}
+        value = found.figures.get(threshold.score)
+        if found.status != Status.OK or not isinstance(value, int | float):
+            undecided.append({**where, "status": found.status, "error": found.error or f"no {threshold.score} figure"})
+            continue
+        higher = MEMBER_SCORES_HIGHER[Score(threshold.score)]
+        check = {**where, "figure": threshold.score, "op": (">=" if higher else "<="), "value": value, "threshold": threshold.value}
+        (fired if (value >= threshold.value if higher else value <= threshold.value) else passed).append(check)
+    if fired:
+        return MembershipDecision(Membership.MEMBER, fired)
+    if undecided:
+        return MembershipDecision(Membership.UNDETERMINED, undecided)
+    if not passed:
+        return MembershipDecision(Membership.UNDETERMINED, [{"reason": f"no calibrated threshold for {lang} (or its script) on a field that was read"}])
+    return MembershipDecision(Membership.NON_MEMBER, passed)
 
 
 def _below_floor(found: Evidence, rule: Rule) -> bool:

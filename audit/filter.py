@@ -21,7 +21,7 @@ from pathlib import Path
 from audit import __version__
 from audit.auditfile import AuditedBenchmark, AuditFile
 from audit.errors import AuditError
-from audit.exposure import SEEN, UNKNOWN, Knowledge
+from audit.exposure import SEEN, UNKNOWN, Knowledge, Membership
 from audit.items import Item
 from audit.outputs import atomic_write_bytes, commit_directory, discard_staging, staging_directory
 from audit.readers import FORMATS
@@ -41,11 +41,13 @@ class FilterPolicy:
     """Which items leak: `target-seen` (seen in any target language, ECLeKTic's concern) or
     `any-seen` (seen anywhere, source included); `unknown` items are kept unless asked.
     `drop_known` also drops an item the probed model already knows in any language
-    (LiveCLKTBench's construction rule: only facts the model does not know test transfer)."""
+    (LiveCLKTBench's construction rule: only facts the model does not know test transfer);
+    `drop_member` one whose text the model's calibrated membership scores call a member."""
 
     rule: str = "target-seen"
     drop_unknown: bool = False
     drop_known: bool = False
+    drop_member: bool = False
 
     def __post_init__(self) -> None:
         if self.rule not in RULES:
@@ -62,6 +64,15 @@ class Verdict:
     decided_by: dict[str, list[JsonObject]] = field(default_factory=dict)
     known_languages: list[str] = field(default_factory=list)
     knowledge_decided_by: dict[str, list[JsonObject]] = field(default_factory=dict)
+    member_languages: list[str] = field(default_factory=list)
+    membership_decided_by: dict[str, list[JsonObject]] = field(default_factory=dict)
+
+
+def _leaky_entry(v: Verdict, policy: FilterPolicy) -> JsonObject:
+    """A leaky item as the removal manifest lists it: the languages and checks behind it."""
+    return ({"item_id": v.item_id, "reason": v.reason, "seen_languages": v.seen_languages, "unknown_languages": v.unknown_languages, "decided_by": v.decided_by}
+            | ({"known_languages": v.known_languages, "knowledge_decided_by": v.knowledge_decided_by} if policy.drop_known else {})
+            | ({"member_languages": v.member_languages, "membership_decided_by": v.membership_decided_by} if policy.drop_member else {}))
 
 
 def judge_items(audit: AuditFile, policy: FilterPolicy) -> dict[str, Verdict]:
@@ -74,12 +85,15 @@ def judge_items(audit: AuditFile, policy: FilterPolicy) -> dict[str, Verdict]:
         seen = [r for r in records if r.get("exposure") == SEEN and (policy.rule == "any-seen" or r.get("role") == "target")]
         unknown = [r for r in records if r.get("exposure") == UNKNOWN]
         known = [r for r in records if r.get("knowledge") == Knowledge.KNOWN] if policy.drop_known else []
+        members = [r for r in records if r.get("membership") == Membership.MEMBER] if policy.drop_member else []
         if seen:
             reason = "seen in a target language" if policy.rule == "target-seen" else "seen"
         elif unknown and policy.drop_unknown:
             reason = "exposure unknown"
         elif known:
             reason = "known to the probed model"
+        elif members:
+            reason = "a member of the probed model's training data (calibrated membership scores)"
         else:
             reason = ""
         verdicts[item_id] = Verdict(
@@ -91,6 +105,8 @@ def judge_items(audit: AuditFile, policy: FilterPolicy) -> dict[str, Verdict]:
             decided_by={r["lang"]: r.get("decided_by", []) for r in seen + (unknown if policy.drop_unknown else [])},
             known_languages=[r["lang"] for r in known],
             knowledge_decided_by={r["lang"]: r.get("knowledge_decided_by", []) for r in known},
+            member_languages=[r["lang"] for r in members],
+            membership_decided_by={r["lang"]: r.get("membership_decided_by", []) for r in members},
         )
     return verdicts
 
@@ -322,7 +338,7 @@ def filter_benchmark(
         "benchmark": {"path": str(benchmark), "absolute_path": str(benchmark.resolve()), "format": fmt, "sha256": recorded.sha256},
         "output": str(out),
         "mode": "flag" if flag else "remove",
-        "policy": {"rule": policy.rule, "drop_unknown": policy.drop_unknown, "drop_known": policy.drop_known},
+        "policy": {"rule": policy.rule, "drop_unknown": policy.drop_unknown, "drop_known": policy.drop_known, "drop_member": policy.drop_member},
         "counts": {
             "items": len(items),
             "leaky": len(leaky),
@@ -333,10 +349,6 @@ def filter_benchmark(
             "by_reason": dict(Counter(v.reason for v in leaky)),
         },
         "not_audited": unaudited,
-        "leaky_items": [
-            {"item_id": v.item_id, "reason": v.reason, "seen_languages": v.seen_languages, "unknown_languages": v.unknown_languages, "decided_by": v.decided_by}
-            | ({"known_languages": v.known_languages, "knowledge_decided_by": v.knowledge_decided_by} if policy.drop_known else {})
-            for v in leaky
-        ],
+        "leaky_items": [_leaky_entry(v, policy) for v in leaky],
     }
     return FilterResult(manifest=manifest, kept=len(items) - removed, removed=removed, flagged=manifest["counts"]["flagged"])

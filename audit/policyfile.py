@@ -158,22 +158,40 @@ def _shown(value: Json) -> str:
 
 def _explain(schema: type[BaseModel], problem: ErrorDetails, prefix: tuple[str, ...] = ()) -> tuple[str, str]:
     """(dotted key, what is wrong) for one pydantic error, read against the schema; the
-    location's tail below a leaf (pydantic's union member tags) is dropped."""
-    model, path = schema, list(prefix)
+    location's tail below a leaf (pydantic's union member tags) is dropped.  A key of a table
+    the user names (`[membership.thresholds.context.en]`) is walked like a schema key."""
+    node: TypeForm = schema
+    path = list(prefix)
     for depth, part in enumerate(problem["loc"], start=1):
-        fields = _fields(model)
+        if part == "[key]":
+            expected = problem.get("ctx", {}).get("expected") if problem["type"] == "literal_error" else None
+            return _dotted(path), f"unknown; expected one of {expected}" if expected else problem["msg"].removeprefix("Value error, ")
         path.append(str(part))
+        if (values := _mapping_values(node)) is not None:
+            node = values
+            continue
+        fields = _fields(node)
         if part not in fields:
             return _dotted(path), f"unknown; expected one of {', '.join(sorted(fields))}"
         info = fields[part]
         if problem["type"] == "missing" and depth == len(problem["loc"]):
             return _dotted(path), f"missing; must be {_expected(info)}"
-        model = _table(info.annotation)
-        if model is None:
+        if _table(info.annotation) is None and _mapping_values(info.annotation) is None:
             return _dotted(path), f"must be {_expected(info)}, got {_shown(problem['input'])}"
+        node = _table(info.annotation) or info.annotation
     if problem["type"] == "value_error":
         return _dotted(path), problem["msg"].removeprefix("Value error, ")
-    return _dotted(path), f"must be {_kind(model, [])}, got {_shown(problem['input'])}"
+    return _dotted(path), f"must be {_kind(node, [])}, got {_shown(problem['input'])}"
+
+
+def _mapping_values(annotation: TypeForm) -> TypeForm | None:
+    """The values' type of a `dict[str, X]` key (bare or Annotated), else None."""
+    if get_origin(annotation) is Annotated:
+        annotation = get_args(annotation)[0]
+    if get_origin(annotation) is dict:
+        values = get_args(annotation)[1]
+        return _table(values) or values
+    return None
 
 
 def _problems(schema: type[BaseModel], error: ValidationError, prefix: tuple[str, ...] = ()) -> str:

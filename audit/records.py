@@ -11,7 +11,7 @@ from enum import StrEnum
 from typing import TypeAlias
 
 from audit.evidence import Evidence, SignalRun, Status
-from audit.exposure import Decision, Exposure, ItemExposure, Knowledge, KnowledgeDecision
+from audit.exposure import Decision, Exposure, ItemExposure, Knowledge, KnowledgeDecision, Membership, MembershipDecision
 
 # A value as JSON gives it: what the audit file holds below the fields its records type.
 Json: TypeAlias = "bool | int | float | str | list[Json] | dict[str, Json] | None"
@@ -32,7 +32,8 @@ _SOURCE_STATUSES = (Status.FAILED.value, Status.UNKNOWN.value)
 class Check:
     """One check behind a tag: the signal, source and field (and form) it looked at, the rule's
     figure, operator and threshold against the value found; or, for a source that could not
-    be asked, its `status` and `error`; or the one `reason` no rule applied.  `status` is
+    be asked, its `status` and `error`; or the one `reason` no rule applied.  A membership
+    check names the language or script `group` whose calibrated threshold it used.  `status` is
     `below_floor` or `bounded` for a figure that could not carry the decision (with its
     `floor` or `bounds`)."""
 
@@ -40,6 +41,7 @@ class Check:
     source: str | None = None
     field: str | None = None
     form: str | None = None
+    group: str | None = None
     figure: str | None = None
     op: str | None = None
     value: Scalar = None
@@ -104,14 +106,22 @@ class ExposureRecord:
     seen_in_languages: list[str] | None = None
     seen_in: list[str] | None = None
     asked_in: list[str] | None = None
+    # The membership verdict, when the membership signal ran; written only then, so audits
+    # without it keep their bytes.
+    membership: Membership | None = None
+    membership_decided_by: list[Check] = field(default_factory=list)
 
     @classmethod
-    def decided(cls, item_id: str, lang: str, source_lang: str, decision: Decision, evidence: list[Evidence], knowledge: KnowledgeDecision | None = None, field_languages: dict[str, str] | None = None) -> ExposureRecord:
+    def decided(cls, item_id: str, lang: str, source_lang: str, decision: Decision, evidence: list[Evidence], knowledge: KnowledgeDecision | None = None,
+                field_languages: dict[str, str] | None = None, membership: MembershipDecision | None = None) -> ExposureRecord:
         role = Role.SOURCE if lang == source_lang else Role.TARGET
         checks = [Check.from_dict(check) for check in knowledge.decided_by] if knowledge else []
         record = cls(item_id, lang, source_lang, role, decision.exposure, [Check.from_dict(check) for check in decision.decided_by], list(evidence), None,
                      knowledge.knowledge if knowledge else None, checks, dict(field_languages or {}))
         record.seen_in_languages = list(decision.seen_in_languages)
+        if membership is not None:
+            record.membership = membership.membership
+            record.membership_decided_by = [Check.from_dict(check) for check in membership.decided_by]
         return record
 
     @classmethod
@@ -127,25 +137,27 @@ class ExposureRecord:
             return [str(lang) for lang in found] if isinstance(found, list) else None
 
         evidence = data.get("evidence")
-        knowledge, item_tag, written = data.get("knowledge"), data.get("item_exposure"), data.get("field_languages")
+        knowledge, item_tag, written, member = data.get("knowledge"), data.get("item_exposure"), data.get("field_languages"), data.get("membership")
         return cls(
             str(data["item_id"]), str(data["lang"]), str(data["source_lang"]), Role(str(data["role"])), Exposure(str(data["exposure"])), checks("decided_by"),
             [evidence_from_dict(found) for found in evidence if isinstance(found, dict)] if isinstance(evidence, list) else [],
             ItemExposure(item_tag) if isinstance(item_tag, str) else None, Knowledge(knowledge) if isinstance(knowledge, str) else None, checks("knowledge_decided_by"),
             {str(name): str(lang) for name, lang in written.items()} if isinstance(written, dict) else {},
             languages("seen_in_languages"), languages("seen_in"), languages("asked_in"),
+            Membership(member) if isinstance(member, str) else None, checks("membership_decided_by"),
         )
 
     def to_dict(self) -> JsonObject:
         """Its fields as they are written; evidence figures and provenance are plain data
         already, so they are not copied again (a deep copy of every record's evidence costs
-        seconds).  `field_languages` is left out when the variant has none."""
+        seconds).  `field_languages` is left out when the variant has none, `membership` and its
+        checks when the membership signal did not run."""
         data: JsonObject = {}
         for name in (f.name for f in fields(self)):
             value = getattr(self, name)
-            if name in ("decided_by", "knowledge_decided_by", "evidence"):
+            if name in ("decided_by", "knowledge_decided_by", "membership_decided_by", "evidence"):
                 value = [entry.to_dict() for entry in value]
-            if name != "field_languages" or value:
+            if (name != "field_languages" or value) and (name not in ("membership", "membership_decided_by") or self.membership is not None):
                 data[name] = value
         return data
 

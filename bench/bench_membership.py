@@ -30,7 +30,8 @@ from typing import Any
 import numpy as np
 
 from audit.evaluate.membership import score_figures
-from audit.probes.membership import Score, TokenScores, scores
+from audit.memberscore import Score
+from audit.probes.membership import TokenScores, scores
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "audit" / "data" / "demo" / "eclektic_sample.csv.gz"

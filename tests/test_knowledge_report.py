@@ -104,16 +104,16 @@ def edited(probed, tmp_path_factory) -> Path:
 
 
 def _without_probes(probed: Path, path: Path, schema: int) -> Path:
-    """The probed audit as an audit without a model: no knowledge, no probe evidence (and, for
+    """The probed audit as an audit without a model: no knowledge, no probe or membership evidence (and, for
     schema 2, no knowledge keys at all; before schema 4, no languages seen in)."""
     audit = read_audit(probed)
-    manifest = _manifest(audit) | {"signals": ["ngram", "minhash"], "signal_runs": [r for r in audit.manifest["signal_runs"] if r["signal"] != "probe"]}
+    manifest = _manifest(audit) | {"signals": ["ngram", "minhash"], "signal_runs": [r for r in audit.manifest["signal_runs"] if r["signal"] not in ("probe", "membership")]}
     manifest.pop("models")
-    manifest["summary"] = {k: v for k, v in manifest["summary"].items() if not k.startswith("knowledge")}
+    manifest["summary"] = {k: v for k, v in manifest["summary"].items() if not k.startswith(("knowledge", "membership"))}
     records = [
-        {k: v for k, v in record.items() if k not in ("record", "knowledge", "knowledge_decided_by") and (schema >= 4 or k not in ("seen_in_languages", "seen_in", "asked_in"))}
+        {k: v for k, v in record.items() if k not in ("record", "knowledge", "knowledge_decided_by", "membership", "membership_decided_by") and (schema >= 4 or k not in ("seen_in_languages", "seen_in", "asked_in"))}
         | ({"knowledge": None, "knowledge_decided_by": []} if schema >= 3 else {})
-        | {"evidence": [e for e in record["evidence"] if e["signal"] != "probe"]}
+        | {"evidence": [e for e in record["evidence"] if e["signal"] not in ("probe", "membership")]}
         for record in audit.records
     ]
     write_audit(path, manifest, records)
@@ -244,17 +244,19 @@ def test_strata_by_what_the_model_knew(edited, bench, predictions):
 
 
 def test_knowledge_leaves_every_exposure_figure_as_it_was(edited, probed, bench, predictions, tmp_path):
-    """The same audit without a model: the same exposure strata, and the knowledge tests come
-    after every other one, so the others' permutation draws and p-values do not move."""
+    """The same audit without a model: the same exposure strata, and the knowledge and
+    membership tests come after every other one, so the others' permutation draws and p-values
+    do not move."""
     items = load_benchmark(bench).items
     plain = evaluate(items, predictions, read_audit(_without_probes(probed, tmp_path / "plain.audit.jsonl", 3)), "given", bootstrap=200, seed=1).to_dict()
     known = evaluate(items, predictions, read_audit(edited), "given", bootstrap=200, seed=1).to_dict()
-    assert {k: v for k, v in known["strata"].items() if k not in ("target_knowledge", "source_knowledge", "unknown_to_model", "differences")} == {
+    model_strata = ("target_knowledge", "source_knowledge", "unknown_to_model", "target_membership", "source_membership", "all_evidence", "differences")
+    assert {k: v for k, v in known["strata"].items() if k not in model_strata} == {
         k: v for k, v in plain["strata"].items() if k != "differences"
     }
     assert known["strata"]["differences"][: len(plain["strata"]["differences"])] == plain["strata"]["differences"]
     assert {d["split"] for d in known["strata"]["differences"][len(plain["strata"]["differences"]):]} == {"target_knowledge", "source_knowledge"}
-    assert not {"target_knowledge", "source_knowledge", "unknown_to_model"} & set(plain["strata"])
+    assert not set(model_strata[:-1]) & set(plain["strata"])
     assert all(r["target_knowledge"] is None and r["source_knowledge"] is None for r in plain["rows"])
     assert {d["split"] for d in plain["strata"]["differences"]}.isdisjoint({"target_knowledge", "source_knowledge"})
 
@@ -370,7 +372,7 @@ def test_filter_drops_what_the_model_knows_on_request(edited, probed, bench, tmp
     assert "known to the model counts as leaky" in flagged.output
     before = json.loads((tmp_path / "kept.csv.manifest.json").read_text(encoding="utf-8"))
     after = json.loads((tmp_path / "known.csv.manifest.json").read_text(encoding="utf-8"))
-    assert after["policy"] == {"rule": "target-seen", "drop_unknown": False, "drop_known": True}
+    assert after["policy"] == {"rule": "target-seen", "drop_unknown": False, "drop_known": True, "drop_member": False}
     by_item = {v["item_id"]: v for v in after["leaky_items"]}
     known_items = {item for (item, _), tag in KNOWLEDGE.items() if tag == "known"}
     exposure_leaky = {r["item_id"] for r in audit.records if r["exposure"] == "seen" and r.get("role") == "target"}

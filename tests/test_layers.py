@@ -15,7 +15,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("foundation", ("audit.errors", "audit.text", "audit.langcodes", "audit.items", "audit.ranges", "audit.timestamps",
                     "audit.outputs", "audit.paths", "audit.quotes", "audit.store", "audit.responses", "audit.forms",
                     "audit.nospace", "audit.langid", "audit.children", "audit.evidence", "audit.executors", "audit.entries",
-                    "audit.bars")),
+                    "audit.bars", "audit.memberscore")),
     ("read", ("audit.readers",)),
     ("index", ("audit.index", "audit.neardup")),
     ("sources", ("audit.corpora", "audit.links", "audit.probes")),

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 from conftest import FIXTURES
 
-from audit.probes.membership import MEMBER_SCORES_HIGHER, Score, TokenScores, auroc, from_logits, scores
+from audit.memberscore import MEMBER_SCORES_HIGHER, Score
+from audit.probes.membership import TokenScores, auroc, from_logits, scores
 
 TINY = FIXTURES / "models" / "llama-2-tiny-random.gguf"
 TEXTS = ["The quick brown fox jumps over the lazy dog.", "東京は日本の首都です。", "Bremerhaven liegt an der Wesermündung.", "x"]

@@ -4,6 +4,7 @@ file and with the corpus's exposure as the truth."""
 from __future__ import annotations
 
 import json
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -12,8 +13,9 @@ from conftest import FIXTURES, sample_subset
 
 from audit.cli import main
 from audit.evaluate.membership import CalibrationError, Grouping, ScoredText, calibrate, markdown, read_truth, scored_texts
+from audit.memberscore import Score
 from audit.probes.llamacpp import LlamaCppModel
-from audit.probes.membership import Score, scores
+from audit.probes.membership import scores
 from audit.readers import load_benchmark
 
 pytest.importorskip("llama_cpp")
@@ -169,3 +171,87 @@ def test_a_model_behind_an_endpoint_is_skipped_with_the_reason(tmp_path):
     assert isinstance(skipped, Skip) and skipped.record().reason == "the model's endpoint gives no per-token probabilities of a given text"
     (why,) = remote.token_scores(["a text"], 8)
     assert why == "offline: this text's reading is not in the probe cache"
+
+
+@pytest.fixture(scope="module")
+def verdicts(audited, bench, tmp_path_factory) -> tuple[Path, dict, dict[tuple[str, str], dict], dict, str]:
+    """The audit calibrated on a truth file (items 33 and 39 members) and checked again, offline,
+    with the thresholds.toml that calibration wrote as its policy."""
+    root, _, _ = audited
+    here = tmp_path_factory.mktemp("membership-verdicts")
+    truth = _truth(here / "truth.jsonl", {"33", "39"})
+    out = here / "calibration"
+    assert CliRunner().invoke(main, ["calibrate", "--audit", str(root / "a.audit.jsonl"), "--truth", str(truth), "--out", str(out)]).exit_code == 0
+    thresholds = tomllib.loads((out / "thresholds.toml").read_text(encoding="utf-8"))["membership"]["thresholds"]
+    manifest, checked, output = check(root, bench, "--signals", "ngram,membership", "--offline", "--policy", str(out / "thresholds.toml"), name="verdicts")
+    return root / "verdicts.audit.jsonl", manifest, checked, thresholds, output
+
+
+def test_calibrated_thresholds_make_the_membership_verdict(audited, verdicts):
+    """Every variant's verdict is its scores against the thresholds of its language, and the
+    manifest and the printed table count them."""
+    _, _, records = audited
+    _, manifest, checked, thresholds, output = verdicts
+    assert set(thresholds) == {"question", "context"} and set(thresholds["context"]) == {*LANGS, "script:Latn", "script:Jpan"}
+    assert "What the probed model's membership scores say" in output
+    for key, record in checked.items():
+        assert record["exposure"] == records[key]["exposure"]
+        fired = []
+        for name, evidence in membership(record).items():
+            rule = thresholds[name][key[1]]
+            value = evidence["figures"][rule["score"]]
+            fired.append(value >= rule["value"] if rule["score"] in ("min_k", "min_k_plus") else value <= rule["value"])
+        assert record["membership"] == ("member" if any(fired) else "non_member")
+        assert {(c["field"], c["group"]) for c in record["membership_decided_by"]} <= {("question", key[1]), ("context", key[1])}
+    counted = {lang: sum(r["membership"] == "member" for (_, l), r in checked.items() if l == lang) for lang in LANGS}
+    assert {lang: c["member"] for lang, c in manifest["summary"]["membership"].items()} == counted
+    assert any(r["membership"] == "member" for r in checked.values()), "at 5% FPR on 2 non-members the thresholds call every member in"
+
+
+def test_filter_drops_the_members_on_request(verdicts, bench, tmp_path):
+    audit, _, checked, _, _ = verdicts
+    result = CliRunner().invoke(main, ["filter", str(audit), "--bench", str(bench), "--rule", "any-seen", "--out", str(tmp_path / "kept.csv"), "--drop-member"])
+    assert result.exit_code == 0, result.output
+    dropped = json.loads((tmp_path / "kept.csv.manifest.json").read_text(encoding="utf-8"))
+    assert dropped["policy"]["drop_member"] is True
+    by_item = {v["item_id"]: v for v in dropped["leaky_items"]}
+    seen = {item for (item, _), r in checked.items() if r["exposure"] == "seen"}
+    members = {item for (item, _), r in checked.items() if r["membership"] == "member"}
+    assert set(by_item) == seen | members
+    for item in members - seen:
+        assert by_item[item]["reason"].startswith("a member of the probed model's training data")
+        assert by_item[item]["member_languages"] == sorted(lang for (i, lang), r in checked.items() if i == item and r["membership"] == "member")
+
+
+def test_the_report_counts_membership_calibrates_it_per_language_and_stratifies_by_it(verdicts, bench, tmp_path):
+    audit, _, checked, _, _ = verdicts
+    predictions = tmp_path / "given.jsonl"
+    predictions.write_text("".join(json.dumps({"item_id": i, "lang": l, "prediction": "…", "correct": (int(i) + len(l)) % 2 == 0}) + "\n" for i, l in checked), encoding="utf-8")
+    out = tmp_path / "report"
+    result = CliRunner().invoke(main, ["report", "--audit", str(audit), "--bench", str(bench), "--out", str(out), "--bootstrap", "50", "--predictions", str(predictions)])
+    assert result.exit_code == 0, result.output
+    data = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    section = data["membership"]
+    for lang in LANGS:
+        verdicts_here = [r["membership"] for (_, l), r in checked.items() if l == lang]
+        assert section["per_language"][lang]["member"] == verdicts_here.count("member") and section["per_language"][lang]["total"] == len(verdicts_here)
+    expected = {g.group: g for g in calibrate(scored_texts(checked.values(), None), 0.05) if g.grouping is Grouping.LANGUAGE and g.field == "context"}
+    for lang, group in section["calibration"]["fields"].get("context", {}).items():
+        assert (group["members"], group["non_members"]) == (expected[lang].members, expected[lang].non_members)
+        assert group["auroc"] == {str(s): f.auroc for s, f in expected[lang].scores.items()}
+    strata = data["evaluation"]["strata"]
+    rows = data["evaluation"]["rows"]
+    for label in ("member", "non_member"):
+        assert strata["target_membership"][label]["overall_success"]["n"] == sum(r["target_membership"] == label for r in rows)
+    assert strata["all_evidence"]["parts"] == ["exposure", "membership"]
+    assert sum(s["overall_success"]["n"] for s in strata["all_evidence"]["strata"].values()) == len(rows)
+    html = (out / "report.html").read_text(encoding="utf-8")
+    assert 'id="membership-table"' in html and 'id="membership-calibration"' in html and 'data-split="target_membership"' in html
+
+
+def test_filter_refuses_drop_member_when_no_verdict_could_drop(audited, bench, tmp_path):
+    root, _, _ = audited
+    args = ["filter", str(root / "a.audit.jsonl"), "--bench", str(bench), "--out", str(tmp_path / "x.csv"), "--drop-member"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2 and "every membership verdict" in result.output and "audit calibrate" in result.output
+    assert not (tmp_path / "x.csv").exists()

@@ -9,6 +9,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from enum import StrEnum
 from pathlib import Path
 
 import click
@@ -24,7 +25,7 @@ from audit.cli.shell import KEPT, InputError, system_error
 from audit.corpora.apirun import check_display
 from audit.corpora.base import Profile
 from audit.corpora.client import InfiniGramClient
-from audit.exposure import Knowledge
+from audit.exposure import Knowledge, Membership
 from audit.items import Item, LoadReport
 from audit.outputs import OutputError, check_directory_target
 from audit.readers import FORMATS
@@ -99,15 +100,21 @@ def _print_summary(summary: dict, out: Path, elapsed: float) -> None:
         share = f"{counts['unknown'] / counts['total']:.1%}" if counts["total"] else "–"
         table.add_row(Text(lang), str(counts["total"]), str(counts["seen"]), str(counts["unseen"]), str(counts["unknown"]), rate, share, end_section=lang == rows[-1][0] if rows else False)
     Console().print(table)
-    if "knowledge" in summary:
-        known = Table(title="What the probed model knows, per language")
-        for column in ("language", "variants", *(tag.value for tag in Knowledge)):
-            known.add_column(column, justify="left" if column == "language" else "right")
-        for lang, counts in sorted(summary["knowledge"].items()):
-            known.add_row(Text(lang), str(counts["total"]), *(str(counts[tag.value]) for tag in Knowledge))
-        Console().print(known)
+    for key, title, tags in (("knowledge", "What the probed model knows, per language", Knowledge),
+                             ("membership", "What the probed model's membership scores say, per language", Membership)):
+        if key in summary:
+            _verdict_table(title, summary[key], tags)
     items = ", ".join(f"{name}: {count}" for name, count in sorted(summary["items"].items()))
     Console().print(f"items: {items}   ({elapsed:.1f} s)")
+
+
+def _verdict_table(title: str, counts_by_lang: dict[str, dict[str, int]], tags: type[StrEnum]) -> None:
+    table = Table(title=title)
+    for column in ("language", "variants", *(tag.value for tag in tags)):
+        table.add_column(column, justify="left" if column == "language" else "right")
+    for lang, counts in sorted(counts_by_lang.items()):
+        table.add_row(Text(lang), str(counts["total"]), *(str(counts[tag.value]) for tag in tags))
+    Console().print(table)
 
 
 class ConsoleProgress(RunProgress):

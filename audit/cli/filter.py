@@ -22,11 +22,12 @@ from audit.readers import load_benchmark, recorded_options
 @click.option("--rule", type=click.Choice(RULES), default="target-seen", show_default=True, help="Which items leak.")
 @click.option("--drop-unknown", is_flag=True, help="Also treat items with a language of unknown exposure as leaky.")
 @click.option("--drop-known", is_flag=True, help="Also treat items the probed model already knows (knowledge `known` in any language) as leaky: LiveCLKTBench's rule; needs an audit made with --probe-model.")
+@click.option("--drop-member", is_flag=True, help="Also treat items whose text the probed model's calibrated membership scores call a member (membership `member` in any language) as leaky; needs an audit checked with thresholds from `audit calibrate`.")
 @click.option("--flag", is_flag=True, help="Keep every item and mark each leaky or not, instead of removing.")
 @click.option("--manifest", "manifest_path", type=click.Path(path_type=Path), help="Removal manifest, JSON [default: OUT.manifest.json].")
 @click.option("--force", is_flag=True, help="Replace existing output (never the command's inputs, nor a directory audit did not write).")
 def filter_command(
-    audit_path: Path, out: Path, bench: Path | None, rule: str, drop_unknown: bool, drop_known: bool, flag: bool, manifest_path: Path | None, force: bool
+    audit_path: Path, out: Path, bench: Path | None, rule: str, drop_unknown: bool, drop_known: bool, drop_member: bool, flag: bool, manifest_path: Path | None, force: bool
 ) -> None:
     """Remove (or flag) leaky items of an audited benchmark before release."""
     if out.name in ("", ".", ".."):
@@ -36,6 +37,8 @@ def filter_command(
         audit = read_audit(audit_path)
         if drop_known and not audit.manifest.get("models"):
             raise InputError(f"--drop-known: {audit_path} was made without a probe model, so it says nothing of what a model knows; audit with --probe-model")
+        if drop_member:
+            _check_membership(audit_path, audit.manifest.get("summary"))
         bench, recorded = locate_benchmark(audit, audit_path, bench)
         inputs = [audit_path, bench]
         if writes_directory(recorded.format, bench):
@@ -51,16 +54,28 @@ def filter_command(
         check_manifest_name(manifest_path)
         report = load_benchmark(bench, recorded.format, options=recorded_options(recorded.mapping, recorded.source_lang))
         check_against_benchmark(audit, audit_path, report.items)
-        result = filter_benchmark(audit, report.items, bench, recorded, out, FilterPolicy(rule, drop_unknown, drop_known), flag=flag, audit_path=str(audit_path))
+        result = filter_benchmark(audit, report.items, bench, recorded, out, FilterPolicy(rule, drop_unknown, drop_known, drop_member), flag=flag, audit_path=str(audit_path))
     except AuditError as error:
         raise InputError(str(error)) from None
     atomic_write_text(manifest_path, json.dumps(result.manifest, indent=2, ensure_ascii=False) + "\n")
     counts = result.manifest["counts"]
     verb = f"flagged {counts['flagged']}" if flag else f"removed {counts['removed']}"
     click.echo(
-        f"{counts['items']} items: {verb} as leaky ({rule}{', unknown counts as leaky' if drop_unknown else ''}{', known to the model counts as leaky' if drop_known else ''}), "
+        f"{counts['items']} items: {verb} as leaky ({rule}{', unknown counts as leaky' if drop_unknown else ''}{', known to the model counts as leaky' if drop_known else ''}"
+        f"{', a member counts as leaky' if drop_member else ''}), "
         f"kept {counts['kept']}; {counts['not_audited']} not audited. Wrote {out} and {manifest_path}."
     )
+
+
+def _check_membership(audit_path: Path, summary: object) -> None:
+    """Refuse --drop-member on an audit whose membership verdicts could drop nothing, rather
+    than keep every item and look as if none were members."""
+    counts = summary.get("membership") if isinstance(summary, dict) else None
+    if not isinstance(counts, dict):
+        raise InputError(f"--drop-member: {audit_path} has no membership verdicts; audit with --probe-model and the membership signal")
+    if not any(isinstance(c, dict) and (c.get("member") or c.get("non_member")) for c in counts.values()):
+        raise InputError(f"--drop-member: every membership verdict in {audit_path} is undetermined: the policy had no calibrated threshold for its languages; "
+                         "run `audit calibrate` and audit again with --policy set to the thresholds it writes")
 
 
 def _same_path(a: Path, b: Path) -> bool:

@@ -21,11 +21,12 @@ from pathlib import Path
 
 from audit.errors import AuditError
 from audit.langcodes import usual_script
-from audit.probes.membership import MEMBER_SCORES_HIGHER, Score, auroc
+from audit.memberscore import MEMBER_SCORES_HIGHER, Score
+from audit.probes.membership import auroc
 from audit.signals import membership_spec
 
 SIGNAL = membership_spec.NAME
-READ_FIELDS = frozenset(name for names in membership_spec.FIELDS.values() for name in names)
+READ_FIELDS = frozenset(membership_spec.READ_FIELDS)
 REPORTED_FPRS = (0.01, 0.05)
 
 
@@ -170,13 +171,40 @@ def markdown(groups: list[GroupFigures], fpr: float) -> str:
                   "|---|---|---:|---:|" + "---:|" * len(Score) + "---|---:|---:|---:|"]
         for group in (g for g in groups if g.field == name):
             aurocs = {s: group.scores[s].auroc for s in Score if s in group.scores and group.scores[s].auroc is not None}
-            best = max(aurocs, key=lambda s: aurocs[s]) if aurocs else None
+            best = best_score(group)
             chosen = group.scores[best] if best else None
             cells = " | ".join(f"{aurocs[s]:.3f}" if s in aurocs else "–" for s in Score)
             tail = f"{best} | {chosen.tpr_at_fpr['0.01']} | {chosen.tpr_at_fpr['0.05']} | {chosen.threshold:.6g}" if chosen and chosen.threshold is not None else "– | – | – | –"
             lines.append(f"| {group.grouping} | {_cell(group.group)} | {group.members} | {group.non_members} | {cells} | {tail} |")
         lines.append("")
     return "\n".join(lines)
+
+
+def best_score(group: GroupFigures) -> Score | None:
+    """The group's score with the highest AUROC and a threshold (the first in `Score`'s order on a tie)."""
+    usable = [s for s in Score if s in group.scores and group.scores[s].auroc is not None and group.scores[s].threshold is not None]
+    return max(usable, key=lambda s: group.scores[s].auroc or 0.0) if usable else None
+
+
+def thresholds_toml(groups: list[GroupFigures], fpr: float, truth: str) -> str:
+    """A policy file of `[membership.thresholds.FIELD.GROUP]` tables: per field and language
+    (and per script, which a language without its own threshold falls back on), the best score's
+    threshold at the chosen FPR.  Pass it to `audit check --policy` (or merge it into yours)."""
+    lines = [f"# Membership thresholds from `audit calibrate` at {fpr:g} false-positive rate, truth: {_toml_comment(truth)}.",
+             "# A language's own threshold is used before its script's.  Merge into a policy, or pass as `audit check --policy`.", ""]
+    for group in groups:
+        score = best_score(group)
+        if score is None or (group.grouping is Grouping.SCRIPT and group.group == "unknown"):
+            continue
+        chosen = group.scores[score]
+        name = group.group if group.grouping is Grouping.LANGUAGE else f"{membership_spec.SCRIPT_SCOPE}{group.group}"
+        lines += [f"[membership.thresholds.{group.field}.{json.dumps(name)}]  # {group.members} members, {group.non_members} non-members",
+                  f"score = {json.dumps(str(score))}", f"value = {chosen.threshold!r}", f"fpr = {chosen.fpr_reached!r}", f"auroc = {chosen.auroc!r}", ""]
+    return "\n".join(lines)
+
+
+def _toml_comment(text: str) -> str:
+    return " ".join(text.split())
 
 
 def _cell(text: str) -> str:

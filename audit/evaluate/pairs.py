@@ -35,6 +35,8 @@ class PairRow:
     target_combination: str | None = None
     source_knowledge: str | None = None
     target_knowledge: str | None = None
+    source_membership: str | None = None
+    target_membership: str | None = None
 
     @property
     def scored(self) -> bool:
@@ -63,6 +65,8 @@ class PairRow:
             "target_combination": self.target_combination,
             "source_knowledge": self.source_knowledge,
             "target_knowledge": self.target_knowledge,
+            "source_membership": self.source_membership,
+            "target_membership": self.target_membership,
             "judge": {"source": source.judge, "target": self.target_score.judge} if judged else None,
         }
 

@@ -1,6 +1,7 @@
 """The scored pairs split by exposure: by the tags of target and source, by each signal and
 each source judged alone, by the set of signals that saw the target, and by what a probed
-model knew; with the differences between strata and their tests."""
+model knew and by what its calibrated membership scores say; with the differences between
+strata and their tests."""
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -10,7 +11,7 @@ import numpy as np
 from audit.auditfile import AuditFile
 from audit.evaluate.metrics import Estimator
 from audit.evaluate.pairs import EvaluationError, PairRow, summary_dict
-from audit.evaluate.stratify import KNOWLEDGE_STRATA, KNOWN, NOT_KNOWN, STRATA, Exposure, ExposureError, read_exposure
+from audit.evaluate.stratify import KNOWLEDGE_STRATA, KNOWN, MEMBER, MEMBERSHIP_STRATA, NON_MEMBER, NOT_KNOWN, STRATA, Exposure, ExposureError, read_exposure
 from audit.exposure import SEEN, UNSEEN
 from audit.records import JsonObject
 
@@ -34,6 +35,9 @@ def label_rows(rows: list[PairRow], exposure: Exposure) -> list[str]:
         if exposure.knowledge is not None:
             row.source_knowledge = exposure.knowledge_label(row.item_id, row.source)
             row.target_knowledge = exposure.knowledge_label(row.item_id, row.target)
+        if exposure.membership is not None:
+            row.source_membership = exposure.membership_label(row.item_id, row.source)
+            row.target_membership = exposure.membership_label(row.item_id, row.target)
         missing += (row.item_id, row.target) not in exposure.overall
     if missing == len(rows):
         raise EvaluationError("the audit file has no record for any evaluated pair: is it the audit of this benchmark?")
@@ -58,10 +62,8 @@ def split_by_exposure(estimator: Estimator, rows: list[PairRow], exposure: Expos
     }
     combination = np.array([row.target_combination for row in rows], dtype=object)
     clean = np.array([exposure.clean(row.item_id, row.target) for row in rows], dtype=bool)
-    knowledge = {
-        "target_knowledge": np.array([row.target_knowledge for row in rows], dtype=object),
-        "source_knowledge": np.array([row.source_knowledge for row in rows], dtype=object),
-    } if exposure.knowledge is not None else {}
+    knowledge = _model_labels(rows, "knowledge") if exposure.knowledge is not None else {}
+    membership = _model_labels(rows, "membership") if exposure.membership is not None else {}
 
     def split(labels: np.ndarray, strata: Iterable[str] = STRATA) -> dict[str, JsonObject]:
         return {label: summary_dict(estimator.summary(labels == label)) for label in strata}
@@ -73,19 +75,8 @@ def split_by_exposure(estimator: Estimator, rows: list[PairRow], exposure: Expos
     # After the others, so their permutation draws (and p-values) stay as they were.
     tests += [("by_source", source, labels == UNSEEN, labels == SEEN, UNSEEN, SEEN) for source, labels in by_source.items()]
     tests += [(name, None, labels == NOT_KNOWN, labels == KNOWN, NOT_KNOWN, KNOWN) for name, labels in knowledge.items()]
-    differences = []
-    for name, scope, mask_a, mask_b, a, b in tests:
-        for metric, result in estimator.difference(mask_a, mask_b).items():
-            entry: JsonObject = {"split": name, "a": a, "b": b, "metric": metric}
-            if scope is not None:
-                entry["source" if name == "by_source" else "signal"] = scope
-            entry |= {
-                "difference": result.difference,
-                "ci": list(result.ci) if result.ci else None,
-                "p_value": result.p_value,
-                "test": result.test,
-            }
-            differences.append(entry)
+    tests += [(name, None, labels == NON_MEMBER, labels == MEMBER, NON_MEMBER, MEMBER) for name, labels in membership.items()]
+    differences = _differences(estimator, tests)
     strata: JsonObject = {
         "signals": exposure.signals,
         "target_exposure": split(target),
@@ -100,7 +91,49 @@ def split_by_exposure(estimator: Estimator, rows: list[PairRow], exposure: Expos
     if knowledge:
         strata |= {name: split(labels, KNOWLEDGE_STRATA) for name, labels in knowledge.items()}
         strata["unknown_to_model"] = _unknown_to_model(estimator, rows, knowledge["target_knowledge"] == NOT_KNOWN)
+    if membership:
+        strata |= {name: split(labels, MEMBERSHIP_STRATA) for name, labels in membership.items()}
+    if knowledge or membership:
+        strata["all_evidence"] = _all_evidence(estimator, target, knowledge.get("target_knowledge"), membership.get("target_membership"))
     return strata
+
+
+def _model_labels(rows: list[PairRow], verdict: str) -> dict[str, np.ndarray]:
+    """`target_VERDICT` and `source_VERDICT` (knowledge or membership) of every row."""
+    return {f"{side}_{verdict}": np.array([getattr(row, f"{side}_{verdict}") for row in rows], dtype=object) for side in ("target", "source")}
+
+
+def _differences(estimator: Estimator, tests: list[tuple[str, str | None, np.ndarray, np.ndarray, str, str]]) -> list[JsonObject]:
+    """Each split's difference between its two strata, per metric, with its interval and test."""
+    differences = []
+    for name, scope, mask_a, mask_b, a, b in tests:
+        for metric, result in estimator.difference(mask_a, mask_b).items():
+            entry: JsonObject = {"split": name, "a": a, "b": b, "metric": metric}
+            if scope is not None:
+                entry["source" if name == "by_source" else "signal"] = scope
+            entry |= {"difference": result.difference, "ci": list(result.ci) if result.ci else None, "p_value": result.p_value, "test": result.test}
+            differences.append(entry)
+    return differences
+
+
+def _all_evidence(estimator: Estimator, target: np.ndarray, knowledge: np.ndarray | None, membership: np.ndarray | None) -> JsonObject:
+    """The target's corpus exposure, what the model knew and its membership verdict together:
+    one stratum per combination met ("unseen · not_known · non_member"), in name order, and
+    `clean`: unseen in the corpus, not known to the model and no member by its scores, the
+    pairs whose transfer no evidence explains away."""
+    named = {"exposure": target, "knowledge": knowledge, "membership": membership}
+    parts = [labels for labels in named.values() if labels is not None]
+    combined = np.array([" · ".join(map(str, row)) for row in zip(*parts, strict=True)], dtype=object)
+    clean = target == UNSEEN
+    if knowledge is not None:
+        clean &= knowledge == NOT_KNOWN
+    if membership is not None:
+        clean &= membership == NON_MEMBER
+    return {
+        "parts": [name for name, labels in named.items() if labels is not None],
+        "strata": {label: summary_dict(estimator.summary(combined == label)) for label in sorted(set(combined))},
+        "clean": summary_dict(estimator.summary(clean)),
+    }
 
 
 def _unknown_to_model(estimator: Estimator, rows: list[PairRow], unknown: np.ndarray) -> JsonObject:

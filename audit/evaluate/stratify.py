@@ -10,6 +10,7 @@ stratum, never merged into `unseen` or "neither".
 What a probed model knows (`knowledge`) is read beside exposure, never into it: the model
 signals' evidence takes no part in any exposure label, signal or source here.  A pair with no
 knowledge is `undetermined`; an audit where no record has any carries no knowledge labels.
+The membership verdict (`membership`) is read the same way, beside both.
 """
 from __future__ import annotations
 
@@ -19,13 +20,15 @@ from itertools import combinations
 from audit.auditfile import AuditFile
 from audit.errors import AuditError
 from audit.evidence import Evidence, EvidenceError, Json
-from audit.exposure import SEEN, UNKNOWN, UNSEEN, Knowledge, decide
+from audit.exposure import SEEN, UNKNOWN, UNSEEN, Knowledge, Membership, decide
 from audit.policyfile import compile_policy
 from audit.signals import KNOWLEDGE_SIGNALS, MODEL_SIGNALS
 
 STRATA = (SEEN, UNSEEN, UNKNOWN)
 KNOWN, NOT_KNOWN, UNDETERMINED = (tag.value for tag in Knowledge)
 KNOWLEDGE_STRATA = (KNOWN, NOT_KNOWN, UNDETERMINED)
+MEMBER, NON_MEMBER = Membership.MEMBER.value, Membership.NON_MEMBER.value
+MEMBERSHIP_STRATA = tuple(tag.value for tag in Membership)
 
 Labels = dict[tuple[str, str], str]
 
@@ -39,7 +42,9 @@ class Exposure:
     """Labels per (item id, language): overall, by signal and by source, of the corpus signals
     alone.  `judged` are the signals the policy has rules for, the ones a combination is made
     of.  `knowledge` is what the probed model knows, None when no record says (no model was
-    probed); `models` are the model signals the audit ran."""
+    probed); `membership` the membership verdict, None when no record has a decided one (no
+    calibrated threshold applied, so there is nothing to split by); `models` are the model
+    signals the audit ran."""
 
     overall: Labels
     by_signal: dict[str, Labels]
@@ -50,6 +55,7 @@ class Exposure:
     judged: list[str] = field(default_factory=list)
     knowledge: Labels | None = None
     models: list[str] = field(default_factory=list)
+    membership: Labels | None = None
 
     def label(self, item_id: str, lang: str) -> str:
         return self.overall.get((item_id, lang), UNKNOWN)
@@ -63,6 +69,10 @@ class Exposure:
     def knowledge_label(self, item_id: str, lang: str) -> str:
         """`undetermined` for a pair without knowledge (or an audit without any)."""
         return (self.knowledge or {}).get((item_id, lang)) or UNDETERMINED
+
+    def membership_label(self, item_id: str, lang: str) -> str:
+        """`undetermined` for a pair without a membership verdict."""
+        return (self.membership or {}).get((item_id, lang)) or Membership.UNDETERMINED.value
 
     def clean(self, item_id: str, lang: str) -> bool:
         """Unseen overall and unseen by every signal judged alone."""
@@ -119,6 +129,7 @@ class ExposureReader:
         self.policy = compile_policy({"name": "audit", **settings}, "audit manifest's policy") if settings.get("rules") else None
         self.overall: Labels = {}
         self.knowledge: Labels = {}
+        self.membership: Labels = {}
         # Each record's labels by the signals and sources it has evidence of; the others get
         # the policy's label of no evidence when the reading is finished.
         self.own_signal: dict[str, Labels] = {}
@@ -141,6 +152,11 @@ class ExposureReader:
             if known not in KNOWLEDGE_STRATA:
                 raise ExposureError(f"audit record {number}: field 'knowledge': expected one of {', '.join(KNOWLEDGE_STRATA)} or null, got {known!r}")
             self.knowledge[key] = known
+        member = record.get("membership")
+        if member is not None:
+            if member not in MEMBERSHIP_STRATA:
+                raise ExposureError(f"audit record {number}: field 'membership': expected one of {', '.join(MEMBERSHIP_STRATA)} or null, got {member!r}")
+            self.membership[key] = member
         entries = [_evidence(entry, number) for entry in record.get("evidence") or []]
         self.models.update(dict.fromkeys(e.signal for e in entries if e.signal in KNOWLEDGE_SIGNALS))
         corpus = [e for e in entries if e.signal not in MODEL_SIGNALS]
@@ -164,9 +180,11 @@ class ExposureReader:
             *self.found_sources,
         ]))
         knowledge = self.knowledge or None
+        decided = any(label != Membership.UNDETERMINED for label in self.membership.values())
+        membership = self.membership if decided else None
         if self.policy is None:
             note = "the audit manifest carries no policy rules, so signals and sources cannot be judged alone: by_signal and by_source are empty"
-            return Exposure(self.overall, {}, signals, [note], sources=sources, knowledge=knowledge, models=models)
+            return Exposure(self.overall, {}, signals, [note], sources=sources, knowledge=knowledge, models=models, membership=membership)
         unjudged = decide(self.policy, []).exposure
 
         def alone(own: dict[str, Labels], name: str) -> Labels:
@@ -182,6 +200,7 @@ class ExposureReader:
             judged=[signal for signal in signals if self.policy.judges(signal)],
             knowledge=knowledge,
             models=models,
+            membership=membership,
         )
 
 

@@ -19,23 +19,12 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass
-from enum import StrEnum
 
 import numpy as np
 
+from audit.memberscore import Score
+
 DEFAULT_K = 0.2
-
-
-class Score(StrEnum):
-    LOSS = "loss"
-    ZLIB = "zlib"
-    MIN_K = "min_k"
-    MIN_K_PLUS = "min_k_plus"
-    LOSS_MINUS_REFERENCE = "loss_minus_reference"
-
-
-# Whether a member scores higher (else lower) than a text the model never saw.
-MEMBER_SCORES_HIGHER: dict[Score, bool] = {Score.LOSS: False, Score.ZLIB: False, Score.MIN_K: True, Score.MIN_K_PLUS: True, Score.LOSS_MINUS_REFERENCE: False}
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from audit.evaluate.stratify import KNOWLEDGE_STRATA, KNOWN, NOT_KNOWN, STRATA, 
 from audit.probes.judge import UNPARSED
 from audit.records import JsonObject
 from audit.report.itemrecords import ItemRecords
+from audit.report.membership import MembershipScores
 from audit.report.premise import Premise
 from audit.signals import probe_spec as probe
 
@@ -216,11 +217,12 @@ def read_records(audit: AuditFile, audit_path: str) -> ReadAudit:
     """One pass over the records, holding none of them when they are read from disk: each is
     judged, counted and dropped, and its item keeps where it lies in the file."""
     reader, rows, elsewhere, judged, premise = ExposureReader(audit.manifest), ExposureRows(), SeenElsewhere(), Calibration(), Premise()
+    scores = MembershipScores()
     records = ItemRecords(audit)
     try:
         for number, (record, where) in enumerate(records.located(), start=2):
             reader.add(record, number)
-            for section in (rows, elsewhere, judged, premise):
+            for section in (rows, elsewhere, judged, premise, scores):
                 section.add(record)
             records.keep(record["item_id"], where)
         labels = reader.finish()
@@ -230,6 +232,7 @@ def read_records(audit: AuditFile, audit_path: str) -> ReadAudit:
         "exposure": rows.section(audit.manifest, labels, elsewhere.section()),
         "knowledge": knowledge_section(audit.manifest, labels, list(rows.languages), judged.section()),
         "premise": premise.section(audit.manifest),
+        "membership": scores.section(audit.manifest, labels, list(rows.languages)),
     }
     return ReadAudit(labels, sections, records)
 

@@ -21,8 +21,9 @@ import numpy as np
 
 from audit.records import Json, JsonObject
 
-COLORS = {"seen": "#c0392b", "unseen": "#27ae60", "unknown": "#95a5a6", "known": "#d35400", "not_known": "#2980b9", "undetermined": "#95a5a6"}
-EXPOSURE, KNOWLEDGE = ("seen", "unseen", "unknown"), ("known", "not_known", "undetermined")
+COLORS = {"seen": "#c0392b", "unseen": "#27ae60", "unknown": "#95a5a6", "known": "#d35400", "not_known": "#2980b9", "undetermined": "#95a5a6",
+          "member": "#8e44ad", "non_member": "#16a085"}
+EXPOSURE, KNOWLEDGE, MEMBERSHIP = ("seen", "unseen", "unknown"), ("known", "not_known", "undetermined"), ("member", "non_member", "undetermined")
 MAX_GRID_ITEMS = 400
 MAX_LABEL = 40
 P = ParamSpec("P")
@@ -59,7 +60,7 @@ def _data_uri(figure: plt.Figure) -> str:
 @plain_text
 def exposure_bars(per_language: dict[str, dict[str, int]], tags: tuple[str, ...] = EXPOSURE) -> str:
     """Share of seen / unseen / unknown variants per language (or of known / not_known /
-    undetermined ones), as stacked bars."""
+    undetermined ones, or of member / non_member / undetermined), as stacked bars."""
     languages = list(per_language)
     figure, axis = plt.subplots(figsize=(max(5, 0.55 * len(languages) + 2), 3.2))
     bottom = np.zeros(len(languages))
@@ -154,6 +155,11 @@ def strata_bars(split: dict[str, JsonObject], title: str, colors: dict[str, str]
     axis.set_title(label(title, 2 * MAX_LABEL))
     axis.legend(fontsize=8, frameon=False)
     return _data_uri(figure)
+
+
+def auroc_uri(per_group: dict[str, dict[str, float]], title: str) -> str:
+    """`auroc_bars` as a data URI, for the report."""
+    return "data:image/png;base64," + base64.b64encode(auroc_bars(per_group, title)).decode("ascii")
 
 
 @plain_text

@@ -113,6 +113,13 @@ def figures(data: JsonObject) -> JsonObject:
     }
     if data["knowledge"]:
         result["knowledge_bars"] = plots.exposure_bars(data["knowledge"]["per_language"], plots.KNOWLEDGE)
+    membership = data.get("membership")
+    if membership:
+        result["membership_bars"] = plots.exposure_bars(membership["per_language"], plots.MEMBERSHIP)
+        result["membership_auroc"] = {
+            name: plots.auroc_uri({lang: {s: v for s, v in g["auroc"].items() if v is not None} for lang, g in groups.items()}, f"{name}: AUROC by language, truth: corpus exposure")
+            for name, groups in membership["calibration"]["fields"].items()
+        }
     evaluation = data["evaluation"]
     if evaluation:
         result["transfer_heatmap"] = plots.transfer_heatmap(evaluation["pairs"], "transfer_score")
@@ -123,6 +130,8 @@ def figures(data: JsonObject) -> JsonObject:
             result["source_strata"] = plots.strata_bars(strata["source_exposure"], "by source-language exposure")
             if strata.get("target_knowledge"):
                 result["knowledge_strata"] = plots.strata_bars(strata["target_knowledge"], "by what the model knew of the target")
+            if strata.get("target_membership"):
+                result["membership_strata"] = plots.strata_bars(strata["target_membership"], "by the target's membership verdict")
             combination = strata.get("signal_combination") or {}
             if combination.get("strata"):
                 result["combination_strata"] = plots.strata_bars(combination["strata"], "by the signals that saw the target", plots.combination_colors(combination["strata"]))

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from audit.auditfile import record_lines
 from audit.evidence import Evidence
-from audit.exposure import decide, decide_knowledge, item_exposure, seen_in
+from audit.exposure import decide, decide_knowledge, decide_membership, item_exposure, seen_in
 from audit.items import Item
 from audit.policyfile import Policy
 from audit.records import ExposureRecord
@@ -23,10 +23,12 @@ from audit.signals import Runner
 
 
 def decided(item: Item, lang: str, evidence: list[Evidence], policy: Policy) -> ExposureRecord:
-    """One variant's record: its tag and, when a model was probed, what the model knows."""
+    """One variant's record: its tag and, when a model was probed, what the model knows and
+    what its membership scores say."""
     variant = item.variants.get(lang)
     field_languages = variant.field_languages if variant is not None else None
-    record = ExposureRecord.decided(item.item_id, lang, item.source_lang, decide(policy, evidence, lang), evidence, decide_knowledge(policy, evidence), field_languages)
+    record = ExposureRecord.decided(item.item_id, lang, item.source_lang, decide(policy, evidence, lang), evidence, decide_knowledge(policy, evidence), field_languages,
+                                    decide_membership(policy, evidence, lang))
     record.asked_in = sorted(item.variants)
     return record
 

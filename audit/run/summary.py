@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, fields
 
 from audit.evidence import FAILED
 from audit.evidence import UNKNOWN as UNKNOWN_STATUS
-from audit.exposure import SEEN, UNKNOWN, UNSEEN, Knowledge
+from audit.exposure import SEEN, UNKNOWN, UNSEEN, Knowledge, Membership
 from audit.records import Check, ExposureRecord
 from audit.signals import KNOWLEDGE_SIGNALS, MODEL_SIGNALS
 
@@ -18,7 +18,7 @@ Counts = dict[str, dict[str, int]]
 @dataclass
 class Summary:
     """Counts per language and per item; the checks behind the tags per signal and source;
-    what the model knows per language, when it was probed; and, for sources that derive
+    what the model knows and its membership verdicts per language, when it was probed; and, for sources that derive
     matches from counts, the count queries each variant cost.  Written in this field order."""
 
     languages: Counts
@@ -26,6 +26,7 @@ class Summary:
     checks: Counts
     knowledge: Counts | None = None
     knowledge_checks: Counts | None = None
+    membership: Counts | None = None
     count_queries: dict[str, dict[str, float]] | None = None
 
     def to_dict(self) -> dict[str, object]:
@@ -71,6 +72,7 @@ class Tally:
     knowledge: dict[str, Counter[str]] = field(default_factory=dict)
     checks: dict[str, Counter[str]] = field(default_factory=dict)
     knowledge_checks: dict[str, Counter[str]] = field(default_factory=dict)
+    membership: dict[str, Counter[str]] = field(default_factory=dict)
     queries: dict[str, list[int]] = field(default_factory=dict)
     failures: Failures = field(default_factory=Failures)
 
@@ -86,6 +88,8 @@ class Tally:
         self.items[record.item_id] = str(record.item_exposure)
         if record.knowledge is not None:
             self.knowledge.setdefault(record.lang, Counter())[record.knowledge] += 1
+        if record.membership is not None:
+            self.membership.setdefault(record.lang, Counter())[record.membership] += 1
         _count_checks(self.checks, record.exposure, record.decided_by, {SEEN: "fired", UNSEEN: "passed"})
         _count_checks(self.knowledge_checks, record.knowledge, record.knowledge_decided_by, {Knowledge.KNOWN: "fired", Knowledge.NOT_KNOWN: "passed"})
         per_source: Counter[str] = Counter()
@@ -97,7 +101,8 @@ class Tally:
 
     def merge(self, other: Tally) -> None:
         """Another tally of the records that follow this one's."""
-        for mine, theirs in ((self.languages, other.languages), (self.knowledge, other.knowledge), (self.checks, other.checks), (self.knowledge_checks, other.knowledge_checks)):
+        for mine, theirs in ((self.languages, other.languages), (self.knowledge, other.knowledge), (self.checks, other.checks), (self.knowledge_checks, other.knowledge_checks),
+                             (self.membership, other.membership)):
             for key, counts in theirs.items():
                 mine.setdefault(key, Counter()).update(counts)
         self.items.update(other.items)
@@ -114,6 +119,8 @@ class Tally:
         if self.knowledge:
             summary.knowledge = {lang: {tag.value: counts.get(tag, 0) for tag in Knowledge} | {"total": sum(counts.values())} for lang, counts in self.knowledge.items()}
             summary.knowledge_checks = _sorted(self.knowledge_checks)
+        if self.membership:
+            summary.membership = {lang: {tag.value: counts.get(tag, 0) for tag in Membership} | {"total": sum(counts.values())} for lang, counts in self.membership.items()}
         queries = {
             source: {"total": sum(values), "median_per_variant": statistics.median(values), "max_per_variant": max(values)}
             for source, values in self.queries.items()

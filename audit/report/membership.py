@@ -1,0 +1,68 @@
+"""The report's membership section: what the probed model's calibrated membership scores say
+per language, against what the corpus signals found, and how well each score tells the
+variants the corpus holds from those it does not, per language (the corpus's exposure as the
+truth, as `audit calibrate` takes it by default).  Kept beside exposure and knowledge, never
+folded into either."""
+from __future__ import annotations
+
+from collections import Counter
+
+from audit.evaluate.membership import Grouping, ScoredText, calibrate, scored_texts
+from audit.evaluate.stratify import MEMBER, MEMBERSHIP_STRATA, STRATA, Exposure
+from audit.records import JsonObject
+from audit.signals import membership_spec
+
+# The false-positive rate the report's per-language thresholds are shown at.
+REPORT_FPR = 0.05
+
+
+class MembershipScores:
+    """The membership scores of every record, with its exposure as the truth, gathered in the
+    report's one pass over the records (a few numbers per text)."""
+
+    def __init__(self) -> None:
+        self.texts: list[ScoredText] = []
+        self.read = False
+
+    def add(self, record: JsonObject) -> None:
+        if not self.read:
+            self.read = any(isinstance(e, dict) and e.get("signal") == membership_spec.NAME for e in record.get("evidence") or [])
+        self.texts.extend(scored_texts([record], None))
+
+    def section(self, manifest: JsonObject, labels: Exposure, languages: list[str]) -> JsonObject | None:
+        """None when the membership signal did not run."""
+        if not self.read and labels.membership is None:
+            return None
+        keys = list(labels.overall)
+        verdicts = {key: labels.membership_label(*key) for key in keys}
+
+        def crosstab(lang: str | None) -> dict[str, dict[str, int]]:
+            pairs = Counter((verdicts[key], labels.label(*key)) for key in keys if lang is None or key[1] == lang)
+            return {m: {tag: pairs.get((m, tag), 0) for tag in STRATA} | {"total": sum(pairs.get((m, tag), 0) for tag in STRATA)} for m in MEMBERSHIP_STRATA}
+
+        settings = ((manifest.get("policy") or {}).get("settings") or {}).get(membership_spec.NAME) or {}
+        return {
+            "languages": languages,
+            "thresholds": settings.get("thresholds") or {},
+            "per_language": {lang: _counts([v for (_, l), v in verdicts.items() if l == lang]) for lang in languages},
+            "total": _counts(list(verdicts.values())),
+            "crosstab": {"languages": {lang: crosstab(lang) for lang in languages}, "total": crosstab(None)},
+            "calibration": self._calibration(),
+        }
+
+    def _calibration(self) -> JsonObject:
+        """Per field and language: members and non-members by the corpus, and each score's AUROC."""
+        found: JsonObject = {"fpr": REPORT_FPR, "fields": {}}
+        for group in calibrate(self.texts, REPORT_FPR):
+            if group.grouping is Grouping.LANGUAGE:
+                found["fields"].setdefault(group.field, {})[group.group] = {
+                    "members": group.members, "non_members": group.non_members,
+                    "auroc": {str(score): figures.auroc for score, figures in group.scores.items()},
+                }
+        return found
+
+
+def _counts(labels: list[str]) -> JsonObject:
+    counts = Counter(labels)
+    total = len(labels)
+    return {tag: counts.get(tag, 0) for tag in MEMBERSHIP_STRATA} | {"total": total, "member_rate": counts.get(MEMBER, 0) / total if total else 0.0}
