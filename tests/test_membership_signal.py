@@ -255,3 +255,30 @@ def test_filter_refuses_drop_member_when_no_verdict_could_drop(audited, bench, t
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 2 and "every membership verdict" in result.output and "audit calibrate" in result.output
     assert not (tmp_path / "x.csv").exists()
+
+
+def test_a_reference_model_adds_its_loss_and_the_difference(bench, tmp_path):
+    """The same GGUF file on transformers as the reference: a second model, whose loss is the
+    probe model's own up to the runtimes' arithmetic, so `loss_minus_reference` is near 0 and
+    is the difference of the two recorded losses."""
+    registry = tmp_path / "models.toml"
+    registry.write_text(f'[models.tiny-ref]\nbackend = "local"\npath = "{TINY}"\nruntime = "transformers"\n', encoding="utf-8")
+    manifest, records, _ = check(tmp_path, bench, "--signals", "membership", "--reference-model", "tiny-ref", "--registry", str(registry), "--langs", "en")
+    assert manifest["models"]["reference"]["name"] == "tiny-ref" and not manifest["models"]["reference"]["model_id"].endswith("+llama.cpp")
+    for record in records.values():
+        for evidence in membership(record).values():
+            figures = evidence["figures"]
+            assert figures["reference_model"] == manifest["models"]["reference"]["model_id"]
+            assert figures["loss_minus_reference"] == pytest.approx(figures["loss"] - figures["reference_loss"], abs=2e-6)
+            assert abs(figures["loss_minus_reference"]) < 0.05 * figures["loss"]
+
+
+def test_a_reference_model_needs_the_membership_signal_and_a_second_model(bench, tmp_path):
+    args = ["check", str(bench), "--corpus", "demo", "--out", str(tmp_path / "a.audit.jsonl"), "--no-report"]
+    alone = CliRunner().invoke(main, [*args, "--reference-model", str(TINY)])
+    assert alone.exit_code == 2 and "--reference-model" in alone.output and "only with --probe-model" in alone.output
+    unread = CliRunner().invoke(main, [*args, "--probe-model", str(TINY), "--reference-model", "smollm2", "--signals", "ngram,probe"])
+    assert unread.exit_code == 2 and "--reference-model: the reference model is read by the membership signal" in unread.output
+    itself = CliRunner().invoke(main, [*args, "--probe-model", str(TINY), "--reference-model", str(TINY)])
+    assert itself.exit_code == 2 and "is the probe model itself" in itself.output
+    assert not (tmp_path / "a.audit.jsonl").exists()

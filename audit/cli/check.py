@@ -176,6 +176,7 @@ class ConsoleProgress(RunProgress):
 @click.option("--as-of", "as_of", type=click.DateTime(formats=["%Y-%m-%d"]), help="The model's training cutoff: the langlinks signal counts only articles that existed on this date (asking their creation dates from the API).")
 @click.option("--probe-model", help="Run the probe signal with this model: `smollm2`, `gemma3-270m`, `openai:MODEL` (at $OPENAI_BASE_URL), a [models.NAME] entry of the registry, a .gguf file or a model directory.  Opt-in: every variant costs model calls.")
 @click.option("--judge-model", help="The model that judges self-summaries [default: the probe model]; the same values as --probe-model.")
+@click.option("--reference-model", help="A second local model the membership signal also reads each text with, for the reference-calibrated score loss_minus_reference (Carlini et al.): a model not trained on the benchmark, ideally of the same family; the same values as --probe-model.")
 @click.option("--probe-prompts", type=click.Path(path_type=Path), help="Prompt templates (TOML) merged over the shipped ones, per language and task.")
 @click.option("--probe-batch-size", type=click.IntRange(min=1), help="Prompts per batch for a local probe model [default: the registry's, else 8].")
 @click.option("--offline", is_flag=True, help="Answer API corpora, link sources and probe models from their caches only; what is not cached is tagged unknown (undetermined).")

@@ -31,7 +31,7 @@ from audit.run.progress import QUIET, Note, NoteKind, Progress
 from audit.run.request import AuditRequest, RequestError
 from audit.run.sources import Opener, RegistryOpener
 from audit.run.summary import Failures, Tally
-from audit.signals import MODEL_SIGNALS, Runner, parse_signals, plan
+from audit.signals import MODEL_SIGNALS, Runner, membership_spec, parse_signals, plan
 from audit.signals.probe import Prober
 
 
@@ -168,8 +168,10 @@ def _options_apply(request: AuditRequest, reading: Reading, remote: bool, linked
         raise RequestError("max_requests", "--max-requests applies to API corpora (infini-gram or infini-gram mini entries of the registry)", named=False)
     if request.probe_model and reading.signals is not None and not MODEL_SIGNALS & set(reading.signals):
         raise RequestError("probe_model", f"no signal that asks the model (probe, membership) is among --signals {request.signals}")
-    if not request.probe_model and (request.judge_model or request.probe_prompts or request.probe_batch_size):
-        raise RequestError("probe_model", "--judge-model, --probe-prompts and --probe-batch-size apply to the probe signal, which runs only with --probe-model", named=False)
+    if not request.probe_model and (request.judge_model or request.probe_prompts or request.probe_batch_size or request.reference_model):
+        raise RequestError("probe_model", "--judge-model, --reference-model, --probe-prompts and --probe-batch-size apply to the model signals, which run only with --probe-model", named=False)
+    if request.reference_model and reading.signals is not None and membership_spec.NAME not in reading.signals:
+        raise RequestError("reference_model", f"the reference model is read by the membership signal, which is not among --signals {request.signals}")
 
 
 def variants(reading: Reading) -> int:

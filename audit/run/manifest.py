@@ -53,6 +53,8 @@ def audit_manifest(command: list[str], benchmark: LoadReport, path: Path, checke
         settings["links"] = {"sources": [{k: v for k, v in source.items() if k in LINK_KEYS} for source in links["sources"]], "as_of": links["as_of"]}
     if models is not None:
         settings["models"] = {"probe": models["probe"]["model_id"], "judge": models["judge"]["model_id"], "prompts": models["prompts"]["digest"]}
+        if "reference" in models:
+            settings["models"]["reference"] = models["reference"]["model_id"]
     return AuditManifest(
         tool="corpus-audit",
         version=__version__,

@@ -75,6 +75,7 @@ class AuditRequest(BaseModel):
     as_of: date | None = None
     probe_model: str | None = None
     judge_model: str | None = None
+    reference_model: str | None = None
     probe_prompts: Path | None = None
     probe_batch_size: int | None = Field(default=None, ge=1)
     offline: bool = False

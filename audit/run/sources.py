@@ -60,7 +60,8 @@ class RegistryOpener:
     def prober(self, request: AuditRequest) -> Prober | None:
         if not request.probe_model:
             return None
-        return open_prober(request.probe_model, request.judge_model, request.probe_prompts, request.registry, offline=request.offline, batch_size=request.probe_batch_size)
+        return open_prober(request.probe_model, request.judge_model, request.probe_prompts, request.registry, offline=request.offline, batch_size=request.probe_batch_size,
+                           reference=request.reference_model)
 
 
 class ServedOpener:

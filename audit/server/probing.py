@@ -28,14 +28,15 @@ def model_health(model: CachedModel) -> ModelHealth:
 
 @dataclass(frozen=True)
 class ProbeModels:
-    """The probe models jobs may name, one judge for all of them (None: each judges itself)
-    and the prompt templates."""
+    """The probe models jobs may name, one judge for all of them (None: each judges itself),
+    the prompt templates and one reference model for the membership signal (None: none)."""
 
     models: dict[str, CachedModel]
     judge: CachedModel | None
     templates: Templates
     prompts_file: Path | None = None
+    reference: CachedModel | None = None
 
     def prober(self, name: str) -> Prober:
         model = self.models[name]
-        return Prober(model, self.judge or model, self.templates, self.prompts_file)
+        return Prober(model, self.judge or model, self.templates, self.prompts_file, reference=self.reference)

@@ -212,6 +212,7 @@ def parser() -> argparse.ArgumentParser:
     parse.add_argument("--links", action="append", default=[], help="a link source audit jobs may name (links=NAME): wikipedia-api, a registry [links.NAME] entry, or a lookup directory (repeatable)")
     parse.add_argument("--probe-model", action="append", default=[], help="a model audit jobs may probe (probe_model=NAME, its name): smollm2, gemma3-270m, openai:MODEL, a registry [models.NAME] entry, a .gguf file or a model directory (repeatable)")
     parse.add_argument("--judge-model", help="the model that judges every probe model's self-summaries [default: each probe model judges itself]")
+    parse.add_argument("--reference-model", help="a second local model the membership signal reads each text with, for loss_minus_reference, for every probe model")
     parse.add_argument("--probe-prompts", type=Path, help="prompt templates (TOML) merged over the shipped ones")
     parse.add_argument("--probe-batch-size", type=int, help="prompts per batch for a local probe model [default: the registry's, else 8]")
     parse.add_argument("--offline", action="store_true", help="link sources and probe models answer from their caches only")
@@ -229,12 +230,13 @@ def load_links(values: list[str], registry: Path | None, offline: bool) -> dict[
     return sources
 
 
-def load_probes(values: list[str], judge: str | None, prompts: Path | None, registry: Path | None, *, offline: bool, batch_size: int | None) -> ProbeModels | None:
+def load_probes(values: list[str], judge: str | None, prompts: Path | None, registry: Path | None, *, offline: bool, batch_size: int | None,
+                reference: str | None = None) -> ProbeModels | None:
     """The probe models by the name jobs give them (each model's own name), opened as `audit
     check --probe-model` opens one; nothing is loaded until a job asks a prompt the cache lacks."""
     if not values:
-        if judge or prompts or batch_size:
-            raise ServeError("--judge-model, --probe-prompts and --probe-batch-size apply to probe models, which are offered only with --probe-model")
+        if judge or prompts or batch_size or reference:
+            raise ServeError("--judge-model, --reference-model, --probe-prompts and --probe-batch-size apply to probe models, which are offered only with --probe-model")
         return None
     models: dict[str, CachedModel] = {}
     given: dict[str, str] = {}
@@ -253,7 +255,10 @@ def load_probes(values: list[str], judge: str | None, prompts: Path | None, regi
         templates = load_templates(prompts)
     except PromptError as error:
         raise ServeError(f"--probe-prompts {prompts}: {error}") from None
-    return ProbeModels(models, judging, templates, prompts)
+    referring = _open_model("--reference-model", reference, registry, offline, batch_size) if reference else None
+    if referring is not None and referring.name in models:
+        raise ServeError(f"--reference-model {reference}: is one of the probe models; a reference is a second model, whose loss each probe model's is compared with")
+    return ProbeModels(models, judging, templates, prompts, referring)
 
 
 def _open_model(flag: str, value: str, registry: Path | None, offline: bool, batch_size: int | None) -> CachedModel:
@@ -318,7 +323,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.actors is not None and not executor.distributed:
             raise ServeError("--actors applies to a Ray executor (--executor ray or ray://HOST:PORT)")
         # The probe models first: opening one reads its file only, so a bad value fails fast.
-        probes = load_probes(args.probe_model, args.judge_model, args.probe_prompts, args.registry, offline=args.offline, batch_size=args.probe_batch_size)
+        probes = load_probes(args.probe_model, args.judge_model, args.probe_prompts, args.registry, offline=args.offline, batch_size=args.probe_batch_size,
+                             reference=args.reference_model)
         limits = Limits(max_query_chars=args.max_query_chars, max_query_tokens=args.max_query_tokens)
         join_cluster(executor)
         indexes = load_indexes(args.index or [DEMO], _pairs(args.tokenizer, "--tokenizer"), args.registry, limits, executor, args.actors)

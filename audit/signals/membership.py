@@ -20,10 +20,11 @@ Key = tuple[str, str, str]
 
 
 class Probed(Protocol):
-    """The source a model signal is opened with (the probe signal's `Prober`): only its model
-    is read here."""
+    """The source a model signal is opened with (the probe signal's `Prober`): its model, and
+    the reference model when one was named."""
 
     model: CachedModel
+    reference: CachedModel | None
 
 
 def field_text(item: Item, lang: str, name: str) -> str | None:
@@ -56,19 +57,30 @@ class Reader:
             for lang in item.variants:
                 if langs is None or lang in langs:
                     texts.update({(item.item_id, lang, name): text for name in fields_for(item) if (text := field_text(item, lang, name))})
-        model = self.prober.model
-        read = model.token_scores(list(texts.values()), self.config.max_tokens, progress(f"membership: {len(texts)} texts read by {model.name}", len(texts)))
-        for (key, text), reading in zip(texts.items(), read, strict=True):
-            self.found[key] = self._evidence(key[2], text, reading)
+        read = self._read(self.prober.model, list(texts.values()), progress)
+        reference = self._read(self.prober.reference, list(texts.values()), progress) if self.prober.reference else [None] * len(texts)
+        for (key, text), reading, against in zip(texts.items(), read, reference, strict=True):
+            self.found[key] = self._evidence(key[2], text, reading, against)
 
-    def _evidence(self, name: str, text: str, reading: TokenScores | str) -> Evidence:
+    def _read(self, model: CachedModel, texts: list[str], progress: Callable[[str, int | None], Callable[[int], None]]) -> list[TokenScores | str]:
+        return model.token_scores(texts, self.config.max_tokens, progress(f"membership: {len(texts)} texts read by {model.name}", len(texts)))
+
+    def _evidence(self, name: str, text: str, reading: TokenScores | str, reference: TokenScores | str | None) -> Evidence:
+        """The text's scores; with a reference model, also its loss under that model and the
+        difference, or the reason the reference could not read it (the other scores stand)."""
         model = self.prober.model.model_id
         if isinstance(reading, str):
             return Evidence(NAME, self.source, name, status=UNKNOWN, figures={"model": model}, error=f"the text could not be read: {reading}")
-        found = scores(text, reading, self.config.k)
+        found = scores(text, reading, self.config.k, reference if isinstance(reference, TokenScores) else None)
         if found is None:
             return Evidence(NAME, self.source, name, status=ABSENT, figures={"reason": "the model predicted no token of the text (one token long)"})
         figures: dict[str, Json] = {"model": model, "tokens": reading.tokens, "k": self.config.k, **{str(score): round(value, 6) for score, value in found.items()}}
+        if self.prober.reference is not None:
+            figures["reference_model"] = self.prober.reference.model_id
+            if isinstance(reference, TokenScores) and reference.tokens:
+                figures["reference_loss"] = round(float(-reference.logprobs.mean()), 6)
+            else:
+                figures["reference_error"] = reference if isinstance(reference, str) else "the reference model predicted no token of the text"
         return Evidence(NAME, self.source, name, status=OK, figures=figures)
 
     def ask(self, item: Item, lang: str) -> list[Evidence]:
@@ -89,5 +101,7 @@ def open_runner(prober: Probed, opening: Opening) -> Runner | Skip:
     probabilities of a given text, so the signal skips it."""
     if not prober.model.reads_probabilities:
         return Skip(NAME, prober.model.name, "the model's endpoint gives no per-token probabilities of a given text")
+    if prober.reference is not None and not prober.reference.reads_probabilities:
+        return Skip(NAME, prober.model.name, f"the reference model {prober.reference.name}'s endpoint gives no per-token probabilities of a given text")
     reader = Reader(prober, opening.config)
     return Runner(NAME, reader.source, fields_for, reader.ask, reader.prepare)

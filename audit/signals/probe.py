@@ -30,7 +30,7 @@ from audit.evidence import ABSENT, OK, UNKNOWN, Evidence, Json, Status
 from audit.items import Item
 from audit.langcodes import describe_lang
 from audit.probes.cache import CachedModel
-from audit.probes.generation import Decoding, Output, Request, chat
+from audit.probes.generation import Decoding, Output, ProbeError, Request, chat
 from audit.probes.judge import JUDGE_CHOICES, NO_SUMMARY, JudgeReading, majority, parse_verdict, scored_verdict
 from audit.probes.models import open_model
 from audit.probes.prompts import Task, Templates, load_templates
@@ -145,6 +145,8 @@ class Prober:
     templates: Templates
     prompts_file: Path | None = None
     config: ProbeConfig = field(default_factory=ProbeConfig)
+    # A second model the membership signal reads each text with, for its reference score.
+    reference: CachedModel | None = None
     evidence: dict[tuple[str, str], list[Evidence]] = field(default_factory=dict)
 
     @property
@@ -152,9 +154,11 @@ class Prober:
         return self.model.name
 
     def describe(self) -> dict[str, Json]:
-        """For the audit manifest: both models and the prompt templates."""
+        """For the audit manifest: the models (the reference model's when there is one) and the
+        prompt templates."""
         prompts = {"file": str(self.prompts_file) if self.prompts_file else None, "digest": self.templates.digest}
-        return {"probe": self.model.describe(), "judge": self.judge.describe(), "prompts": prompts}
+        reference = {"reference": self.reference.describe()} if self.reference is not None else {}
+        return {"probe": self.model.describe(), "judge": self.judge.describe(), **reference, "prompts": prompts}
 
     def prepare(self, items: Sequence[Item], langs: Sequence[str] | None, progress: Callable[[str, int | None], Callable[[int], None]]) -> None:
         """Ask every prompt (batched, through the cache), then the judge about every summary."""
@@ -246,12 +250,17 @@ class Prober:
         return self._record(SUMMARY, OK, figures, provenance)
 
 
-def open_prober(model: str, judge: str | None = None, prompts: Path | None = None, registry: Path | None = None, *, offline: bool = False, batch_size: int | None = None) -> Prober:
-    """The probe model, its judge (the probe model itself unless another is named) and the
-    templates, checked before any item is read by a model."""
+def open_prober(model: str, judge: str | None = None, prompts: Path | None = None, registry: Path | None = None, *, offline: bool = False, batch_size: int | None = None,
+                reference: str | None = None) -> Prober:
+    """The probe model, its judge (the probe model itself unless another is named), the
+    membership signal's reference model when one is named, and the templates, checked before
+    any item is read by a model."""
     probed = open_model(model, registry, offline=offline, batch_size=batch_size)
     judging = probed if judge in (None, model) else open_model(judge, registry, offline=offline, batch_size=batch_size)
-    return Prober(probed, judging, load_templates(prompts), prompts)
+    if reference == model:
+        raise ProbeError(f"--reference-model {reference}: is the probe model itself; a reference is a second model, whose loss the probe model's is compared with")
+    referring = open_model(reference, registry, offline=offline, batch_size=batch_size) if reference else None
+    return Prober(probed, judging, load_templates(prompts), prompts, reference=referring)
 
 
 def _reading(output: Output, baseline: Output | None) -> JudgeReading | None:
