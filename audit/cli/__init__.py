@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from audit import __version__
-from audit.cli import calibrate, check, corpora, export, filter, formats, index, langlinks, report, serve
+from audit.cli import calibrate, check, corpora, exchangeability, export, filter, formats, index, langlinks, report, serve
 from audit.cli.shell import Commands
 
 
@@ -21,6 +21,7 @@ for command in (
     filter.filter_command,
     report.report_command,
     calibrate.calibrate_command,
+    exchangeability.exchangeability_command,
     export.export_command,
     corpora.corpora_command,
     formats.formats_command,
