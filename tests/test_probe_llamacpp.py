@@ -5,10 +5,16 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
+import socket
 import sqlite3
+import subprocess
+import sys
+import time
 
 import pytest
+import requests
 from conftest import FIXTURES
 
 from audit.probes.generation import Decoding, ProbeError, chat
@@ -116,3 +122,34 @@ def test_scored_answers_are_cached_and_replayed_exactly(tmp_path):
         db.execute("UPDATE scores SET logprobs = '[1.0]'")
     with pytest.raises(ProbeError, match="a damaged scores entry"):
         open_model(str(TINY), cache=cache, offline=True).generate(requests[:1])
+
+
+def test_serve_model_offers_a_gguf_file_on_llama_cpp(tmp_path):
+    """`audit probe serve-model` on a GGUF file runs it where `audit check` would (llama.cpp),
+    and answers what the model answers directly."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**os.environ, "AUDIT_CACHE_DIR": str(tmp_path / "cache")}
+    process = subprocess.Popen([sys.executable, "-c", "from audit.cli import main; main()", "probe", "serve-model", "--probe-model", str(TINY), "--port", str(port)],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+    url = f"http://127.0.0.1:{port}/v1"
+    try:
+        for _ in range(300):
+            try:
+                listing = requests.get(f"{url}/models", timeout=2).json()
+                break
+            except requests.ConnectionError:
+                assert process.poll() is None, process.stdout.read().decode() if process.stdout else ""
+                time.sleep(0.1)
+        else:
+            raise AssertionError("serve-model did not start")
+        assert listing["data"][0]["id"].endswith("+llama.cpp")
+        request = chat("Name a city.", decoding=Decoding(max_tokens=6))
+        body = {"model": listing["data"][0]["id"], "messages": [{"role": "user", "content": "Name a city."}], "max_tokens": 6, "temperature": 0}
+        answer = requests.post(f"{url}/chat/completions", json=body, timeout=60).json()
+        (direct,) = LlamaCppModel.load(TINY, model_id="tiny", parallel=1).generate([request])
+        assert answer["choices"][0]["message"]["content"] == direct.text
+    finally:
+        process.terminate()
+        process.wait(timeout=30)

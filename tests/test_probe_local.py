@@ -25,6 +25,7 @@ from transformers import AutoTokenizer, GenerationConfig, LlamaConfig, LlamaForC
 
 from audit.probes.compat_server import serve
 from audit.probes.generation import Decoding, Output, ProbeError, Progress, Request, chat
+from audit.probes.judge import JUDGE_CHOICES, VERDICT_SCHEMA
 from audit.probes.local import LocalModel, fingerprint
 
 MODELS = Path(__file__).resolve().parent / "fixtures" / "models"
@@ -238,6 +239,21 @@ def test_server_batches_concurrent_requests(server, tiny):
         thread.join()
     assert [answers[index] for index in range(len(requests_))] == alone
     assert sum(recording.batches) == len(requests_) and max(recording.batches) > 1 and max(recording.batches) <= tiny.batch_size
+
+
+def test_server_constrains_a_reply_to_a_verdict_schema(server, tiny):
+    running, _ = server
+    client = OpenAI(base_url=running.url, api_key="x", max_retries=0)
+    messages = [{"role": "user", "content": "Is this known?"}]
+    shape = {"type": "json_schema", "json_schema": {"name": "reply", "schema": json.loads(VERDICT_SCHEMA), "strict": True}}
+    completion = client.chat.completions.create(model=tiny.model_id, messages=messages, max_tokens=8, response_format=shape)  # type: ignore[arg-type]
+    (expected,) = tiny.generate([chat("Is this known?", decoding=Decoding(max_tokens=8), choices=JUDGE_CHOICES)])
+    assert completion.choices[0].message.content == expected.text and expected.text in JUDGE_CHOICES and completion.choices[0].finish_reason == "stop"
+    for bad in ({"type": "json_object"}, {"type": "json_schema", "json_schema": {"name": "r", "schema": {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}}}):
+        with pytest.raises(BadRequestError, match="response_format"):
+            client.chat.completions.create(model=tiny.model_id, messages=messages, response_format=bad)  # type: ignore[arg-type]
+    free = client.chat.completions.create(model=tiny.model_id, messages=messages, max_tokens=4, temperature=0, response_format={"type": "text"})
+    assert free.choices[0].message.content == tiny.generate([chat("Is this known?", decoding=Decoding(max_tokens=4))])[0].text
 
 
 def test_server_errors(server, tiny):

@@ -265,6 +265,29 @@ def test_the_openai_path_gives_the_local_answers_and_retries(bench, tmp_path):
             assert [p["output"] for p in probes(remote[key])[task]["provenance"]] == [p["output"] for p in found["provenance"]]
 
 
+def test_an_endpoint_with_structured_outputs_always_gives_the_judge_a_verdict(bench, tmp_path):
+    """A registry entry with `structured_outputs = true`: the judge's request carries the
+    verdict schema, the endpoint (the tool's own server, which constrains the reply to the
+    schema's two replies) answers one of them, and every summary judged has a verdict parsed
+    by the same checks as free text.  Without it the same endpoint's free replies are read."""
+    local = LocalModel.load(TINY.parent, gguf_file=TINY.name, batch_size=2)
+    with serve(local, batch_size=2) as server:
+        served = requests.get(server.url + "/models", timeout=10).json()["data"][0]["id"]
+        registry = _registry(tmp_path / "corpora.toml", server.url, served)
+        registry.write_text(registry.read_text(encoding="utf-8") + "structured_outputs = true\n", encoding="utf-8")
+        manifest, records, _ = check(tmp_path, bench, "--probe-model", "tiny-api", "--registry", str(registry), "--langs", "en,ja", name="structured")
+        free = _registry(tmp_path / "free.toml", server.url, served)
+        _, loose, _ = check(tmp_path, bench, "--probe-model", "tiny-api", "--registry", str(free), "--langs", "en,ja", name="free")
+    assert manifest["models"]["judge"]["structured_outputs"] is True
+    judged = [shown["judge"] for record in records.values() for shown in probes(record)["summary"]["provenance"] if "judge" in shown]
+    assert judged and all(j["output"] in ('{"verdict": "known"}', '{"verdict": "not_known"}') and j["verdict"] in ("known", "not_known") for j in judged)
+    assert all(j["schema"]["properties"]["verdict"]["enum"] == ["known", "not_known"] and "logprobs" not in j for j in judged)
+    free_judged = [shown["judge"] for record in loose.values() for shown in probes(record)["summary"]["provenance"] if "judge" in shown]
+    assert free_judged and all("schema" not in j for j in free_judged)
+    # The random-weight model never writes the JSON unconstrained.
+    assert all(j["verdict"] is None and j["parse_error"] for j in free_judged)
+
+
 def test_an_endpoint_that_keeps_failing_leaves_probes_undetermined(bench, tmp_path):
     dead = Flaky("http://127.0.0.1:9", failures=10**6)
     try:

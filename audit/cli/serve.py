@@ -31,8 +31,8 @@ def serve_model(model: str, registry: Path | None, host: str, port: int, batch_s
     try:
         check_address(host, port)
         opened = open_model(model, registry, batch_size=batch_size)
-        if opened.describe().get("backend") != "transformers":
-            raise ProbeError(f"--probe-model {model}: already an endpoint; serve-model offers local models")
+        if opened.describe().get("backend") == "openai":
+            raise ProbeError(f"--probe-model {model}: already an endpoint; serve-model offers local models (llama.cpp or transformers)")
         with step(f"loading the model {opened.model_id}"):
             backend = opened.backend()
     except ProbeError as error:

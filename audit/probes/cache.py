@@ -121,12 +121,14 @@ class CachedModel:
     it sends each call's requests concurrently."""
 
     def __init__(self, name: str, model_id: str, description: dict[str, object], load: Callable[[], Backend], cache: ProbeCache | None, *, offline: bool = False,
-                 reads_probabilities: bool = False) -> None:
+                 reads_probabilities: bool = False, follows_schemas: bool = False) -> None:
         """`reads_probabilities`: the backend gives the log-probabilities of a given text, so
         it scores requests with choices and reads texts for membership (a local model does; an
-        OpenAI-compatible endpoint does not)."""
+        OpenAI-compatible endpoint does not).  `follows_schemas`: the endpoint constrains a
+        reply to a request's JSON schema (structured outputs)."""
         self.name = name
         self.reads_probabilities = reads_probabilities
+        self.follows_schemas = follows_schemas
         self.model_id = model_id
         self._description = description
         self._load = load

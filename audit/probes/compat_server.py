@@ -168,7 +168,25 @@ def parse_chat_request(body: JsonValue) -> tuple[str, Request]:
         top_p=_number(body, "top_p", 1.0, 0.0, 1.0, low_open=True),
         seed=_integer(body, "seed", _DEFAULTS.seed, -(1 << 63)),
     )
-    return model, Request(tuple(parsed), decoding)
+    return model, Request(tuple(parsed), decoding, _constrained_choices(body.get("response_format")))
+
+
+def _constrained_choices(shape: JsonValue) -> tuple[str, ...]:
+    """Structured outputs, for the schemas a probe sends: an object of one required string
+    property whose value is one of an enum.  Its replies are few, so the model scores each
+    (the choices) and answers the likeliest: decoding constrained to the schema, exactly.
+    `{"type": "text"}` (or none) leaves the reply free; any other format is refused."""
+    if shape is None or shape == {"type": "text"}:
+        return ()
+    schema = shape.get("json_schema", {}).get("schema") if isinstance(shape, dict) and shape.get("type") == "json_schema" and isinstance(shape.get("json_schema"), dict) else None
+    properties = schema.get("properties") if isinstance(schema, dict) and schema.get("type") == "object" else None
+    if not isinstance(properties, dict) or len(properties) != 1 or schema.get("required") != list(properties):
+        raise BadRequest("response_format: this server constrains replies to a JSON schema of one required property with an enum of strings, or none")
+    ((name, rule),) = properties.items()
+    allowed = rule.get("enum") if isinstance(rule, dict) and rule.get("type") == "string" else None
+    if not isinstance(allowed, list) or not allowed or not all(isinstance(value, str) for value in allowed) or len(set(allowed)) < len(allowed):
+        raise BadRequest(f"response_format: property {name!r} must be a string with an enum of distinct strings")
+    return tuple(json.dumps({name: value}, ensure_ascii=False) for value in allowed)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -215,13 +233,14 @@ class _Handler(BaseHTTPRequestHandler):
         if output.text is None:
             self._error(HTTPStatus.INTERNAL_SERVER_ERROR, output.error or "the model gave no answer", "model_error", "server_error")
             return
+        # A constrained reply is the likeliest of the schema's replies: `output.text` (`scored`).
         message = {"role": "assistant", "content": output.text}
         self._send(HTTPStatus.OK, {
             "id": f"chatcmpl-{uuid.uuid4().hex}",
             "object": "chat.completion",
             "created": int(time.time()),
             "model": self.server.backend.model_id,
-            "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": output.finish_reason or "stop"}],
+            "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": "stop" if request.choices else output.finish_reason or "stop"}],
             "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
         })
 

@@ -44,6 +44,7 @@ class OpenAiKeys(_ModelKeys):
     concurrency: int = 4
     max_retries: int = 4
     timeout: int | float = 120
+    structured_outputs: bool = False
 
     required: ClassVar[Mapping[str, str]] = {"base_url": "is required: an openai entry needs base_url and model", "model": "is required: an openai entry needs base_url and model"}
 

@@ -47,30 +47,37 @@ class Decoding:
 class Request:
     """Chat messages to answer; or, with `choices`, the replies whose likelihood to score: a
     scored request is answered by the backend's log-probability of each choice as the whole
-    reply, so a small model that never writes the asked-for JSON still picks one of them."""
+    reply, so a small model that never writes the asked-for JSON still picks one of them.
+    `schema`: a JSON schema (as JSON text) the reply must follow, for an endpoint with
+    structured outputs."""
 
     messages: tuple[Message, ...]
     decoding: Decoding = field(default_factory=Decoding)
     choices: tuple[str, ...] = ()
+    schema: str = ""
 
     def key(self, model_id: str) -> str:
-        """sha256 of the model id, the messages, the decoding settings and any choices (absent
-        from the payload when there are none, so generation keys stay as they were)."""
+        """sha256 of the model id, the messages, the decoding settings and any choices or schema
+        (absent from the payload when there are none, so generation keys stay as they were)."""
         payload: dict[str, object] = {"model": model_id, "messages": [[m.role.value, m.content] for m in self.messages], "decoding": asdict(self.decoding)}
         if self.choices:
             payload["choices"] = list(self.choices)
+        if self.schema:
+            payload["schema"] = self.schema
         return hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
 
     def to_dict(self) -> dict[str, object]:
         shown: dict[str, object] = {"messages": [{"role": m.role.value, "content": m.content} for m in self.messages], "decoding": asdict(self.decoding)}
         if self.choices:
             shown["choices"] = list(self.choices)
+        if self.schema:
+            shown["schema"] = json.loads(self.schema)
         return shown
 
 
-def chat(user: str, system: str | None = None, decoding: Decoding | None = None, choices: tuple[str, ...] = ()) -> Request:
+def chat(user: str, system: str | None = None, decoding: Decoding | None = None, choices: tuple[str, ...] = (), schema: str = "") -> Request:
     messages = ((Message(Role.SYSTEM, system),) if system else ()) + (Message(Role.USER, user),)
-    return Request(messages, decoding or Decoding(), choices)
+    return Request(messages, decoding or Decoding(), choices, schema)
 
 
 SCORED = "scored"

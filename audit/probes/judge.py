@@ -47,6 +47,9 @@ class JudgeReading:
 
 # The replies a scoring judge chooses between, written as the judge prompt asks for them.
 JUDGE_CHOICES = tuple(json.dumps({"verdict": verdict.value}) for verdict in Verdict)
+# The same two replies as a JSON schema, for an endpoint with structured outputs.
+VERDICT_SCHEMA = json.dumps({"type": "object", "properties": {"verdict": {"type": "string", "enum": [verdict.value for verdict in Verdict]}},
+                             "required": ["verdict"], "additionalProperties": False}, sort_keys=True)
 # What the judge is shown instead of a summary for its baseline odds.
 NO_SUMMARY = "(no answer)"
 

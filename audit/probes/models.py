@@ -141,7 +141,7 @@ def _gemma3(cache: ProbeCache | None, offline: bool, run: LocalRun) -> CachedMod
 
 def _remote(settings: RemoteSettings, cache: ProbeCache | None, offline: bool, name: str) -> CachedModel:
     backend = RemoteModel(settings)
-    return CachedModel(name, backend.model_id, backend.describe(), lambda: backend, cache, offline=offline)
+    return CachedModel(name, backend.model_id, backend.describe(), lambda: backend, cache, offline=offline, follows_schemas=settings.structured_outputs)
 
 
 def _local_at(name: str | None, path: Path, gguf_file: str | None, run: LocalRun, cache: ProbeCache | None, offline: bool) -> CachedModel:
@@ -183,7 +183,7 @@ def _entry_model(registry: Path, name: str, keys: LocalKeys | OpenAiKeys, cache:
     api_key = os.environ.get(keys.api_key_env) if keys.api_key_env else None
     if keys.api_key_env and api_key is None and not offline:
         raise ProbeError(f"{registry}: models.{name}.api_key_env: the environment variable {keys.api_key_env} is not set")
-    return _remote(RemoteSettings(keys.base_url, keys.model, api_key, keys.concurrency, keys.max_retries, float(keys.timeout)), own, offline, name)
+    return _remote(RemoteSettings(keys.base_url, keys.model, api_key, keys.concurrency, keys.max_retries, float(keys.timeout), keys.structured_outputs), own, offline, name)
 
 
 def open_model(value: str, registry: Path | None = None, *, offline: bool = False, cache: Path | None = None, device: str | None = None, batch_size: int | None = None,

@@ -7,6 +7,7 @@ error, never an answer.  At most `concurrency` requests are in flight.
 """
 from __future__ import annotations
 
+import json
 import os
 import socket
 from collections.abc import Sequence
@@ -47,6 +48,9 @@ class RemoteSettings:
     concurrency: int = 4
     max_retries: int = 4
     timeout: float = 120.0
+    # The endpoint constrains replies to a JSON schema (`response_format`), so a judge's reply
+    # is always one of the allowed verdicts.
+    structured_outputs: bool = False
 
     def __post_init__(self) -> None:
         if not self.base_url.startswith(("http://", "https://")):
@@ -68,12 +72,14 @@ class RemoteModel:
 
     def describe(self) -> dict[str, object]:
         s = self.settings
-        return {"backend": "openai", "model": s.model, "base_url": s.base_url, "concurrency": s.concurrency, "max_retries": s.max_retries}
+        return {"backend": "openai", "model": s.model, "base_url": s.base_url, "concurrency": s.concurrency, "max_retries": s.max_retries} | (
+            {"structured_outputs": True} if s.structured_outputs else {})
 
     def _ask(self, request: Request) -> Output:
         from openai import OpenAIError
 
         decoding = request.decoding
+        constrained = {"response_format": {"type": "json_schema", "json_schema": {"name": "reply", "schema": json.loads(request.schema), "strict": True}}} if request.schema else {}
         try:
             completion = self._client.chat.completions.create(
                 model=self.settings.model,
@@ -83,6 +89,7 @@ class RemoteModel:
                 max_tokens=decoding.max_tokens,
                 seed=decoding.seed,
                 n=1,
+                **constrained,  # type: ignore[arg-type]
             )
         except OpenAIError as error:
             return Output(None, error=f"{self.settings.base_url}: {type(error).__name__}: {error}")

@@ -31,7 +31,7 @@ from audit.items import Item
 from audit.langcodes import describe_lang
 from audit.probes.cache import CachedModel
 from audit.probes.generation import Decoding, Output, ProbeError, Request, chat
-from audit.probes.judge import JUDGE_CHOICES, NO_SUMMARY, JudgeReading, majority, parse_verdict, scored_verdict
+from audit.probes.judge import JUDGE_CHOICES, NO_SUMMARY, VERDICT_SCHEMA, JudgeReading, majority, parse_verdict, scored_verdict
 from audit.probes.models import open_model
 from audit.probes.prompts import Task, Templates, load_templates
 from audit.probes.scoring import answer_recall, best_match, chrf, cloze_entity, mask, probe_passage, similarity, split_passage
@@ -190,7 +190,9 @@ class Prober:
     def _judge_request(self, one: Asked, lang: str, summary: str) -> Request:
         prompt = self.templates.for_lang(Task.JUDGE, lang).render(entity=one.details["entity"], summary=summary, reference=one.reference or "(none)",
                                                                    answer=one.targets[0] if one.targets else "(none)", language=describe_lang(lang))
-        return chat(prompt, decoding=Decoding(max_tokens=self.config.max_tokens.judge), choices=JUDGE_CHOICES if self.judge.reads_probabilities else ())
+        if self.judge.reads_probabilities:
+            return chat(prompt, decoding=Decoding(max_tokens=self.config.max_tokens.judge), choices=JUDGE_CHOICES)
+        return chat(prompt, decoding=Decoding(max_tokens=self.config.max_tokens.judge), schema=VERDICT_SCHEMA if self.judge.follows_schemas else "")
 
     def _record(self, task: str, status: Status, figures: dict[str, Json], provenance: list[dict[str, Json]], error: str | None = None) -> Evidence:
         return Evidence(NAME, self.source, task, status=status, figures={"model": self.model.model_id, **figures}, provenance=provenance, error=error)
@@ -292,6 +294,8 @@ def _shown(request: Request, output: Output) -> dict[str, Json]:
     if output.logprobs is not None:
         shown["choices"] = list(request.choices)
         shown["logprobs"] = [round(value, 6) for value in output.logprobs]
+    if request.schema:
+        shown["schema"] = request.to_dict()["schema"]
     return shown
 
 
