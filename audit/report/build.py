@@ -182,12 +182,7 @@ def knowledge_section(manifest: JsonObject, labels: Exposure, languages: list[st
     and the judge's calibration.  None when no model was probed."""
     if labels.knowledge is None:
         return None
-    keys = list(labels.overall)
-    known = {key: labels.knowledge_label(*key) for key in keys}
-
-    def crosstab(lang: str | None) -> dict[str, dict[str, int]]:
-        pairs = Counter((known[key], labels.label(*key)) for key in keys if lang is None or key[1] == lang)
-        return {k: {tag: pairs.get((k, tag), 0) for tag in STRATA} | {"total": sum(pairs.get((k, tag), 0) for tag in STRATA)} for k in KNOWLEDGE_STRATA}
+    known = {key: labels.knowledge_label(*key) for key in labels.overall}
 
     models = manifest.get("models") or {}
     return {
@@ -197,7 +192,7 @@ def knowledge_section(manifest: JsonObject, labels: Exposure, languages: list[st
         "languages": languages,
         "per_language": {lang: _knowledge_counts([label for (_, l), label in known.items() if l == lang]) for lang in languages},
         "total": _knowledge_counts(list(known.values())),
-        "crosstab": {"languages": {lang: crosstab(lang) for lang in languages}, "total": crosstab(None)},
+        "crosstab": {"languages": {lang: labels.crosstab(known, KNOWLEDGE_STRATA, lang) for lang in languages}, "total": labels.crosstab(known, KNOWLEDGE_STRATA, None)},
         "known_unseen": [{"item_id": item_id, "lang": lang} for (item_id, lang), label in known.items() if label == KNOWN and labels.label(item_id, lang) == UNSEEN],
         "calibration": judged,
     }

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import Counter
 
 from audit.evaluate.membership import Grouping, ScoredText, calibrate, scored_texts
-from audit.evaluate.stratify import MEMBER, MEMBERSHIP_STRATA, STRATA, Exposure
+from audit.evaluate.stratify import MEMBER, MEMBERSHIP_STRATA, Exposure
 from audit.records import JsonObject
 from audit.signals import membership_spec
 
@@ -33,20 +33,14 @@ class MembershipScores:
         """None when the membership signal did not run."""
         if not self.read and labels.membership is None:
             return None
-        keys = list(labels.overall)
-        verdicts = {key: labels.membership_label(*key) for key in keys}
-
-        def crosstab(lang: str | None) -> dict[str, dict[str, int]]:
-            pairs = Counter((verdicts[key], labels.label(*key)) for key in keys if lang is None or key[1] == lang)
-            return {m: {tag: pairs.get((m, tag), 0) for tag in STRATA} | {"total": sum(pairs.get((m, tag), 0) for tag in STRATA)} for m in MEMBERSHIP_STRATA}
-
+        verdicts = {key: labels.membership_label(*key) for key in labels.overall}
         settings = ((manifest.get("policy") or {}).get("settings") or {}).get(membership_spec.NAME) or {}
         return {
             "languages": languages,
             "thresholds": settings.get("thresholds") or {},
             "per_language": {lang: _counts([v for (_, l), v in verdicts.items() if l == lang]) for lang in languages},
             "total": _counts(list(verdicts.values())),
-            "crosstab": {"languages": {lang: crosstab(lang) for lang in languages}, "total": crosstab(None)},
+            "crosstab": {"languages": {lang: labels.crosstab(verdicts, MEMBERSHIP_STRATA, lang) for lang in languages}, "total": labels.crosstab(verdicts, MEMBERSHIP_STRATA, None)},
             "calibration": self._calibration(),
         }
 
