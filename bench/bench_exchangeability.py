@@ -54,7 +54,7 @@ def main() -> None:
         random.Random(lang).shuffle(shuffled)
         for name, model, order in (("trained, file order", trained, found), ("untrained, file order", control, found), ("trained, another order", trained, shuffled)):
             started = time.process_time()
-            result = order_test(lang, order, lambda batch, m=model: m.token_scores(batch, 3500), shards=args.shards, permutations=args.permutations, seed=0, max_tokens=3500)
+            result = order_test(lang, order, lambda batch, bound, m=model: m.token_scores(batch, bound), shards=args.shards, permutations=args.permutations, seed=0, max_tokens=3500)
             rows.append({"lang": lang, "run": name, "items": len(order), "difference": result.difference, "t": result.t, "p_value": result.p_value,
                          "shard_p": [shard.permutation_p for shard in result.shards], "cpu_seconds": round(time.process_time() - started, 1)})
             print(json.dumps(rows[-1]))

@@ -54,9 +54,10 @@ def test_the_statistic_is_the_own_order_against_the_shuffles_as_the_model_reads_
     texts = texts_by_language(load_benchmark(counting(tmp_path / "c.jsonl", shuffled=False)).items, None)["en"]
     asked: list[str] = []
 
-    def read(batch: list[str]) -> list:
+    def read(batch: list[str], bound: int) -> list:
         asked.extend(batch)
-        return model.token_scores(batch, 3500)
+        assert bound == max(len(text.encode("utf-8")) for text in batch) + 2
+        return model.token_scores(batch, bound)
 
     result = order_test("en", texts, read, shards=4, permutations=5, seed=3, max_tokens=3500)
     assert len(asked) == 4 * 6 and [len(s) for s in shards_of(texts, 4)] == [shard.items for shard in result.shards]
@@ -71,17 +72,17 @@ def test_the_statistic_is_the_own_order_against_the_shuffles_as_the_model_reads_
         differences.append(totals[0] - np.mean(totals[1:]))
     expected = stats.ttest_1samp(differences, 0.0, alternative="greater")
     assert result.t == pytest.approx(expected.statistic, rel=1e-4) and result.p_value == pytest.approx(expected.pvalue, rel=1e-4)
-    again = order_test("en", texts, lambda batch: model.token_scores(batch, 3500), shards=4, permutations=5, seed=3, max_tokens=3500)
+    again = order_test("en", texts, model.token_scores, shards=4, permutations=5, seed=3, max_tokens=3500)
     assert again == result
 
 
 def test_too_few_items_or_too_long_shards_are_refused(tmp_path):
     model = LlamaCppModel.load(TINY, model_id="tiny", parallel=1)
     with pytest.raises(ExchangeabilityError, match="3 items make no 2 shards of two or more"):
-        order_test("en", ["a", "b", "c"], lambda batch: model.token_scores(batch, 64), shards=2, permutations=2, seed=0, max_tokens=64)
+        order_test("en", ["a", "b", "c"], model.token_scores, shards=2, permutations=2, seed=0, max_tokens=64)
     long = [f"Sentence number {n} is here to make the shard long." for n in range(40)]
     with pytest.raises(ExchangeabilityError, match="past what is read \\(64\\); use more shards"):
-        order_test("en", long, lambda batch: model.token_scores(batch, 64), shards=2, permutations=2, seed=0, max_tokens=64)
+        order_test("en", long, model.token_scores, shards=2, permutations=2, seed=0, max_tokens=64)
 
 
 def test_the_command_writes_every_language_and_refuses_to_overwrite(tmp_path):

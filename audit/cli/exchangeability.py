@@ -49,8 +49,8 @@ def exchangeability_command(bench: Path, probe_model: str, fmt: str | None, lang
             for lang, found in sorted(texts.items()):
                 task = display.add_task(f"exchangeability: {lang}, {len(found)} items, {shards} shards x {permutations + 1} orders", total=shards * (permutations + 1))
 
-                def read(asked: list[str], task: int = task) -> list:
-                    return model.token_scores(asked, MAX_TOKENS, lambda done: display.advance(task, done))
+                def read(asked: list[str], bound: int, task: int = task) -> list:
+                    return model.token_scores(asked, bound, lambda done: display.advance(task, done))
 
                 results.append(order_test(lang, found, read, shards=shards, permutations=permutations, seed=seed, max_tokens=MAX_TOKENS))
     except AuditError as error:

@@ -30,7 +30,8 @@ from audit.items import Item, ItemKind
 from audit.probes.membership import TokenScores
 from audit.signals.membership import field_text
 
-Read = Callable[[list[str]], list[TokenScores | str]]
+# Reads texts, each up to a number of tokens: the model's `token_scores`.
+Read = Callable[[list[str], int], list[TokenScores | str]]
 SEPARATOR = "\n\n"
 
 
@@ -86,7 +87,9 @@ def _total(reading: TokenScores | str, max_tokens: int, lang: str) -> tuple[floa
 
 
 def order_test(lang: str, texts: Sequence[str], read: Read, *, shards: int, permutations: int, seed: int, max_tokens: int) -> LanguageResult:
-    """The sharded test on one language's texts (in the benchmark's order)."""
+    """The sharded test on one language's texts (in the benchmark's order).  Texts are read up
+    to their length in bytes (a token is at least a byte), at most `max_tokens`: a model keeps
+    every position's logits while it reads, so the bound sets the memory."""
     cut = shards_of(texts, shards)
     if len(cut) < 2 or any(len(shard) < 2 for shard in cut):
         raise ExchangeabilityError(f"{lang}: {len(texts)} items make no {shards} shards of two or more; use fewer shards")
@@ -98,7 +101,8 @@ def order_test(lang: str, texts: Sequence[str], read: Read, *, shards: int, perm
             shuffled = list(shard)
             rng.shuffle(shuffled)
             asked.append(SEPARATOR.join(shuffled))
-    totals = [_total(reading, max_tokens, lang) for reading in read(asked)]
+    bound = min(max_tokens, max(len(text.encode("utf-8")) for text in asked) + 2)
+    totals = [_total(reading, bound, lang) for reading in read(asked, bound)]
     results = []
     for index, shard in enumerate(cut):
         (own, tokens), *others = totals[index * (permutations + 1):(index + 1) * (permutations + 1)]
