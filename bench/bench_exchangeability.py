@@ -9,8 +9,8 @@ per language, with the same shards and shuffles; a third row runs it on the trai
 the items in another order than it read (a seeded shuffle of the file), which must not stand
 out either.  Reported: the mean difference, t and one-sided p per language, and CPU seconds.
 
-    python bench/bench_exchangeability.py                 # about 10 minutes on 2 cores
-    python bench/bench_exchangeability.py --epochs 1 --langs en,ja,he,hi
+    python bench/bench_exchangeability.py --langs en,he,ja --epochs 3 --permutations 9 --shards 5   # about 25 minutes on 2 cores
+    python bench/bench_exchangeability.py                 # six languages, 19 shuffles: about 1.5 hours
 
 Writes bench/work/exchangeability.json and prints a Markdown table for bench/README.md.
 """
