@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 # The columns every table has, before the figures; documented in docs/python-api.md.
 BASE_COLUMNS = (
     "item_id", "lang", "source_lang", "role", "exposure", "item_exposure", "knowledge",
-    "seen_in_languages", "seen_in", "asked_in", "decided_by", "knowledge_decided_by",
+    "seen_in_languages", "seen_in", "asked_in", "decided_by", "knowledge_decided_by", "membership", "membership_decided_by",
 )
 LIST_SEPARATOR = ","
 CHECK_SEPARATOR = "; "
@@ -66,7 +66,7 @@ class Audit:
         with `all_figures`, every figure whose value is a number, a string or a truth value)."""
         ruled = _rule_figures(self.manifest.policy)
         for record in self.records:
-            for check in [*record.decided_by, *record.knowledge_decided_by]:
+            for check in [*record.decided_by, *record.knowledge_decided_by, *record.membership_decided_by]:
                 if check.figure and check.signal and check.field is not None:
                     ruled.setdefault((check.signal, check.field), []).append(check.figure)
         seen: dict[tuple[str, str, str], list[str]] = {}
@@ -166,6 +166,8 @@ def _row(record: ExposureRecord, figures: list[tuple[str, str, str, str]], statu
         _joined(record.seen_in_languages), _joined(record.seen_in), _joined(record.asked_in),
         CHECK_SEPARATOR.join(_check_text(check) for check in record.decided_by),
         CHECK_SEPARATOR.join(_check_text(check) for check in record.knowledge_decided_by),
+        record.membership.value if record.membership else None,
+        CHECK_SEPARATOR.join(_check_text(check) for check in record.membership_decided_by),
     ]
     for signal, source, name, figure in figures:
         evidence = found.get((signal, source, name))

@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 from conftest import FIXTURES, sample_subset
 
+import audit
 from audit.cli import main
 from audit.evaluate.membership import CalibrationError, Grouping, ScoredText, calibrate, markdown, read_truth, scored_texts
 from audit.memberscore import Score
@@ -206,6 +207,10 @@ def test_calibrated_thresholds_make_the_membership_verdict(audited, verdicts):
     counted = {lang: sum(r["membership"] == "member" for (_, l), r in checked.items() if l == lang) for lang in LANGS}
     assert {lang: c["member"] for lang, c in manifest["summary"]["membership"].items()} == counted
     assert any(r["membership"] == "member" for r in checked.values()), "at 5% FPR on 2 non-members the thresholds call every member in"
+    frame = audit.read(verdicts[0]).to_pandas()
+    assert {(row.item_id, row.lang): row.membership for row in frame.itertuples()} == {key: r["membership"] for key, r in checked.items()}
+    assert all(row.membership_decided_by.startswith("membership.") for row in frame.itertuples())
+    assert any(column.startswith("membership.llama-2-tiny-random.context.") for column in frame.columns)
 
 
 def test_filter_drops_the_members_on_request(verdicts, bench, tmp_path):
