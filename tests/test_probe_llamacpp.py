@@ -126,13 +126,14 @@ def test_scored_answers_are_cached_and_replayed_exactly(tmp_path):
 
 def test_serve_model_offers_a_gguf_file_on_llama_cpp(tmp_path):
     """`audit probe serve-model` on a GGUF file runs it where `audit check` would (llama.cpp),
-    and answers what the model answers directly."""
+    and answers what the model answers directly.  Run from outside the source tree, so the
+    package imported is the installed one (with its compiled parts)."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     env = {**os.environ, "AUDIT_CACHE_DIR": str(tmp_path / "cache")}
     process = subprocess.Popen([sys.executable, "-c", "from audit.cli import main; main()", "probe", "serve-model", "--probe-model", str(TINY), "--port", str(port)],
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd=tmp_path)
     url = f"http://127.0.0.1:{port}/v1"
     try:
         for _ in range(300):
