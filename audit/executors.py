@@ -115,7 +115,7 @@ def connect(executor: Executor) -> ModuleType:
             if attempts == CONNECT_ATTEMPTS:
                 raise ExecutorError(
                     f"{address}: the cluster's Ray Client proxy failed {CONNECT_ATTEMPTS} times to start a server for this connection; "
-                    "see ray_client_server*.err in the head's Ray logs"
+                    "see ray_client_server*.err in the head's Ray logs (on a loaded head, start it with RAY_CLIENT_SERVER_CHECK_CHANNEL_TIMEOUT_S above its default 30)"
                 ) from None
         except ImportError as error:
             raise ExecutorError(f"Ray Client needs its extra dependencies ({error}): {INSTALL_HINT}") from None

@@ -177,7 +177,9 @@ class RayCluster:
         # the mode when it is first imported).
         os.environ["RAY_AUTH_MODE"] = "token"
         os.environ.setdefault("RAY_AUTH_TOKEN", secrets.token_hex(32))
-        self.env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0")
+        # The head's Ray Client proxy gives a client's server 30 s to come up by default, which a
+        # loaded two-core CI machine has overrun (three connection attempts failed in a row).
+        self.env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0", RAY_CLIENT_SERVER_CHECK_CHANNEL_TIMEOUT_S="120")
         command = [
             ray, "start", "--head", "--block", "--node-ip-address=127.0.0.1", f"--port={self.gcs_port}",
             f"--ray-client-server-port={self.client_port}", "--num-cpus=2", "--include-dashboard=false",
