@@ -22,16 +22,13 @@ class MembershipScores:
 
     def __init__(self) -> None:
         self.texts: list[ScoredText] = []
-        self.read = False
 
     def add(self, record: JsonObject) -> None:
-        if not self.read:
-            self.read = any(isinstance(e, dict) and e.get("signal") == membership_spec.NAME for e in record.get("evidence") or [])
         self.texts.extend(scored_texts([record], None))
 
     def section(self, manifest: JsonObject, labels: Exposure, languages: list[str]) -> JsonObject | None:
-        """None when the membership signal did not run."""
-        if not self.read and labels.membership is None:
+        """None when the membership signal did not run (the manifest's `signals` say which ran)."""
+        if membership_spec.NAME not in (manifest.get("signals") or []) and labels.membership is None:
             return None
         verdicts = {key: labels.membership_label(*key) for key in labels.overall}
         settings = ((manifest.get("policy") or {}).get("settings") or {}).get(membership_spec.NAME) or {}
