@@ -126,3 +126,25 @@ def test_cli_build_and_info(tmp_path: Path, wiki_dir: Path):
     info = json.loads(runner.invoke(main, ["index", "info", str(tmp_path / "zh")]).output)
     assert info["corpus"]["documents"] == 120
     assert info["manifest"]["sources"][0]["documents"] == 120
+
+
+def test_sampled_occurrences_are_every_place_when_all_fit_and_kept_unchanged(tmp_path: Path, wiki_dir: Path, wiki_docs):
+    """Occurrences as arrays (the n-gram signal's sample of where a match is): with room for
+    all, exactly the places a scan of every document finds, over several shards, in (document,
+    offset) order; a sample asked again is the kept one, and no caller can change it."""
+    sharded = tmp_path / "sharded"
+    build_index([wiki_dir], sharded, memory_bytes=1 << 20)
+    corpus = LocalIndex(sharded)
+    texts = dict(corpus.documents())
+    for probe in probe_strings(wiki_docs, seed=5)[:25]:
+        encoded = probe.encode("utf-8")
+        every = [(d, at) for d, text in texts.items() for at in range(len(text)) if text.startswith(encoded, at)]
+        total, sampled = corpus.occurrence_arrays(probe, 10_000)
+        assert total == len(every)
+        assert list(zip(sampled.documents.tolist(), sampled.offsets.tolist(), strict=True)) == every
+        assert corpus.occurrences(probe, 10_000) == (total, sampled.occurrences())
+        few = corpus.occurrence_arrays(probe, 3)[1]
+        assert len(few.documents) <= 3 and set(zip(few.documents.tolist(), few.offsets.tolist(), strict=True)) <= set(every)
+        assert corpus.occurrence_arrays(probe, 3)[1] is few
+        with pytest.raises(ValueError):
+            few.documents[:1] = 0

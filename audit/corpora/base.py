@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
 
+import numpy as np
+
 from audit.errors import AuditError
 from audit.index.doclangs import document_language
 
@@ -41,6 +43,34 @@ class Occurrence:
 
     document: int
     offset: int
+
+
+@dataclass(frozen=True)
+class Sampled:
+    """Places a string occurs, as arrays ordered by (document, offset): a sample of hundreds
+    asked only which documents it is in is not worth an object per place."""
+
+    documents: np.ndarray
+    offsets: np.ndarray
+
+    @classmethod
+    def none(cls) -> Sampled:
+        return cls.kept(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
+
+    @classmethod
+    def kept(cls, documents: np.ndarray, offsets: np.ndarray) -> Sampled:
+        """A sample made read-only, since a kept one is handed to every caller that asks."""
+        documents.setflags(write=False)
+        offsets.setflags(write=False)
+        return cls(documents, offsets)
+
+    def occurrences(self) -> list[Occurrence]:
+        return list(map(Occurrence, self.documents.tolist(), self.offsets.tolist()))
+
+    def first_in(self, document: int) -> Occurrence:
+        """The first place in `document` (which must hold one)."""
+        at = int(np.flatnonzero(self.documents == document)[0])
+        return Occurrence(document, int(self.offsets[at]))
 
 
 class Profile(StrEnum):

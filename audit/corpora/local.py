@@ -6,18 +6,21 @@ from __future__ import annotations
 import bisect
 import functools
 import hashlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from audit.corpora.base import CorpusInfo, DocumentHit, MatchLengths, MatchQuestions, Occurrence, cut_snippet
+from audit.corpora.base import CorpusInfo, DocumentHit, MatchLengths, MatchQuestions, Occurrence, Sampled, cut_snippet
 from audit.corpora.inlanguage import LanguageView, char_lengths
 from audit.corpora.shardgroup import ShardGroup, share_out
 from audit.corpora.shardread import TEXTS_PER_CALL, char_starts
 from audit.corpora.shards import IndexOpenError, index_layout
 from audit.index.doclangs import DocumentLanguages, LanguageTableError, read_table, summary
+
+# Occurrence samples a local index keeps in each process (`occurrence_arrays`): about 8 KB each.
+SAMPLES_KEPT = 512
 
 
 class LocalIndex:
@@ -164,18 +167,34 @@ class LocalIndex:
     def occurrences(self, text: str, limit: int) -> tuple[int, list[Occurrence]]:
         """Up to `limit` occurrences spread evenly over the suffix-array range (a sample of
         the whole range, not its lexicographically first entries)."""
+        total, sampled = self.occurrence_arrays(text, limit)
+        return total, sampled.occurrences()
+
+    def occurrence_arrays(self, text: str, limit: int) -> tuple[int, Sampled]:
+        """`occurrences` as arrays, ordered by (document, offset).  The last `SAMPLES_KEPT`
+        answers are kept (read-only): a benchmark's variants of one item ask for the same
+        names and dates in language after language."""
+        return self._kept_samples(text, limit)
+
+    @functools.cached_property
+    def _kept_samples(self) -> Callable[[str, int], tuple[int, Sampled]]:
+        return functools.lru_cache(maxsize=SAMPLES_KEPT)(self._occurrence_arrays)
+
+    def _occurrence_arrays(self, text: str, limit: int) -> tuple[int, Sampled]:
         per_group = self.ask("ranges", text.encode("utf-8"))
         picks = share_out([span for spans in per_group for span in spans], limit)
         total = sum(hi - lo for lo, hi, _ in picks)
         if not any(count for _, _, count in picks):
-            return total, []
+            return total, Sampled.none()
         mine, at = [], 0
         for spans in per_group:
             mine.append(picks[at : at + len(spans)])
             at += len(spans)
-        found = [o for group in self._ask_each("sample", mine) for o in group]
-        found.sort(key=lambda o: (o.document, o.offset))
-        return total, found[:limit]
+        answers = self._ask_each("sample", mine)
+        documents = np.concatenate([documents for documents, _ in answers])
+        offsets = np.concatenate([offsets for _, offsets in answers])
+        order = np.lexsort((offsets, documents))[:limit]
+        return total, Sampled.kept(documents[order], offsets[order])
 
     def _ask_each(self, method: str, arguments: list[object]) -> list[Any]:
         """Each group's answer to the call with its own argument."""

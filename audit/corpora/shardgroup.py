@@ -66,18 +66,20 @@ class ShardGroup(ShardQueries):
         """Each shard's suffix-array range of the pattern."""
         return [_suffix.find_range(shard.data, shard.table, shard.ratio, pattern) for shard in self.shards]
 
-    def sample(self, picks: list[tuple[int, int, int]]) -> list[Occurrence]:
-        """Occurrences at `count` ranks spread evenly over each shard's range (lo, hi, count)."""
-        found: list[Occurrence] = []
+    def sample(self, picks: list[tuple[int, int, int]]) -> tuple[np.ndarray, np.ndarray]:
+        """Documents and byte offsets at `count` ranks spread evenly over each shard's range
+        (lo, hi, count), in shard order: arrays, since a field's sample of hundreds is asked
+        only which languages its documents are in."""
+        documents, offsets = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)]
         for shard, (lo, hi, count) in zip(self.shards, picks, strict=True):
             if count <= 0:
                 continue
             ranks = np.unique(np.linspace(lo, hi - 1, num=count).round().astype(np.int64))
             pointers = shard.pointers(ranks)
-            documents = np.searchsorted(shard.offsets, pointers, side="right") - 1
-            offsets = pointers - shard.offsets[documents] - 1
-            found += map(Occurrence, (documents + shard.first_document).tolist(), offsets.tolist())
-        return found
+            local = np.searchsorted(shard.offsets, pointers, side="right") - 1
+            offsets.append(pointers - shard.offsets[local] - 1)
+            documents.append(local + shard.first_document)
+        return np.concatenate(documents), np.concatenate(offsets)
 
     def holds(self, document: int) -> bool:
         first = self.shards[0].first_document

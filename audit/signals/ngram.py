@@ -122,9 +122,9 @@ def field_evidence(
     start = everywhere.figures["longest_match_start"]
     longest = text[start : start + found.lengths[start]] if everywhere.figures["longest_match_chars"] else ""
     if scope.restricted:
-        occurrences = corpus.occurrences(longest, config.max_occurrences)[1] if longest else []
-        scope = scope.quoting(longest, occurrences)
-        languages = scope.languages_of(o.document for o in occurrences)
+        sampled = scope.sample(longest, config.max_occurrences)
+        scope = scope.quoting(longest, sampled)
+        languages = scope.languages_of(sampled.documents)
         evidence = measure(scope.view, name, text, config, rules, budget, sources)[0]
         evidence.provenance = [scope.label(entry) for entry in evidence.provenance]
     else:

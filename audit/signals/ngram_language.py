@@ -21,8 +21,12 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from functools import lru_cache
+from typing import cast
 
-from audit.corpora.base import Corpus, LanguageBy, Occurrence, UnknownLanguage, document_language, in_language
+import numpy as np
+
+from audit.corpora.base import Corpus, LanguageBy, Sampled, UnknownLanguage, document_language, in_language
+from audit.corpora.inlanguage import LanguageView
 from audit.evidence import Json
 from audit.index.doclangs import UNKNOWN
 from audit.langid import identify
@@ -89,17 +93,24 @@ class Scope:
         entry.update(language=language, language_by=how)
         return entry
 
-    def languages_of(self, documents: Iterable[int]) -> dict[str, int]:
+    def languages_of(self, documents: Iterable[int] | np.ndarray) -> dict[str, int]:
         """Documents by language, from the table (a corpus without one knows only the
         documents it has fetched: see `languages_of_entries`); a document let in by its
         window counts as this language."""
         if not self.restricted:
             return {}
-        quoting = getattr(self.view, "let_in", frozenset())
-        found = Counter(self.lang if d in quoting else self.view.document_language(d)[0] for d in set(documents))
+        view = cast(LanguageView, self.view)
+        distinct = sorted(set(documents.tolist() if isinstance(documents, np.ndarray) else documents))
+        names = view.table.languages
+        found = Counter(self.lang if d in view.let_in else names[code] for d, code in zip(distinct, view.table.codes[distinct].tolist(), strict=True))
         return dict(sorted(found.items()))
 
-    def quoting(self, text: str, occurrences: list[Occurrence]) -> Scope:
+    def sample(self, text: str, limit: int) -> Sampled:
+        """Up to `limit` places `text` occurs in any document, spread evenly (a restricted
+        scope's index answers as arrays)."""
+        return cast(LanguageView, self.view).index.occurrence_arrays(text, limit)[1] if text else Sampled.none()
+
+    def quoting(self, text: str, occurrences: Sampled) -> Scope:
         """This scope with the documents of another language that quote `text` in this one let
         in: where the match's script is not one the document's language is written in (a
         Russian sentence in a Portuguese page) and the window around it is identified as this
@@ -108,21 +119,29 @@ class Scope:
         script, mine = dominant_script(text), written_in(self.lang)
         if not self.restricted or script == "other" or (mine is not None and script not in mine):
             return self
+        view = cast(LanguageView, self.view)
+        distinct = sorted(set(occurrences.documents.tolist()))
+        names, foreign = view.table.languages, {}
         found: set[int] = set()
         read = 0
-        for document in sorted({o.document for o in occurrences}):
-            language = self.view.document_language(document)[0]
-            expected = written_in(language) if language != UNKNOWN else None
-            if same_language(language, self.lang) or not expected or script in expected:
+        for document, code in zip(distinct, view.table.codes[distinct].tolist(), strict=True):
+            if code not in foreign:
+                foreign[code] = self._foreign(names[code], script)
+            if not foreign[code]:
                 continue
             identified = _identify(text)
             if identified is None and read < MAX_WINDOWS:
                 read += 1
-                occurrence = next(o for o in occurrences if o.document == document)
-                identified = _identify(self.corpus.document_hit(occurrence, len(text.encode("utf-8")), WINDOW_CHARS).snippet)
+                hit = self.corpus.document_hit(occurrences.first_in(document), len(text.encode("utf-8")), WINDOW_CHARS)
+                identified = _identify(hit.snippet)
             if identified is not None and same_language(identified, self.lang):
                 found.add(document)
-        return replace(self, view=self.view.with_documents(frozenset(found))) if found else self
+        return replace(self, view=view.with_documents(frozenset(found))) if found else self
+
+    def _foreign(self, language: str, script: str) -> bool:
+        """Whether a document of `language` holding text in `script` may be quoting this one."""
+        expected = written_in(language) if language != UNKNOWN else None
+        return not same_language(language, self.lang) and bool(expected) and script not in expected
 
 
 def languages_of_entries(entries: list[dict[str, Json]]) -> dict[str, int]:
