@@ -13,7 +13,7 @@ import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import overload
+from typing import BinaryIO, overload
 
 from audit.auditschema import (
     FIRST_RECORD_LINE,
@@ -127,11 +127,23 @@ def write_audit(path: Path, manifest: AuditManifest | JsonObject, records: Itera
 
 
 class StoredRecords(Sequence[JsonObject]):
-    """The records of an audit file this process has just written, read from disk each time
-    they are iterated rather than held: a benchmark of any size is reported in flat memory."""
+    """The records of an audit file, read from disk each time they are iterated rather than
+    held: a benchmark of any size is reported in flat memory.  With `digest` (a file this
+    process did not write, checked by `scan_audit`), each reading checks the lines are still
+    the ones checked, and a file changed since is refused."""
 
-    def __init__(self, path: Path, count: int) -> None:
-        self.path, self.count = Path(path), count
+    def __init__(self, path: Path, count: int, digest: str | None = None) -> None:
+        self.path, self.count, self.digest = Path(path), count, digest
+        self._stamp = _stamp(self.path) if digest is not None else None
+
+    def check_unchanged(self) -> None:
+        """Refuse a checked file whose size or modification time moved since it was checked:
+        what was read of it after the check (an item's lines, by offset) may not be what was checked."""
+        if self._stamp is not None and _stamp(self.path) != self._stamp:
+            raise self._changed()
+
+    def _changed(self) -> AuditFileError:
+        return AuditFileError(f"{self.path}: changed while it was being read (its records differ from those checked); run the command again")
 
     def __len__(self) -> int:
         return self.count
@@ -142,11 +154,16 @@ class StoredRecords(Sequence[JsonObject]):
 
     def located(self) -> Iterator[tuple[JsonObject, tuple[int, int]]]:
         """Each record with where its line lies in the file: (byte offset, length)."""
+        digest, count = hashlib.sha256(), 0
         with open(self.path, "rb") as handle:
             offset = len(handle.readline())
-            for line in handle:
+            for line in split_lines(handle):
+                digest.update(line)
+                count += 1
                 yield json.loads(line), (offset, len(line))
                 offset += len(line)
+        if self.digest is not None and (count != self.count or digest.hexdigest() != self.digest):
+            raise self._changed()
 
     @overload
     def __getitem__(self, index: int) -> JsonObject: ...
@@ -154,6 +171,18 @@ class StoredRecords(Sequence[JsonObject]):
     def __getitem__(self, index: slice) -> list[JsonObject]: ...
     def __getitem__(self, index: int | slice) -> JsonObject | list[JsonObject]:
         return list(self)[index]
+
+
+def split_lines(handle: BinaryIO) -> Iterator[bytes]:
+    """The file's lines as `read_audit` splits them (`bytes.splitlines`, which also ends a
+    line at a lone carriage return), read a line at a time."""
+    for line in handle:
+        yield from line.splitlines(keepends=True) if b"\r" in line else (line,)
+
+
+def _stamp(path: Path) -> tuple[int, int, int]:
+    status = path.stat()
+    return status.st_ino, status.st_size, status.st_mtime_ns
 
 
 @dataclass
@@ -211,7 +240,7 @@ def locate_benchmark(audit: AuditFile, audit_path: Path, given: Path | None) -> 
     return Path(given), recorded
 
 
-def _check_integrity(path: Path, manifest: JsonObject, count: int, digest: str) -> None:
+def check_integrity(path: Path, manifest: JsonObject, count: int, digest: str) -> None:
     expected, recorded = manifest.get("records"), manifest.get("records_sha256")
     if "records" in manifest and (isinstance(expected, bool) or not isinstance(expected, int)):
         raise AuditFileError(f"{path}:1: field 'records': expected the number of records, got {expected!r}")
@@ -235,7 +264,7 @@ def located(path: Path | str, problem: SchemaError) -> AuditFileError:
     return AuditFileError(f"{where}: {what}")
 
 
-def _parse_line(path: Path, number: int, raw: bytes) -> Json:
+def parse_line(path: Path, number: int, raw: bytes) -> Json:
     """One line as JSON: strict about what Python's parser lets through (NaN, infinities,
     numbers past 64 bits, lone surrogates), so no reader meets them later."""
     try:
@@ -252,7 +281,7 @@ def _parse_line(path: Path, number: int, raw: bytes) -> Json:
     return value
 
 
-def _check_manifest_line(path: Path, record: Json) -> JsonObject:
+def check_manifest_line(path: Path, record: Json) -> JsonObject:
     kind = record.get("record") if isinstance(record, dict) else None
     if kind != MANIFEST:
         raise AuditFileError(f"{path}:1: field 'record': expected the manifest line, got {kind!r}; not an audit file")
@@ -276,9 +305,9 @@ def read_audit(path: Path) -> AuditFile:
     except OSError as error:
         raise AuditFileError(f"{path}: cannot read the audit file ({error.strerror or error})") from None
     for number, raw in enumerate(data.splitlines(keepends=True), start=1):
-        record = _parse_line(path, number, raw)
+        record = parse_line(path, number, raw)
         if number == 1:
-            manifest = _check_manifest_line(path, record)
+            manifest = check_manifest_line(path, record)
             continue
         kind = record.get("record") if isinstance(record, dict) else None
         if kind != EXPOSURE:
@@ -287,7 +316,7 @@ def read_audit(path: Path) -> AuditFile:
         records.append(record)
     if manifest is None:
         raise AuditFileError(f"{path}: empty file; not an audit file")
-    _check_integrity(path, manifest, len(records), digest.hexdigest())
+    check_integrity(path, manifest, len(records), digest.hexdigest())
     audit = upgrade_v1(manifest, records) if manifest["schema_version"] == 1 else AuditFile(manifest, records)
     try:
         check_manifest(audit.manifest)
@@ -299,10 +328,11 @@ def read_audit(path: Path) -> AuditFile:
     return audit
 
 
-def check_against_benchmark(audit: AuditFile, audit_path: Path | str, items: list[Item]) -> None:
-    """The records against the benchmark they audit (see `audit.auditschema.check_benchmark`)."""
+def check_against_benchmark(audit: AuditFile, audit_path: Path | str, items: list[Item], records: Sequence[JsonObject] | None = None) -> None:
+    """The records against the benchmark they audit (see `audit.auditschema.check_benchmark`):
+    the audit's, or the fields of them `scan_audit` kept."""
     try:
-        check_benchmark(audit.records, items, audit.manifest["benchmark"])
+        check_benchmark(audit.records if records is None else records, items, audit.manifest["benchmark"])
     except SchemaError as problem:
         raise located(audit_path, problem) from None
 

@@ -16,7 +16,10 @@ import pytest
 from conftest import summary_of
 from hostile import REPORT, Case, both, run_case
 
+from audit.auditfile import AuditFile, AuditFileError, check_against_benchmark, locate_benchmark, read_audit
+from audit.auditscan import ACROSS, scan_audit
 from audit.exposure import item_exposure
+from audit.readers import load_benchmark, recorded_options
 
 AUDIT = "bench.audit.jsonl"
 V1 = Path(__file__).resolve().parent / "fixtures" / "audit-v1"
@@ -265,3 +268,49 @@ CASES = [
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_filter_and_report_refuse_edited_audits(case: Case, sandbox: Path, capfd) -> None:
     run_case(case, sandbox, capfd)
+
+
+def read_whole(path: Path) -> tuple[AuditFile, Records]:
+    audit = read_audit(path)
+    return audit, [{name: record[name] for name in ACROSS if name in record} for record in audit.records]
+
+
+def outcome(read: Callable[[Path], tuple[AuditFile, Records]], path: Path, bench: Path | None) -> str | tuple[Records, Records]:
+    """What a reader makes of an audit, its benchmark included, as `audit report` asks: the
+    message it refuses it with, or its records and the fields kept for the checks across them."""
+    try:
+        audit, kept = read(path)
+        found, recorded = locate_benchmark(audit, path, bench)
+        items = load_benchmark(found, recorded.format, options=recorded_options(recorded.mapping, recorded.source_lang)).items
+        check_against_benchmark(audit, path, items, kept)
+        return list(audit.records), kept
+    except AuditFileError as error:
+        return str(error)
+
+
+READS = [case for case in CASES if case.args[0] == "filter" and case.prepare is not None]
+
+
+@pytest.mark.parametrize("case", READS, ids=[c.name.removeprefix("filter: ") for c in READS])
+def test_the_one_pass_read_refuses_and_reads_as_the_whole_read(case: Case, sandbox: Path) -> None:
+    """`audit report` checks an audit in one pass that keeps a few fields per record
+    (`scan_audit`): every damaged file gets `read_audit`'s message, and every sound one the
+    same records and fields."""
+    case.prepare(sandbox)
+    path = sandbox / case.args[1]
+    bench = sandbox / case.args[case.args.index("--bench") + 1] if "--bench" in case.args else None
+    whole, scanned = outcome(read_whole, path, bench), outcome(scan_audit, path, bench)
+    assert scanned == whole
+    assert isinstance(whole, str) == (case.exit_code != 0)
+
+
+def test_an_audit_changed_after_its_check_is_refused_when_read_back(sandbox: Path) -> None:
+    """The one-pass read checks the file, and the report reads it again: lines changed in
+    between are refused, not reported."""
+    audit, _ = scan_audit(sandbox / AUDIT)
+    first = next(iter(audit.records))
+    lines = (sandbox / AUDIT).read_bytes().splitlines(keepends=True)
+    lines[1] = lines[1].replace(b'"exposure": "' + first["exposure"].encode(), b'"exposure": "maybe', 1)
+    (sandbox / AUDIT).write_bytes(b"".join(lines))
+    with pytest.raises(AuditFileError, match="changed while it was being read"):
+        list(audit.records)

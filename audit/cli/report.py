@@ -7,7 +7,8 @@ from typing import Any
 import click
 from rich.markup import escape
 
-from audit.auditfile import check_against_benchmark, locate_benchmark, read_audit
+from audit.auditfile import check_against_benchmark, locate_benchmark
+from audit.auditscan import scan_audit
 from audit.bars import console, progress_display, step
 from audit.cli.shell import InputError
 from audit.errors import AuditError
@@ -49,12 +50,13 @@ def report_command(
     )
 
     try:
-        audit = read_audit(audit_path)
+        # Checked in one pass that keeps a few fields per record; the report reads them back.
+        audit, kept = scan_audit(audit_path)
         bench, recorded = locate_benchmark(audit, audit_path, bench)
         inputs = [path for path in (audit_path, bench, predictions, item_pages) if path is not None]
         check_directory_target(out, REPORT, inputs=inputs)
         items = load_benchmark(bench, recorded.format, options=recorded_options(recorded.mapping, recorded.source_lang)).items
-        check_against_benchmark(audit, audit_path, items)
+        check_against_benchmark(audit, audit_path, items, kept)
         evaluation = None
         if predictions is not None:
             answers = load_predictions(predictions, items)

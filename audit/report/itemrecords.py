@@ -42,6 +42,11 @@ class ItemRecords:
         else:
             runs.append((offset, length))
 
+    def check_unchanged(self) -> None:
+        """Refuse an audit file changed since it was checked (`StoredRecords.check_unchanged`)."""
+        if isinstance(self.audit.records, StoredRecords):
+            self.audit.records.check_unchanged()
+
     def item_ids(self) -> list[str]:
         return list(self.where)
 

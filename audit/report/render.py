@@ -210,6 +210,7 @@ def write_report(
                 write_pages(pages, pool if workers > 1 else None, workers)
             html = environment.get_template("report.html.j2").render(data=data, figures=drawn())
         (staging / "report.html").write_text(html, encoding="utf-8")
+        read.records.check_unchanged()
         commit_directory(staging, out, REPORT, inputs=[*inputs, Path(audit_path), *([Path(item_pages)] if item_pages else [])])
     except BaseException:
         discard_staging(staging)
