@@ -1,19 +1,22 @@
 """`audit report`: transfer scores stratified by exposure, with intervals and provenance pages."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import click
 from rich.markup import escape
 
-from audit.auditfile import check_against_benchmark, locate_benchmark
+from audit.auditfile import AuditFile, check_against_benchmark, locate_benchmark
 from audit.auditscan import scan_audit
 from audit.bars import console, progress_display, step
 from audit.cli.shell import InputError
 from audit.errors import AuditError
+from audit.items import Item
 from audit.outputs import check_directory_target
 from audit.readers import load_benchmark, recorded_options
+from audit.report.pages import ItemsById
 from audit.report.render import REPORT, write_report
 
 METHODS = ("auto", "given", "eclektic", "robust", "judge")
@@ -43,43 +46,61 @@ def report_command(
     item_pages: Path | None,
 ) -> None:
     """Transfer scores stratified by measured exposure, with intervals, plots and provenance pages."""
-    from audit.evaluate import (
-        JudgeConfig,
-        evaluate,
-        load_predictions,
-    )
-
     try:
-        # Checked in one pass that keeps a few fields per record; the report reads them back.
-        audit, kept = scan_audit(audit_path)
-        bench, recorded = locate_benchmark(audit, audit_path, bench)
-        inputs = [path for path in (audit_path, bench, predictions, item_pages) if path is not None]
-        check_directory_target(out, REPORT, inputs=inputs)
-        items = load_benchmark(bench, recorded.format, options=recorded_options(recorded.mapping, recorded.source_lang)).items
-        check_against_benchmark(audit, audit_path, items, kept)
+        audit, items, inputs = _read_inputs(audit_path, bench, [predictions, item_pages], out)
         evaluation = None
         if predictions is not None:
-            answers = load_predictions(predictions, items)
-            if method == "auto":
-                method = "given" if all(p.correct is not None for p in answers.predictions.values()) else "robust"
-            judge = JudgeConfig(model=judge_model, concurrency=judge_concurrency) if method == "judge" else None
-            with progress_display() as progress:
-                task = progress.add_task(f"scoring ({method})", total=None)
-                result = evaluate(
-                    items, answers, audit, method, judge=judge, bootstrap=bootstrap, seed=seed,
-                    progress=lambda done, total: progress.update(task, completed=done, total=total),
-                )
-            evaluation = result.to_dict()
-            for problem in evaluation["problems"]:
-                console.print(f"[yellow]problem[/yellow] {escape(problem)}")
+            method, evaluation = _evaluated(audit, items, predictions, method, JudgeOptions(judge_model, judge_concurrency, bootstrap, seed))
+        # The pages read the items back from one buffer; the objects themselves are let go.
+        pages_items, items = ItemsById(items), []
         with step(f"writing the report {out}"):
-            data = write_report(out, audit, str(audit_path), items, evaluation, item_pages, inputs=inputs)
+            data = write_report(out, audit, str(audit_path), pages_items, evaluation, item_pages, inputs=inputs)
     except (AuditError, FileNotFoundError) as error:
         raise InputError(str(error)) from None
     if evaluation:
         _print_evaluation(evaluation, method)
     pages = len(data["exposure"]["items"])
     click.echo(f"report: {out / 'report.html'} ({pages} provenance pages{f', linked from {item_pages}' if item_pages else ''})")
+
+
+@dataclass(frozen=True)
+class JudgeOptions:
+    model: str | None
+    concurrency: int
+    bootstrap: int
+    seed: int
+
+
+def _read_inputs(audit_path: Path, bench: Path | None, others: list[Path | None], out: Path) -> tuple[AuditFile, list[Item], list[Path]]:
+    """The audit, checked in one pass that keeps a few fields per record (the report reads
+    the records back from disk), and the benchmark's items checked against it."""
+    audit, kept = scan_audit(audit_path)
+    bench, recorded = locate_benchmark(audit, audit_path, bench)
+    inputs = [path for path in (audit_path, bench, *others) if path is not None]
+    check_directory_target(out, REPORT, inputs=inputs)
+    items = load_benchmark(bench, recorded.format, options=recorded_options(recorded.mapping, recorded.source_lang)).items
+    check_against_benchmark(audit, audit_path, items, kept)
+    return audit, items, inputs
+
+
+def _evaluated(audit: AuditFile, items: list[Item], predictions: Path, method: str, judging: JudgeOptions) -> tuple[str, dict[str, Any]]:
+    """The model's answers scored (`method` chosen when `auto`), with the problems met printed."""
+    from audit.evaluate import JudgeConfig, evaluate, load_predictions
+
+    answers = load_predictions(predictions, items)
+    if method == "auto":
+        method = "given" if all(p.correct is not None for p in answers.predictions.values()) else "robust"
+    judge = JudgeConfig(model=judging.model, concurrency=judging.concurrency) if method == "judge" else None
+    with progress_display() as progress:
+        task = progress.add_task(f"scoring ({method})", total=None)
+        result = evaluate(
+            items, answers, audit, method, judge=judge, bootstrap=judging.bootstrap, seed=judging.seed,
+            progress=lambda done, total: progress.update(task, completed=done, total=total),
+        )
+    evaluation = result.to_dict()
+    for problem in evaluation["problems"]:
+        console.print(f"[yellow]problem[/yellow] {escape(problem)}")
+    return method, evaluation
 
 
 def _print_evaluation(evaluation: dict[str, Any], method: str) -> None:

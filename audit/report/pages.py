@@ -8,7 +8,7 @@ records and writes their pages itself, each to a hidden sibling renamed into pla
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -16,7 +16,7 @@ from pathlib import Path
 
 from jinja2 import Environment, Template
 
-from audit.children import WorkerPool
+from audit.children import Packed, WorkerPool
 from audit.evaluate.stratify import Exposure
 from audit.items import Item
 from audit.outputs import writing
@@ -33,6 +33,21 @@ class PageError(RuntimeError):
     """A provenance page could not be rendered; the message names the page and its item."""
 
 
+class ItemsById:
+    """The benchmark's items pickled into one buffer (`Packed`), each read back by its id where
+    its page is rendered.  A page worker then touches no item object of the parent's (touching
+    one writes its reference count, and the page holding it is copied), and a caller that
+    drops its list of items keeps a third of their size in memory while the pages render."""
+
+    def __init__(self, items: Sequence[Item]) -> None:
+        self.packed: Packed[Item] = Packed.of(items)
+        self.position = {item.item_id: position for position, item in enumerate(items)}
+
+    def get(self, item_id: str) -> Item | None:
+        position = self.position.get(item_id)
+        return self.packed[position] if position is not None else None
+
+
 @dataclass(frozen=True)
 class Pages:
     """Everything the pages are rendered from; `records` in the audit's order of items."""
@@ -40,7 +55,7 @@ class Pages:
     directory: Path
     template: Template
     data: JsonObject
-    by_id: dict[str, Item]
+    by_id: ItemsById
     records: ItemRecords
     labels: Exposure
 
@@ -49,8 +64,8 @@ class Pages:
 _current: list[Pages] = []
 
 
-def pages_of(directory: Path, environment: Environment, data: JsonObject, read: ReadAudit, items: list[Item]) -> Pages:
-    by_id = {item.item_id: item for item in items}
+def pages_of(directory: Path, environment: Environment, data: JsonObject, read: ReadAudit, items: Sequence[Item] | ItemsById) -> Pages:
+    by_id = items if isinstance(items, ItemsById) else ItemsById(items)
     return Pages(directory, environment.get_template("item.html.j2"), data, by_id, read.records, read.labels)
 
 

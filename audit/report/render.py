@@ -8,7 +8,7 @@ import json
 import multiprocessing
 import os
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -21,7 +21,7 @@ from audit.outputs import commit_directory, discard_staging, staging_directory
 from audit.records import Json, JsonObject
 from audit.report import inert
 from audit.report.build import read_records, report_data
-from audit.report.pages import inherited, pages_of, write_pages
+from audit.report.pages import ItemsById, inherited, pages_of, write_pages
 
 DEFAULT_EVIDENCE = "evidence/_default.html.j2"
 
@@ -181,7 +181,7 @@ def write_report(
     out: Path,
     audit: AuditFile,
     audit_path: str,
-    items: list[Item],
+    items: Sequence[Item] | ItemsById,
     evaluation: JsonObject | None = None,
     item_pages: Path | None = None,
     inputs: Iterable[Path] = (),
