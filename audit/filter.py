@@ -79,7 +79,7 @@ def judge_items(audit: AuditFile, policy: FilterPolicy) -> dict[str, Verdict]:
     """One verdict per audited item, with the evidence that decided each seen language."""
     by_item: dict[str, list[JsonObject]] = {}
     for record in audit.records:
-        by_item.setdefault(record["item_id"], []).append(record)
+        by_item.setdefault(record["item_id"], []).append(_verdict_fields(record))
     verdicts = {}
     for item_id, records in by_item.items():
         seen = [r for r in records if r.get("exposure") == SEEN and (policy.rule == "any-seen" or r.get("role") == "target")]
@@ -109,6 +109,23 @@ def judge_items(audit: AuditFile, policy: FilterPolicy) -> dict[str, Verdict]:
             membership_decided_by={r["lang"]: r.get("membership_decided_by", []) for r in members},
         )
     return verdicts
+
+
+# What a verdict reads of every record, and of some their checks (`_verdict_fields`).
+VERDICT_FIELDS = ("item_id", "lang", "role", "exposure", "item_exposure", "knowledge", "membership")
+
+
+def _verdict_fields(record: JsonObject) -> JsonObject:
+    """What `judge_items` reads of a record, so an audit read from disk is judged without
+    holding its evidence: the checks only of a seen or unknown language, a known one, a member."""
+    kept = {name: record[name] for name in VERDICT_FIELDS if name in record}
+    if record.get("exposure") in (SEEN, UNKNOWN):
+        kept["decided_by"] = record.get("decided_by", [])
+    if record.get("knowledge") == Knowledge.KNOWN:
+        kept["knowledge_decided_by"] = record.get("knowledge_decided_by", [])
+    if record.get("membership") == Membership.MEMBER:
+        kept["membership_decided_by"] = record.get("membership_decided_by", [])
+    return kept
 
 
 def _read_text(path: Path) -> tuple[str, bool]:

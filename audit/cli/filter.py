@@ -6,7 +6,8 @@ from pathlib import Path
 
 import click
 
-from audit.auditfile import check_against_benchmark, locate_benchmark, read_audit
+from audit.auditfile import check_against_benchmark, locate_benchmark
+from audit.auditscan import scan_audit
 from audit.cli.filteroutput import check_manifest_name, check_output_name
 from audit.cli.shell import InputError
 from audit.errors import AuditError
@@ -34,7 +35,8 @@ def filter_command(
         raise InputError(f"--out {out}: give the name of a new file (a new directory for BMLAMA)")
     manifest_path = manifest_path or out.with_name(out.name + ".manifest.json")
     try:
-        audit = read_audit(audit_path)
+        # Checked in one pass that keeps a few fields per record; the verdicts read it again.
+        audit, kept = scan_audit(audit_path)
         if drop_known and not audit.manifest.get("models"):
             raise InputError(f"--drop-known: {audit_path} was made without a probe model, so it says nothing of what a model knows; audit with --probe-model")
         if drop_member:
@@ -53,7 +55,7 @@ def filter_command(
         check_output_name(out, recorded.format, bench)
         check_manifest_name(manifest_path)
         report = load_benchmark(bench, recorded.format, options=recorded_options(recorded.mapping, recorded.source_lang))
-        check_against_benchmark(audit, audit_path, report.items)
+        check_against_benchmark(audit, audit_path, report.items, kept)
         result = filter_benchmark(audit, report.items, bench, recorded, out, FilterPolicy(rule, drop_unknown, drop_known, drop_member), flag=flag, audit_path=str(audit_path))
     except AuditError as error:
         raise InputError(str(error)) from None
