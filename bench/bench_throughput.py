@@ -1,5 +1,6 @@
 """Throughput benchmark: a default `audit check` (default signals, with and without the report)
-of whole benchmarks, run by this working tree and by a baseline commit interleaved in one run.
+of whole benchmarks, run by this working tree and by a baseline commit interleaved in one run; and `audit report` and
+`audit filter` of one audit file by both.
 
     python bench/bench_throughput.py                  # all four workloads; an hour on 2 cores
     python bench/bench_throughput.py --skip-big       # the sample and the 4,608-variant one
@@ -75,6 +76,7 @@ class Workload:
     corpus: str
     options: list[str] = field(default_factory=list)
     compare_reports: bool = False
+    compare_filters: bool = False
 
 
 def git(*args: str, cwd: Path = ROOT) -> str:
@@ -164,6 +166,20 @@ def same_reports(codes: list[Code], audit: Path, work: Path) -> dict:
     return {"identical": same_directory(*outs), "render": timed}
 
 
+def same_filters(codes: list[Code], audit: Path, work: Path) -> dict:
+    """The one audit file filtered by `audit filter` of both codes: the same filtered benchmark
+    and removal manifest (apart from `created` and `output`)?  With each filter's time."""
+    outs, timed = [], {}
+    for code in codes:
+        out = work / "runs" / f"{audit.name}.{code.label}.filtered"
+        subprocess.run(["rm", "-rf", str(out), f"{out}.manifest.json"], check=True)
+        timed[code.label] = measured([sys.executable, "-m", "audit.cli", "filter", str(audit), "--out", str(out)], code.env(), out.with_suffix(".log"), code.tree)
+        outs.append(out)
+    manifests = [{k: v for k, v in json.loads(Path(f"{out}.manifest.json").read_text()).items() if k not in ("created", "output")} for out in outs]
+    same = same_directory(*outs) if outs[0].is_dir() else filecmp.cmp(*outs, shallow=False)
+    return {"identical": same and manifests[0] == manifests[1], "filter": timed}
+
+
 def workloads(work: Path, shared: Path, skip_big: bool, big_registry: Path) -> list[Workload]:
     eclektic = work / "eclektic384.jsonl"
     variants = len(synthetic_benchmark(eclektic))
@@ -172,7 +188,7 @@ def workloads(work: Path, shared: Path, skip_big: bool, big_registry: Path) -> l
         Workload("eclektic-4608", eclektic, variants, "demo", compare_reports=True),
     ]
     if not skip_big:
-        chosen.append(Workload("bmlama17", shared / "data" / "bench" / "bmlama" / "BMLAMA17", 6792 * 17, "demo", ["--format", "bmlama"]))
+        chosen.append(Workload("bmlama17", shared / "data" / "bench" / "bmlama" / "BMLAMA17", 6792 * 17, "demo", ["--format", "bmlama"], True, True))
         chosen.append(Workload("eclektic-4608-100MiB", eclektic, variants, "shared-100MB", ["--registry", str(big_registry)]))
     return chosen
 
@@ -267,6 +283,7 @@ def measure_all(codes: list[Code], chosen: list[Workload], args: argparse.Namesp
             if report:
                 row["audit_files_equal"] = normalized_audit(Path(base["audit"])) == normalized_audit(Path(new["audit"]))
                 row["reports"] = same_reports(codes, Path(base["audit"]), args.work) if workload.compare_reports else None
+                row["filters"] = same_filters(codes, Path(base["audit"]), args.work) if workload.compare_filters else None
             rows.append(row)
             (args.work / "throughput.partial.json").write_text(json.dumps(rows, indent=2))
     return rows
@@ -291,11 +308,13 @@ def table(results: dict) -> str:
                 f"| {row['workload']} ({row['variants']:,}) | {'yes' if row['report'] else 'no'} | {code['label']} `{code['commit'][:7]}` "
                 f"| {r['cpu_ms_per_variant']} | {r['cpu_s']} | {r['wall_s']} | {r['variants_per_s']:,} | {mib(r['peak_pss_bytes'])} {tail}"
             )
-    renders = [row for row in results["rows"] if row.get("reports")]
-    if renders:
-        lines += ["", "| `audit report` of one audit file | " + " | ".join(f"{c['label']} wall / CPU" for c in results["codes"]) + " |", "|---|---|---|"]
-        for row in renders:
-            lines.append(f"| {row['workload']} | " + " | ".join(f"{row['reports']['render'][c['label']]['wall_s']} s / {row['reports']['render'][c['label']]['cpu_s']} s" for c in results["codes"]) + " |")
+    for key, command, timing in (("reports", "audit report", "render"), ("filters", "audit filter", "filter")):
+        done = [row for row in results["rows"] if row.get(key)]
+        if done:
+            lines += ["", f"| `{command}` of one audit file | " + " | ".join(f"{c['label']} wall / CPU / peak" for c in results["codes"]) + " | identical |", "|---|---|---|---|"]
+            for row in done:
+                runs = [row[key][timing][c["label"]] for c in results["codes"]]
+                lines.append(f"| {row['workload']} | " + " | ".join(f"{r['wall_s']} s / {r['cpu_s']} s / {mib(r['peak_pss_bytes'])}" for r in runs) + f" | {row[key]['identical']} |")
     ig = results["infinigram_demo_index"]
     lines += ["", f"infini-gram's indexer on the 23 MiB demo corpus: {ig['wall_s']} s wall, {ig['cpu_s']} s CPU, peak {mib(ig['peak_pss_bytes'])}."]
     if results.get("phases"):
