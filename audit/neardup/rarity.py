@@ -29,29 +29,34 @@ class CommonShingles:
         self._counts: dict[str, int] = {}
         self._totals: dict[str, int] = {}
 
-    def _counted(self, spellings: list[str]) -> dict[str, int]:
+    def _counted(self, spellings: set[str]) -> dict[str, int]:
         """The counts of `spellings`, those not kept from earlier fields asked in one call."""
-        found = {spelling: self._counts.get(spelling) for spelling in spellings}
-        missing = [spelling for spelling, count in found.items() if count is None]
+        kept = self._counts
+        missing = [spelling for spelling in spellings if spelling not in kept]
+        found = {spelling: kept[spelling] for spelling in spellings if spelling in kept}
         if missing:
-            counted = dict(zip(missing, self.corpus.counts(missing), strict=True))
+            counted = {spelling: int(count or 0) for spelling, count in zip(missing, self.corpus.counts(missing), strict=True)}
             found.update(counted)
-            if len(self._counts) + len(counted) > CACHED:
-                self._counts.clear()
-            self._counts.update(counted)
-        return {spelling: int(count or 0) for spelling, count in found.items()}
+            if len(kept) + len(counted) > CACHED:
+                kept.clear()
+            kept.update(counted)
+        return found
 
     def __call__(self, shingles: dict[str, str]) -> set[str]:
         """Of `shingles` (text: surface form in the field), those that occur more than `limit`
-        times in their casings together (as written, lower-cased, capitalised).  Each surface
-        form's total is kept, so a form met in an earlier field costs a lookup."""
+        times in their casings together (as written, lower-cased, capitalised; each distinct
+        spelling once).  Each surface form's total is kept, so a form met in an earlier field
+        costs a lookup."""
         totals = self._totals
-        surfaces = list(dict.fromkeys(shingles.values()))
+        surfaces = set(shingles.values())
         if len(totals) + len(surfaces) > CACHED:
             totals.clear()
         new = [surface for surface in surfaces if surface not in totals]
         if new:
-            casings = {surface: dict.fromkeys((surface, surface.lower(), surface[:1].upper() + surface[1:].lower())) for surface in new}
-            counts = self._counted(list(dict.fromkeys(spelling for spellings in casings.values() for spelling in spellings)))
-            totals.update((surface, sum(counts[spelling] for spelling in spellings)) for surface, spellings in casings.items())
+            lowered = [surface.lower() for surface in new]
+            capitalised = [surface[:1].upper() + surface[1:].lower() for surface in new]
+            counts = self._counted({*new, *lowered, *capitalised})
+            for surface, lower, capital in zip(new, lowered, capitalised, strict=True):
+                total = counts[surface] + (counts[lower] if lower != surface else 0)
+                totals[surface] = total + (counts[capital] if capital not in (surface, lower) else 0)
         return {text for text, surface in shingles.items() if totals[surface] > self.limit}
