@@ -16,7 +16,7 @@ import pytest
 from conftest import summary_of
 from hostile import REPORT, Case, both, run_case
 
-from audit.auditfile import AuditFile, AuditFileError, check_against_benchmark, locate_benchmark, read_audit
+from audit.auditfile import AuditFile, AuditFileError, _parse_strictly, check_against_benchmark, locate_benchmark, parse_line, read_audit
 from audit.auditscan import ACROSS, scan_audit
 from audit.exposure import item_exposure
 from audit.readers import load_benchmark, recorded_options
@@ -314,3 +314,35 @@ def test_an_audit_changed_after_its_check_is_refused_when_read_back(sandbox: Pat
     (sandbox / AUDIT).write_bytes(b"".join(lines))
     with pytest.raises(AuditFileError, match="changed while it was being read"):
         list(audit.records)
+
+
+LINES = [
+    b'{"record": "exposure", "value": 1.0, "n": 3}\n',
+    b'{"a": 9223372036854775807}\n', b'{"a": -9223372036854775807}\n', b'{"a": 9223372036854775808}\n', b'{"a": -9223372036854775808}\n',
+    b'{"a": 123456789012345678}\n', b'{"a": 18446744073709551616}\n', b'{"a": 1e308}\n', b'{"a": 1e309}\n', b'{"a": -1e999}\n', b'{"a": 5e-324}\n', b'{"a": 1e-400}\n',
+    b'{"a": NaN}\n', b'{"a": Infinity}\n', b'{"a": "\\ud83d\\ude00"}\n', b'{"a": "\\ud800"}\n', b'{"a": "\\udfff x"}\n', b'{"a": "\xed\xa0\x80"}\n',
+    b'{"a": "\xff"}\n', b'{"a": "\x01"}\n', b'{"a": 1, "a": 2}\n', b'{"a": [1, 2,]}\n', b'{"a": 01}\n', b'{"a": -0}\n', b'{"a": -0.0}\n', b"\n", b"  \r\n",
+    b"[" * 800 + b"]" * 800 + b"\n", b"[" * 1025 + b"]" * 1025 + b"\n", b"[" * 100_000 + b"]" * 100_000 + b"\n", b'"\xef\xbb\xbf"\n', b'\xef\xbb\xbf{}\n',
+]
+
+
+@pytest.mark.parametrize("raw", LINES, ids=range(len(LINES)))
+def test_a_record_line_reads_as_the_strict_parser_reads_it(raw: bytes) -> None:
+    """A record line goes through orjson first: every value, and every refusal's message, is
+    the strict parser's."""
+    def read(parse: Callable[[Path, int, bytes], Any]) -> Any:
+        try:
+            value = parse(Path("a.jsonl"), 2, raw)
+        except AuditFileError as error:
+            return ("refused", str(error))
+        try:
+            return ("value", repr(value))
+        except RecursionError:  # deeper than repr goes: orjson refused it, so both are the strict parser's
+            return ("value", "deeper than repr goes")
+
+    assert read(parse_line) == read(_parse_strictly)
+
+
+def test_every_line_of_an_audit_reads_as_the_strict_parser_reads_it(sandbox: Path) -> None:
+    for number, raw in enumerate((sandbox / AUDIT).read_bytes().splitlines(keepends=True)[1:], start=2):
+        assert repr(parse_line(sandbox / AUDIT, number, raw)) == repr(_parse_strictly(sandbox / AUDIT, number, raw))

@@ -7,8 +7,9 @@ items.  An audit already held in memory (one `read_audit` read) keeps its record
 """
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
+
+import orjson
 
 from audit.auditfile import AuditFile, StoredRecords
 from audit.records import JsonObject
@@ -58,5 +59,5 @@ class ItemRecords:
         with open(self.path, "rb") as handle:
             for offset, length in self.where[item_id]:
                 handle.seek(offset)
-                found += [json.loads(line) for line in handle.read(length).splitlines()]
+                found += [orjson.loads(line) for line in handle.read(length).splitlines()]
         return found
