@@ -90,11 +90,14 @@ def units(text: str) -> tuple[Unit, ...]:
     )
 
 
-def windows(text: str, size: int) -> list[tuple[int, int]]:
-    """Character spans of every run of `size` consecutive units; a shorter text is one window."""
+@lru_cache(maxsize=1024)
+def windows(text: str, size: int) -> tuple[tuple[int, int], ...]:
+    """Character spans of every run of `size` consecutive units; a shorter text is one window.
+    Cached: a field's figures ask for its windows three times, over every document and again
+    in its language."""
     parts = units(text)
     if not parts:
-        return []
+        return ()
     if len(parts) <= size:
-        return [(parts[0].start, parts[-1].end)]
-    return [(parts[i].start, parts[i + size - 1].end) for i in range(len(parts) - size + 1)]
+        return ((parts[0].start, parts[-1].end),)
+    return tuple((parts[i].start, parts[i + size - 1].end) for i in range(len(parts) - size + 1))

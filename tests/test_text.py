@@ -45,4 +45,4 @@ def test_mixed_script_keeps_latin_words_whole():
 
 def test_short_text_is_one_window():
     assert surface("Tian Fen", 8) == ["Tian Fen"]
-    assert windows("   ", 8) == []
+    assert windows("   ", 8) == ()

@@ -282,6 +282,9 @@ class LanguageView:
         self.allowed = np.array(sorted(self.table.code(name) for name in names), dtype=np.uint16)
         self.extra = np.array(sorted(documents), dtype=np.int64)
         self.let_in = documents
+        # Read-only: a view is kept by its index and handed to every field that asks for it.
+        self.allowed.setflags(write=False)
+        self.extra.setflags(write=False)
 
     def with_documents(self, documents: frozenset[int]) -> LanguageView:
         """This view with some documents of other languages let in: those whose window around

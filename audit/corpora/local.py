@@ -21,6 +21,8 @@ from audit.index.doclangs import DocumentLanguages, LanguageTableError, read_tab
 
 # Occurrence samples a local index keeps in each process (`occurrence_arrays`): about 8 KB each.
 SAMPLES_KEPT = 512
+# Language views a local index keeps (`in_language`): one or two per language of a benchmark.
+VIEWS_KEPT = 256
 
 
 class LocalIndex:
@@ -75,8 +77,13 @@ class LocalIndex:
 
     def in_language(self, languages: frozenset[str], unknown: bool) -> LanguageView | None:
         """This index counting only documents of `languages` (and of unknown language when
-        `unknown`); None for an index without a language table."""
-        return None if self.languages is None else LanguageView(self, languages, unknown)
+        `unknown`); None for an index without a language table.  The views are kept: every
+        field of every variant asks for its language's."""
+        return None if self.languages is None else self._views(languages, unknown)
+
+    @functools.cached_property
+    def _views(self) -> Callable[[frozenset[str], bool], LanguageView]:
+        return functools.lru_cache(maxsize=VIEWS_KEPT)(lambda languages, unknown: LanguageView(self, languages, unknown))
 
     def count_in(self, pattern: bytes, allowed: np.ndarray, extra: np.ndarray) -> tuple[int, int]:
         """(fewest, most) occurrences of `pattern` in the allowed documents (`inlanguage`)."""

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from audit.neardup.source import Texts
 
-CACHED = 1 << 16
+# Spellings and surface forms whose counts one instance keeps (it lives as long as its signal's runner).
+CACHED = 1 << 15
 
 
 class CommonShingles:
@@ -30,10 +31,12 @@ class CommonShingles:
         self._totals: dict[str, int] = {}
 
     def _counted(self, spellings: set[str]) -> dict[str, int]:
-        """The counts of `spellings`, those not kept from earlier fields asked in one call."""
+        """The counts of `spellings`, those not kept from earlier fields asked in one call.
+        Only single reads and writes of the kept counts, so threads sharing one instance
+        never see a count half made."""
         kept = self._counts
-        missing = [spelling for spelling in spellings if spelling not in kept]
-        found = {spelling: kept[spelling] for spelling in spellings if spelling in kept}
+        found = {spelling: kept.get(spelling, -1) for spelling in spellings}
+        missing = [spelling for spelling, count in found.items() if count < 0]
         if missing:
             counted = {spelling: int(count or 0) for spelling, count in zip(missing, self.corpus.counts(missing), strict=True)}
             found.update(counted)
@@ -48,15 +51,16 @@ class CommonShingles:
         spelling once).  Each surface form's total is kept, so a form met in an earlier field
         costs a lookup."""
         totals = self._totals
-        surfaces = set(shingles.values())
-        if len(totals) + len(surfaces) > CACHED:
-            totals.clear()
-        new = [surface for surface in surfaces if surface not in totals]
+        mine = {surface: totals.get(surface, -1) for surface in set(shingles.values())}
+        new = [surface for surface, total in mine.items() if total < 0]
         if new:
             lowered = [surface.lower() for surface in new]
             capitalised = [surface[:1].upper() + surface[1:].lower() for surface in new]
             counts = self._counted({*new, *lowered, *capitalised})
             for surface, lower, capital in zip(new, lowered, capitalised, strict=True):
                 total = counts[surface] + (counts[lower] if lower != surface else 0)
-                totals[surface] = total + (counts[capital] if capital not in (surface, lower) else 0)
-        return {text for text, surface in shingles.items() if totals[surface] > self.limit}
+                mine[surface] = total + (counts[capital] if capital not in (surface, lower) else 0)
+            if len(totals) + len(new) > CACHED:
+                totals.clear()
+            totals.update((surface, mine[surface]) for surface in new)
+        return {text for text, surface in shingles.items() if mine[surface] > self.limit}

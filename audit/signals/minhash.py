@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from functools import partial
 
 from audit import forms
 from audit.corpora.base import Corpus, DocumentHit, Occurrence, UnknownLanguage
@@ -176,29 +175,41 @@ def _checked(index: NearDuplicateIndex, source: str, checked: Checked, asked: Fi
     return results
 
 
+class MinhashRun:
+    """The signal on one index, with what stays the same from variant to variant made once:
+    whether the index was built as the policy expects, and the common-shingle counts, kept
+    across variants (the same shingles recur in language after language, item after item)."""
+
+    def __init__(self, index: NearDuplicateIndex, config: MinhashConfig, rules: Mapping[str, Sequence[Rule]]) -> None:
+        self.index, self.config, self.rules = index, config, rules
+        try:
+            check_expected(index.directory, index.params, config.index.model_dump(exclude_none=True))
+            self.mismatch: str | None = None
+        except NearDupError as error:
+            self.mismatch = str(error)
+        self.common = CommonShingles(index.corpus, config.common.per_million_bytes, config.common.at_least)
+
+    def __call__(self, item: Item, lang: str) -> list[Evidence]:
+        index, config = self.index, self.config
+        shared = index.distinct_shingles(forms.source_texts(item, lang))
+        variant = item.variants[lang]
+        wanted = set(fields_for(item))
+        results = []
+        for checked in forms.text_fields(item, lang):
+            if checked.field in wanted:
+                documents = DocumentFilter.of(index.corpus, variant.language_of(checked.field, lang), UnknownLanguage(config.unknown_language))
+                asked = FieldQuery(shared, documents, self.rules.get(checked.field, ()), self.common)
+                results += _checked(index, index.corpus.info.name, checked, asked, config, self.mismatch)
+        return results
+
+
 def run(index: NearDuplicateIndex, item: Item, lang: str, config: MinhashConfig, rules: Mapping[str, Sequence[Rule]] | None = None) -> list[Evidence]:
     """Near-duplicate evidence for each text field the item's kind shingles, counted in the
     documents of the field's language (`variant.language_of`); a field the variant lacks is
     absent, and an index or query failure (damage, a mismatching build, Redis down) is failed,
     never "no match".  The policy's `rules` set the containment a document must reach to be
     listed among the languages the field was found in."""
-    source = index.corpus.info.name
-    try:
-        check_expected(index.directory, index.params, config.index.model_dump(exclude_none=True))
-        mismatch = None
-    except NearDupError as error:
-        mismatch = str(error)
-    shared = index.distinct_shingles(forms.source_texts(item, lang))
-    common = CommonShingles(index.corpus, config.common.per_million_bytes, config.common.at_least)
-    variant = item.variants[lang]
-    wanted = set(fields_for(item))
-    results = []
-    for checked in forms.text_fields(item, lang):
-        if checked.field in wanted:
-            documents = DocumentFilter.of(index.corpus, variant.language_of(checked.field, lang), UnknownLanguage(config.unknown_language))
-            asked = FieldQuery(shared, documents, (rules or {}).get(checked.field, ()), common)
-            results += _checked(index, source, checked, asked, config, mismatch)
-    return results
+    return MinhashRun(index, config, rules or {})(item, lang)
 
 
 def open_runner(corpus: Corpus, opening: Opening) -> Runner | Skip:
@@ -212,5 +223,5 @@ def open_runner(corpus: Corpus, opening: Opening) -> Runner | Skip:
     except Exception as error:  # a damaged index beside a corpus fails that signal's evidence, not the run
         return broken(NAME, name, fields_for, error)
     rules = {field: table.for_source(name) for field, table in opening.rules.items()}
-    ask = partial(run, index, config=opening.config, rules=rules)
+    ask = MinhashRun(index, opening.config, rules)
     return Runner(NAME, name, fields_for, ask, portable=getattr(corpus, "ships_to_workers", False))

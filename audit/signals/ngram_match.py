@@ -7,6 +7,7 @@ reaches its end, so coverage of every window costs no query beyond the one longe
 """
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -172,12 +173,14 @@ def questions_for(rules: Sequence[Rule], text: str, size: int, budget: Budget) -
         if rule.figure == "longest_match_chars":
             longest.add(int(rule.value) + step)
         elif rule.figure == "longest_match_fraction":
-            reaching = next((k for k in range(len(text) + 1) if _ratio(k, len(text)) >= float(rule.value)), None)
-            if reaching is not None:
+            # The shortest length whose fraction (as figures round it) reaches the value: the
+            # rounded fraction only grows with the length, so a binary search finds it.
+            reaching = bisect.bisect_left(range(len(text) + 1), True, key=lambda k: _ratio(k, len(text)) >= float(rule.value))
+            if reaching <= len(text):
                 longest.add(reaching + step)
         elif rule.figure == "coverage":
             coverage.add(float(rule.value) + (1e-4 if step else 0.0))
-    spans = tuple(windows(text, size)) if coverage else ()
+    spans = windows(text, size) if coverage else ()
     return MatchQuestions(tuple(sorted(longest)), spans, tuple(sorted(coverage)), budget)
 
 
