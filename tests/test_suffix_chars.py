@@ -294,6 +294,9 @@ def test_shared_windows_are_those_some_source_holds(rows):
                 found = SharedText.find(text, size, sources)
                 assert (found.windows if found is not None else frozenset()) == want, (text, size)
                 shared += len(want)
+                if found is not None:  # every position's unshared characters at once, as one by one
+                    lengths = [rng.randrange(0, len(text) + 3) for _ in text]
+                    assert found.unshared_all(lengths) == [found.unshared(i, n) for i, n in enumerate(lengths)]
     assert shared
 
 

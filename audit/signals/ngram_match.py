@@ -90,6 +90,13 @@ class SharedText:
         """Characters of text[start:start+length] that are not shared with the source."""
         return length - sum(self.chars[start : start + length])
 
+    def unshared_all(self, lengths: list[int]) -> list[int]:
+        """`unshared` at every position at once, `lengths[i]` characters from position i."""
+        before = np.concatenate(([0], np.cumsum(self.chars, dtype=np.int64)))
+        counts = np.asarray(lengths, dtype=np.int64)
+        at = np.arange(len(counts))
+        return (counts - (before[np.minimum(at + counts, len(self.chars))] - before[at])).tolist()
+
     def intervals(self) -> list[list[int]]:
         merged: list[list[int]] = []
         for start, end in sorted(self.windows):
@@ -103,8 +110,8 @@ class SharedText:
 def without_shared(match: FieldMatch, shared: SharedText) -> FieldMatch:
     """The match with every length counting only characters not shared with the source, so the
     longest match is the longest run of target-language evidence."""
-    lengths = [shared.unshared(i, n) for i, n in enumerate(match.lengths)]
-    highest = [shared.unshared(i, n) for i, n in enumerate(match.highest)] if match.highest is not None else None
+    lengths = shared.unshared_all(match.lengths)
+    highest = shared.unshared_all(match.highest) if match.highest is not None else None
     return FieldMatch(match.text, lengths, highest, match.coverage)
 
 
