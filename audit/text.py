@@ -90,11 +90,11 @@ def units(text: str) -> tuple[Unit, ...]:
     )
 
 
-@lru_cache(maxsize=1024)
+@lru_cache(maxsize=64)
 def windows(text: str, size: int) -> tuple[tuple[int, int], ...]:
     """Character spans of every run of `size` consecutive units; a shorter text is one window.
-    Cached: a field's figures ask for its windows three times, over every document and again
-    in its language."""
+    Cached (a few: a long field's are tens of kilobytes): a field's figures ask for its
+    windows three times, over every document and again in its language."""
     parts = units(text)
     if not parts:
         return ()
