@@ -12,7 +12,9 @@ and the answer, the subject and the answer, all the options together).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from audit.items import Item, ItemKind, Variant
 from audit.text import normalize
@@ -34,6 +36,7 @@ PAIR_FIELD: dict[ItemKind, str] = {
 }
 # A tokenised template's space before a full stop, comma or closing bracket (`born in [Y] .`),
 # which no corpus writes.
+T = TypeVar("T")
 _SPACED_PUNCTUATION = re.compile(r"\s+([.,)])(?=\s|$)")
 # Fields checked in more than one form: their evidence names the form and carries its text.
 FORM_FIELDS = frozenset({STATEMENT, PROMPT, QUESTION_CORRECT, QUESTION_DISTRACTOR})
@@ -113,7 +116,27 @@ def with_options(question: str | None, variant: Variant) -> tuple[tuple[Form, ..
     return tuple(right[:1]), tuple(wrong)
 
 
-def text_fields(item: Item, lang: str) -> list[Checked]:
+class PerVariant(Generic[T]):
+    """The last answers of a function of (item, language), kept by the item's identity (and
+    the item with them, so its identity is not reused while kept): every signal asks for the
+    same variant's forms, and each target variant for its source's."""
+
+    def __init__(self, compute: Callable[[Item, str], T], size: int = 64) -> None:
+        self.compute, self.size = compute, size
+        self.kept: dict[tuple[int, str], tuple[Item, T]] = {}
+
+    def __call__(self, item: Item, lang: str) -> T:
+        found = self.kept.get((id(item), lang))
+        if found is not None and found[0] is item:
+            return found[1]
+        value = self.compute(item, lang)
+        if len(self.kept) >= self.size:
+            self.kept.clear()
+        self.kept[(id(item), lang)] = (item, value)
+        return value
+
+
+def _text_fields(item: Item, lang: str) -> tuple[Checked, ...]:
     """Every text field the item's kind checks, in a fixed order, with its forms."""
     variant = item.variants[lang]
     if item.kind is ItemKind.CLOZE:
@@ -125,20 +148,26 @@ def text_fields(item: Item, lang: str) -> list[Checked]:
         found = {QUESTION: _form(QUESTION, variant.question)}
     found[ANSWER] = _form(ANSWER, variant.answer)
     found[CONTEXT] = _form(CONTEXT, variant.context)
-    return [Checked(name, found[name]) for name in TEXT_FIELDS[item.kind]]
+    return tuple(Checked(name, found[name]) for name in TEXT_FIELDS[item.kind])
+
+
+text_fields = PerVariant(_text_fields)
 
 
 def option_forms(variant: Variant) -> tuple[Form, ...]:
     return tuple(form for number, option in enumerate(variant.options, 1) for form in _form(f"option {number}", option))
 
 
-def source_texts(item: Item, lang: str) -> list[str]:
-    """The source-language text a target variant is compared against ([] for the source itself):
-    its fields and every form checked of it (a cloze's filled statements, not its mask)."""
+def _source_texts(item: Item, lang: str) -> tuple[str, ...]:
+    """The source-language text a target variant is compared against (none for the source
+    itself): its fields and every form checked of it (a cloze's filled statements, not its mask)."""
     source = item.variants.get(item.source_lang)
     if lang == item.source_lang or source is None:
-        return []
+        return ()
     texts = [normalize(t) for t in (source.question, source.answer, source.context, source.title, source.subject) if t]
     texts += [form.text for checked in text_fields(item, item.source_lang) for form in checked.forms]
     texts += [form.text for form in (*answers(source), *subjects(source), *option_forms(source))]
-    return list(dict.fromkeys(t for t in texts if t))
+    return tuple(dict.fromkeys(t for t in texts if t))
+
+
+source_texts = PerVariant(_source_texts)

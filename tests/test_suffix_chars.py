@@ -266,9 +266,12 @@ def plain_maximal_spans(lengths: list[int], min_chars: int) -> list[tuple[int, i
     return sorted(spans, key=lambda s: (s[0] - s[1], s[0]))
 
 
-def test_maximal_spans_of_real_matches_are_those_of_the_plain_loop(index, rows):
+@pytest.mark.parametrize("short", [0, 200, 10**9], ids=["vectorised", "by length", "looped"])
+def test_maximal_spans_of_real_matches_are_those_of_the_plain_loop(index, rows, short, monkeypatch):
+    from audit.signals import ngram_match
     from audit.signals.ngram_match import FieldMatch
 
+    monkeypatch.setattr(ngram_match, "SHORT_FIELD", short)
     for query in [*queries(rows), b""]:
         text = query.decode()
         lengths = index.match_lengths(text).lengths

@@ -18,6 +18,9 @@ from audit.evidence import Json
 from audit.rules import Op, Rule
 from audit.text import windows
 
+# Characters up to which a field's maximal spans are found by a plain loop (`maximal_spans`).
+SHORT_FIELD = 200
+
 
 @dataclass
 class FieldMatch:
@@ -49,12 +52,21 @@ class FieldMatch:
 
     def maximal_spans(self, min_chars: int) -> list[tuple[int, int]]:
         """Matched spans not contained in an earlier one, longest first: a span counts where it
-        reaches past every earlier one's end (vectorised: one running maximum)."""
-        lengths = np.asarray(self.lengths, dtype=np.int64)
-        ends = np.arange(len(lengths)) + lengths
-        reach = np.maximum.accumulate(np.concatenate(([0], ends[:-1]))) if len(ends) else ends
-        kept = np.flatnonzero((ends > reach) & (lengths >= min_chars))
-        spans = list(zip(kept.tolist(), ends[kept].tolist(), strict=True))
+        reaches past every earlier one's end (one running maximum: vectorised for a long
+        field, a plain loop for a short one, where numpy's calls cost more than the loop)."""
+        if len(self.lengths) > SHORT_FIELD:
+            lengths = np.asarray(self.lengths, dtype=np.int64)
+            ends = np.arange(len(lengths)) + lengths
+            reach = np.maximum.accumulate(np.concatenate(([0], ends[:-1])))
+            kept = np.flatnonzero((ends > reach) & (lengths >= min_chars))
+            spans = list(zip(kept.tolist(), ends[kept].tolist(), strict=True))
+        else:
+            spans, furthest = [], 0
+            for start, length in enumerate(self.lengths):
+                if start + length > furthest:
+                    if length >= min_chars:
+                        spans.append((start, start + length))
+                    furthest = start + length
         return sorted(spans, key=lambda s: (s[0] - s[1], s[0]))
 
 
