@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import shutil
 import socket
 import subprocess
@@ -617,3 +618,19 @@ def test_the_policy_builds_the_index_and_refuses_one_built_otherwise(tmp_path: P
     clash.write_text('name = "clash"\n[minhash.index]\nbands = 64\n', encoding="utf-8")
     refused = runner.invoke(main, ["index", "minhash", str(tmp_path / "index"), "--force", "--policy", str(clash)])
     assert refused.exit_code == 2 and "[minhash.index]: bands x rows (64 x 1) exceeds num_perm (32)" in refused.output
+
+
+def test_the_best_window_holds_the_most_distinct_shingles_of_any_window():
+    """`_best_window` against trying every window: the most distinct values inside `width`
+    consecutive positions starting at most `count - width`, the first such start on ties."""
+    from audit.neardup.verify import _best_window
+
+    rng = random.Random(11)
+    for _ in range(3000):
+        count, width = rng.randint(1, 60), rng.randint(1, 20)
+        positions = np.array(sorted(rng.sample(range(count), rng.randint(0, count))), dtype=np.int64)
+        values = np.array([rng.randint(0, 6) for _ in positions], dtype=np.int64)
+        starts = range(max(0, count - width) + 1)
+        held = [len({int(v) for p, v in zip(positions, values, strict=True) if start <= p < start + width}) for start in starts]
+        expected = (max(held), held.index(max(held))) if len(positions) else (0, 0)
+        assert _best_window(positions, values, width, count) == expected, (positions, values, width, count)

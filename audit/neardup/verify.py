@@ -263,9 +263,7 @@ def _best_window(positions: np.ndarray, values: np.ndarray, width: int, count: i
     last_start = max(0, count - width)
     hi = np.minimum(positions, last_start)
     ok = lo <= hi
-    changes = np.zeros(last_start + 2, dtype=np.int64)
-    np.add.at(changes, lo[ok], 1)
-    np.add.at(changes, hi[ok] + 1, -1)
+    changes = np.bincount(lo[ok], minlength=last_start + 2) - np.bincount(hi[ok] + 1, minlength=last_start + 2)
     totals = np.cumsum(changes)[: last_start + 1]
     at = int(np.argmax(totals))
     return int(totals[at]), at
