@@ -19,6 +19,8 @@ from typing import Generic, TypeVar
 from audit.items import Item, ItemKind, Variant
 from audit.text import normalize
 
+T = TypeVar("T")
+
 QUESTION, ANSWER, CONTEXT = "question", "answer", "context"
 STATEMENT, PROMPT = "statement", "prompt"
 QUESTION_CORRECT, QUESTION_DISTRACTOR = "question+correct", "question+distractor"
@@ -36,7 +38,6 @@ PAIR_FIELD: dict[ItemKind, str] = {
 }
 # A tokenised template's space before a full stop, comma or closing bracket (`born in [Y] .`),
 # which no corpus writes.
-T = TypeVar("T")
 _SPACED_PUNCTUATION = re.compile(r"\s+([.,)])(?=\s|$)")
 # Fields checked in more than one form: their evidence names the form and carries its text.
 FORM_FIELDS = frozenset({STATEMENT, PROMPT, QUESTION_CORRECT, QUESTION_DISTRACTOR})
