@@ -159,15 +159,17 @@ class StoredRecords(Sequence[JsonObject]):
 
     def located(self) -> Iterator[tuple[JsonObject, tuple[int, int]]]:
         """Each record with where its line lies in the file: (byte offset, length)."""
-        digest, count = hashlib.sha256(), 0
+        # Only a file `scan_audit` checked is hashed again; one this process just wrote needs no second check.
+        digest, count = hashlib.sha256() if self.digest is not None else None, 0
         with open(self.path, "rb") as handle:
             offset = len(handle.readline())
             for line in split_lines(handle):
-                digest.update(line)
+                if digest is not None:
+                    digest.update(line)
                 count += 1
                 yield orjson.loads(line), (offset, len(line))
                 offset += len(line)
-        if self.digest is not None and (count != self.count or digest.hexdigest() != self.digest):
+        if digest is not None and (count != self.count or digest.hexdigest() != self.digest):
             raise self._changed()
 
     @overload
