@@ -194,9 +194,11 @@ static inline int lane_probe(Lane *lane, const Shard *s)
 }
 
 /* The answers for `count` start positions of query q (n bytes): lengths[k] is the length of
- * the longest prefix of q[positions[k]:] found in the shard, each 0 <= positions[k] < n. */
+ * the longest prefix of q[positions[k]:] found in the shard, each 0 <= positions[k] < n, and
+ * (unless `ranks` is NULL) ranks[k] a rank whose suffix starts with that prefix (-1 for none):
+ * the language-restricted search finds each shorter prefix's range around it. */
 static void longest_at(const Shard *s, const uint8_t *q, Py_ssize_t n, const Py_ssize_t *positions,
-                       Py_ssize_t count, int64_t *lengths)
+                       Py_ssize_t count, int64_t *lengths, int64_t *ranks)
 {
     Lane lanes[LANES];
     Py_ssize_t next = 0, busy = 0;
@@ -219,6 +221,8 @@ static void longest_at(const Shard *s, const uint8_t *q, Py_ssize_t n, const Py_
                         break;
                     }
                     lengths[lane->slot] = 0; /* an empty shard */
+                    if (ranks != NULL)
+                        ranks[lane->slot] = -1;
                 }
             } else if (lane->stage == 1) {
                 /* The table entry has arrived: fetch the first suffix byte not known equal. */
@@ -236,7 +240,12 @@ static void longest_at(const Shard *s, const uint8_t *q, Py_ssize_t n, const Py_
                     lane->lcp_hi = lcp;
                 }
                 if (!lane_probe(lane, s)) {
-                    lengths[lane->slot] = lane->lcp_lo > lane->lcp_hi ? lane->lcp_lo : lane->lcp_hi;
+                    /* Rank lo - 1 was the last probe below, rank lo the last at or above. */
+                    int below = lane->lcp_lo > lane->lcp_hi;
+                    Py_ssize_t length = below ? lane->lcp_lo : lane->lcp_hi;
+                    lengths[lane->slot] = length;
+                    if (ranks != NULL)
+                        ranks[lane->slot] = length == 0 ? -1 : below ? lane->lo - 1 : lane->lo;
                     lane->stage = 0;
                     busy--;
                     j--; /* refill this lane at once */
@@ -249,8 +258,9 @@ static void longest_at(const Shard *s, const uint8_t *q, Py_ssize_t n, const Py_
 }
 
 /* Parse (data, table, ratio, query) and run `longest_at` over the positions `choose` picks:
- * the bytes of int64 it returns hold one length per position picked. */
-static PyObject *longest_over(PyObject *args, Py_ssize_t (*choose)(const uint8_t *, Py_ssize_t, Py_ssize_t *))
+ * the bytes of int64 it returns hold one length per position picked; with `with_ranks`, a
+ * tuple of those and the bytes of the ranks. */
+static PyObject *longest_over(PyObject *args, Py_ssize_t (*choose)(const uint8_t *, Py_ssize_t, Py_ssize_t *), int with_ranks)
 {
     PyObject *data_obj, *table_obj;
     int ratio;
@@ -263,7 +273,7 @@ static PyObject *longest_over(PyObject *args, Py_ssize_t (*choose)(const uint8_t
         return NULL;
     }
     Py_ssize_t n = query.len, count = 0;
-    PyObject *result = NULL;
+    PyObject *result = NULL, *found = NULL;
     Py_ssize_t *positions = PyMem_Malloc((n > 0 ? n : 1) * sizeof(Py_ssize_t));
     if (positions == NULL) {
         PyErr_NoMemory();
@@ -271,13 +281,21 @@ static PyObject *longest_over(PyObject *args, Py_ssize_t (*choose)(const uint8_t
     }
     count = choose(query.buf, n, positions);
     result = PyBytes_FromStringAndSize(NULL, count * (Py_ssize_t)sizeof(int64_t));
-    if (result != NULL) {
+    found = with_ranks ? PyBytes_FromStringAndSize(NULL, count * (Py_ssize_t)sizeof(int64_t)) : NULL;
+    if (result != NULL && (found != NULL || !with_ranks)) {
         int64_t *lengths = (int64_t *)PyBytes_AS_STRING(result);
+        int64_t *ranks = with_ranks ? (int64_t *)PyBytes_AS_STRING(found) : NULL;
         const uint8_t *q = query.buf;
         Py_BEGIN_ALLOW_THREADS
-        longest_at(&shard, q, n, positions, count, lengths);
+        longest_at(&shard, q, n, positions, count, lengths, ranks);
         Py_END_ALLOW_THREADS
-    }
+        if (with_ranks) {
+            PyObject *pair = PyTuple_Pack(2, result, found);
+            Py_SETREF(result, pair);
+        }
+    } else
+        Py_CLEAR(result);
+    Py_XDECREF(found);
     PyMem_Free(positions);
 done:
     PyBuffer_Release(&query);
@@ -310,24 +328,127 @@ static Py_ssize_t character_starts(const uint8_t *q, Py_ssize_t n, Py_ssize_t *p
  * insertion point of query[l:] in the suffix array, so one binary search per position suffices. */
 static PyObject *longest_matches(PyObject *self, PyObject *args)
 {
-    return longest_over(args, every_byte);
+    return longest_over(args, every_byte, 0);
 }
 
 /* `longest_matches` at character starts only: the figures are per character, and a match
  * starting inside a character is never read. */
 static PyObject *longest_char_matches(PyObject *self, PyObject *args)
 {
-    return longest_over(args, character_starts);
+    return longest_over(args, character_starts, 0);
+}
+
+/* `longest_char_matches` and, per character start, a rank whose suffix starts with the match. */
+static PyObject *longest_char_ranks(PyObject *self, PyObject *args)
+{
+    return longest_over(args, character_starts, 1);
+}
+
+/* A shard's documents as a pointer is looked up in them: their offsets, and optionally a
+ * directory (`document_directory`) narrowing each lookup to the documents of one block. */
+typedef struct {
+    const int64_t *offsets;
+    Py_ssize_t documents;
+    const int64_t *directory; /* NULL: search every offset */
+    int shift;
+    Py_ssize_t blocks;
+} Documents;
+
+/* The directory's block size, 2^shift bytes: about as many blocks as documents, so the
+ * directory is no larger than the offsets. */
+static int directory_shift(Py_ssize_t size, Py_ssize_t documents)
+{
+    int shift = 0;
+    while (shift < 48 && (size >> shift) > documents)
+        shift++;
+    return shift;
+}
+
+/* The document a pointer is in: the last whose offset is at most the pointer
+ * (`searchsorted(..., "right") - 1`, -1 being the last document as numpy indexes it), halving
+ * without branches (a conditional move per step: which half holds it is unpredictable), over
+ * the documents of the pointer's block where there is a directory. */
+static inline Py_ssize_t document_of(const Documents *d, int64_t pointer)
+{
+    Py_ssize_t first = 0, last = d->documents - 1;
+    if (d->directory != NULL && pointer >= 0 && (pointer >> d->shift) < d->blocks) {
+        Py_ssize_t block = (Py_ssize_t)(pointer >> d->shift);
+        first = d->directory[block] > 0 ? d->directory[block] : 0;
+        last = d->directory[block + 1] > 0 ? d->directory[block + 1] : 0;
+    }
+    const int64_t *base = d->offsets + first;
+    Py_ssize_t left = last - first + 1;
+    while (left > 1) {
+        Py_ssize_t half = left / 2;
+        base = base[half] <= pointer ? base + half : base;
+        left -= half;
+    }
+    return base[0] <= pointer ? base - d->offsets : d->documents - 1;
+}
+
+/* For a shard of `size` bytes and its documents' offsets: int64 [shift, e_0, ..., e_blocks],
+ * e_j the last document whose offset is at most j * 2^shift (-1: none), blocks = size >> shift
+ * plus one.  A pointer in block j is then in a document from e_j to e_{j+1}. */
+static PyObject *document_directory(PyObject *self, PyObject *args)
+{
+    Py_buffer offsets;
+    Py_ssize_t size;
+    if (!PyArg_ParseTuple(args, "y*n", &offsets, &size))
+        return NULL;
+    Py_ssize_t documents = offsets.len / (Py_ssize_t)sizeof(int64_t);
+    if (offsets.len % (Py_ssize_t)sizeof(int64_t) || documents == 0 || size < 0) {
+        PyBuffer_Release(&offsets);
+        PyErr_SetString(PyExc_ValueError, "document_directory: offsets must be int64 and not empty, size not negative");
+        return NULL;
+    }
+    int shift = directory_shift(size, documents);
+    Py_ssize_t blocks = (size >> shift) + 1;
+    PyObject *result = PyBytes_FromStringAndSize(NULL, (blocks + 2) * (Py_ssize_t)sizeof(int64_t));
+    if (result != NULL) {
+        int64_t *out = (int64_t *)PyBytes_AS_STRING(result);
+        const int64_t *at = offsets.buf;
+        Py_ssize_t document = -1;
+        out[0] = shift;
+        for (Py_ssize_t j = 0; j <= blocks; j++) {
+            int64_t start = (int64_t)j << shift;
+            while (document + 1 < documents && at[document + 1] <= start)
+                document++;
+            out[j + 1] = document;
+        }
+    }
+    PyBuffer_Release(&offsets);
+    return result;
+}
+
+/* Read a `document_directory` into `d` (None: none); -1 with an exception when it does not
+ * fit a shard of `size` bytes and `d->documents` documents. */
+static int parse_directory(PyObject *obj, Py_ssize_t size, Py_buffer *view, Documents *d)
+{
+    d->directory = NULL;
+    if (obj == Py_None)
+        return 0;
+    if (PyObject_GetBuffer(obj, view, PyBUF_SIMPLE) < 0)
+        return -1;
+    const int64_t *words = view->buf;
+    int shift = directory_shift(size, d->documents);
+    Py_ssize_t blocks = (size >> shift) + 1;
+    if (view->len != (blocks + 2) * (Py_ssize_t)sizeof(int64_t) || words[0] != shift) {
+        PyBuffer_Release(view);
+        PyErr_SetString(PyExc_ValueError, "the document directory is not this shard's");
+        return -1;
+    }
+    d->directory = words + 1;
+    d->shift = shift;
+    d->blocks = blocks;
+    return 1;
 }
 
 /* Whether a rank of [lo, hi) points into a document `allowed` marks (`audit.corpora.inlanguage`):
  * every rank when the range holds at most `most`, else `most` ranks spread evenly over it
  * exactly as numpy's `linspace(lo, hi - 1, most).round()` picks them (a product and a sum, each
- * rounded, the last rank hi - 1, halves to even), so sampled answers are the same.  A pointer's
- * document is the last whose offset is at most the pointer (`searchsorted(..., "right") - 1`,
- * -1 being the last document as numpy indexes it). */
-static int any_allowed_in(const uint8_t *table, int ratio, const int64_t *offsets, const uint8_t *allowed,
-                          Py_ssize_t documents, Py_ssize_t lo, Py_ssize_t hi, Py_ssize_t most)
+ * rounded, the last rank hi - 1, halves to even), so sampled answers are the same. */
+static int any_allowed_in(const uint8_t *table, int ratio, const Documents *d, const uint8_t *allowed,
+                          Py_ssize_t lo, Py_ssize_t hi, Py_ssize_t most)
 {
     Py_ssize_t picks = hi - lo <= most ? hi - lo : most;
     double first = (double)lo, step = picks > 1 ? ((double)(hi - 1) - first) / (double)(picks - 1) : 0.0;
@@ -338,18 +459,7 @@ static int any_allowed_in(const uint8_t *table, int ratio, const int64_t *offset
             volatile double scaled = (double)k * step; /* rounded before the sum, as numpy does */
             rank = k == picks - 1 ? hi - 1 : (Py_ssize_t)nearbyint(scaled + first);
         }
-        int64_t pointer = (int64_t)pointer_at(&s, rank);
-        /* The last offset at most the pointer, halving without branches (a conditional move
-         * per step: which half holds it is unpredictable). */
-        const int64_t *base = offsets;
-        Py_ssize_t left = documents;
-        while (left > 1) {
-            Py_ssize_t half = left / 2;
-            base = base[half] <= pointer ? base + half : base;
-            left -= half;
-        }
-        Py_ssize_t document = base[0] <= pointer ? base - offsets : documents - 1;
-        if (allowed[document])
+        if (allowed[document_of(d, (int64_t)pointer_at(&s, rank))])
             return 1;
     }
     return 0;
@@ -357,41 +467,90 @@ static int any_allowed_in(const uint8_t *table, int ratio, const int64_t *offset
 
 static PyObject *any_allowed(PyObject *self, PyObject *args)
 {
-    Py_buffer table, offsets, allowed;
+    Py_buffer table, offsets, allowed, view;
+    PyObject *directory = Py_None;
     int ratio;
     Py_ssize_t lo, hi, most;
-    if (!PyArg_ParseTuple(args, "y*iy*y*nnn", &table, &ratio, &offsets, &allowed, &lo, &hi, &most))
+    if (!PyArg_ParseTuple(args, "y*iy*y*nnn|O", &table, &ratio, &offsets, &allowed, &lo, &hi, &most, &directory))
         return NULL;
-    Py_ssize_t documents = offsets.len / (Py_ssize_t)sizeof(int64_t);
-    int found = 0, bad = 0;
-    if (ratio < 1 || ratio > 8 || table.len % ratio || offsets.len % (Py_ssize_t)sizeof(int64_t) || allowed.len != documents ||
-        documents == 0 || lo < 0 || hi > table.len / ratio || most < 1)
+    Documents d = {offsets.buf, offsets.len / (Py_ssize_t)sizeof(int64_t), NULL, 0, 0};
+    int found = 0, bad = 0, held = 0;
+    if (ratio < 1 || ratio > 8 || table.len % ratio || offsets.len % (Py_ssize_t)sizeof(int64_t) || allowed.len != d.documents ||
+        d.documents == 0 || lo < 0 || hi > table.len / ratio || most < 1)
         bad = 1;
+    else if ((held = parse_directory(directory, table.len / ratio, &view, &d)) < 0)
+        bad = 2;
     else if (lo < hi) {
         Py_BEGIN_ALLOW_THREADS
-        found = any_allowed_in(table.buf, ratio, offsets.buf, allowed.buf, documents, lo, hi, most);
+        found = any_allowed_in(table.buf, ratio, &d, allowed.buf, lo, hi, most);
         Py_END_ALLOW_THREADS
     }
+    if (held > 0)
+        PyBuffer_Release(&view);
     PyBuffer_Release(&table);
     PyBuffer_Release(&offsets);
     PyBuffer_Release(&allowed);
-    if (bad) {
+    if (bad == 1)
         PyErr_SetString(PyExc_ValueError, "any_allowed: ratio, table, offsets, mask or ranks out of range");
+    if (bad)
         return NULL;
-    }
     return PyBool_FromLong(found);
 }
 
-/* One shard as the language-restricted search reads it: its suffix array, and each document's
- * offset and whether it is allowed. */
+/* One shard as the language-restricted search reads it: its suffix array, its documents and
+ * whether each is allowed, and optionally its own unrestricted answer per character start
+ * (`longest_char_ranks`: a length and a rank whose suffix starts with that many bytes), from
+ * which each shorter prefix's range is found around that rank. */
 typedef struct {
     Shard shard;
-    const int64_t *offsets;
+    Documents documents;
     const uint8_t *allowed;
-    Py_ssize_t documents;
-    Py_buffer views[4];
+    const int64_t *lengths, *ranks; /* NULL: search each range from scratch */
+    Py_buffer views[7];
     int held;
 } Restricted;
+
+/* The ranks [*lo_out, *hi_out) whose suffix starts with pattern[0:m], given a rank r whose
+ * suffix does: they are the run of ranks around r, found by doubling steps out from r, then
+ * halving between the last step that matched and the first that did not (every suffix between
+ * two ranks shares with the pattern at least the lesser of their common prefixes, so those
+ * bytes are skipped).  Near r the table is read in order: for the long prefixes a restricted
+ * search mostly asks about, a few comparisons instead of two whole binary searches. */
+static void range_around(const Shard *s, const uint8_t *pattern, Py_ssize_t m, Py_ssize_t r, Py_ssize_t *lo_out, Py_ssize_t *hi_out)
+{
+    for (int side = 0; side < 2; side++) {
+        int direction = side == 0 ? -1 : 1;
+        Py_ssize_t inside = r, outside = side == 0 ? -1 : s->count, step = 1, lcp, lcp_out = 0;
+        for (;;) {
+            Py_ssize_t x = r + direction * step;
+            if (x < 0 || x >= s->count)
+                break;
+            if (compare_prefix(s, x, pattern, m, 0, &lcp) == 0) {
+                inside = x;
+                step <<= 1;
+                continue;
+            }
+            outside = x;
+            lcp_out = lcp;
+            break;
+        }
+        /* The boundary lies between `inside` (matches) and `outside` (does not, or is past the
+         * table's end). */
+        while (inside - outside > 1 || outside - inside > 1) {
+            Py_ssize_t mid = inside + (outside - inside) / 2;
+            if (compare_prefix(s, mid, pattern, m, lcp_out, &lcp) == 0)
+                inside = mid;
+            else {
+                outside = mid;
+                lcp_out = lcp;
+            }
+        }
+        if (side == 0)
+            *lo_out = inside;
+        else
+            *hi_out = inside + 1;
+    }
+}
 
 /* How `holds` reads a range: ranks read whole up to `few`, else `first_look` then `scan_cap`
  * ranks sampled. */
@@ -399,28 +558,36 @@ typedef struct {
     Py_ssize_t few, first_look, scan_cap;
 } Reading;
 
-/* Whether an allowed document holds pattern[0:m]: 1, 0, or -1 when a sampled range found none
- * (a sampled answer cannot tell absence from what the sample missed). */
-static int holds(const Restricted *shards, Py_ssize_t count, const Reading *r, const uint8_t *pattern, Py_ssize_t m)
+/* Whether an allowed document holds pattern[0:m], the prefix asked at character start `at`:
+ * 1, 0, or -1 when a sampled range found none (a sampled answer cannot tell absence from what
+ * the sample missed).  A shard whose own longest match there is shorter than m holds none. */
+static int holds(const Restricted *shards, Py_ssize_t count, const Reading *r, const uint8_t *pattern, Py_ssize_t m, Py_ssize_t at)
 {
     int open = 0;
     for (Py_ssize_t k = 0; k < count; k++) {
         const Restricted *s = &shards[k];
         Py_ssize_t lo, hi;
-        range_of(&s->shard, pattern, m, &lo, &hi);
+        if (s->lengths == NULL)
+            range_of(&s->shard, pattern, m, &lo, &hi);
+        else if (s->lengths[at] < m)
+            continue;
+        else
+            range_around(&s->shard, pattern, m, (Py_ssize_t)s->ranks[at], &lo, &hi);
         Py_ssize_t width = hi - lo;
         if (width <= 0)
             continue;
+        const uint8_t *table = s->shard.table;
+        int ratio = s->shard.ratio;
         if (width <= r->few) {
-            if (any_allowed_in(s->shard.table, s->shard.ratio, s->offsets, s->allowed, s->documents, lo, hi, r->few))
+            if (any_allowed_in(table, ratio, &s->documents, s->allowed, lo, hi, r->few))
                 return 1;
             continue;
         }
-        if (any_allowed_in(s->shard.table, s->shard.ratio, s->offsets, s->allowed, s->documents, lo, hi, r->first_look))
+        if (any_allowed_in(table, ratio, &s->documents, s->allowed, lo, hi, r->first_look))
             return 1;
         if (width <= r->first_look)
             continue;
-        if (any_allowed_in(s->shard.table, s->shard.ratio, s->offsets, s->allowed, s->documents, lo, hi, r->scan_cap))
+        if (any_allowed_in(table, ratio, &s->documents, s->allowed, lo, hi, r->scan_cap))
             return 1;
         if (width > r->scan_cap)
             open = 1;
@@ -431,19 +598,19 @@ static int holds(const Restricted *shards, Py_ssize_t count, const Reading *r, c
 /* The largest n in [floor, top] an allowed document holds (floor is known to), trying top
  * first, then halving; *open is set when a check above the answer stayed open. */
 static Py_ssize_t restricted_search(const Restricted *shards, Py_ssize_t count, const Reading *r, const uint8_t *pattern,
-                                    Py_ssize_t floor, Py_ssize_t top, int *open)
+                                    Py_ssize_t floor, Py_ssize_t top, Py_ssize_t at, int *open)
 {
     *open = 0;
     if (top <= floor)
         return top;
-    int first = holds(shards, count, r, pattern, top);
+    int first = holds(shards, count, r, pattern, top, at);
     if (first == 1)
         return top;
     *open = first == -1;
     Py_ssize_t lo = floor, hi = top - 1;
     while (lo < hi) {
         Py_ssize_t middle = (lo + hi + 1) >> 1;
-        int answer = holds(shards, count, r, pattern, middle);
+        int answer = holds(shards, count, r, pattern, middle, at);
         if (answer == 1)
             lo = middle;
         else {
@@ -470,7 +637,7 @@ static void restricted_pass(const Restricted *shards, Py_ssize_t count, const Re
         floor = floor < top ? floor : top;
         floor = floor > 0 ? floor : 0;
         int open;
-        Py_ssize_t length = restricted_search(shards, count, r, q + i, floor, top, &open);
+        Py_ssize_t length = restricted_search(shards, count, r, q + i, floor, top, k, &open);
         lows[k] = length;
         highs[k] = open ? top : length;
         previous = length;
@@ -486,13 +653,15 @@ static void release_restricted(Restricted *shards, Py_ssize_t count)
     PyMem_Free(shards);
 }
 
-/* Read one (data, table, ratio, offsets, allowed) tuple into `s`. */
+/* Read one (data, table, ratio, offsets, allowed[, directory, lengths, ranks]) tuple into `s`;
+ * the optional parts may be None. */
 static int parse_restricted(PyObject *item, Restricted *s)
 {
-    PyObject *data_obj, *table_obj, *offsets_obj, *allowed_obj;
+    PyObject *data_obj, *table_obj, *offsets_obj, *allowed_obj, *directory = Py_None, *lengths = Py_None, *ranks = Py_None;
     int ratio;
     s->held = 0;
-    if (!PyArg_ParseTuple(item, "OOiOO", &data_obj, &table_obj, &ratio, &offsets_obj, &allowed_obj))
+    s->lengths = s->ranks = NULL;
+    if (!PyArg_ParseTuple(item, "OOiOO|OOO", &data_obj, &table_obj, &ratio, &offsets_obj, &allowed_obj, &directory, &lengths, &ranks))
         return -1;
     if (parse_shard(data_obj, table_obj, ratio, &s->views[0], &s->views[1], &s->shard) < 0)
         return -1;
@@ -503,14 +672,47 @@ static int parse_restricted(PyObject *item, Restricted *s)
     if (PyObject_GetBuffer(allowed_obj, &s->views[3], PyBUF_SIMPLE) < 0)
         return -1;
     s->held = 4;
-    s->offsets = s->views[2].buf;
+    s->documents = (Documents){s->views[2].buf, s->views[2].len / (Py_ssize_t)sizeof(int64_t), NULL, 0, 0};
     s->allowed = s->views[3].buf;
-    s->documents = s->views[2].len / (Py_ssize_t)sizeof(int64_t);
-    if (s->views[2].len % (Py_ssize_t)sizeof(int64_t) || s->documents == 0 || s->views[3].len != s->documents) {
+    if (s->views[2].len % (Py_ssize_t)sizeof(int64_t) || s->documents.documents == 0 || s->views[3].len != s->documents.documents) {
         PyErr_SetString(PyExc_ValueError, "offsets must be int64, one allowed byte per document");
         return -1;
     }
+    int got = parse_directory(directory, s->shard.size, &s->views[s->held], &s->documents);
+    if (got < 0)
+        return -1;
+    s->held += got;
+    if ((lengths == Py_None) != (ranks == Py_None)) {
+        PyErr_SetString(PyExc_ValueError, "a shard's lengths and ranks go together");
+        return -1;
+    }
+    if (lengths == Py_None)
+        return 0;
+    if (PyObject_GetBuffer(lengths, &s->views[s->held], PyBUF_SIMPLE) < 0)
+        return -1;
+    s->lengths = s->views[s->held++].buf;
+    if (PyObject_GetBuffer(ranks, &s->views[s->held], PyBUF_SIMPLE) < 0)
+        return -1;
+    s->ranks = s->views[s->held++].buf;
     return 0;
+}
+
+/* Whether each shard's own answers (if given) hold one length and one rank per character
+ * start, every rank of a match inside its shard. */
+static int answers_fit(const Restricted *shards, Py_ssize_t count, Py_ssize_t starts)
+{
+    for (Py_ssize_t k = 0; k < count; k++) {
+        const Restricted *s = &shards[k];
+        if (s->lengths == NULL)
+            continue;
+        const Py_buffer *lengths = &s->views[s->held - 2], *ranks = &s->views[s->held - 1];
+        if (lengths->len != starts * (Py_ssize_t)sizeof(int64_t) || ranks->len != lengths->len)
+            return 0;
+        for (Py_ssize_t j = 0; j < starts; j++)
+            if (s->lengths[j] > 0 && (s->ranks[j] < 0 || s->ranks[j] >= s->shard.count))
+                return 0;
+    }
+    return 1;
 }
 
 /* For each character start of the UTF-8 query, the longest match in allowed documents (lowest
@@ -541,6 +743,10 @@ static PyObject *restricted_longest(PyObject *self, PyObject *args)
     starts = character_starts(query.buf, query.len, positions);
     if (upper.len != starts * (Py_ssize_t)sizeof(int64_t) || r.few < 1 || r.first_look < 1 || r.scan_cap < 1) {
         PyErr_SetString(PyExc_ValueError, "upper must hold one int64 per character start, every reading cap at least 1");
+        goto done;
+    }
+    if (!answers_fit(shards, count, starts)) {
+        PyErr_SetString(PyExc_ValueError, "a shard's lengths and ranks must hold one int64 per character start, each rank in the shard");
         goto done;
     }
     low = PyBytes_FromStringAndSize(NULL, starts * (Py_ssize_t)sizeof(int64_t));
@@ -626,14 +832,22 @@ static PyMethodDef methods[] = {
     {"longest_char_matches", longest_char_matches, METH_VARARGS,
      "longest_char_matches(data, table, ratio, query) -> bytes of int64: longest_matches at the "
      "positions where a UTF-8 character starts (every byte but 10xxxxxx), in order."},
+    {"longest_char_ranks", longest_char_ranks, METH_VARARGS,
+     "longest_char_ranks(data, table, ratio, query) -> (lengths, ranks): longest_char_matches and, "
+     "per character start, a rank whose suffix starts with the match (-1 where there is none)."},
+    {"document_directory", document_directory, METH_VARARGS,
+     "document_directory(offsets, size) -> bytes of int64: [shift, e_0 .. e_blocks], e_j the last "
+     "document whose offset is at most j << shift; narrows any_allowed's and restricted_longest's "
+     "lookup of a pointer's document."},
     {"any_allowed", any_allowed, METH_VARARGS,
-     "any_allowed(table, ratio, offsets, allowed, lo, hi, most) -> bool: whether a rank of [lo, hi) "
-     "(every one, or `most` spread as numpy's linspace spreads them) points into a document whose "
-     "`allowed` byte is set; offsets are int64, one per document."},
+     "any_allowed(table, ratio, offsets, allowed, lo, hi, most[, directory]) -> bool: whether a rank "
+     "of [lo, hi) (every one, or `most` spread as numpy's linspace spreads them) points into a "
+     "document whose `allowed` byte is set; offsets are int64, one per document."},
     {"restricted_longest", restricted_longest, METH_VARARGS,
      "restricted_longest(shards, query, upper, (few, first_look, scan_cap)) -> (low, high): "
      "bytes of int64, per character start, the longest match in allowed documents; shards are "
-     "(data, table, ratio, offsets, allowed), upper the unrestricted lengths."},
+     "(data, table, ratio, offsets, allowed[, directory, lengths, ranks]), upper the unrestricted "
+     "lengths, lengths and ranks the shard's own (`longest_char_ranks`)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -137,6 +137,7 @@ def documents_of(shard, ranks: np.ndarray) -> np.ndarray:
 def test_any_allowed_reads_the_ranks_numpy_picks(shard):
     rng = np.random.default_rng(3)
     documents = len(shard.offsets)
+    directory = _suffix.document_directory(shard.offsets, len(shard.data))
     for _ in range(300):
         lo = int(rng.integers(0, len(shard.data) - 2))
         hi = int(rng.integers(lo + 1, min(len(shard.data), lo + 5000) + 1))
@@ -150,6 +151,9 @@ def test_any_allowed_reads_the_ranks_numpy_picks(shard):
         allowed = np.ones(documents, dtype=bool)
         allowed[picked] = False
         assert not _suffix.any_allowed(shard.table, shard.ratio, shard.offsets, allowed, lo, hi, most)
+        assert not _suffix.any_allowed(shard.table, shard.ratio, shard.offsets, allowed, lo, hi, most, directory)
+        allowed[one] = True
+        assert _suffix.any_allowed(shard.table, shard.ratio, shard.offsets, allowed, lo, hi, most, directory)
 
 
 def reference_holds(shard, mask: np.ndarray, pattern: bytes, caps: tuple[int, int, int]) -> bool | None:
@@ -188,19 +192,65 @@ def reference_restricted(shard, mask, query: bytes, upper: list[int], caps) -> t
     return low, high
 
 
+def shard_tuple(shard, mask: np.ndarray, query: bytes, helped: bool) -> tuple:
+    """A shard as `restricted_longest` reads it: bare, or with its document directory and its
+    own lengths and ranks, whose answers must be the same."""
+    if not helped:
+        return (shard.data, shard.table, shard.ratio, shard.offsets, mask)
+    lengths, ranks = _suffix.longest_char_ranks(shard.data, shard.table, shard.ratio, query)
+    return (shard.data, shard.table, shard.ratio, shard.offsets, mask, _suffix.document_directory(shard.offsets, len(shard.data)), lengths, ranks)
+
+
+@pytest.mark.parametrize("helped", [False, True])
 @pytest.mark.parametrize("caps", [(16, 256, 1 << 16), (2, 3, 9), (1, 1, 2)])
 @pytest.mark.parametrize("lang", ["ja", "hi", "he"])
-def test_restricted_search_follows_the_reading_rules(index, shard, rows, caps, lang):
+def test_restricted_search_follows_the_reading_rules(index, shard, rows, caps, lang, helped):
     mask = np.array([row["lang"] == lang for row in rows])
     opened = 0
     for query in queries(rows)[:10]:
         upper = np.frombuffer(_suffix.longest_char_matches(shard.data, shard.table, shard.ratio, query), dtype=np.int64)
-        low, high = _suffix.restricted_longest([(shard.data, shard.table, shard.ratio, shard.offsets, mask)], query, upper, caps)
+        low, high = _suffix.restricted_longest([shard_tuple(shard, mask, query, helped)], query, upper, caps)
         got = (np.frombuffer(low, dtype=np.int64).tolist(), np.frombuffer(high, dtype=np.int64).tolist())
         assert got == reference_restricted(shard, mask, query, upper.tolist(), caps), (query.decode(), caps)
         opened += got[0] != got[1]
     if caps[-1] < 16:
         assert opened, "the small caps must leave some lengths open"
+
+
+def test_each_rank_found_starts_with_its_match(shard, rows):
+    """`longest_char_ranks`: the lengths of `longest_char_matches`, and at each character start
+    a rank whose suffix starts with the match (-1 exactly where there is none)."""
+    data = bytes(shard.data)
+    for query in [*queries(rows)[:12], b"", "\U0001f47d no such text \u2603".encode()]:
+        lengths, ranks = _suffix.longest_char_ranks(shard.data, shard.table, shard.ratio, query)
+        assert lengths == _suffix.longest_char_matches(shard.data, shard.table, shard.ratio, query)
+        found, at = np.frombuffer(lengths, dtype=np.int64), np.frombuffer(ranks, dtype=np.int64)
+        for i, length, rank in zip(char_starts(query).tolist(), found.tolist(), at.tolist(), strict=True):
+            assert (rank == -1) == (length == 0), (query.decode(), i)
+            if length:
+                start = int(shard.pointers(np.array([rank]))[0])
+                assert data[start : start + length] == query[i : i + length]
+
+
+def test_a_document_directory_gives_every_pointer_its_document(shard, rows):
+    """Every pointer of the shard looked up through `document_directory` lands in the document
+    numpy's search of the offsets gives, at ranks read whole and sampled."""
+    directory = _suffix.document_directory(shard.offsets, len(shard.data))
+    words = np.frombuffer(directory, dtype=np.int64)
+    assert words[0] >= 0 and len(words) == (len(shard.data) >> int(words[0])) + 3
+    pointers = np.arange(len(shard.data), dtype=np.int64)
+    ranks = np.argsort(shard.pointers(np.arange(len(shard.data), dtype=np.int64)))  # the rank of each pointer
+    every = np.searchsorted(shard.offsets, pointers, side="right") - 1
+    rng = np.random.default_rng(5)
+    for document in rng.choice(len(shard.offsets), 40, replace=False).tolist():
+        allowed = np.zeros(len(shard.offsets), dtype=bool)
+        allowed[document] = True
+        inside = ranks[every == document]
+        for rank in rng.choice(inside, min(len(inside), 20), replace=False).tolist():
+            assert _suffix.any_allowed(shard.table, shard.ratio, shard.offsets, allowed, rank, rank + 1, 1, directory)
+            assert not _suffix.any_allowed(shard.table, shard.ratio, shard.offsets, ~allowed, rank, rank + 1, 1, directory)
+    with pytest.raises(ValueError, match="directory"):
+        _suffix.any_allowed(shard.table, shard.ratio, shard.offsets, np.ones(len(shard.offsets), dtype=bool), 0, 1, 1, directory[8:])
 
 
 @pytest.mark.parametrize("lang", ["zh", "ko", "he"])
@@ -232,6 +282,15 @@ def test_bad_arguments_are_refused(shard):
         _suffix.any_allowed(shard.table, shard.ratio, shard.offsets, np.zeros(3, dtype=bool), 0, 1, 1)
     with pytest.raises(ValueError):
         _suffix.restricted_longest([], b"abc", np.zeros(2, dtype=np.int64), (1, 1, 1))
+    mask = np.ones(len(shard.offsets), dtype=bool)
+    upper = np.zeros(3, dtype=np.int64)
+    bare = (shard.data, shard.table, shard.ratio, shard.offsets, mask)
+    with pytest.raises(ValueError, match="go together"):
+        _suffix.restricted_longest([(*bare, None, upper.tobytes(), None)], b"abc", upper, (1, 1, 1))
+    with pytest.raises(ValueError, match="one int64 per character start"):
+        _suffix.restricted_longest([(*bare, None, upper[:2].tobytes(), upper[:2].tobytes())], b"abc", upper, (1, 1, 1))
+    with pytest.raises(ValueError, match="each rank in the shard"):
+        _suffix.restricted_longest([(*bare, None, np.ones(3, dtype=np.int64).tobytes(), np.full(3, len(shard.data), dtype=np.int64).tobytes())], b"abc", upper, (1, 1, 1))
     with pytest.raises(ValueError):
         _suffix.longest_char_matches(shard.data, b"\x00" * 3, shard.ratio, b"abc")
 

@@ -9,10 +9,12 @@ index's `doclangs` table), so every figure a signal reads has a restricted form 
   position in an allowed document.  That is monotone in n (a shorter prefix's range holds the
   longer one's), at most the unrestricted longest match, and at least the previous position's
   restricted length less the bytes between them, so each position costs one check when the
-  unrestricted match is allowed and a short binary search otherwise.
+  unrestricted match is allowed and a short binary search otherwise.  Each length's range is
+  found around the rank the unrestricted search ended at (its suffix starts with every
+  shorter prefix), in a few steps out from it rather than two searches of the whole table.
 
 A range is checked by its positions' documents (pointers -> documents by a search of the
-offsets -> language codes): vectorised for counts and occurrences, in C for the longest
+offsets, narrowed in C to one block's documents by `_suffix.document_directory` -> language codes): vectorised for counts and occurrences, in C for the longest
 matches (`_suffix.restricted_longest`, a whole query in one call).  A range of more than `SCAN_CAP` positions (a common short n-gram) is not
 read whole: `SCAN_CAP` ranks spread evenly over it are.  What that leaves open is never read
 as absence: a capped count becomes [allowed among those read, range less disallowed among
@@ -54,6 +56,15 @@ SMALL_KEPT = 64 << 20
 NO_DOCUMENTS = np.empty(0, dtype=np.int64)
 
 
+class CharMatches(NamedTuple):
+    """A query's unrestricted longest match at each character start (`best`, over a group's
+    shards), and each shard's own (lengths, ranks) as `_suffix.longest_char_ranks` gives
+    them: the restricted search finds every shorter prefix's range around those ranks."""
+
+    best: np.ndarray
+    per_shard: list[tuple[bytes, bytes]]
+
+
 class SmallIndex(NamedTuple):
     """Some documents' text joined by the document separator, and its suffix array."""
 
@@ -73,7 +84,16 @@ class ShardQueries:
     shards: list[Shard]
     path: Path
 
-    def longest_char_bytes(self, query: bytes) -> np.ndarray: ...
+    def char_matches(self, query: bytes) -> CharMatches: ...
+
+    def _directory(self, k: int) -> bytes:
+        """Shard k's `_suffix.document_directory`, made once: a pointer's document is then
+        looked up among a block's few documents rather than all of them."""
+        directories = self.__dict__.setdefault("_directories", {})
+        if k not in directories:
+            shard = self.shards[k]
+            directories[k] = _suffix.document_directory(shard.offsets, len(shard.data))
+        return directories[k]
 
     def _shard_codes(self) -> list[np.ndarray]:
         codes = getattr(self, "_codes", None)
@@ -166,7 +186,8 @@ class ShardQueries:
         (`_small_index`, `_exact_parts`), exactly; the others in C (`_suffix.restricted_longest`): at each
         start, from the unrestricted length down, each length checked shard by shard (ranks
         read whole up to `FEW`, else `FIRST_LOOK` then `SCAN_CAP` ranks sampled)."""
-        upper = self.longest_char_bytes(query)
+        unrestricted = self.char_matches(query)
+        upper = unrestricted.best
         low = high = np.zeros(len(upper), dtype=np.int64)
         large = []
         for k, shard in enumerate(self.shards):
@@ -175,7 +196,7 @@ class ShardQueries:
             for found in exact + [longest_in_text(text, query) for text in texts]:
                 low, high = np.maximum(low, found), np.maximum(high, found)
             if rest is not None:
-                large.append((shard.data, shard.table, shard.ratio, shard.offsets, rest))
+                large.append((shard.data, shard.table, shard.ratio, shard.offsets, rest, self._directory(k), *unrestricted.per_shard[k]))
         if large:
             found_low, found_high = _suffix.restricted_longest(large, query, upper, (FEW, FIRST_LOOK, SCAN_CAP))
             low = np.maximum(low, np.frombuffer(found_low, dtype=np.int64))

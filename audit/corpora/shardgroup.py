@@ -9,7 +9,7 @@ import numpy as np
 
 from audit import _suffix
 from audit.corpora.base import Occurrence
-from audit.corpora.inlanguage import ShardQueries
+from audit.corpora.inlanguage import CharMatches, ShardQueries
 from audit.corpora.shardread import ShardDocument, char_starts, count_next, pointer_at
 from audit.corpora.shards import Shard, map_shards
 
@@ -26,7 +26,7 @@ class ShardGroup(ShardQueries):
     def __init__(self, path: str | Path, numbers: list[int], first_documents: list[int]) -> None:
         self.path = Path(path)
         self.shards = map_shards(self.path, numbers, first_documents)
-        self._recent: dict[bytes, np.ndarray] = {}
+        self._recent: dict[bytes, CharMatches] = {}
 
     def count_bytes(self, pattern: bytes) -> int:
         return sum(hi - lo for lo, hi in self.ranges(pattern))
@@ -40,20 +40,27 @@ class ShardGroup(ShardQueries):
 
     def longest_char_bytes(self, query: bytes) -> np.ndarray:
         """`longest_match_bytes` at the character starts of `query` only (`char_starts`), one
-        length each: the figures are per character, so the other positions are not searched.
-        The last few answers are kept (read-only): a field's language-restricted pass starts
-        from the same lengths its pass over every document found."""
+        length each: the figures are per character, so the other positions are not searched."""
+        return self.char_matches(query).best
+
+    def char_matches(self, query: bytes) -> CharMatches:
+        """`longest_char_bytes` with each shard's own lengths and ranks (`CharMatches`).  The
+        last few answers are kept (read-only): a field's language-restricted pass starts from
+        the same lengths its pass over every document found, and searches around those ranks."""
         kept = self._recent.get(query)
         if kept is not None:
             return kept
         best = np.zeros(len(char_starts(query)), dtype=np.int64)
+        per_shard = []
         for shard in self.shards:
-            np.maximum(best, np.frombuffer(_suffix.longest_char_matches(shard.data, shard.table, shard.ratio, query), dtype=np.int64), out=best)
+            lengths, ranks = _suffix.longest_char_ranks(shard.data, shard.table, shard.ratio, query)
+            np.maximum(best, np.frombuffer(lengths, dtype=np.int64), out=best)
+            per_shard.append((lengths, ranks))
         best.setflags(write=False)
         if len(self._recent) >= RECENT_KEPT:
             self._recent.clear()
-        self._recent[query] = best
-        return best
+        self._recent[query] = found = CharMatches(best, per_shard)
+        return found
 
     def count_many(self, patterns: list[bytes]) -> np.ndarray:
         """`count_bytes` of each pattern, in one call per shard."""
