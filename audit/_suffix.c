@@ -770,8 +770,94 @@ done:
     return result;
 }
 
+/* Counting runs in lanes as the longest-match search does: a lane makes `range_of`'s two
+ * searches step for step (the lower bound, then the upper one inside the bracket the first left),
+ * prefetching each probe's table entry, then its suffix bytes, while the other lanes compare. */
+typedef struct {
+    const uint8_t *pattern;
+    Py_ssize_t m, lo, hi, lcp_lo, lcp_hi, mid, start, slot, first, within, after;
+    int stage, upper; /* stage as a `Lane`'s; upper: the second search */
+} CountLane;
+
+/* The lane's next probe, its table entry prefetched; 0 when both searches are over. */
+static inline int count_probe(CountLane *lane, const Shard *s)
+{
+    if (lane->lo >= lane->hi && !lane->upper) {
+        lane->first = lane->lo;
+        lane->lo = lane->within > lane->lo ? lane->within : lane->lo;
+        lane->hi = lane->after;
+        lane->lcp_lo = lane->lcp_hi = 0;
+        lane->upper = 1;
+    }
+    if (lane->lo >= lane->hi)
+        return 0;
+    lane->mid = lane->lo + (lane->hi - lane->lo) / 2;
+    PREFETCH(s->table + lane->mid * s->ratio);
+    lane->stage = 1;
+    return 1;
+}
+
+/* One comparison of the lane's probe, moving the bounds as `range_of` does. */
+static inline void count_step(CountLane *lane, const Shard *s)
+{
+    Py_ssize_t skip = lane->lcp_lo < lane->lcp_hi ? lane->lcp_lo : lane->lcp_hi, lcp;
+    int c = compare_at(s, lane->start, lane->pattern, lane->m, skip, &lcp);
+    if (lane->upper ? c <= 0 : c < 0) {
+        lane->lo = lane->mid + 1;
+        lane->lcp_lo = lcp;
+        return;
+    }
+    if (!lane->upper && c > 0 && lane->mid < lane->after)
+        lane->after = lane->mid;
+    if (!lane->upper && c == 0 && lane->mid + 1 > lane->within)
+        lane->within = lane->mid + 1;
+    lane->hi = lane->mid;
+    lane->lcp_hi = lcp;
+}
+
+/* counts[k]: how many suffixes start with patterns[k] (lengths[k] bytes), for `count` patterns. */
+static void count_lanes(const Shard *s, const uint8_t *const *patterns, const Py_ssize_t *lengths, Py_ssize_t count, int64_t *counts)
+{
+    CountLane lanes[LANES];
+    Py_ssize_t next = 0, busy = 0;
+    for (int j = 0; j < LANES; j++)
+        lanes[j].stage = 0;
+    for (;;) {
+        for (int j = 0; j < LANES; j++) {
+            CountLane *lane = &lanes[j];
+            if (lane->stage == 0) {
+                while (next < count) {
+                    *lane = (CountLane){patterns[next], lengths[next], 0, s->count, 0, 0, 0, 0, next, 0, 0, s->count, 0, 0};
+                    next++;
+                    if (count_probe(lane, s)) {
+                        busy++;
+                        break;
+                    }
+                    counts[lane->slot] = lane->lo - lane->first;
+                }
+            } else if (lane->stage == 1) {
+                Py_ssize_t skip = lane->lcp_lo < lane->lcp_hi ? lane->lcp_lo : lane->lcp_hi;
+                lane->start = pointer_at(s, lane->mid);
+                PREFETCH(s->data + lane->start + skip);
+                lane->stage = 2;
+            } else {
+                count_step(lane, s);
+                if (!count_probe(lane, s)) {
+                    counts[lane->slot] = lane->lo - lane->first;
+                    lane->stage = 0;
+                    busy--;
+                    j--; /* refill this lane at once */
+                }
+            }
+        }
+        if (busy == 0 && next >= count)
+            break;
+    }
+}
+
 /* The occurrences of each of many patterns: one call for the hundreds of short strings a field
- * asks about (its shingles' casings), so the cost is the searches, not a call per pattern. */
+ * asks about (its shingles' casings), so the cost is the searches, not a call per pattern, and
+ * the searches run in lanes (`count_lanes`). */
 static PyObject *count_many(PyObject *self, PyObject *args)
 {
     PyObject *data_obj, *table_obj, *patterns;
@@ -804,11 +890,7 @@ static PyObject *count_many(PyObject *self, PyObject *args)
         if (result != NULL) {
             int64_t *counts = (int64_t *)PyBytes_AS_STRING(result);
             Py_BEGIN_ALLOW_THREADS
-            for (Py_ssize_t k = 0; k < n; k++) {
-                Py_ssize_t lo, hi;
-                range_of(&shard, starts[k], lengths[k], &lo, &hi);
-                counts[k] = hi - lo;
-            }
+            count_lanes(&shard, starts, lengths, n, counts);
             Py_END_ALLOW_THREADS
         }
         PyBuffer_Release(&data);

@@ -371,6 +371,7 @@ def test_many_patterns_are_counted_in_one_call_as_one_by_one(index, shard, rows)
     counts = np.frombuffer(_suffix.count_many(shard.data, shard.table, shard.ratio, patterns), dtype=np.int64).tolist()
     assert counts == [hi - lo for lo, hi in (_suffix.find_range(shard.data, shard.table, shard.ratio, p) for p in patterns)]
     assert counts[-4:-1] == [len(data), 0, 0] and counts[-1] == 0 and all(n > 0 for n in counts[: len(picked)])
+    assert counts[:40] == [len(occurrences(data, p)) for p in patterns[:40]]
     assert index.counts(picked) == [index.count(p) for p in picked] and index.counts([]) == []
     assert _suffix.count_many(shard.data, shard.table, shard.ratio, []) == b""
     with pytest.raises(TypeError, match="pattern 1 is not bytes"):
