@@ -8,6 +8,7 @@ reaches its end, so coverage of every window costs no query beyond the one longe
 from __future__ import annotations
 
 import bisect
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -81,8 +82,12 @@ class SharedText:
 
     @classmethod
     def find(cls, text: str, size: int, sources: Sequence[str]) -> SharedText | None:
-        if not sources:
-            return None
+        """The shared windows of `text`, or None.  The last few answers are kept: a field is
+        measured over every document and then in its language, with the same sources."""
+        return _shared_text(text, size, tuple(sources)) if sources else None
+
+    @classmethod
+    def _search(cls, text: str, size: int, sources: tuple[str, ...]) -> SharedText | None:
         # Joined by a character the field lacks, the sources are searched at once: a window
         # cannot reach across that character, so it is found exactly where one source holds it.
         joined = "\x00".join(sources) if "\x00" not in text else None
@@ -117,6 +122,9 @@ class SharedText:
             else:
                 merged.append([start, end])
         return merged
+
+
+_shared_text = functools.lru_cache(maxsize=16)(SharedText._search)
 
 
 def without_shared(match: FieldMatch, shared: SharedText) -> FieldMatch:
