@@ -772,7 +772,10 @@ done:
 
 /* Counting runs in lanes as the longest-match search does: a lane makes `range_of`'s two
  * searches step for step (the lower bound, then the upper one inside the bracket the first left),
- * prefetching each probe's table entry, then its suffix bytes, while the other lanes compare. */
+ * prefetching each probe's table entry, then its suffix bytes, while the other lanes compare.
+ * The loop is `longest_at`'s, written again: one loop for both kinds of lane (a flag, even a
+ * constant one in always-inlined code) made the longest-match search 10% slower
+ * (bench/bench_search_parts.py), and that search is the larger cost of a check. */
 typedef struct {
     const uint8_t *pattern;
     Py_ssize_t m, lo, hi, lcp_lo, lcp_hi, mid, start, slot, first, within, after;
