@@ -904,6 +904,175 @@ static PyObject *count_many(PyObject *self, PyObject *args)
     return result;
 }
 
+/* Where `needle` (m > 0 bytes) first occurs in `hay`, or NULL: glibc's and the BSDs' memmem
+ * where there is one, else a plain scan. */
+static const uint8_t *find_bytes(const uint8_t *hay, Py_ssize_t n, const uint8_t *needle, Py_ssize_t m)
+{
+#if defined(__GLIBC__) || defined(__APPLE__) || defined(__FreeBSD__)
+    return memmem(hay, (size_t)n, needle, (size_t)m);
+#else
+    for (Py_ssize_t i = 0; i + m <= n; i++)
+        if (hay[i] == needle[0] && memcmp(hay + i, needle, (size_t)m) == 0)
+            return hay + i;
+    return NULL;
+#endif
+}
+
+/* At each character start of the query, the longest prefix of the rest found in `text` (a
+ * document's own bytes, not sorted): from the previous start's length less the bytes between
+ * them (a suffix of a string found is found), one byte at a time. */
+static PyObject *longest_in_text(PyObject *self, PyObject *args)
+{
+    Py_buffer text, query;
+    if (!PyArg_ParseTuple(args, "y*y*", &text, &query))
+        return NULL;
+    const uint8_t *t = text.buf, *q = query.buf;
+    Py_ssize_t n = query.len, count = 0;
+    for (Py_ssize_t l = 0; l < n; l++)
+        count += (q[l] & 0xC0) != 0x80;
+    PyObject *result = PyBytes_FromStringAndSize(NULL, count * (Py_ssize_t)sizeof(int64_t));
+    if (result != NULL) {
+        int64_t *found = (int64_t *)PyBytes_AS_STRING(result);
+        Py_BEGIN_ALLOW_THREADS
+        Py_ssize_t previous = 0, at = 0, k = 0;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            if ((q[i] & 0xC0) == 0x80)
+                continue;
+            Py_ssize_t length = previous - (i - at) > 0 ? previous - (i - at) : 0;
+            while (i + length < n && find_bytes(t, text.len, q + i, length + 1) != NULL)
+                length++;
+            found[k++] = previous = length;
+            at = i;
+        }
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&text);
+    PyBuffer_Release(&query);
+    return result;
+}
+
+/* The spellings a shingle's surface form is counted in, as `audit.neardup.rarity` defines them:
+ * as written, lower-cased, and capitalised (the first character upper-cased, the rest
+ * lower-cased), each distinct one once, made by str's own methods.  New references in out[];
+ * returns how many, or -1 with an exception set. */
+static int casings(PyObject *surface, PyObject *out[3])
+{
+    PyObject *first = NULL, *rest = NULL, *upper = NULL, *lowered_rest = NULL;
+    PyObject *lower = PyObject_CallMethod(surface, "lower", NULL);
+    PyObject *capital = NULL;
+    int n = -1;
+    if (lower == NULL || (first = PyUnicode_Substring(surface, 0, 1)) == NULL ||
+        (rest = PyUnicode_Substring(surface, 1, PY_SSIZE_T_MAX)) == NULL ||
+        (upper = PyObject_CallMethod(first, "upper", NULL)) == NULL ||
+        (lowered_rest = PyObject_CallMethod(rest, "lower", NULL)) == NULL ||
+        (capital = PyUnicode_Concat(upper, lowered_rest)) == NULL)
+        goto done;
+    Py_INCREF(surface);
+    out[0] = surface;
+    n = 1;
+    if (PyUnicode_Compare(lower, surface) != 0) {
+        out[n++] = lower;
+        lower = NULL;
+    }
+    if (PyUnicode_Compare(capital, surface) != 0 && (n == 1 || PyUnicode_Compare(capital, out[1]) != 0)) {
+        out[n++] = capital;
+        capital = NULL;
+    }
+done:
+    Py_XDECREF(lower);
+    Py_XDECREF(first);
+    Py_XDECREF(rest);
+    Py_XDECREF(upper);
+    Py_XDECREF(lowered_rest);
+    Py_XDECREF(capital);
+    return n;
+}
+
+/* Each surface's spellings as UTF-8 (`casings`): pointers and lengths into str objects kept
+ * in `keep`, and per surface the end of its spellings in `ends`.  0, or -1 with an exception. */
+static int spell_all(PyObject *surfaces, PyObject *keep, const uint8_t **patterns, Py_ssize_t *lengths, Py_ssize_t *ends)
+{
+    Py_ssize_t total = 0;
+    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(surfaces); k++) {
+        PyObject *surface = PyList_GET_ITEM(surfaces, k), *spelled[3];
+        if (!PyUnicode_CheckExact(surface)) { /* a subclass's methods could change the list */
+            PyErr_Format(PyExc_TypeError, "surface %zd is not str", k);
+            return -1;
+        }
+        int n = casings(surface, spelled);
+        if (n < 0)
+            return -1;
+        for (int j = 0; j < n; j++) {
+            const char *utf8 = PyList_Append(keep, spelled[j]) < 0 ? NULL : PyUnicode_AsUTF8AndSize(spelled[j], &lengths[total]);
+            Py_DECREF(spelled[j]);
+            if (utf8 == NULL) {
+                for (j++; j < n; j++)
+                    Py_DECREF(spelled[j]);
+                return -1;
+            }
+            patterns[total++] = (const uint8_t *)utf8;
+        }
+        ends[k] = total;
+    }
+    return 0;
+}
+
+/* The occurrences of each surface form in its spellings together (`casings`), over a list of
+ * shards: what the common-shingle cut asks of every shingle of a field, in one call, so
+ * neither the casings nor the sums cost a Python step per shingle. */
+static PyObject *casing_counts(PyObject *self, PyObject *args)
+{
+    PyObject *shards, *surfaces, *keep = NULL, *result = NULL;
+    if (!PyArg_ParseTuple(args, "O!O!", &PyList_Type, &shards, &PyList_Type, &surfaces))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(surfaces), most = 3 * n + 1;
+    const uint8_t **patterns = PyMem_Calloc(most, sizeof(*patterns));
+    Py_ssize_t *lengths = PyMem_Calloc(most, sizeof(*lengths)), *ends = PyMem_Calloc(n + 1, sizeof(*ends));
+    int64_t *counts = PyMem_Calloc(most, sizeof(*counts)), *found = PyMem_Calloc(most, sizeof(*found));
+    if (patterns == NULL || lengths == NULL || ends == NULL || counts == NULL || found == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if ((keep = PyList_New(0)) == NULL || spell_all(surfaces, keep, patterns, lengths, ends) < 0)
+        goto done;
+    Py_ssize_t spellings = n ? ends[n - 1] : 0;
+    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(shards); k++) {
+        PyObject *data_obj, *table_obj;
+        int ratio;
+        Py_buffer data, table;
+        Shard shard;
+        PyObject *item = PyList_GET_ITEM(shards, k);
+        if (!PyTuple_Check(item) || !PyArg_ParseTuple(item, "OOi", &data_obj, &table_obj, &ratio)) {
+            if (!PyErr_Occurred())
+                PyErr_Format(PyExc_TypeError, "shard %zd is not a (data, table, ratio) tuple", k);
+            goto done;
+        }
+        if (parse_shard(data_obj, table_obj, ratio, &data, &table, &shard) < 0)
+            goto done;
+        Py_BEGIN_ALLOW_THREADS
+        count_lanes(&shard, patterns, lengths, spellings, found);
+        for (Py_ssize_t j = 0; j < spellings; j++)
+            counts[j] += found[j];
+        Py_END_ALLOW_THREADS
+        PyBuffer_Release(&data);
+        PyBuffer_Release(&table);
+    }
+    if ((result = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int64_t))) != NULL) {
+        int64_t *totals = (int64_t *)PyBytes_AS_STRING(result);
+        for (Py_ssize_t k = 0, j = 0; k < n; k++)
+            for (totals[k] = 0; j < ends[k]; j++)
+                totals[k] += counts[j];
+    }
+done:
+    Py_XDECREF(keep);
+    PyMem_Free(patterns);
+    PyMem_Free(lengths);
+    PyMem_Free(ends);
+    PyMem_Free(counts);
+    PyMem_Free(found);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"find_range", find_range, METH_VARARGS,
      "find_range(data, table, ratio, pattern) -> (lo, hi): suffix-array ranks whose suffix starts "
@@ -911,6 +1080,13 @@ static PyMethodDef methods[] = {
     {"count_many", count_many, METH_VARARGS,
      "count_many(data, table, ratio, patterns) -> bytes of int64: the occurrences of each pattern "
      "of a list of bytes."},
+    {"longest_in_text", longest_in_text, METH_VARARGS,
+     "longest_in_text(text, query) -> bytes of int64: per character start of query, the longest "
+     "prefix of the rest that occurs in text."},
+    {"casing_counts", casing_counts, METH_VARARGS,
+     "casing_counts(shards, surfaces) -> bytes of int64: per str of surfaces, the occurrences of "
+     "it as written, lower-cased and capitalised (each distinct spelling once), summed over shards, "
+     "a list of (data, table, ratio)."},
     {"longest_matches", longest_matches, METH_VARARGS,
      "longest_matches(data, table, ratio, query) -> bytes of int64: for each byte position l, "
      "the length of the longest prefix of query[l:] found in the shard."},

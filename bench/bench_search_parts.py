@@ -13,7 +13,9 @@ asks them:
 - the longest match at each character start over every document (`LocalIndex.match_lengths`),
 - then the same in the field's language (`LanguageView.match_lengths`, the restricted search),
 - and the counts of its 3-word shingles in three casings (`count_many`, what the common-shingle
-  cut asks; whole fields of unsegmented scripts give 3-character shingles).
+  cut asks; whole fields of unsegmented scripts give 3-character shingles);
+- and, per variant of those items, the whole near-duplicate signal with the default policy
+  (the evidence records digested).
 
 It prints the CPU seconds of each part and a digest of every answer; the parent alternates the
 codes round by round, requires equal digests, and prints each part's best and median time and
@@ -35,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_report import synthetic_benchmark
 from bench_throughput import ROOT, Code, baseline_tree, build_extension, git
 
-PARTS = ("unrestricted longest match", "restricted longest match", "shingle counts")
+PARTS = ("unrestricted longest match", "restricted longest match", "shingle counts", "near-duplicate signal")
 
 
 def spellings(text: str) -> list[bytes]:
@@ -80,7 +82,21 @@ def child(bench: Path, items: int) -> None:
         timed(PARTS[0], lambda corpus, t: corpus.match_lengths(t).lengths, index, text)
         timed(PARTS[1], lambda corpus, t: (lambda m: (m.lengths, m.highest))(corpus.match_lengths(t)), view, text)
         timed(PARTS[2], lambda patterns: [_suffix.count_many(s.data, s.table, s.ratio, patterns) for s in shards], spellings(text))
+    near_duplicates(bench, items, index, timed)
     print(json.dumps({"fields": len(fields), "seconds": seconds, "digests": {p: d.hexdigest() for p, d in digests.items()}}))
+
+
+def near_duplicates(bench: Path, items: int, index: object, timed: Callable[..., None]) -> None:
+    """The near-duplicate signal on every variant of the first `items` items, as a check runs it."""
+    from audit.policyfile import load_policy
+    from audit.readers import load_benchmark
+    from audit.signals import plan
+
+    policy = load_policy()
+    runner = plan([index], ["minhash"], policy.configs, policy.rules)[0][0]
+    for item in load_benchmark(bench).items[:items]:
+        for lang in item.variants:
+            timed(PARTS[3], runner, item, lang)
 
 
 def one_round(code: Code, bench: Path, items: int) -> dict:

@@ -275,6 +275,9 @@ def test_a_documents_text_searched_as_text_answers_as_its_suffix_array(rows, lan
     for query in [*queries(rows)[:12], b"", "𠮷".encode()]:
         want = np.frombuffer(_suffix.longest_char_matches(text, table, 4, query), dtype=np.int64).tolist()
         assert longest_in_text(text, query).tolist() == want, query.decode()
+        assert longest_in_text(b"", query).tolist() == [0] * len(want)
+    stray = b"\x80ab\xe4\xb8"  # a stray continuation byte, and a character cut short
+    assert longest_in_text(b"zab\xe4\xb8\xadz", stray).tolist() == [4, 3, 2]
 
 
 def test_bad_arguments_are_refused(shard):
@@ -372,10 +375,41 @@ def test_many_patterns_are_counted_in_one_call_as_one_by_one(index, shard, rows)
     assert counts == [hi - lo for lo, hi in (_suffix.find_range(shard.data, shard.table, shard.ratio, p) for p in patterns)]
     assert counts[-4:-1] == [len(data), 0, 0] and counts[-1] == 0 and all(n > 0 for n in counts[: len(picked)])
     assert counts[:40] == [len(occurrences(data, p)) for p in patterns[:40]]
-    assert index.counts(picked) == [index.count(p) for p in picked] and index.counts([]) == []
     assert _suffix.count_many(shard.data, shard.table, shard.ratio, []) == b""
     with pytest.raises(TypeError, match="pattern 1 is not bytes"):
         _suffix.count_many(shard.data, shard.table, shard.ratio, [b"a", "a"])
+
+
+def casing_reference(count, surface: str) -> int:
+    """What the common-shingle cut sums, written as it was in Python: the surface as written,
+    lower-cased and capitalised, each distinct spelling once."""
+    lower, capital = surface.lower(), surface[:1].upper() + surface[1:].lower()
+    return count(surface) + (count(lower) if lower != surface else 0) + (count(capital) if capital not in (surface, lower) else 0)
+
+
+def test_surfaces_are_counted_in_their_casings_as_python_spells_them(index, shard, rows):
+    """`casing_counts` makes each spelling with str's own methods (so dotted I, titlecase
+    digraphs, final sigma and ligatures fold as Python folds them) and sums the distinct ones,
+    shard by shard."""
+    rng = random.Random(11)
+    texts = [row["text"] for row in rows]
+    picked = [text[at : at + rng.randint(1, 14)] for text in texts for at in rng.sample(range(max(1, len(text) - 14)), 2)]
+    tricky = ["", "İstanbul", "ǅemal", "ΣΟΦΊΑΣ", "Straße", "ﬁne", "THE", "the", "The", "tHE", "1990", "𝄞x"]
+    surfaces = picked + tricky + [t.upper() for t in picked[:20]] + [t.lower() for t in picked[:20]]
+    count = lambda text: len(occurrences(bytes(shard.data), text.encode("utf-8"))) if text else len(shard.data)  # noqa: E731
+    one = np.frombuffer(_suffix.casing_counts([(shard.data, shard.table, shard.ratio)], surfaces), dtype=np.int64).tolist()
+    assert one == [casing_reference(count, surface) for surface in surfaces]
+    assert all(n > 0 for n in one[: len(picked)]) and one[len(picked)] == len(shard.data)
+    twice = np.frombuffer(_suffix.casing_counts([(shard.data, shard.table, shard.ratio)] * 2, surfaces), dtype=np.int64).tolist()
+    assert twice == [2 * n for n in one]
+    assert index.casing_counts(surfaces) == [casing_reference(index.count, surface) for surface in surfaces] and index.casing_counts([]) == []
+    assert _suffix.casing_counts([(shard.data, shard.table, shard.ratio)], []) == b""
+    with pytest.raises(TypeError, match="surface 1 is not str"):
+        _suffix.casing_counts([(shard.data, shard.table, shard.ratio)], ["a", b"a"])
+    with pytest.raises(TypeError, match="shard 0 is not a"):
+        _suffix.casing_counts([[shard.data, shard.table, shard.ratio]], ["a"])
+    with pytest.raises(ValueError, match="table has"):
+        _suffix.casing_counts([(shard.data, shard.table[:-4], shard.ratio)], ["a"])
 
 
 @pytest.mark.parametrize("ratio", range(1, 9))

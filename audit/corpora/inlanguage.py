@@ -223,17 +223,9 @@ class ShardQueries:
 def longest_in_text(text: bytes, query: bytes) -> np.ndarray:
     """At each character start of `query`, the longest prefix of the rest that `text` holds, in
     bytes: from the previous start's length less the bytes between them (a suffix of a string
-    found is found), one byte at a time, so about two substring searches per character."""
-    starts = char_starts(query).tolist()
-    found = np.zeros(len(starts), dtype=np.int64)
-    previous = at = 0
-    for k, i in enumerate(starts):
-        length = max(0, previous - (i - at))
-        while i + length < len(query) and query[i : i + length + 1] in text:
-            length += 1
-        found[k] = previous = length
-        at = i
-    return found
+    found is found), one byte at a time, so about two substring searches per character; in C
+    (`_suffix.longest_in_text`), since a benchmark of short fields asks it of every let-in page."""
+    return np.frombuffer(_suffix.longest_in_text(text, query), dtype=np.int64)
 
 
 def _sorted_suffixes(text: bytes) -> bytes:

@@ -62,12 +62,9 @@ class ShardGroup(ShardQueries):
         self._recent[query] = found = CharMatches(best, per_shard)
         return found
 
-    def count_many(self, patterns: list[bytes]) -> np.ndarray:
-        """`count_bytes` of each pattern, in one call per shard."""
-        total = np.zeros(len(patterns), dtype=np.int64)
-        for shard in self.shards:
-            total += np.frombuffer(_suffix.count_many(shard.data, shard.table, shard.ratio, patterns), dtype=np.int64)
-        return total
+    def casing_counts(self, texts: list[str]) -> np.ndarray:
+        """Each text's occurrences in its casings together (`LocalIndex.casing_counts`), in one call."""
+        return np.frombuffer(_suffix.casing_counts([(shard.data, shard.table, shard.ratio) for shard in self.shards], texts), dtype=np.int64)
 
     def ranges(self, pattern: bytes) -> list[tuple[int, int]]:
         """Each shard's suffix-array range of the pattern."""

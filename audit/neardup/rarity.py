@@ -8,7 +8,7 @@ still counts among the field's shingles but is never matched, and does not count
 floor a field must reach to decide.  So the cut can only lower a containment: leaving common
 shingles out of the field altogether raised a Japanese question's to 0.5 when its unmatched
 katakana shingles were the common ones.  A plain cut, not a weight, so containment stays a
-share of shingles a reader can count.  The counts come from the corpus's own suffix array (its `counts`, a field's at once), one binary
+share of shingles a reader can count.  The counts come from the corpus's own suffix array (its `casing_counts`, a field's at once), one
 search per spelling of the shingle: as written in the field, lower-cased, and capitalised (a
 sentence's first words).  Spellings with other punctuation between the tokens are not
 counted, so a shingle can only look rarer than it is, never more common.
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from audit.neardup.source import Texts
 
-# Spellings and surface forms whose counts one instance keeps (it lives as long as its signal's runner).
+# Surface forms whose totals one instance keeps (it lives as long as its signal's runner).
 CACHED = 1 << 15
 
 
@@ -27,40 +27,22 @@ class CommonShingles:
     def __init__(self, corpus: Texts, per_million_bytes: float, at_least: int) -> None:
         self.corpus = corpus
         self.limit = max(at_least, per_million_bytes * (corpus.info.bytes or 0) / 1e6)
-        self._counts: dict[str, int] = {}
         self._totals: dict[str, int] = {}
-
-    def _counted(self, spellings: set[str]) -> dict[str, int]:
-        """The counts of `spellings`, those not kept from earlier fields asked in one call.
-        Only single reads and writes of the kept counts, so threads sharing one instance
-        never see a count half made."""
-        kept = self._counts
-        found = {spelling: kept.get(spelling, -1) for spelling in spellings}
-        missing = [spelling for spelling, count in found.items() if count < 0]
-        if missing:
-            counted = {spelling: int(count or 0) for spelling, count in zip(missing, self.corpus.counts(missing), strict=True)}
-            found.update(counted)
-            if len(kept) + len(counted) > CACHED:
-                kept.clear()
-            kept.update(counted)
-        return found
 
     def __call__(self, shingles: dict[str, str]) -> set[str]:
         """Of `shingles` (text: surface form in the field), those that occur more than `limit`
         times in their casings together (as written, lower-cased, capitalised; each distinct
-        spelling once).  Each surface form's total is kept, so a form met in an earlier field
-        costs a lookup."""
+        spelling once: the corpus's `casing_counts`).  Each surface form's total is kept, so a
+        form met in an earlier field costs a lookup; only single reads and writes of the kept
+        totals, so threads sharing one instance never see a total half made."""
         totals = self._totals
         mine = {surface: totals.get(surface, -1) for surface in set(shingles.values())}
         new = [surface for surface, total in mine.items() if total < 0]
         if new:
-            lowered = [surface.lower() for surface in new]
-            capitalised = [surface[:1].upper() + surface[1:].lower() for surface in new]
-            counts = self._counted({*new, *lowered, *capitalised})
-            for surface, lower, capital in zip(new, lowered, capitalised, strict=True):
-                total = counts[surface] + (counts[lower] if lower != surface else 0)
-                mine[surface] = total + (counts[capital] if capital not in (surface, lower) else 0)
-            if len(totals) + len(new) > CACHED:
+            counted = dict(zip(new, self.corpus.casing_counts(new), strict=True))
+            mine.update(counted)
+            if len(totals) + len(counted) > CACHED:
                 totals.clear()
-            totals.update((surface, mine[surface]) for surface in new)
-        return {text for text, surface in shingles.items() if mine[surface] > self.limit}
+            totals.update(counted)
+        limit = self.limit
+        return {text for text, surface in shingles.items() if mine[surface] > limit}

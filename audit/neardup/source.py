@@ -39,6 +39,7 @@ class Texts(Protocol):
         """Occurrences of `text` in the corpus."""
         ...
 
-    def counts(self, texts: Sequence[str]) -> list[int]:
-        """`count` of each text, asked at once."""
+    def casing_counts(self, texts: Sequence[str]) -> list[int]:
+        """Occurrences of each text as written, lower-cased and capitalised (the first
+        character upper-cased, the rest lower-cased) together, each distinct spelling once."""
         ...
