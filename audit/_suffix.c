@@ -904,6 +904,57 @@ static PyObject *count_many(PyObject *self, PyObject *args)
     return result;
 }
 
+/* Per character start of the query, how many whole characters the byte-level match starting
+ * there (`lengths`, int64, one per character start) covers: the character starts (and the
+ * query's end) at most that many bytes on, less one, found by a binary search each. */
+static PyObject *char_lengths(PyObject *self, PyObject *args)
+{
+    Py_buffer query, lengths;
+    if (!PyArg_ParseTuple(args, "y*y*", &query, &lengths))
+        return NULL;
+    const uint8_t *q = query.buf;
+    Py_ssize_t n = query.len, count = 0;
+    Py_ssize_t *bounds = PyMem_Calloc(n + 1, sizeof(*bounds));
+    PyObject *result = NULL;
+    if (bounds == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t l = 0; l < n; l++)
+        if ((q[l] & 0xC0) != 0x80)
+            bounds[count++] = l;
+    bounds[count] = n;
+    if (lengths.len != count * (Py_ssize_t)sizeof(int64_t)) {
+        PyErr_Format(PyExc_ValueError, "lengths has %zd bytes, expected one int64 per character start (%zd)", lengths.len, count);
+        goto done;
+    }
+    const int64_t *bytes = lengths.buf;
+    if ((result = PyList_New(count)) == NULL)
+        goto done;
+    for (Py_ssize_t k = 0; k < count; k++) {
+        int64_t end = bounds[k] + bytes[k];
+        Py_ssize_t lo = 0, hi = count + 1; /* the first bound past `end` */
+        while (lo < hi) {
+            Py_ssize_t mid = lo + (hi - lo) / 2;
+            if (bounds[mid] <= end)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        PyObject *value = PyLong_FromSsize_t(lo - 1 - k);
+        if (value == NULL) {
+            Py_CLEAR(result);
+            goto done;
+        }
+        PyList_SET_ITEM(result, k, value);
+    }
+done:
+    PyMem_Free(bounds);
+    PyBuffer_Release(&query);
+    PyBuffer_Release(&lengths);
+    return result;
+}
+
 /* Where `needle` (m > 0 bytes) first occurs in `hay`, or NULL: glibc's and the BSDs' memmem
  * where there is one, else a plain scan. */
 static const uint8_t *find_bytes(const uint8_t *hay, Py_ssize_t n, const uint8_t *needle, Py_ssize_t m)
@@ -1080,6 +1131,9 @@ static PyMethodDef methods[] = {
     {"count_many", count_many, METH_VARARGS,
      "count_many(data, table, ratio, patterns) -> bytes of int64: the occurrences of each pattern "
      "of a list of bytes."},
+    {"char_lengths", char_lengths, METH_VARARGS,
+     "char_lengths(query, lengths) -> list of int: per character start of query, how many whole "
+     "characters the match of lengths[k] bytes (int64, one per character start) covers."},
     {"longest_in_text", longest_in_text, METH_VARARGS,
      "longest_in_text(text, query) -> bytes of int64: per character start of query, the longest "
      "prefix of the rest that occurs in text."},

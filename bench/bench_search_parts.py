@@ -1,10 +1,11 @@
-"""The suffix-array searches of a default check, timed alone: this working tree against a
-baseline commit, alternately in one run, on the fields of the ECLeKTic-sized benchmark.
+"""The suffix-array searches and the signals of a default check, timed alone: this working
+tree against a baseline commit, alternately in one run, on the fields of the ECLeKTic-sized
+benchmark and of BMLAMA-17.
 
-    python bench/bench_search_parts.py --baseline 705abb2            # 7 rounds, about 3 minutes
+    python bench/bench_search_parts.py --baseline 705abb2            # 7 rounds, about 5 minutes
 
 A whole `audit check` varies by 10-15% from run to run on a shared 2-core machine, more than a
-change to one search saves; each search timed by itself in a process of its own, best of several
+change to one part saves; each part timed by itself in a process of its own, best of several
 rounds, does not.  Per code (its tree on PYTHONPATH, its extension built in place, its own cache
 with the demo index), a child process reads the first `--items` items of the benchmark
 (bench_report.py's, 12 languages, long passages) and, for every field, as the n-gram signal
@@ -14,8 +15,10 @@ asks them:
 - then the same in the field's language (`LanguageView.match_lengths`, the restricted search),
 - and the counts of its 3-word shingles in three casings (`count_many`, what the common-shingle
   cut asks; whole fields of unsegmented scripts give 3-character shingles);
-- and, per variant of those items, the whole near-duplicate signal with the default policy
-  (the evidence records digested).
+- and, per variant of those items, the whole n-gram and near-duplicate signals with the
+  default policy (the evidence records digested); the same for the first `--bmlama-items`
+  items of BMLAMA-17 (17 languages, short prompts), a benchmark whose cost is per field, not
+  per byte.
 
 It prints the CPU seconds of each part and a digest of every answer; the parent alternates the
 codes round by round, requires equal digests, and prints each part's best and median time and
@@ -37,7 +40,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_report import synthetic_benchmark
 from bench_throughput import ROOT, Code, baseline_tree, build_extension, git
 
-PARTS = ("unrestricted longest match", "restricted longest match", "shingle counts", "near-duplicate signal")
+SIGNAL_PARTS = {
+    "n-gram signal": ("ngram", "eclektic"),
+    "near-duplicate signal": ("minhash", "eclektic"),
+    "n-gram signal, BMLAMA-17": ("ngram", "bmlama"),
+    "near-duplicate signal, BMLAMA-17": ("minhash", "bmlama"),
+}
+PARTS = ("unrestricted longest match", "restricted longest match", "shingle counts", *SIGNAL_PARTS)
 
 
 def spellings(text: str) -> list[bytes]:
@@ -48,7 +57,7 @@ def spellings(text: str) -> list[bytes]:
     return [g.encode() for s in sorted(grams) for g in sorted({s, s.lower(), s[:1].upper() + s[1:].lower()})]
 
 
-def child(bench: Path, items: int) -> None:
+def child(bench: Path, items: int, bmlama: Path, bmlama_items: int) -> None:
     """One round in the code on PYTHONPATH: the seconds of each part and the digest of its answers."""
     import glob
     import os
@@ -82,25 +91,28 @@ def child(bench: Path, items: int) -> None:
         timed(PARTS[0], lambda corpus, t: corpus.match_lengths(t).lengths, index, text)
         timed(PARTS[1], lambda corpus, t: (lambda m: (m.lengths, m.highest))(corpus.match_lengths(t)), view, text)
         timed(PARTS[2], lambda patterns: [_suffix.count_many(s.data, s.table, s.ratio, patterns) for s in shards], spellings(text))
-    near_duplicates(bench, items, index, timed)
+    signals(index, {"eclektic": (bench, None, items), "bmlama": (bmlama, "bmlama", bmlama_items)}, timed)
     print(json.dumps({"fields": len(fields), "seconds": seconds, "digests": {p: d.hexdigest() for p, d in digests.items()}}))
 
 
-def near_duplicates(bench: Path, items: int, index: object, timed: Callable[..., None]) -> None:
-    """The near-duplicate signal on every variant of the first `items` items, as a check runs it."""
+def signals(index: object, benchmarks: dict[str, tuple[Path, str | None, int]], timed: Callable[..., None]) -> None:
+    """Each signal of `SIGNAL_PARTS` on every variant of its benchmark's first items, as a check
+    runs it (the default policy, one runner per signal)."""
     from audit.policyfile import load_policy
     from audit.readers import load_benchmark
     from audit.signals import plan
 
     policy = load_policy()
-    runner = plan([index], ["minhash"], policy.configs, policy.rules)[0][0]
-    for item in load_benchmark(bench).items[:items]:
-        for lang in item.variants:
-            timed(PARTS[3], runner, item, lang)
+    loaded = {name: load_benchmark(path, fmt).items[:count] for name, (path, fmt, count) in benchmarks.items()}
+    for part, (signal, benchmark) in SIGNAL_PARTS.items():
+        runner = plan([index], [signal], policy.configs, policy.rules)[0][0]
+        for item in loaded[benchmark]:
+            for lang in item.variants:
+                timed(part, runner, item, lang)
 
 
-def one_round(code: Code, bench: Path, items: int) -> dict:
-    command = [sys.executable, str(Path(__file__).resolve()), "--child", str(bench), "--items", str(items)]
+def one_round(code: Code, bench: Path, args: argparse.Namespace) -> dict:
+    command = [sys.executable, str(Path(__file__).resolve()), "--child", str(bench), "--items", str(args.items), "--bmlama", str(args.bmlama), "--bmlama-items", str(args.bmlama_items)]
     done = subprocess.run(command, env=code.env(), cwd=code.tree, capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"{code.label} failed:\n{done.stderr[-3000:]}")
@@ -113,10 +125,12 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=ROOT / "bench" / "work")
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--items", type=int, default=39, help="benchmark items read (12 languages, 3 fields each)")
+    parser.add_argument("--bmlama", type=Path, default=ROOT.parent / "shared" / "data" / "bench" / "bmlama" / "BMLAMA17", help="BMLAMA-17's directory of per-language TSV files")
+    parser.add_argument("--bmlama-items", type=int, default=300, help="BMLAMA-17 items read (17 languages each)")
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        child(args.child, args.items)
+        child(args.child, args.items, args.bmlama, args.bmlama_items)
         return
     args.work = args.work.absolute()
     args.work.mkdir(parents=True, exist_ok=True)
@@ -130,7 +144,7 @@ def main() -> None:
     rounds: dict[str, list[dict]] = {code.label: [] for code in codes}
     for n in range(args.rounds):
         for code in codes if n % 2 == 0 else codes[::-1]:
-            rounds[code.label].append(one_round(code, bench, args.items))
+            rounds[code.label].append(one_round(code, bench, args))
             print(f"  round {n + 1} {code.label}: {json.dumps(rounds[code.label][-1]['seconds'])}", file=sys.stderr)
     digests = {label: {json.dumps(r["digests"], sort_keys=True) for r in found} for label, found in rounds.items()}
     if any(len(found) != 1 for found in digests.values()) or digests["baseline"] != digests["new"]:

@@ -422,3 +422,20 @@ def test_pointers_read_as_words_or_bytes_are_the_little_endian_entries(ratio):
     shard = Shard(data=b"", table=table, ratio=ratio, offsets=np.zeros(1, dtype=np.int64), metadata=None, metaoff=None, first_document=0)
     ranks = rng.integers(0, len(entries), size=50)
     assert shard.pointers(ranks).tolist() == entries[ranks].tolist()
+
+
+def test_byte_lengths_become_character_lengths_as_searchsorted_makes_them(rows):
+    """`char_lengths` (C) against numpy's searchsorted over the character starts, on real text,
+    stray continuation bytes and characters cut short, with every length from 0 past the end."""
+    from audit.corpora.shardread import char_lengths, char_starts
+
+    rng = random.Random(5)
+    queries = [row["text"].encode()[:300] for row in rows[:20]] + [b"\x80ab\xe4\xb8", "𠮷a".encode()[:3], b"", b"abc"]
+    for query in queries:
+        starts = char_starts(query)
+        lengths = np.array([rng.randint(0, len(query) - s + 2) for s in starts.tolist()], dtype=np.int64)
+        bounds = np.append(starts, len(query))
+        want = (np.searchsorted(bounds, starts + lengths, side="right") - 1 - np.arange(len(starts))).tolist()
+        assert char_lengths(query, lengths) == want, query
+    with pytest.raises(ValueError, match="one int64 per character start"):
+        _suffix.char_lengths(b"abc", np.zeros(2, dtype=np.int64))

@@ -36,7 +36,7 @@ import pydivsufsort
 
 from audit import _suffix
 from audit.corpora.base import CorpusInfo, DocumentHit, LanguageBy, MatchLengths, MatchQuestions, Occurrence
-from audit.corpora.shardread import char_starts
+from audit.corpora.shardread import char_lengths, char_starts
 from audit.corpora.shards import Shard
 from audit.index.doclangs import RECORD, TABLE, UNKNOWN, DocumentLanguages, How
 
@@ -236,14 +236,6 @@ def _sorted_suffixes(text: bytes) -> bytes:
     with ThreadPoolExecutor(max_workers=1) as fresh:
         suffixes = fresh.submit(pydivsufsort.divsufsort, np.frombuffer(bytearray(text), dtype=np.uint8)).result()
     return suffixes.astype("<i4").tobytes()
-
-
-def char_lengths(encoded: bytes, at_starts: np.ndarray) -> list[int]:
-    """Per character, how many whole characters the byte-level match starting there covers,
-    from the byte lengths at the character starts (`char_starts`) alone."""
-    starts = char_starts(encoded)
-    bounds = np.append(starts, len(encoded))
-    return (np.searchsorted(bounds, starts + at_starts, side="right") - 1 - np.arange(len(starts))).tolist()
 
 
 def _spread(count: int, limit: int) -> list[int]:

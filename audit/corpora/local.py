@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 
 from audit.corpora.base import CorpusInfo, DocumentHit, MatchLengths, MatchQuestions, Occurrence, Sampled, cut_snippet
-from audit.corpora.inlanguage import LanguageView, char_lengths
+from audit.corpora.inlanguage import LanguageView
 from audit.corpora.shardgroup import ShardGroup, share_out
-from audit.corpora.shardread import TEXTS_PER_CALL, char_starts
+from audit.corpora.shardread import TEXTS_PER_CALL, char_lengths, char_starts
 from audit.corpora.shards import IndexOpenError, index_layout
 from audit.index.doclangs import DocumentLanguages, LanguageTableError, read_table, summary
 

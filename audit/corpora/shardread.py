@@ -8,6 +8,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from audit import _suffix
 from audit.corpora.shards import Shard
 
 
@@ -21,12 +22,16 @@ def char_starts(encoded: bytes) -> np.ndarray:
     return starts
 
 
+def char_lengths(encoded: bytes, at_starts: np.ndarray) -> list[int]:
+    """Per character, how many whole characters the byte-level match starting there covers,
+    from the byte lengths at the character starts (`char_starts`) alone; in C
+    (`_suffix.char_lengths`), since every field asks it twice and most fields are short."""
+    return _suffix.char_lengths(encoded, np.ascontiguousarray(at_starts, dtype=np.int64))
+
+
 def bytes_to_char_lengths(encoded: bytes, byte_lengths: np.ndarray) -> list[int]:
     """Per character, how many whole characters a byte-level match starting there covers."""
-    starts = char_starts(encoded)
-    bounds = np.append(starts, len(encoded))
-    ends = starts + byte_lengths[starts]
-    return (np.searchsorted(bounds, ends, side="right") - 1 - np.arange(len(starts))).tolist()
+    return char_lengths(encoded, byte_lengths[char_starts(encoded)])
 
 
 # Documents read in one call by `LocalIndex.documents`: few calls to a remote group, bounded memory.
