@@ -620,17 +620,51 @@ def test_the_policy_builds_the_index_and_refuses_one_built_otherwise(tmp_path: P
     assert refused.exit_code == 2 and "[minhash.index]: bands x rows (64 x 1) exceeds num_perm (32)" in refused.output
 
 
-def test_the_best_window_holds_the_most_distinct_shingles_of_any_window():
-    """`_best_window` against trying every window: the most distinct values inside `width`
-    consecutive positions starting at most `count - width`, the first such start on ties."""
-    from audit.neardup.verify import _best_window
+def test_the_best_span_holds_the_most_distinct_shingles_of_any_window():
+    """`audit._spans.best_span` against trying every window of a stretch: the most distinct ids
+    inside `width` consecutive tokens starting at most `hi - width`, the first such start on
+    ties; the span's distinct valid keys less the set-aside ones; its matched characters (a
+    shingle cut at the stretch's end); its first distinct ids in order."""
+    from audit import _spans
 
     rng = random.Random(11)
+    sizes = np.array([1, 2, 3], dtype=np.int64)
     for _ in range(3000):
-        count, width = rng.randint(1, 60), rng.randint(1, 20)
-        positions = np.array(sorted(rng.sample(range(count), rng.randint(0, count))), dtype=np.int64)
-        values = np.array([rng.randint(0, 6) for _ in positions], dtype=np.int64)
-        starts = range(max(0, count - width) + 1)
-        held = [len({int(v) for p, v in zip(positions, values, strict=True) if start <= p < start + width}) for start in starts]
-        expected = (max(held), held.index(max(held))) if len(positions) else (0, 0)
-        assert _best_window(positions, values, width, count) == expected, (positions, values, width, count)
+        total, width = rng.randint(1, 60), rng.randint(1, 20)
+        lo = rng.randint(0, total - 1)
+        hi = rng.randint(lo, total)
+        ids = np.array([rng.randint(0, 5) if rng.random() < 0.4 else -1 for _ in range(total)], dtype=np.int64)
+        keys = np.array([rng.randint(0, 9) for _ in range(total)], dtype=np.uint64)
+        valid = np.array([rng.random() < 0.8 for _ in range(total)], dtype=bool)
+        starts = np.cumsum([rng.randint(1, 4) for _ in range(total)]).astype(np.int64)
+        ends = starts + np.array([rng.randint(1, 3) for _ in range(total)], dtype=np.int64)
+        scripts = np.array([rng.randint(0, 2) for _ in range(total)], dtype=np.uint8)
+        aside = np.array(sorted(rng.sample(range(9), rng.randint(0, 4))), dtype=np.uint64)
+        found = _spans.best_span(ids, keys, valid, starts, ends, scripts, sizes, aside, lo, hi, width, 6, 3)
+        held = [len({int(v) for v in ids[lo + s : min(hi, lo + s + width)] if v >= 0}) for s in range(max(0, hi - lo - width) + 1)]
+        if max(held, default=0) == 0:
+            assert found is None, (ids, lo, hi, width)
+            continue
+        at = held.index(max(held))
+        span = range(lo + at, min(hi, lo + at + width))
+        matched = [i for i in span if ids[i] >= 0]
+        size = len({int(keys[i]) for i in span if valid[i]} - {int(k) for k in aside})
+        last = max(int(ends[min(hi - 1, i + sizes[scripts[i]] - 1)]) for i in matched)
+        shown = list(dict.fromkeys(int(ids[i]) for i in matched))[:3]
+        assert found == (max(held), at, int(starts[matched[0]]), last, size, shown), (ids, lo, hi, width)
+
+
+def test_a_damaged_stretch_is_refused():
+    from audit import _spans
+
+    one = np.zeros(1, dtype=np.int64)
+    args = [one, np.zeros(1, dtype=np.uint64), np.ones(1, dtype=bool), one, one + 1, np.zeros(1, dtype=np.uint8), np.ones(1, dtype=np.int64)]
+    with pytest.raises(ValueError, match="not ascending"):
+        _spans.best_span(*args, np.array([3, 1], dtype=np.uint64), 0, 1, 1, 1, 5)
+    with pytest.raises(ValueError, match="id 0 of 0"):
+        _spans.best_span(*args, np.zeros(0, dtype=np.uint64), 0, 1, 1, 0, 5)
+    with pytest.raises(ValueError, match="tokens \\[0, 2\\) of 1"):
+        _spans.best_span(*args, np.zeros(0, dtype=np.uint64), 0, 2, 1, 1, 5)
+    with pytest.raises(ValueError, match="keys has 4 bytes"):
+        _spans.best_span(args[0], np.zeros(1, dtype=np.uint32), *args[2:], np.zeros(0, dtype=np.uint64), 0, 1, 1, 1, 5)
+    assert _spans.best_span(*args, np.zeros(0, dtype=np.uint64), 0, 1, 1, 1, 5) == (1, 0, 0, 1, 1, [0])

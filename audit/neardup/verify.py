@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from audit import _neardup
+from audit import _neardup, _spans
 from audit.neardup.source import Texts
 from audit.neardup.tokens import Shingled, Tokens, folded, shingle_keys, shingle_strings, tokenize
 from audit.ranges import merged
@@ -118,14 +118,13 @@ def field_shingles(text: str, sizes: np.ndarray, exclude: SetAside, common: Call
 @dataclass(frozen=True)
 class _Regions:
     """Stretches of documents shingled in one pass: tokens and shingle keys of all of them,
-    the case-folded joined text, which stretch each token belongs to (`owner`), each stretch's
+    which stretch each token belongs to (`owner`), each stretch's
     first token (`first`, one more entry at the end) and first character in the joined text,
     and per token the id of the field shingle it starts (-1: none, checked on text)."""
 
     tokens: Tokens
     keys: np.ndarray
     valid: np.ndarray
-    fold: str
     owner: np.ndarray
     first: np.ndarray
     char_start: np.ndarray
@@ -148,7 +147,7 @@ def _shingle_regions(texts: list[str], sizes: np.ndarray, shingles: FieldShingle
     ids = np.full(len(tokens), -1, dtype=np.int64)
     wanted = shingles.ids
     ids[proposed] = [wanted.get(s, -1) for s in shingle_strings(fold, tokens, sizes, proposed)]
-    return _Regions(tokens, keys, valid, fold, owner, first, char_start, ids)
+    return _Regions(tokens, keys, valid, owner, first, char_start, ids)
 
 
 def _among(values: np.ndarray, keys: np.ndarray) -> np.ndarray:
@@ -214,23 +213,20 @@ def _region(corpus: Texts, document: int, start: int, end: int) -> tuple[int, in
 
 def _best_span(shingled: _Regions, number: int, region: tuple[int, int, str], shingles: FieldShingles, sizes: np.ndarray) -> Match | None:
     """The span of the field's width in one stretch holding the most distinct field shingles,
-    with its Jaccard against the field (the span's shingles compared as text too)."""
+    with its Jaccard against the field (the span's shingles compared as text too), found in C
+    (`audit._spans.best_span`).  The span's other shingles are only counted, by key: a
+    collision among them would change the Jaccard's union by one, never which shingles match."""
     document, start, text = region
-    lo, hi = int(shingled.first[number]), int(shingled.first[number + 1])
-    ids = shingled.ids[lo:hi]
-    inside = ids >= 0
-    count, at = _best_window(np.flatnonzero(inside), ids[inside], shingles.positions, hi - lo)
-    if not count:
+    tokens = shingled.tokens
+    found = _spans.best_span(
+        shingled.ids, shingled.keys, shingled.valid, tokens.starts, tokens.ends, tokens.scripts, sizes, shingles.set_aside.keys,
+        int(shingled.first[number]), int(shingled.first[number + 1]), shingles.positions, len(shingles.texts), MATCHED_SHOWN,
+    )  # fmt: skip
+    if found is None:
         return None
-    window = np.arange(lo + at, min(hi, lo + at + shingles.positions))
-    # The span's other shingles are only counted, by key: a collision among them would change
-    # the Jaccard's union by one, never which shingles match.
-    span_keys = np.unique(shingled.keys[window][shingled.valid[window]])
-    span_size = len(span_keys) - int(_among(span_keys, shingles.set_aside.keys).sum())
-    matched = window[inside[window - lo]]
-    ends = shingled.tokens.ends[np.minimum(hi - 1, matched + sizes[shingled.tokens.scripts[matched]] - 1)]
+    count, _, first, last, span_size, shown = found
     base = int(shingled.char_start[number])
-    first_char, last_char = int(shingled.tokens.starts[matched[0]]) - base, int(ends.max()) - base
+    first_char, last_char = first - base, last - base
     kept = len(shingles.texts)
     return Match(
         document=document,
@@ -242,31 +238,8 @@ def _best_span(shingled: _Regions, number: int, region: tuple[int, int, str], sh
         estimated_jaccard=0.0,
         estimated_containment=0.0,
         window=-1,
-        matched=[shingles.texts[i] for i in dict.fromkeys(ids[matched - lo].tolist())][:MATCHED_SHOWN],
+        matched=[shingles.texts[i] for i in shown],
     )
-
-
-def _best_window(positions: np.ndarray, values: np.ndarray, width: int, count: int) -> tuple[int, int]:
-    """The most distinct `values` among positions inside any `width` consecutive positions
-    (starting no later than count - width): (how many, first position).  Each occurrence counts
-    for the windows that hold it and no earlier occurrence of the same value."""
-    if not len(positions):
-        return 0, 0
-    order = np.lexsort((positions, values))
-    sorted_positions, sorted_values = positions[order], values[order]
-    previous = np.full(len(order), -(1 << 40), dtype=np.int64)
-    same = sorted_values[1:] == sorted_values[:-1]
-    previous[1:][same] = sorted_positions[:-1][same]
-    before = np.empty(len(order), dtype=np.int64)
-    before[order] = previous
-    lo = np.maximum(np.maximum(before + 1, positions - width + 1), 0)
-    last_start = max(0, count - width)
-    hi = np.minimum(positions, last_start)
-    ok = lo <= hi
-    changes = np.bincount(lo[ok], minlength=last_start + 2) - np.bincount(hi[ok] + 1, minlength=last_start + 2)
-    totals = np.cumsum(changes)[: last_start + 1]
-    at = int(np.argmax(totals))
-    return int(totals[at]), at
 
 
 def ranked(found: dict[int, Match]) -> list[Match]:
