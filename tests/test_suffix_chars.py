@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from conftest import write_jsonl
 
-from audit import _suffix
+from audit import _chars, _suffix
 from audit.corpora.local import LocalIndex
 from audit.corpora.shardread import char_starts
 from audit.index.build import build_index
@@ -438,4 +438,4 @@ def test_byte_lengths_become_character_lengths_as_searchsorted_makes_them(rows):
         want = (np.searchsorted(bounds, starts + lengths, side="right") - 1 - np.arange(len(starts))).tolist()
         assert char_lengths(query, lengths) == want, query
     with pytest.raises(ValueError, match="one int64 per character start"):
-        _suffix.char_lengths(b"abc", np.zeros(2, dtype=np.int64))
+        _chars.char_lengths(b"abc", np.zeros(2, dtype=np.int64))

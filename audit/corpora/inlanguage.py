@@ -34,7 +34,7 @@ from typing import NamedTuple, Protocol
 import numpy as np
 import pydivsufsort
 
-from audit import _suffix
+from audit import _chars, _suffix
 from audit.corpora.base import CorpusInfo, DocumentHit, LanguageBy, MatchLengths, MatchQuestions, Occurrence
 from audit.corpora.shardread import char_lengths, char_starts
 from audit.corpora.shards import Shard
@@ -224,8 +224,8 @@ def longest_in_text(text: bytes, query: bytes) -> np.ndarray:
     """At each character start of `query`, the longest prefix of the rest that `text` holds, in
     bytes: from the previous start's length less the bytes between them (a suffix of a string
     found is found), one byte at a time, so about two substring searches per character; in C
-    (`_suffix.longest_in_text`), since a benchmark of short fields asks it of every let-in page."""
-    return np.frombuffer(_suffix.longest_in_text(text, query), dtype=np.int64)
+    (`_chars.longest_in_text`), since a benchmark of short fields asks it of every let-in page."""
+    return np.frombuffer(_chars.longest_in_text(text, query), dtype=np.int64)
 
 
 def _sorted_suffixes(text: bytes) -> bytes:

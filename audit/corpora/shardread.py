@@ -8,7 +8,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from audit import _suffix
+from audit import _chars
 from audit.corpora.shards import Shard
 
 
@@ -25,8 +25,8 @@ def char_starts(encoded: bytes) -> np.ndarray:
 def char_lengths(encoded: bytes, at_starts: np.ndarray) -> list[int]:
     """Per character, how many whole characters the byte-level match starting there covers,
     from the byte lengths at the character starts (`char_starts`) alone; in C
-    (`_suffix.char_lengths`), since every field asks it twice and most fields are short."""
-    return _suffix.char_lengths(encoded, np.ascontiguousarray(at_starts, dtype=np.int64))
+    (`_chars.char_lengths`), since every field asks it twice and most fields are short."""
+    return _chars.char_lengths(encoded, np.ascontiguousarray(at_starts, dtype=np.int64))
 
 
 def bytes_to_char_lengths(encoded: bytes, byte_lengths: np.ndarray) -> list[int]:
