@@ -168,11 +168,11 @@ class WorkerPool(ProcessPoolExecutor):
 
 
 def end_pool(pool: Pool) -> None:
-    """End a multiprocessing pool left by an exception at once: stop it from starting new
-    workers, kill the ones it has and forget it.  Its own `terminate` first drains the task
-    queue under a lock a dead worker may still hold, then joins a thread that may be blocked
-    writing to a pipe nobody reads any more; either can wait forever, and after an
-    interruption nothing in the pool is wanted."""
+    """End a multiprocessing pool at once: stop it from starting new workers, kill the ones it
+    has and forget it.  Its own `terminate` first drains the task queue under a lock a dead
+    worker may still hold, joins a thread that may be blocked writing to a pipe nobody reads
+    any more, and joins workers it only asked to stop; each can wait forever, and once the
+    results are in (or after an interruption) nothing in the pool is wanted."""
     pool._state = TERMINATE
     pool._worker_handler._state = TERMINATE
     pool._change_notifier.put(None)

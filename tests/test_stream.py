@@ -6,6 +6,8 @@ the same bytes."""
 from __future__ import annotations
 
 import os
+import signal
+import threading
 from pathlib import Path
 
 import pytest
@@ -68,6 +70,42 @@ def _slow_for_early_items(item: Item, lang: str) -> list[Evidence]:
     for _ in range(20000 * (5 - int(item.item_id) % 5)):
         pass
     return [Evidence(signal="ngram", source="x", field="question", figures={"longest_match_chars": len(item.variants[lang].question or "")})]
+
+
+FIRST = load_benchmark(ECLEKTIC_CSV).items[0].item_id
+
+
+def _deaf_and_slow_after_the_first(item: Item, lang: str) -> list[Evidence]:
+    """A worker that ignores SIGTERM and takes ten minutes on every item but the first."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if item.item_id != FIRST:
+        threading.Event().wait(600)
+    return _slow_for_early_items(item, lang)
+
+
+def test_a_forked_pool_is_left_at_once_whatever_its_workers_are_doing():
+    """Leaving a forked executor kills its workers, busy or idle: `Pool.terminate` only asks
+    them to stop (SIGTERM), then waits for each, and a worker that does not stop (here it
+    ignores the signal and is ten minutes into an item nobody will read) held the whole run.
+    The pool runs on a thread here, so that a wait that never ends fails the test instead of
+    holding the suite."""
+    items = load_benchmark(ECLEKTIC_CSV).items[:4]
+    assert items[0].item_id == FIRST
+    executor = Forked(ItemWork([_deaf_and_slow_after_the_first], load_policy(None), ["en"]), 2, items)
+    left, workers, outcomes = threading.Event(), [], []
+
+    def run() -> None:
+        with executor:
+            workers.extend(process.pid for process in executor._pool._pool)
+            outcomes.append(next(executor.checked(items)))
+        left.set()
+
+    threading.Thread(target=run, daemon=True).start()
+    assert left.wait(120), "leaving the pool waited for workers it had only asked to stop"
+    assert [o.variants for o in outcomes] == [1] and len(workers) == 2
+    for pid in workers:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
 
 
 def test_every_executor_yields_items_in_order_and_writes_the_same_bytes():

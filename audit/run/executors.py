@@ -114,7 +114,10 @@ class Forked(VariantExecutor):
     from there, and its outcome comes back as lines and counts.  So the parent writes nothing
     it shares with its children: pickling each item as it was sent wrote the reference counts
     of its objects, and every page written was copied while the children kept the old one
-    (117 MiB more by the end of BMLAMA-17).  A pool left by an exception is ended at once."""
+    (117 MiB more by the end of BMLAMA-17).  The pool is ended by killing its workers
+    (`end_pool`), also when every result is in and they are idle: `Pool.terminate` joined a
+    worker it had not signalled, still waiting on the task queue whose lock `terminate` holds,
+    and waited forever (seen twice in a loaded test run)."""
 
     def __init__(self, work: ItemWork, workers: int, items: Sequence[Item]) -> None:
         super().__init__(work, workers)
@@ -133,7 +136,7 @@ class Forked(VariantExecutor):
         _FORKED.clear()
         self._frozen.close()
         if self._pool is not None:
-            end_pool(self._pool) if kind is not None else self._pool.terminate()
+            end_pool(self._pool)
             self._pool = None
 
     def checked(self, items: Sequence[Item], on_done: Advance = no_progress) -> Iterator[ItemOutcome]:
