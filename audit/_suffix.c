@@ -858,52 +858,6 @@ static void count_lanes(const Shard *s, const uint8_t *const *patterns, const Py
     }
 }
 
-/* The occurrences of each of many patterns: one call for the hundreds of short strings a field
- * asks about (its shingles' casings), so the cost is the searches, not a call per pattern, and
- * the searches run in lanes (`count_lanes`). */
-static PyObject *count_many(PyObject *self, PyObject *args)
-{
-    PyObject *data_obj, *table_obj, *patterns;
-    int ratio;
-    Py_buffer data, table;
-    Shard shard;
-    if (!PyArg_ParseTuple(args, "OOiO!", &data_obj, &table_obj, &ratio, &PyList_Type, &patterns))
-        return NULL;
-    Py_ssize_t n = PyList_GET_SIZE(patterns);
-    const uint8_t **starts = PyMem_Calloc(n ? n : 1, sizeof(*starts));
-    Py_ssize_t *lengths = PyMem_Calloc(n ? n : 1, sizeof(*lengths));
-    if (starts == NULL || lengths == NULL) {
-        PyMem_Free(starts);
-        PyMem_Free(lengths);
-        return PyErr_NoMemory();
-    }
-    for (Py_ssize_t k = 0; k < n; k++) {
-        PyObject *item = PyList_GET_ITEM(patterns, k);
-        if (!PyBytes_Check(item)) {
-            PyMem_Free(starts);
-            PyMem_Free(lengths);
-            return PyErr_Format(PyExc_TypeError, "pattern %zd is not bytes", k);
-        }
-        starts[k] = (const uint8_t *)PyBytes_AS_STRING(item);
-        lengths[k] = PyBytes_GET_SIZE(item);
-    }
-    PyObject *result = NULL;
-    if (parse_shard(data_obj, table_obj, ratio, &data, &table, &shard) == 0) {
-        result = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int64_t));
-        if (result != NULL) {
-            int64_t *counts = (int64_t *)PyBytes_AS_STRING(result);
-            Py_BEGIN_ALLOW_THREADS
-            count_lanes(&shard, starts, lengths, n, counts);
-            Py_END_ALLOW_THREADS
-        }
-        PyBuffer_Release(&data);
-        PyBuffer_Release(&table);
-    }
-    PyMem_Free(starts);
-    PyMem_Free(lengths);
-    return result;
-}
-
 /* The spellings a shingle's surface form is counted in, as `audit.neardup.rarity` defines them:
  * as written, lower-cased, and capitalised (the first character upper-cased, the rest
  * lower-cased), each distinct one once, made by str's own methods.  New references in out[];
@@ -1030,9 +984,6 @@ static PyMethodDef methods[] = {
     {"find_range", find_range, METH_VARARGS,
      "find_range(data, table, ratio, pattern) -> (lo, hi): suffix-array ranks whose suffix starts "
      "with pattern."},
-    {"count_many", count_many, METH_VARARGS,
-     "count_many(data, table, ratio, patterns) -> bytes of int64: the occurrences of each pattern "
-     "of a list of bytes."},
     {"casing_counts", casing_counts, METH_VARARGS,
      "casing_counts(shards, surfaces) -> bytes of int64: per str of surfaces, the occurrences of "
      "it as written, lower-cased and capitalised (each distinct spelling once), summed over shards, "

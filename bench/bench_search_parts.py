@@ -13,8 +13,8 @@ asks them:
 
 - the longest match at each character start over every document (`LocalIndex.match_lengths`),
 - then the same in the field's language (`LanguageView.match_lengths`, the restricted search),
-- and the counts of its 3-word shingles in three casings (`count_many`, what the common-shingle
-  cut asks; whole fields of unsegmented scripts give 3-character shingles);
+- and the counts of its 3-word shingles in their casings (`casing_counts`, what the
+  common-shingle cut asks; whole fields of unsegmented scripts give 3-character shingles);
 - and, per variant of those items, the whole n-gram and near-duplicate signals with the
   default policy (the evidence records digested); the same for the first `--bmlama-items`
   items of BMLAMA-17 (17 languages, short prompts), a benchmark whose cost is per field, not
@@ -49,12 +49,12 @@ SIGNAL_PARTS = {
 PARTS = ("unrestricted longest match", "restricted longest match", "shingle counts", *SIGNAL_PARTS)
 
 
-def spellings(text: str) -> list[bytes]:
-    """A field's 3-word shingles (3-character ones where it has no spaces) in the three casings
-    the common-shingle cut counts."""
+def shingles(text: str) -> list[str]:
+    """A field's distinct 3-word shingles (3-character ones where it has no spaces), the
+    surfaces whose casings the common-shingle cut counts."""
     words = text.split()
     grams = {" ".join(words[i : i + 3]) for i in range(len(words) - 2)} if len(words) > 2 else {text[i : i + 3] for i in range(len(text) - 2)}
-    return [g.encode() for s in sorted(grams) for g in sorted({s, s.lower(), s[:1].upper() + s[1:].lower()})]
+    return sorted(grams)
 
 
 def child(bench: Path, items: int, bmlama: Path, bmlama_items: int) -> None:
@@ -78,7 +78,7 @@ def child(bench: Path, items: int, bmlama: Path, bmlama_items: int) -> None:
     views: dict[str, LanguageView] = {}
     seconds = dict.fromkeys(PARTS, 0.0)
     digests = {part: hashlib.sha256() for part in PARTS}
-    shards = [shard for group in index.groups for shard in group.shards]
+    shards = [(shard.data, shard.table, shard.ratio) for group in index.groups for shard in group.shards]
 
     def timed(part: str, ask: Callable[..., object], *args: object) -> None:
         started = time.process_time()
@@ -90,7 +90,7 @@ def child(bench: Path, items: int, bmlama: Path, bmlama_items: int) -> None:
         view = views.get(lang) or views.setdefault(lang, LanguageView(index, frozenset({lang}), False))
         timed(PARTS[0], lambda corpus, t: corpus.match_lengths(t).lengths, index, text)
         timed(PARTS[1], lambda corpus, t: (lambda m: (m.lengths, m.highest))(corpus.match_lengths(t)), view, text)
-        timed(PARTS[2], lambda patterns: [_suffix.count_many(s.data, s.table, s.ratio, patterns) for s in shards], spellings(text))
+        timed(PARTS[2], lambda surfaces: _suffix.casing_counts(shards, surfaces), shingles(text))
     signals(index, {"eclektic": (bench, None, items), "bmlama": (bmlama, "bmlama", bmlama_items)}, timed)
     print(json.dumps({"fields": len(fields), "seconds": seconds, "digests": {p: d.hexdigest() for p, d in digests.items()}}))
 

@@ -365,21 +365,6 @@ def test_shared_windows_are_those_some_source_holds(rows):
     assert shared
 
 
-def test_many_patterns_are_counted_in_one_call_as_one_by_one(index, shard, rows):
-    data = bytes(shard.data)
-    rng = random.Random(7)
-    texts = [row["text"] for row in rows]
-    picked = [text[at : at + rng.randint(1, 12)] for text in texts for at in rng.sample(range(max(1, len(text) - 12)), 3)]
-    patterns = [p.encode("utf-8") for p in picked] + [b"", b"\xff\xfe", "𝄞𝄞".encode(), b"zzzz-not-there"]
-    counts = np.frombuffer(_suffix.count_many(shard.data, shard.table, shard.ratio, patterns), dtype=np.int64).tolist()
-    assert counts == [hi - lo for lo, hi in (_suffix.find_range(shard.data, shard.table, shard.ratio, p) for p in patterns)]
-    assert counts[-4:-1] == [len(data), 0, 0] and counts[-1] == 0 and all(n > 0 for n in counts[: len(picked)])
-    assert counts[:40] == [len(occurrences(data, p)) for p in patterns[:40]]
-    assert _suffix.count_many(shard.data, shard.table, shard.ratio, []) == b""
-    with pytest.raises(TypeError, match="pattern 1 is not bytes"):
-        _suffix.count_many(shard.data, shard.table, shard.ratio, [b"a", "a"])
-
-
 def casing_reference(count, surface: str) -> int:
     """What the common-shingle cut sums, written as it was in Python: the surface as written,
     lower-cased and capitalised, each distinct spelling once."""
