@@ -1,8 +1,9 @@
 /*
- * Character-level helpers of the n-gram signal's searches, in C because every field asks them
- * and most fields are short, where numpy's fixed cost per call outweighs the work: a query's
- * byte-level match lengths turned into character lengths, and the longest matches of a query
- * in a document's own text (a page let in for quoting a field, searched as text, unsorted).
+ * Character-level helpers of the n-gram signal, in C because every field asks them and most
+ * fields are short, where numpy's or a regular expression's fixed cost per call outweighs the
+ * work: a field cut into window units, a query's byte-level match lengths turned into
+ * character lengths, and the longest matches of a query in a document's own text (a page let
+ * in for quoting a field, searched as text, unsorted).
  * Character starts are every byte but a UTF-8 continuation byte (10xxxxxx), as
  * `audit.corpora.shardread.char_starts` has them.
  */
@@ -109,7 +110,108 @@ static PyObject *longest_in_text(PyObject *self, PyObject *args)
     return result;
 }
 
+/* Whether code point c falls in one of `count` sorted, disjoint [lo, hi] ranges. */
+static int in_ranges(const uint32_t *ranges, Py_ssize_t count, Py_UCS4 c)
+{
+    Py_ssize_t lo = 0, hi = count;
+    while (lo < hi) {
+        Py_ssize_t mid = (lo + hi) / 2;
+        if (c > ranges[2 * mid + 1])
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < count && c >= ranges[2 * lo];
+}
+
+/* Whether a one-character unit is kept: not punctuation or a separator (a category starting
+ * with P or Z).  Letters and numbers are neither; anything else asks `category`
+ * (unicodedata's), so the answer follows Python's own Unicode tables.  -1 on error. */
+static int kept_alone(PyObject *category, Py_UCS4 c)
+{
+    if (Py_UNICODE_ISALPHA(c) || Py_UNICODE_ISNUMERIC(c))
+        return 1;
+    PyObject *one = PyUnicode_FromOrdinal(c), *found = one ? PyObject_CallOneArg(category, one) : NULL;
+    Py_XDECREF(one);
+    if (found == NULL)
+        return -1;
+    int kept = -1;
+    if (!PyUnicode_Check(found) || PyUnicode_GET_LENGTH(found) < 1)
+        PyErr_SetString(PyExc_TypeError, "category did not return a category name");
+    else
+        kept = PyUnicode_READ_CHAR(found, 0) != 'P' && PyUnicode_READ_CHAR(found, 0) != 'Z';
+    Py_DECREF(found);
+    return kept;
+}
+
+/* Append [start, end) to the two lists unless it is one character `kept_alone` drops.  0, or
+ * -1 with an exception. */
+static int add_unit(PyObject *starts, PyObject *ends, PyObject *category, Py_ssize_t start, Py_ssize_t end, Py_UCS4 first)
+{
+    if (end - start == 1) {
+        int kept = kept_alone(category, first);
+        if (kept <= 0)
+            return kept;
+    }
+    PyObject *s = PyLong_FromSsize_t(start), *e = s ? PyLong_FromSsize_t(end) : NULL;
+    int failed = e == NULL || PyList_Append(starts, s) < 0 || PyList_Append(ends, e) < 0;
+    Py_XDECREF(s);
+    Py_XDECREF(e);
+    return failed ? -1 : 0;
+}
+
+/* A text's window units as `audit.text.units` defines them: each character of an unsegmented
+ * script (`ranges`) its own unit, every other run of non-space characters one unit (space as
+ * str.isspace, which is what a regular expression's \s means), and a one-character unit dropped
+ * when it is punctuation or a separator. */
+static PyObject *unit_spans(PyObject *self, PyObject *args)
+{
+    PyObject *text, *category, *starts = NULL, *ends = NULL, *result = NULL;
+    Py_buffer table;
+    if (!PyArg_ParseTuple(args, "Uy*O", &text, &table, &category))
+        return NULL;
+    if (table.len % (2 * sizeof(uint32_t)) != 0) {
+        PyErr_SetString(PyExc_ValueError, "ranges must be pairs of uint32");
+        goto done;
+    }
+    const uint32_t *ranges = table.buf;
+    Py_ssize_t count = table.len / (2 * sizeof(uint32_t)), n = PyUnicode_GET_LENGTH(text);
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    if ((starts = PyList_New(0)) == NULL || (ends = PyList_New(0)) == NULL)
+        goto done;
+    for (Py_ssize_t i = 0; i < n;) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        Py_ssize_t start = i++;
+        if (in_ranges(ranges, count, c)) {
+            if (add_unit(starts, ends, category, start, i, c) < 0)
+                goto done;
+            continue;
+        }
+        if (Py_UNICODE_ISSPACE(c))
+            continue;
+        while (i < n) {
+            Py_UCS4 next = PyUnicode_READ(kind, data, i);
+            if (Py_UNICODE_ISSPACE(next) || in_ranges(ranges, count, next))
+                break;
+            i++;
+        }
+        if (add_unit(starts, ends, category, start, i, c) < 0)
+            goto done;
+    }
+    result = PyTuple_Pack(2, starts, ends);
+done:
+    Py_XDECREF(starts);
+    Py_XDECREF(ends);
+    PyBuffer_Release(&table);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"unit_spans", unit_spans, METH_VARARGS,
+     "unit_spans(text, ranges, category) -> (starts, ends): lists of the window units' character "
+     "bounds; ranges are the unsegmented scripts' [lo, hi] pairs of uint32, sorted, and category "
+     "is unicodedata.category."},
     {"char_lengths", char_lengths, METH_VARARGS,
      "char_lengths(query, lengths) -> list of int: per character start of query, how many whole "
      "characters the match of lengths[k] bytes (int64, one per character start) covers."},

@@ -6,11 +6,13 @@ whole clause.  Mixed text (Japanese with Latin names) gets both kinds of unit in
 """
 from __future__ import annotations
 
-import re
 import unicodedata
+from array import array
 from collections import Counter
 from functools import lru_cache
 from typing import NamedTuple
+
+from audit import _chars
 
 # Scripts written without spaces between words: every character is its own unit.
 _UNSEGMENTED_RANGES = {
@@ -40,8 +42,8 @@ def normalize(text: str) -> str:
     return " ".join(unicodedata.normalize("NFC", text).split())
 
 
-_UNSEGMENTED_CLASS = "".join(f"\\U{lo:08x}-\\U{hi:08x}" for ranges in _UNSEGMENTED_RANGES.values() for lo, hi in ranges)
-_UNIT = re.compile(rf"[{_UNSEGMENTED_CLASS}]|[^\s{_UNSEGMENTED_CLASS}]+")
+# The unsegmented ranges as the unit cutter (`_chars.unit_spans`) reads them: sorted [lo, hi] pairs.
+_UNSEGMENTED_TABLE = array("I", [bound for pair in sorted(p for ranges in _UNSEGMENTED_RANGES.values() for p in ranges) for bound in pair]).tobytes()
 
 
 @lru_cache(maxsize=65536)
@@ -77,17 +79,25 @@ class Unit(NamedTuple):
 
 
 @lru_cache(maxsize=4096)
-def units(text: str) -> tuple[Unit, ...]:
-    """Words split on whitespace, with every unsegmented-script character its own unit.
+def unit_bounds(text: str) -> tuple[list[int], list[int]]:
+    """The starts and the ends of `text`'s units (`units`), as two lists: what windows are cut
+    from.  In C, since every field of every variant is cut; cached: the signals cut the same
+    fields several times."""
+    return _chars.unit_spans(text, _UNSEGMENTED_TABLE, unicodedata.category)
 
-    Punctuation stays attached to its word, so windows cover the exact surface text.  Cached:
-    the signals cut the same fields several times.
+
+def units(text: str) -> tuple[Unit, ...]:
+    """Words split on whitespace (str.isspace), with every unsegmented-script character its own
+    unit; a unit of one punctuation or separator character is dropped.
+
+    Punctuation stays attached to its word, so windows cover the exact surface text.
     """
-    return tuple(
-        Unit(m.start(), m.end())
-        for m in _UNIT.finditer(text)
-        if m.end() - m.start() > 1 or unicodedata.category(m.group())[0] not in "PZ"
-    )
+    return tuple(map(Unit, *unit_bounds(text)))
+
+
+def unit_count(text: str) -> int:
+    """How many units `text` has, without building them."""
+    return len(unit_bounds(text)[0])
 
 
 @lru_cache(maxsize=64)
@@ -95,9 +105,9 @@ def windows(text: str, size: int) -> tuple[tuple[int, int], ...]:
     """Character spans of every run of `size` consecutive units; a shorter text is one window.
     Cached (a few: a long field's are tens of kilobytes): a field's figures ask for its
     windows three times, over every document and again in its language."""
-    parts = units(text)
-    if not parts:
+    starts, ends = unit_bounds(text)
+    if not starts:
         return ()
-    if len(parts) <= size:
-        return ((parts[0].start, parts[-1].end),)
-    return tuple((parts[i].start, parts[i + size - 1].end) for i in range(len(parts) - size + 1))
+    if len(starts) <= size:
+        return ((starts[0], ends[-1]),)
+    return tuple(zip(starts[: len(starts) - size + 1], ends[size - 1 :], strict=True))

@@ -1,5 +1,17 @@
 """Window units per script: words where words are spaced, characters where they are not."""
-from audit.text import dominant_script, normalize, units, windows
+import gzip
+import json
+import random
+import re
+import unicodedata
+from pathlib import Path
+
+import pytest
+
+from audit import _chars
+from audit.text import _UNSEGMENTED_RANGES, dominant_script, normalize, unit_count, units, windows
+
+DEMO = Path(__file__).resolve().parent.parent / "audit" / "data" / "demo" / "corpus"
 
 
 def surface(text: str, size: int) -> list[str]:
@@ -46,3 +58,41 @@ def test_mixed_script_keeps_latin_words_whole():
 def test_short_text_is_one_window():
     assert surface("Tian Fen", 8) == ["Tian Fen"]
     assert windows("   ", 8) == ()
+
+
+def reference_units(text: str) -> list[tuple[int, int]]:
+    """The units' definition as a regular expression: an unsegmented-script character alone,
+    else a run of characters that are neither space nor unsegmented; a lone punctuation or
+    separator character dropped."""
+    unsegmented = "".join(f"\\U{lo:08x}-\\U{hi:08x}" for ranges in _UNSEGMENTED_RANGES.values() for lo, hi in ranges)
+    unit = re.compile(rf"[{unsegmented}]|[^\s{unsegmented}]+")
+    return [m.span() for m in unit.finditer(text) if len(m.group()) > 1 or unicodedata.category(m.group())[0] not in "PZ"]
+
+
+def test_units_are_cut_as_the_regular_expression_defines_them():
+    """The compiled cutter against the definition, on every kind of character it must tell
+    apart: each space str.isspace knows (and the separators it does not), punctuation of many
+    blocks, the edges of every unsegmented range, astral characters, marks, controls and a lone
+    surrogate; and on the demo corpus's text in each of its languages."""
+    spaces = [chr(c) for c in range(0x3100) if chr(c).isspace()] + ["\u200b", "\u2028", "\ufeff"]
+    edges = [chr(c) for ranges in _UNSEGMENTED_RANGES.values() for lo, hi in ranges for c in (lo - 1, lo, hi, hi + 1)]
+    others = [*"aZé9½,.;!?-—«»()「」、。，・…'\"$+=@#%&*~^_|\\/", "\u0301", "\x00", "\x07", "\ud800", "😀", "𝄞", "\U000e0001", "Ⅻ", "ǅ"]
+    pool = spaces + edges + others
+    rng = random.Random(3)
+    texts = ["", " ", "。", "a", "。a。", " , ", "\u3000", *pool]
+    texts += ["".join(rng.choice(pool) for _ in range(rng.randint(1, 40))) for _ in range(3000)]
+    for path in sorted(DEMO.glob("*.jsonl.gz")):
+        with gzip.open(path, "rt", encoding="utf-8") as lines:
+            texts += [json.loads(line)["text"][:3000] for _, line in zip(range(5), lines, strict=False)]
+    for text in texts:
+        assert [tuple(u) for u in units(text)] == reference_units(text), repr(text)
+    assert unit_count("a b , c") == 3
+
+
+def test_the_unit_cutter_refuses_a_damaged_range_table():
+    with pytest.raises(ValueError, match="pairs of uint32"):
+        _chars.unit_spans("a b", b"\x00" * 6, unicodedata.category)
+    with pytest.raises(TypeError):
+        _chars.unit_spans(b"a b", b"", unicodedata.category)
+    with pytest.raises(TypeError, match="category name"):
+        _chars.unit_spans(", a", b"", lambda char: 7)

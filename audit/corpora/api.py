@@ -72,7 +72,7 @@ from audit.corpora.creativity import creativity_lengths
 from audit.corpora.grouped import QueryLimits
 from audit.corpora.querycuts import query_cut, query_pieces, query_reaches
 from audit.corpora.surface import AS_IS, LEADING_SPACE, WORD_START, TokenizerKind, forms, kind_of_index, learned_kind
-from audit.text import units
+from audit.text import unit_count
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -277,7 +277,7 @@ class ApiCorpus:
         text of more than a few words, which seldom occurs whole."""
         grouped = self.options.forms == "when-absent" and self.options.group_terms > 1 and self._kind is not None and not self.cnf_refused
         derived = self._mode == "count" or self._byte_level is False
-        return grouped and derived and questions is not None and bool(questions.longest) and self.options.profile == Profile.DECIDE and self.fits(text) and len(units(text)) > 4
+        return grouped and derived and questions is not None and bool(questions.longest) and self.options.profile == Profile.DECIDE and self.fits(text) and unit_count(text) > 4
 
     def _by_counts(self, text: str, questions: MatchQuestions | None) -> MatchLengths:
         """Longest matches from count requests (see `audit.corpora.counting`): what `questions`

@@ -27,7 +27,7 @@ from audit.signals.ngram_match import FieldMatch, SharedText, _ratio, figure_bou
 from audit.signals.ngram_pairs import Lookups, cooccurrence_evidence, options_evidence, question_anchors, subject_anchors
 from audit.signals.ngram_spec import NAME, CooccurrenceRules, CoverageFloors, NgramConfig, Rules, TextRules, WindowSizes, fields_for
 from audit.signals.spec import Opening, Runner
-from audit.text import UNSEGMENTED_SCRIPTS, dominant_script, normalize, units
+from audit.text import UNSEGMENTED_SCRIPTS, dominant_script, normalize, unit_count
 
 __all__ = ["NAME", "CooccurrenceRules", "CoverageFloors", "NgramConfig", "Rules", "TextRules", "WindowSizes", "field_evidence", "fields_for", "open_runner", "run"]
 
@@ -74,7 +74,7 @@ def measure(corpus: Corpus, name: str, text: str, config: NgramConfig, rules: Se
     coverage, undecided_windows, coverage_range = window_figures(found, size, shared)
     figures: dict[str, Json] = {
         "chars": len(text),
-        "units": len(units(text)),
+        "units": unit_count(text),
         "script": script,
         "exact_count": counts[0],
         "longest_match_chars": length,

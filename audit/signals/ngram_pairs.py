@@ -20,7 +20,7 @@ from audit.index.doclangs import UNKNOWN
 from audit.signals.ngram_language import Scope, languages_of_entries
 from audit.signals.ngram_match import FieldMatch
 from audit.signals.ngram_spec import NAME, NgramConfig
-from audit.text import dominant_script, normalize, units
+from audit.text import dominant_script, normalize, unit_count
 
 SORTED_HITS = 10
 
@@ -91,7 +91,7 @@ def question_anchors(question: FieldMatch, title: str | None, answer: str, share
     (names, quoted titles, numbers) say nothing about *this* language, so they are set aside."""
     size = config.window_for(dominant_script(question.text))
     spans = [question.text[s:e] for s, e in question.maximal_spans(config.anchor_min_chars)]
-    candidates = [span for span in spans if len(units(span)) >= min(size, len(units(question.text)))]
+    candidates = [span for span in spans if unit_count(span) >= min(size, unit_count(question.text))]
     if title:
         candidates.append(normalize(title))
     candidates = [a for a in dict.fromkeys(candidates) if answer not in a]
