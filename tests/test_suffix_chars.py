@@ -138,10 +138,10 @@ def test_any_allowed_reads_the_ranks_numpy_picks(shard):
     rng = np.random.default_rng(3)
     documents = len(shard.offsets)
     directory = _suffix.document_directory(shard.offsets, len(shard.data))
-    for _ in range(300):
+    for trial in range(300):
         lo = int(rng.integers(0, len(shard.data) - 2))
-        hi = int(rng.integers(lo + 1, min(len(shard.data), lo + 5000) + 1))
-        most = int(rng.integers(1, 400))
+        hi = int(rng.integers(lo + 2, min(len(shard.data), lo + 5000) + 1))
+        most = int(rng.integers(1, 400)) if trial >= 20 else 1 + trial % 2  # one rank is the range's first, as numpy has it
         picked = np.unique(documents_of(shard, sampled_ranks(lo, hi, most)))
         allowed = np.zeros(documents, dtype=bool)
         assert not _suffix.any_allowed(shard.table, shard.ratio, shard.offsets, allowed, lo, hi, most)
@@ -154,6 +154,28 @@ def test_any_allowed_reads_the_ranks_numpy_picks(shard):
         assert not _suffix.any_allowed(shard.table, shard.ratio, shard.offsets, allowed, lo, hi, most, directory)
         allowed[one] = True
         assert _suffix.any_allowed(shard.table, shard.ratio, shard.offsets, allowed, lo, hi, most, directory)
+
+
+def test_a_sample_of_ranks_is_numpys_linspace_read_in_the_shard(shard):
+    """`sample_ranks` reads the ranks numpy's linspace picks (each once), their documents and
+    offsets as searchsorted finds them; ranges of one rank, counts of one and more counts than
+    ranks included; damaged arguments refused."""
+    rng = np.random.default_rng(5)
+    cases = [(0, 1, 1), (7, 8, 3), (10, 20, 1), (10, 20, 2), (10, 20, 10), (10, 20, 25), (0, len(shard.data), 100)]
+    for _ in range(300):
+        lo = int(rng.integers(0, len(shard.data) - 1))
+        cases.append((lo, int(rng.integers(lo + 1, min(len(shard.data), lo + 5000) + 1)), int(rng.integers(1, 300))))
+    for lo, hi, count in cases:
+        ranks = np.unique(np.linspace(lo, hi - 1, num=count).round().astype(np.int64))
+        pointers = shard.pointers(ranks)
+        local = np.searchsorted(shard.offsets, pointers, side="right") - 1
+        documents, offsets = (np.frombuffer(b, dtype=np.int64) for b in _suffix.sample_ranks(shard.table, shard.ratio, shard.offsets, lo, hi, count))
+        assert documents.tolist() == local.tolist() and offsets.tolist() == (pointers - shard.offsets[local] - 1).tolist(), (lo, hi, count)
+    for lo, hi, count in ((5, 5, 1), (-1, 3, 1), (0, len(shard.data) + 1, 1), (0, 3, 0)):
+        with pytest.raises(ValueError, match="out of range"):
+            _suffix.sample_ranks(shard.table, shard.ratio, shard.offsets, lo, hi, count)
+    with pytest.raises(ValueError, match="out of range"):
+        _suffix.sample_ranks(shard.table[:-1], shard.ratio, shard.offsets, 0, 3, 1)
 
 
 def reference_holds(shard, mask: np.ndarray, pattern: bytes, caps: tuple[int, int, int]) -> bool | None:

@@ -72,17 +72,15 @@ class ShardGroup(ShardQueries):
 
     def sample(self, picks: list[tuple[int, int, int]]) -> tuple[np.ndarray, np.ndarray]:
         """Documents and byte offsets at `count` ranks spread evenly over each shard's range
-        (lo, hi, count), in shard order: arrays, since a field's sample of hundreds is asked
-        only which languages its documents are in."""
+        (lo, hi, count), in shard order (`_suffix.sample_ranks`, numpy's linspace in C): arrays,
+        since a field's sample of hundreds is asked only which languages its documents are in."""
         documents, offsets = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)]
         for shard, (lo, hi, count) in zip(self.shards, picks, strict=True):
             if count <= 0:
                 continue
-            ranks = np.unique(np.linspace(lo, hi - 1, num=count).round().astype(np.int64))
-            pointers = shard.pointers(ranks)
-            local = np.searchsorted(shard.offsets, pointers, side="right") - 1
-            offsets.append(pointers - shard.offsets[local] - 1)
-            documents.append(local + shard.first_document)
+            local, within = _suffix.sample_ranks(shard.table, shard.ratio, shard.offsets, lo, hi, count)
+            offsets.append(np.frombuffer(within, dtype=np.int64))
+            documents.append(np.frombuffer(local, dtype=np.int64) + shard.first_document)
         return np.concatenate(documents), np.concatenate(offsets)
 
     def holds(self, document: int) -> bool:
