@@ -37,8 +37,10 @@ _SCRIPT_RANGES = {
 }
 
 
+@lru_cache(maxsize=1024)
 def normalize(text: str) -> str:
-    """NFC and collapsed whitespace: the form every query is issued in."""
+    """NFC and collapsed whitespace: the form every query is issued in.  Cached: each signal
+    normalises the same fields of a variant again."""
     return " ".join(unicodedata.normalize("NFC", text).split())
 
 

@@ -43,9 +43,10 @@ class FieldMatch:
     def most(self, position: int) -> int:
         return self.lengths[position] if self.highest is None else self.highest[position]
 
-    @property
+    @functools.cached_property
     def longest(self) -> tuple[int, int]:
-        """(start, length) of the longest match, the earliest on ties."""
+        """(start, length) of the longest match, the earliest on ties (kept: the figures and
+        their bounds both ask it of a long field)."""
         if not self.lengths:
             return 0, 0
         length = max(self.lengths)
