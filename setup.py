@@ -3,7 +3,12 @@ from setuptools import Extension, setup
 
 setup(
     ext_modules=[
-        Extension("audit._suffix", sources=["audit/_suffix.c"], extra_compile_args=["-O3"]),
+        Extension(
+            "audit._suffix",
+            sources=[f"audit/{name}.c" for name in ("_suffix", "_suffix_longest", "_suffix_documents", "_suffix_restricted", "_suffix_counts")],
+            depends=["audit/_suffix.h"],
+            extra_compile_args=["-O3", "-fvisibility=hidden"],  # the files share functions; the module exports only PyInit
+        ),
         Extension("audit._neardup", sources=["audit/_neardup.c"], extra_compile_args=["-O3"]),
         Extension("audit._spans", sources=["audit/_spans.c"], extra_compile_args=["-O3"]),
         Extension("audit._chars", sources=["audit/_chars.c"], extra_compile_args=["-O3"]),

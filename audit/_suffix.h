@@ -1,0 +1,135 @@
+/*
+ * What the files of the `audit._suffix` extension share: a shard as the searches read it (its
+ * text, its suffix array and the pointer width), the comparison of a suffix with a pattern, a
+ * shard's documents as a pointer is looked up in them, and the functions one file defines for
+ * another.  The module's method table is in _suffix.c; each other file holds one kind of search:
+ * _suffix_longest.c the longest matches, _suffix_documents.c the documents of ranks,
+ * _suffix_restricted.c the language-restricted longest match, _suffix_counts.c the counts of
+ * many patterns.
+ */
+#ifndef AUDIT_SUFFIX_H
+#define AUDIT_SUFFIX_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+#include <math.h>
+
+/* Prefetch hints; no-ops where the compiler has none. */
+#if defined(__GNUC__) || defined(__clang__)
+#define PREFETCH(address) __builtin_prefetch((address), 0, 1)
+#else
+#define PREFETCH(address) ((void)(address))
+#endif
+
+/* How many searches run in lockstep (_suffix_longest.c, _suffix_counts.c). */
+#define LANES 32
+
+typedef struct {
+    const uint8_t *data;
+    Py_ssize_t size;
+    const uint8_t *table;
+    Py_ssize_t count;
+    int ratio;
+} Shard;
+
+static inline Py_ssize_t pointer_at(const Shard *s, Py_ssize_t rank)
+{
+    const uint8_t *p = s->table + rank * s->ratio;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (s->ratio == 4) { /* a shard under 4 GiB: one load instead of four */
+        uint32_t word;
+        memcpy(&word, p, sizeof(word));
+        return (Py_ssize_t)word;
+    }
+#endif
+    uint64_t value = 0;
+    for (int i = s->ratio - 1; i >= 0; i--)
+        value = (value << 8) | p[i];
+    return (Py_ssize_t)value;
+}
+
+/* Compare the suffix starting at byte `start` (`compare_prefix`: at `rank`) with pattern[0:m],
+ * skipping the `skip` bytes already known equal.  Returns <0, 0 or >0 as the suffix's first m
+ * bytes sort before, equal or after the pattern, and stores the length of their common prefix
+ * in *lcp. */
+static inline int compare_at(const Shard *s, Py_ssize_t start, const uint8_t *pattern, Py_ssize_t m,
+                             Py_ssize_t skip, Py_ssize_t *lcp)
+{
+    Py_ssize_t available = s->size - start;
+    Py_ssize_t limit = available < m ? available : m;
+    const uint8_t *suffix = s->data + start;
+    Py_ssize_t i = skip;
+    while (i < limit && suffix[i] == pattern[i])
+        i++;
+    *lcp = i;
+    if (i == m)
+        return 0;
+    if (i == available)
+        return -1;
+    return suffix[i] < pattern[i] ? -1 : 1;
+}
+
+static inline int compare_prefix(const Shard *s, Py_ssize_t rank, const uint8_t *pattern,
+                                 Py_ssize_t m, Py_ssize_t skip, Py_ssize_t *lcp)
+{
+    return compare_at(s, pointer_at(s, rank), pattern, m, skip, lcp);
+}
+
+/* A shard's documents as a pointer is looked up in them: their offsets, and optionally a
+ * directory (`document_directory`) narrowing each lookup to the documents of one block. */
+typedef struct {
+    const int64_t *offsets;
+    Py_ssize_t documents;
+    const int64_t *directory; /* NULL: search every offset */
+    int shift;
+    Py_ssize_t blocks;
+} Documents;
+
+/* The document a pointer is in: the last whose offset is at most the pointer
+ * (`searchsorted(..., "right") - 1`, -1 being the last document as numpy indexes it), halving
+ * without branches (a conditional move per step: which half holds it is unpredictable), over
+ * the documents of the pointer's block where there is a directory. */
+static inline Py_ssize_t document_of(const Documents *d, int64_t pointer)
+{
+    Py_ssize_t first = 0, last = d->documents - 1;
+    if (d->directory != NULL && pointer >= 0 && (pointer >> d->shift) < d->blocks) {
+        Py_ssize_t block = (Py_ssize_t)(pointer >> d->shift);
+        first = d->directory[block] > 0 ? d->directory[block] : 0;
+        last = d->directory[block + 1] > 0 ? d->directory[block + 1] : 0;
+    }
+    const int64_t *base = d->offsets + first;
+    Py_ssize_t left = last - first + 1;
+    while (left > 1) {
+        Py_ssize_t half = left / 2;
+        base = base[half] <= pointer ? base + half : base;
+        left -= half;
+    }
+    return base[0] <= pointer ? base - d->offsets : d->documents - 1;
+}
+
+/* _suffix.c */
+int parse_shard(PyObject *data_obj, PyObject *table_obj, int ratio, Py_buffer *data, Py_buffer *table, Shard *shard);
+void range_of(const Shard *s, const uint8_t *pattern, Py_ssize_t m, Py_ssize_t *lo_out, Py_ssize_t *hi_out);
+
+/* _suffix_longest.c */
+Py_ssize_t character_starts(const uint8_t *q, Py_ssize_t n, Py_ssize_t *positions);
+PyObject *longest_matches(PyObject *self, PyObject *args);
+PyObject *longest_char_matches(PyObject *self, PyObject *args);
+PyObject *longest_char_ranks(PyObject *self, PyObject *args);
+
+/* _suffix_documents.c */
+PyObject *document_directory(PyObject *self, PyObject *args);
+int parse_directory(PyObject *obj, Py_ssize_t size, Py_buffer *view, Documents *d);
+int any_allowed_in(const uint8_t *table, int ratio, const Documents *d, const uint8_t *allowed, Py_ssize_t lo, Py_ssize_t hi, Py_ssize_t most);
+PyObject *any_allowed(PyObject *self, PyObject *args);
+PyObject *sample_ranks(PyObject *self, PyObject *args);
+
+/* _suffix_restricted.c */
+PyObject *restricted_longest(PyObject *self, PyObject *args);
+
+/* _suffix_counts.c */
+PyObject *casing_counts(PyObject *self, PyObject *args);
+
+#endif

@@ -1,0 +1,277 @@
+/*
+ * The longest match in the documents of one language (`audit._suffix`).
+ */
+#include "_suffix.h"
+
+/* One shard as the language-restricted search reads it: its suffix array, its documents and
+ * whether each is allowed, and optionally its own unrestricted answer per character start
+ * (`longest_char_ranks`: a length and a rank whose suffix starts with that many bytes), from
+ * which each shorter prefix's range is found around that rank. */
+typedef struct {
+    Shard shard;
+    Documents documents;
+    const uint8_t *allowed;
+    const int64_t *lengths, *ranks; /* NULL: search each range from scratch */
+    Py_buffer views[7];
+    int held;
+} Restricted;
+
+/* The ranks [*lo_out, *hi_out) whose suffix starts with pattern[0:m], given a rank r whose
+ * suffix does: they are the run of ranks around r, found by doubling steps out from r, then
+ * halving between the last step that matched and the first that did not (every suffix between
+ * two ranks shares with the pattern at least the lesser of their common prefixes, so those
+ * bytes are skipped).  Near r the table is read in order: for the long prefixes a restricted
+ * search mostly asks about, a few comparisons instead of two whole binary searches. */
+static void range_around(const Shard *s, const uint8_t *pattern, Py_ssize_t m, Py_ssize_t r, Py_ssize_t *lo_out, Py_ssize_t *hi_out)
+{
+    for (int side = 0; side < 2; side++) {
+        int direction = side == 0 ? -1 : 1;
+        Py_ssize_t inside = r, outside = side == 0 ? -1 : s->count, step = 1, lcp, lcp_out = 0;
+        for (;;) {
+            Py_ssize_t x = r + direction * step;
+            if (x < 0 || x >= s->count)
+                break;
+            if (compare_prefix(s, x, pattern, m, 0, &lcp) == 0) {
+                inside = x;
+                step <<= 1;
+                continue;
+            }
+            outside = x;
+            lcp_out = lcp;
+            break;
+        }
+        /* The boundary lies between `inside` (matches) and `outside` (does not, or is past the
+         * table's end). */
+        while (inside - outside > 1 || outside - inside > 1) {
+            Py_ssize_t mid = inside + (outside - inside) / 2;
+            if (compare_prefix(s, mid, pattern, m, lcp_out, &lcp) == 0)
+                inside = mid;
+            else {
+                outside = mid;
+                lcp_out = lcp;
+            }
+        }
+        if (side == 0)
+            *lo_out = inside;
+        else
+            *hi_out = inside + 1;
+    }
+}
+
+/* How `holds` reads a range: ranks read whole up to `few`, else `first_look` then `scan_cap`
+ * ranks sampled. */
+typedef struct {
+    Py_ssize_t few, first_look, scan_cap;
+} Reading;
+
+/* Whether an allowed document holds pattern[0:m], the prefix asked at character start `at`:
+ * 1, 0, or -1 when a sampled range found none (a sampled answer cannot tell absence from what
+ * the sample missed).  A shard whose own longest match there is shorter than m holds none. */
+static int holds(const Restricted *shards, Py_ssize_t count, const Reading *r, const uint8_t *pattern, Py_ssize_t m, Py_ssize_t at)
+{
+    int open = 0;
+    for (Py_ssize_t k = 0; k < count; k++) {
+        const Restricted *s = &shards[k];
+        Py_ssize_t lo, hi;
+        if (s->lengths == NULL)
+            range_of(&s->shard, pattern, m, &lo, &hi);
+        else if (s->lengths[at] < m)
+            continue;
+        else
+            range_around(&s->shard, pattern, m, (Py_ssize_t)s->ranks[at], &lo, &hi);
+        Py_ssize_t width = hi - lo;
+        if (width <= 0)
+            continue;
+        const uint8_t *table = s->shard.table;
+        int ratio = s->shard.ratio;
+        if (width <= r->few) {
+            if (any_allowed_in(table, ratio, &s->documents, s->allowed, lo, hi, r->few))
+                return 1;
+            continue;
+        }
+        if (any_allowed_in(table, ratio, &s->documents, s->allowed, lo, hi, r->first_look))
+            return 1;
+        if (width <= r->first_look)
+            continue;
+        if (any_allowed_in(table, ratio, &s->documents, s->allowed, lo, hi, r->scan_cap))
+            return 1;
+        if (width > r->scan_cap)
+            open = 1;
+    }
+    return open ? -1 : 0;
+}
+
+/* The largest n in [floor, top] an allowed document holds (floor is known to), trying top
+ * first, then halving; *open is set when a check above the answer stayed open. */
+static Py_ssize_t restricted_search(const Restricted *shards, Py_ssize_t count, const Reading *r, const uint8_t *pattern,
+                                    Py_ssize_t floor, Py_ssize_t top, Py_ssize_t at, int *open)
+{
+    *open = 0;
+    if (top <= floor)
+        return top;
+    int first = holds(shards, count, r, pattern, top, at);
+    if (first == 1)
+        return top;
+    *open = first == -1;
+    Py_ssize_t lo = floor, hi = top - 1;
+    while (lo < hi) {
+        Py_ssize_t middle = (lo + hi + 1) >> 1;
+        int answer = holds(shards, count, r, pattern, middle, at);
+        if (answer == 1)
+            lo = middle;
+        else {
+            *open |= answer == -1;
+            hi = middle - 1;
+        }
+    }
+    return lo;
+}
+
+/* Every start's search, each floored by the previous start's length less the bytes between
+ * them (a suffix of a string found is found), from the unrestricted length `tops[k]` down. */
+static void restricted_pass(const Restricted *shards, Py_ssize_t count, const Reading *r, const uint8_t *q, Py_ssize_t n,
+                            const Py_ssize_t *positions, Py_ssize_t starts, const int64_t *tops, int64_t *lows, int64_t *highs)
+{
+    Py_ssize_t previous = 0, at = 0;
+    for (Py_ssize_t k = 0; k < starts; k++) {
+        Py_ssize_t i = positions[k], top = (Py_ssize_t)tops[k];
+        if (top > n - i)
+            top = n - i; /* a length past the query's end cannot be asked */
+        if (top < 0)
+            top = 0;
+        Py_ssize_t floor = previous - (i - at);
+        floor = floor < top ? floor : top;
+        floor = floor > 0 ? floor : 0;
+        int open;
+        Py_ssize_t length = restricted_search(shards, count, r, q + i, floor, top, k, &open);
+        lows[k] = length;
+        highs[k] = open ? top : length;
+        previous = length;
+        at = i;
+    }
+}
+
+static void release_restricted(Restricted *shards, Py_ssize_t count)
+{
+    for (Py_ssize_t k = 0; k < count; k++)
+        for (int v = 0; v < shards[k].held; v++)
+            PyBuffer_Release(&shards[k].views[v]);
+    PyMem_Free(shards);
+}
+
+/* Read one (data, table, ratio, offsets, allowed[, directory, lengths, ranks]) tuple into `s`;
+ * the optional parts may be None. */
+static int parse_restricted(PyObject *item, Restricted *s)
+{
+    PyObject *data_obj, *table_obj, *offsets_obj, *allowed_obj, *directory = Py_None, *lengths = Py_None, *ranks = Py_None;
+    int ratio;
+    s->held = 0;
+    s->lengths = s->ranks = NULL;
+    if (!PyArg_ParseTuple(item, "OOiOO|OOO", &data_obj, &table_obj, &ratio, &offsets_obj, &allowed_obj, &directory, &lengths, &ranks))
+        return -1;
+    if (parse_shard(data_obj, table_obj, ratio, &s->views[0], &s->views[1], &s->shard) < 0)
+        return -1;
+    s->held = 2;
+    if (PyObject_GetBuffer(offsets_obj, &s->views[2], PyBUF_SIMPLE) < 0)
+        return -1;
+    s->held = 3;
+    if (PyObject_GetBuffer(allowed_obj, &s->views[3], PyBUF_SIMPLE) < 0)
+        return -1;
+    s->held = 4;
+    s->documents = (Documents){s->views[2].buf, s->views[2].len / (Py_ssize_t)sizeof(int64_t), NULL, 0, 0};
+    s->allowed = s->views[3].buf;
+    if (s->views[2].len % (Py_ssize_t)sizeof(int64_t) || s->documents.documents == 0 || s->views[3].len != s->documents.documents) {
+        PyErr_SetString(PyExc_ValueError, "offsets must be int64, one allowed byte per document");
+        return -1;
+    }
+    int got = parse_directory(directory, s->shard.size, &s->views[s->held], &s->documents);
+    if (got < 0)
+        return -1;
+    s->held += got;
+    if ((lengths == Py_None) != (ranks == Py_None)) {
+        PyErr_SetString(PyExc_ValueError, "a shard's lengths and ranks go together");
+        return -1;
+    }
+    if (lengths == Py_None)
+        return 0;
+    if (PyObject_GetBuffer(lengths, &s->views[s->held], PyBUF_SIMPLE) < 0)
+        return -1;
+    s->lengths = s->views[s->held++].buf;
+    if (PyObject_GetBuffer(ranks, &s->views[s->held], PyBUF_SIMPLE) < 0)
+        return -1;
+    s->ranks = s->views[s->held++].buf;
+    return 0;
+}
+
+/* Whether each shard's own answers (if given) hold one length and one rank per character
+ * start, every rank of a match inside its shard. */
+static int answers_fit(const Restricted *shards, Py_ssize_t count, Py_ssize_t starts)
+{
+    for (Py_ssize_t k = 0; k < count; k++) {
+        const Restricted *s = &shards[k];
+        if (s->lengths == NULL)
+            continue;
+        const Py_buffer *lengths = &s->views[s->held - 2], *ranks = &s->views[s->held - 1];
+        if (lengths->len != starts * (Py_ssize_t)sizeof(int64_t) || ranks->len != lengths->len)
+            return 0;
+        for (Py_ssize_t j = 0; j < starts; j++)
+            if (s->lengths[j] > 0 && (s->ranks[j] < 0 || s->ranks[j] >= s->shard.count))
+                return 0;
+    }
+    return 1;
+}
+
+/* For each character start of the UTF-8 query, the longest match in allowed documents (lowest
+ * and highest, in bytes): `restricted_pass` over the shards parsed from their tuples. */
+PyObject *restricted_longest(PyObject *self, PyObject *args)
+{
+    PyObject *list;
+    Py_buffer query, upper;
+    Reading r;
+    if (!PyArg_ParseTuple(args, "Oy*y*(nnn)", &list, &query, &upper, &r.few, &r.first_look, &r.scan_cap))
+        return NULL;
+    PyObject *result = NULL, *low = NULL, *high = NULL;
+    Py_ssize_t *positions = NULL, count = 0, starts = 0;
+    Restricted *shards = NULL;
+    PyObject *items = PySequence_Fast(list, "shards must be a sequence");
+    if (items == NULL)
+        goto done;
+    count = PySequence_Fast_GET_SIZE(items);
+    shards = PyMem_Calloc(count > 0 ? count : 1, sizeof(Restricted));
+    positions = PyMem_Malloc((query.len > 0 ? query.len : 1) * sizeof(Py_ssize_t));
+    if (shards == NULL || positions == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t k = 0; k < count; k++)
+        if (parse_restricted(PySequence_Fast_GET_ITEM(items, k), &shards[k]) < 0)
+            goto done;
+    starts = character_starts(query.buf, query.len, positions);
+    if (upper.len != starts * (Py_ssize_t)sizeof(int64_t) || r.few < 1 || r.first_look < 1 || r.scan_cap < 1) {
+        PyErr_SetString(PyExc_ValueError, "upper must hold one int64 per character start, every reading cap at least 1");
+        goto done;
+    }
+    if (!answers_fit(shards, count, starts)) {
+        PyErr_SetString(PyExc_ValueError, "a shard's lengths and ranks must hold one int64 per character start, each rank in the shard");
+        goto done;
+    }
+    low = PyBytes_FromStringAndSize(NULL, starts * (Py_ssize_t)sizeof(int64_t));
+    high = PyBytes_FromStringAndSize(NULL, starts * (Py_ssize_t)sizeof(int64_t));
+    if (low == NULL || high == NULL)
+        goto done;
+    int64_t *lows = (int64_t *)PyBytes_AS_STRING(low), *highs = (int64_t *)PyBytes_AS_STRING(high);
+    Py_BEGIN_ALLOW_THREADS
+    restricted_pass(shards, count, &r, query.buf, query.len, positions, starts, upper.buf, lows, highs);
+    Py_END_ALLOW_THREADS
+    result = PyTuple_Pack(2, low, high);
+done:
+    Py_XDECREF(low);
+    Py_XDECREF(high);
+    Py_XDECREF(items);
+    if (shards != NULL)
+        release_restricted(shards, count);
+    PyMem_Free(positions);
+    PyBuffer_Release(&query);
+    PyBuffer_Release(&upper);
+    return result;
+}
