@@ -15,6 +15,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pytest
@@ -329,14 +330,22 @@ def test_an_actor_lost_for_good_answers_503(sharded: Path, ray_cluster, tmp_path
         server.stop()
 
 
-def serve_fails(*args: str, env: dict[str, str] | None = None) -> str:
+class Failed(NamedTuple):
+    """How the server failed: its last line of stderr (the one-line error) and the whole of it,
+    shown when the line is not the one expected."""
+
+    line: str
+    stderr: str
+
+
+def serve_fails(*args: str, env: dict[str, str] | None = None) -> Failed:
     """The server's one-line error; it must exit 2 without a traceback."""
     result = subprocess.run(
         [sys.executable, "-m", "audit.server", "--port", "0", *args],
         capture_output=True, text=True, timeout=120, cwd=tempfile.gettempdir(), env={**os.environ, **(env or {})},
     )
-    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
-    return result.stderr.strip().splitlines()[-1]
+    assert result.returncode == 2 and "Traceback" not in result.stderr and result.stderr.strip(), result.stderr
+    return Failed(result.stderr.strip().splitlines()[-1], result.stderr)
 
 
 def test_startup_errors_are_one_clear_line(sharded: Path, ray_cluster, tmp_path: Path):
@@ -345,19 +354,22 @@ def test_startup_errors_are_one_clear_line(sharded: Path, ray_cluster, tmp_path:
     with socket.socket() as unused:
         unused.bind(("127.0.0.1", 0))
         port = unused.getsockname()[1]
-    assert serve_fails("--index", f"wiki={sharded}", "--executor", f"ray://127.0.0.1:{port}").startswith(
+    unreachable = serve_fails("--index", f"wiki={sharded}", "--executor", f"ray://127.0.0.1:{port}")
+    assert unreachable.line.startswith(
         f"audit serve: --executor ray://127.0.0.1:{port}: cannot reach the Ray cluster at ray://127.0.0.1:{port}: nothing answers at 127.0.0.1:{port}"
-    )
-    assert serve_fails("--index", f"wiki={sharded}", "--executor", "spark") == "audit serve: --executor spark: expected local, ray, or ray://HOST:PORT"
-    assert serve_fails("--index", f"wiki={sharded}", "--actors", "2") == "audit serve: --actors applies to a Ray executor (--executor ray or ray://HOST:PORT)"
+    ), unreachable.stderr
+    spark = serve_fails("--index", f"wiki={sharded}", "--executor", "spark")
+    assert spark.line == "audit serve: --executor spark: expected local, ray, or ray://HOST:PORT", spark.stderr
+    actors = serve_fails("--index", f"wiki={sharded}", "--actors", "2")
+    assert actors.line == "audit serve: --actors applies to a Ray executor (--executor ray or ray://HOST:PORT)", actors.stderr
     # Ray missing from the environment: a package named ray that cannot be imported.
     (tmp_path / "noray" / "ray").mkdir(parents=True)
     (tmp_path / "noray" / "ray" / "__init__.py").write_text("raise ImportError(\"No module named 'ray'\")\n")
     missing = serve_fails("--index", f"wiki={sharded}", "--executor", "ray", env={"PYTHONPATH": str(tmp_path / "noray")})
-    assert missing == 'audit serve: --executor ray: the Ray executor needs Ray: pip install "corpus-audit[ray]"'
+    assert missing.line == 'audit serve: --executor ray: the Ray executor needs Ray: pip install "corpus-audit[ray]"', missing.stderr
     tokens = build_token_index(TOKEN_DOCS, OLMO2, tmp_path / "olmo", width=4)
     refused = serve_fails("--index", f"olmo={tokens}", "--tokenizer", f"olmo={OLMO2}", "--executor", ray_cluster.client)
-    assert refused == (
+    assert refused.line == (
         f"audit serve: --index olmo: cannot open {tokens}: a tokenized index is not served by shard actors (--executor {ray_cluster.client}), "
         "only a byte-level one; serve olmo with --executor local"
-    )
+    ), refused.stderr
