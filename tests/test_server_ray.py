@@ -340,10 +340,14 @@ class Failed(NamedTuple):
 
 def serve_fails(*args: str, env: dict[str, str] | None = None) -> Failed:
     """The server's one-line error; it must exit 2 without a traceback."""
-    result = subprocess.run(
-        [sys.executable, "-m", "audit.server", "--port", "0", *args],
-        capture_output=True, text=True, timeout=120, cwd=tempfile.gettempdir(), env={**os.environ, **(env or {})},
-    )
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "audit.server", "--port", "0", *args],
+            capture_output=True, text=True, timeout=120, cwd=tempfile.gettempdir(), env={**os.environ, **(env or {})},
+        )
+    except subprocess.TimeoutExpired as error:
+        told = error.stderr.decode(errors="replace") if isinstance(error.stderr, bytes) else error.stderr
+        pytest.fail(f"audit.server {' '.join(args)} did not exit within 120 s; its stderr:\n{told}")
     assert result.returncode == 2 and "Traceback" not in result.stderr and result.stderr.strip(), result.stderr
     return Failed(result.stderr.strip().splitlines()[-1], result.stderr)
 
@@ -351,10 +355,12 @@ def serve_fails(*args: str, env: dict[str, str] | None = None) -> Failed:
 def test_startup_errors_are_one_clear_line(sharded: Path, ray_cluster, tmp_path: Path):
     import socket
 
+    # The port stays bound (and not listening) while the server tries it, so no process started
+    # meanwhile (the Ray cluster's own) can take it and answer.
     with socket.socket() as unused:
         unused.bind(("127.0.0.1", 0))
         port = unused.getsockname()[1]
-    unreachable = serve_fails("--index", f"wiki={sharded}", "--executor", f"ray://127.0.0.1:{port}")
+        unreachable = serve_fails("--index", f"wiki={sharded}", "--executor", f"ray://127.0.0.1:{port}")
     assert unreachable.line.startswith(
         f"audit serve: --executor ray://127.0.0.1:{port}: cannot reach the Ray cluster at ray://127.0.0.1:{port}: nothing answers at 127.0.0.1:{port}"
     ), unreachable.stderr

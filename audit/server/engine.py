@@ -40,6 +40,15 @@ from audit.server.sharded import EngineOrder, ShardedEngine
 from audit.server.tokenizer import Tokenizer
 
 
+def actors_refusal(name: str, tokenizer: Tokenizer, executor: Executor) -> str | None:
+    """Why `executor`'s shard actors cannot serve an index read with `tokenizer` (None: they
+    can): they hold byte-level indexes only.  Known without the cluster, so a server refuses
+    before it joins one."""
+    if executor.distributed and tokenizer.kind != "bytes":
+        return f"a tokenized index is not served by shard actors (--executor {executor}), only a byte-level one; serve {name} with --executor local"
+    return None
+
+
 @dataclass
 class ServedIndex:
     """One index `audit serve` answers for: the engine over its files and its tokenizer, or,
@@ -64,8 +73,9 @@ class ServedIndex:
             self._open_engine()
 
     def _open_actors(self) -> None:
-        if self.tokenizer.kind != "bytes":
-            raise ValueError(f"a tokenized index is not served by shard actors (--executor {self.executor}), only a byte-level one; serve {self.name} with --executor local")
+        refusal = actors_refusal(self.name, self.tokenizer, self.executor)
+        if refusal is not None:
+            raise ValueError(refusal)
         ray = connect(self.executor)
         self.local = DistributedIndex(self.path, name=self.name, executor=self.executor, groups=self.actors)
         self.engine = ShardedEngine(self.local, self.tokenizer.eos_id)

@@ -26,7 +26,7 @@ from audit.probes.generation import ProbeError
 from audit.probes.models import open_model
 from audit.probes.prompts import PromptError, load_templates
 from audit.server.app import create_app
-from audit.server.engine import ServedIndex
+from audit.server.engine import ServedIndex, actors_refusal
 from audit.server.guard import Access, ServerLimits
 from audit.server.jobs import JobError, JobManager
 from audit.server.messages import Limits
@@ -73,23 +73,52 @@ def _demo() -> Path:
         raise ServeError(f"--index demo: {error}") from None
 
 
+_OPEN_ERRORS = (IndexOpenError, OSError, ValueError, RuntimeError)
+
+
+def join_cluster(executor: Executor) -> None:
+    """Connect to the Ray cluster, if one is named, before any index opens, so an unreachable
+    one is one clear line."""
+    try:
+        executor.cluster()
+    except ExecutorError as error:
+        raise ServeError(f"--executor {executor}: {error}") from None
+
+
+def _cannot_open(name: str, path: Path, error: Exception | str) -> ServeError:
+    return ServeError(f"--index {name}: cannot open {path}: {error}")
+
+
 def load_indexes(
     specs: list[str], tokenizers: dict[str, Path], registry: Path | None, limits: Limits, executor: Executor = LOCAL, actors: int | None = None
 ) -> dict[str, ServedIndex]:
     """The indexes to serve; with a Ray `executor` each is held by `actors` shard actors (one
-    per shard by default)."""
-    served: dict[str, ServedIndex] = {}
+    per shard by default).  Every index is named and its tokenizer read first, so what is
+    refused without the cluster never waits on it; then the cluster is joined, before any
+    index opens, so an unreachable one is one clear line."""
+    planned: dict[str, tuple[Path, str, Tokenizer]] = {}
     for spec in specs:
         name, path, description = resolve_index(spec, registry)
-        if name in served:
+        if name in planned:
             raise ServeError(f"--index {name} is given twice")
         try:
-            served[name] = ServedIndex(name, path, Tokenizer(tokenizers.get(name)), limits, description, executor, actors)
-        except (IndexOpenError, OSError, ValueError, RuntimeError) as error:
-            raise ServeError(f"--index {name}: cannot open {path}: {error}") from None
-    unknown = set(tokenizers) - set(served)
+            tokenizer = Tokenizer(tokenizers.get(name))
+        except _OPEN_ERRORS as error:
+            raise _cannot_open(name, path, error) from None
+        refusal = actors_refusal(name, tokenizer, executor)
+        if refusal is not None:
+            raise _cannot_open(name, path, refusal)
+        planned[name] = (path, description, tokenizer)
+    unknown = set(tokenizers) - set(planned)
     if unknown:
         raise ServeError(f"--tokenizer for {', '.join(sorted(unknown))}, which is not served")
+    join_cluster(executor)
+    served: dict[str, ServedIndex] = {}
+    for name, (path, description, tokenizer) in planned.items():
+        try:
+            served[name] = ServedIndex(name, path, tokenizer, limits, description, executor, actors)
+        except _OPEN_ERRORS as error:
+            raise _cannot_open(name, path, error) from None
     return served
 
 
@@ -304,15 +333,6 @@ def require_token(host: str, token: str | None) -> None:
         )
 
 
-def join_cluster(executor: Executor) -> None:
-    """Connect to the Ray cluster, if one is named, before any index opens, so an unreachable
-    one is one clear line."""
-    try:
-        executor.cluster()
-    except ExecutorError as error:
-        raise ServeError(f"--executor {executor}: {error}") from None
-
-
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
@@ -326,7 +346,6 @@ def main(argv: list[str] | None = None) -> int:
         probes = load_probes(args.probe_model, args.judge_model, args.probe_prompts, args.registry, offline=args.offline, batch_size=args.probe_batch_size,
                              reference=args.reference_model)
         limits = Limits(max_query_chars=args.max_query_chars, max_query_tokens=args.max_query_tokens)
-        join_cluster(executor)
         indexes = load_indexes(args.index or [DEMO], _pairs(args.tokenizer, "--tokenizer"), args.registry, limits, executor, args.actors)
         server_limits = ServerLimits(
             max_body_bytes=args.max_body_bytes, max_job_bytes=args.max_job_bytes, max_concurrent=args.max_concurrent, queue_seconds=args.queue_seconds,
