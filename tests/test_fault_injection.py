@@ -210,6 +210,6 @@ def test_job_status_and_uploads_are_written_whole(tmp_path: Path):
         "os.replace = lambda *a: os.kill(os.getpid(), signal.SIGKILL)\n"
         "outputs.atomic_write_text(sys.argv[1], '{\"status\": \"running\"}' * 100000)\n"
     )
-    done = subprocess.run([sys.executable, "-c", script, str(target)], capture_output=True, timeout=60)
+    done = subprocess.run([sys.executable, "-c", script, str(target)], capture_output=True, timeout=60, cwd=tmp_path)
     assert done.returncode == -signal.SIGKILL
     assert json.loads(target.read_text(encoding="utf-8")) == {"status": "queued"}

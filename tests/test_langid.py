@@ -160,7 +160,8 @@ def test_a_build_whose_metadata_names_every_language_needs_no_identifier(tmp_pat
         f"manifest = build_index([Path({str(source)!r})], Path({str(tmp_path / 'index')!r}))\n"
         "print(manifest.extra['languages']['counts'], 'fasttext' in sys.modules)\n"
     )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    # Away from the checkout, so `-c` imports the installed package (with its compiled parts), not the source tree.
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split("\n")[-2] == "{'de': 1, 'ja': 1} False"
 
@@ -281,7 +282,7 @@ def test_identification_never_touches_the_network(tmp_path: Path):
         "print('requests' in sys.modules)\n"
     )
     env = {**os.environ, "HOME": str(tmp_path), "TMPDIR": str(tmp_path), "FTLANG_CACHE": str(tmp_path / "cache")}
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["de", "False"]
     assert not (tmp_path / "cache").exists() and not list(tmp_path.glob("fasttext-langdetect*"))
