@@ -199,7 +199,12 @@ static PyObject *unit_spans(PyObject *self, PyObject *args)
         if (add_unit(starts, ends, category, start, i, c) < 0)
             goto done;
     }
-    result = PyTuple_Pack(2, starts, ends);
+    /* Tuples: the caller keeps the answer for every later asker, who must not change it. */
+    PyObject *frozen_starts = PyList_AsTuple(starts), *frozen_ends = frozen_starts ? PyList_AsTuple(ends) : NULL;
+    if (frozen_ends != NULL)
+        result = PyTuple_Pack(2, frozen_starts, frozen_ends);
+    Py_XDECREF(frozen_starts);
+    Py_XDECREF(frozen_ends);
 done:
     Py_XDECREF(starts);
     Py_XDECREF(ends);
@@ -209,7 +214,7 @@ done:
 
 static PyMethodDef methods[] = {
     {"unit_spans", unit_spans, METH_VARARGS,
-     "unit_spans(text, ranges, category) -> (starts, ends): lists of the window units' character "
+     "unit_spans(text, ranges, category) -> (starts, ends): tuples of the window units' character "
      "bounds; ranges are the unsegmented scripts' [lo, hi] pairs of uint32, sorted, and category "
      "is unicodedata.category."},
     {"char_lengths", char_lengths, METH_VARARGS,

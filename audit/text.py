@@ -81,9 +81,9 @@ class Unit(NamedTuple):
 
 
 @lru_cache(maxsize=4096)
-def unit_bounds(text: str) -> tuple[list[int], list[int]]:
-    """The starts and the ends of `text`'s units (`units`), as two lists: what windows are cut
-    from.  In C, since every field of every variant is cut; cached: the signals cut the same
+def unit_bounds(text: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The starts and the ends of `text`'s units (`units`), as two tuples (every later caller
+    is handed the same ones): what windows are cut from.  In C, since every field of every variant is cut; cached: the signals cut the same
     fields several times."""
     return _chars.unit_spans(text, _UNSEGMENTED_TABLE, unicodedata.category)
 

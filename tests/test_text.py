@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from audit import _chars
-from audit.text import _UNSEGMENTED_RANGES, dominant_script, normalize, unit_count, units, windows
+from audit.text import _UNSEGMENTED_RANGES, dominant_script, normalize, unit_bounds, unit_count, units, windows
 
 DEMO = Path(__file__).resolve().parent.parent / "audit" / "data" / "demo" / "corpus"
 
@@ -87,6 +87,7 @@ def test_units_are_cut_as_the_regular_expression_defines_them():
     for text in texts:
         assert [tuple(u) for u in units(text)] == reference_units(text), repr(text)
     assert unit_count("a b , c") == 3
+    assert unit_bounds("a b , c") == ((0, 2, 6), (1, 3, 7))  # tuples: the cached answer cannot be changed by a caller
 
 
 def test_the_unit_cutter_refuses_a_damaged_range_table():
