@@ -31,6 +31,8 @@ class Status(StrEnum):
 
 
 OK, ABSENT, FAILED, UNKNOWN = Status.OK, Status.ABSENT, Status.FAILED, Status.UNKNOWN
+# A status as written → its member: every record's evidence is read through here.
+_STATUS_OF = {status.value: status for status in Status}
 
 
 class EvidenceError(AuditError):
@@ -53,15 +55,16 @@ class Evidence:
         names the source); EvidenceError says what is missing or wrong."""
         if not isinstance(entry, dict) or not isinstance(entry.get("signal"), str) or not isinstance(entry.get("field"), str):
             raise EvidenceError("each entry needs a 'signal' and a 'field'")
-        status = entry.get("status", OK)
-        if status not in tuple(Status):
-            raise EvidenceError(f"'status': expected one of {', '.join(Status)}, got {status!r}")
+        written = entry.get("status", OK)
+        status = _STATUS_OF.get(written) if isinstance(written, str) else None
+        if status is None:
+            raise EvidenceError(f"'status': expected one of {', '.join(Status)}, got {written!r}")
         figures, provenance, error = entry.get("figures"), entry.get("provenance"), entry.get("error")
         return cls(
             signal=entry["signal"],
             source=str(entry.get("source", entry.get("corpus", ""))),
             field=entry["field"],
-            status=Status(status),
+            status=status,
             figures=figures if isinstance(figures, dict) else {},
             provenance=[p for p in provenance if isinstance(p, dict)] if isinstance(provenance, list) else [],
             error=error if isinstance(error, str) else None,
