@@ -69,8 +69,10 @@ def test_an_item_keeps_where_its_lines_lie_even_when_they_are_apart(tmp_path: Pa
     assert kept.item_ids() == ["a", "b", "c"]
     # Two runs for `a`: its first two lines are next to each other, its third is not.
     assert len(kept.where["a"]) == 2 and all(isinstance(offset, int) and isinstance(length, int) for offset, length in kept.where["a"])
-    assert [r["lang"] for r in kept.records("a")] == ["en", "fr", "de"]
-    assert kept.records("c") == [{"record": "exposure", **records[-1]}]
+    with kept.reading() as records_of:
+        assert records_of("c") == [{"record": "exposure", **records[-1]}]
+        assert [r["lang"] for r in records_of("a")] == ["en", "fr", "de"]
+        assert records_of("c") == [{"record": "exposure", **records[-1]}]
 
 
 def test_the_report_of_a_stored_audit_holds_no_record(planted_audit):
@@ -81,4 +83,7 @@ def test_the_report_of_a_stored_audit_holds_no_record(planted_audit):
     assert all(isinstance(run, tuple) for runs in read.records.where.values() for run in runs)
     assert read.sections == read_records(held, str(path)).sections
     item_id = held.records[0]["item_id"]
-    assert read.records.records(item_id) == [record for record in held.records if record["item_id"] == item_id]
+    expected = [record for record in held.records if record["item_id"] == item_id]
+    for records in (read.records, read_records(held, str(path)).records):
+        with records.reading() as records_of:
+            assert records_of(item_id) == expected

@@ -62,12 +62,18 @@ def grouped_evidence(evidence: list[JsonObject], variant: Variant | None) -> dic
     return grouped
 
 
+def _fields(by_source: dict[str, list[JsonObject]]) -> list[str]:
+    """The fields a signal's evidence is on, in the order first met across its sources."""
+    return list(dict.fromkeys(entry["field"] for entries in by_source.values() for entry in entries))
+
+
 def item_page(item: Item | None, records: list[JsonObject], labels: Exposure) -> JsonObject:
     """Everything the provenance page of one item shows, language by language: each signal's
     evidence from each source, and what each signal and each source decides alone."""
     languages = []
     for record in records:
         key = (record["item_id"], record["lang"])
+        grouped = grouped_evidence(record["evidence"], item.variants.get(record["lang"]) if item else None)
         languages.append(
             {
                 "lang": record["lang"],
@@ -81,7 +87,8 @@ def item_page(item: Item | None, records: list[JsonObject], labels: Exposure) ->
                     "signal": {signal: labels.signal_label(signal, *key) for signal in labels.by_signal},
                     "source": {source: labels.source_label(source, *key) for source in labels.by_source},
                 },
-                "signals": grouped_evidence(record["evidence"], item.variants.get(record["lang"]) if item else None),
+                "signals": grouped,
+                "fields": {signal: _fields(by_source) for signal, by_source in grouped.items()},
             }
         )
     first = records[0]

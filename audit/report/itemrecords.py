@@ -7,7 +7,8 @@ items.  An audit already held in memory (one `read_audit` read) keeps its record
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import orjson
 
@@ -51,13 +52,20 @@ class ItemRecords:
     def item_ids(self) -> list[str]:
         return list(self.where)
 
-    def records(self, item_id: str) -> list[JsonObject]:
-        """The item's records, read back from the file when they are not held."""
+    @contextmanager
+    def reading(self) -> Iterator[Callable[[str], list[JsonObject]]]:
+        """A function from an item id to its records, read back from the file (opened once for
+        every item asked within the block) when they are not held."""
         if self.path is None:
-            return self.where[item_id]
-        found = []
+            yield self.where.__getitem__
+            return
         with open(self.path, "rb") as handle:
-            for offset, length in self.where[item_id]:
-                handle.seek(offset)
-                found += [orjson.loads(line) for line in handle.read(length).splitlines()]
-        return found
+
+            def records(item_id: str) -> list[JsonObject]:
+                found = []
+                for offset, length in self.where[item_id]:
+                    handle.seek(offset)
+                    found += [orjson.loads(line) for line in handle.read(length).splitlines()]
+                return found
+
+            yield records

@@ -8,7 +8,7 @@ records and writes their pages itself, each to a hidden sibling renamed into pla
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -79,14 +79,21 @@ def inherited(pages: Pages | None) -> Iterator[None]:
         _current.clear()
 
 
-def render_page(pages: Pages, item_id: str) -> None:
-    """One item's page, written to a hidden sibling and renamed into place.  A system error
-    (a full disk) stays the system's, naming the file; any other names the page."""
+def render_pages(pages: Pages, item_ids: list[str]) -> int:
+    """The pages of `item_ids`, each written to a hidden sibling and renamed into place.  A
+    system error (a full disk) stays the system's, naming the file; any other names the page."""
+    with pages.records.reading() as records:
+        for item_id in item_ids:
+            _render_page(pages, item_id, records)
+    return len(item_ids)
+
+
+def _render_page(pages: Pages, item_id: str, records: Callable[[str], list[JsonObject]]) -> None:
     name = page_name(item_id)
     target = pages.directory / name
     temporary = target.with_name(f".{target.name}.tmp")
     try:
-        html = pages.template.render(page=item_page(pages.by_id.get(item_id), pages.records.records(item_id), pages.labels), data=pages.data)
+        html = pages.template.render(page=item_page(pages.by_id.get(item_id), records(item_id), pages.labels), data=pages.data)
     except Exception as error:
         raise PageError(f"the provenance page {name} (item {item_id!r}): {type(error).__name__}: {error}") from error
     with writing(target):
@@ -96,9 +103,7 @@ def render_page(pages: Pages, item_id: str) -> None:
 
 def _render_inherited(item_ids: list[str]) -> int:
     """A worker's task: the pages of `item_ids`, from the pages it inherited when forked."""
-    for item_id in item_ids:
-        render_page(_current[0], item_id)
-    return len(item_ids)
+    return render_pages(_current[0], item_ids)
 
 
 def write_pages(pages: Pages, pool: WorkerPool | None, workers: int) -> int:
@@ -106,9 +111,7 @@ def write_pages(pages: Pages, pool: WorkerPool | None, workers: int) -> int:
     (pages.directory / "items").mkdir()
     item_ids = pages.records.item_ids()
     if pool is None:
-        for item_id in item_ids:
-            render_page(pages, item_id)
-        return len(item_ids)
+        return render_pages(pages, item_ids)
     size = max(1, math.ceil(len(item_ids) / (workers * CHUNKS_PER_WORKER)))
     futures: list[Future[int]] = [pool.submit(_render_inherited, item_ids[at : at + size]) for at in range(0, len(item_ids), size)]
     return sum(future.result() for future in futures)
