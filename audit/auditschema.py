@@ -8,6 +8,7 @@ naming the line and the field; `audit.auditfile` adds the file's name.
 """
 from __future__ import annotations
 
+import functools
 import math
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -61,8 +62,14 @@ def _string(path: str, value: Json, empty: bool = False) -> str:
     return value
 
 
+@functools.cache
+def _values(choices: type[StrEnum]) -> tuple[str, ...]:
+    """A closed choice's values, worked out once: every record's every field asks."""
+    return tuple(c.value for c in choices)
+
+
 def _choice(path: str, value: Json, choices: type[StrEnum] | tuple[str, ...], null: bool = False) -> None:
-    allowed = tuple(c.value for c in choices) if isinstance(choices, type) else choices
+    allowed = _values(choices) if isinstance(choices, type) else choices
     if (value is None and null) or (isinstance(value, str) and value in allowed):
         return
     raise _Bad(path, f"expected one of {', '.join(allowed)}{' or null' if null else ''}, got {_shown(value)}")

@@ -7,6 +7,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import random
+import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -16,7 +18,7 @@ import pytest
 from conftest import summary_of
 from hostile import REPORT, Case, both, run_case
 
-from audit.auditfile import AuditFile, AuditFileError, _parse_strictly, check_against_benchmark, locate_benchmark, parse_line, read_audit
+from audit.auditfile import AuditFile, AuditFileError, _parse_strictly, check_against_benchmark, has_long_digits, locate_benchmark, parse_line, read_audit
 from audit.auditscan import ACROSS, scan_audit
 from audit.exposure import item_exposure
 from audit.readers import load_benchmark, recorded_options
@@ -341,6 +343,19 @@ def test_a_record_line_reads_as_the_strict_parser_reads_it(raw: bytes) -> None:
             return ("value", "deeper than repr goes")
 
     assert read(parse_line) == read(_parse_strictly)
+
+
+def test_a_run_of_nineteen_digits_is_found_as_the_regular_expression_finds_it() -> None:
+    """`has_long_digits` (a byte table) against what it replaced, `re`'s bytes `\\d{19}`: runs
+    of 18, 19 and 20 digits at every edge, split by every other byte, and non-ASCII digits."""
+    pattern = re.compile(rb"\d{19}")
+    rng = random.Random(19)
+    pieces = [b"1" * 18, b"2" * 19, b"3" * 20, b"0", b"9", b".", b"-", b"e", b" ", b"\xd9\xa3", b"\xef\xbc\x91", b"\x00", bytes([47]), bytes([58]), bytes([255])]
+    lines = [b"", b"1" * 19, b"a" + b"7" * 19 + b"a", b"8" * 18 + b"x" + b"8" * 18, "١٢٣٤٥٦٧٨٩٠١٢٣٤٥٦٧٨٩٠".encode()]
+    lines += [b"".join(rng.choice(pieces) for _ in range(rng.randrange(1, 12))) for _ in range(3000)]
+    assert sum(bool(pattern.search(line)) for line in lines) > 500
+    for line in lines:
+        assert has_long_digits(line) == bool(pattern.search(line)), line
 
 
 def test_every_line_of_an_audit_reads_as_the_strict_parser_reads_it(sandbox: Path) -> None:
