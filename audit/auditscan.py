@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 from audit.auditfile import (
@@ -31,18 +31,11 @@ from audit.records import Json, JsonObject
 ACROSS = ("item_id", "lang", "role", "source_lang", "exposure", "item_exposure", "seen_in", "seen_in_languages", "asked_in")
 
 
-# Handed each record the scan found sound, with its line number and where its line lies in the
-# file (byte offset, length): what else reads every record does so in the scan's pass.
-RecordSink = Callable[[JsonObject, int, tuple[int, int]], None]
-
-
-def scan_audit(path: Path, sink_for: Callable[[JsonObject], RecordSink] | None = None) -> tuple[AuditFile, list[JsonObject]]:
+def scan_audit(path: Path) -> tuple[AuditFile, list[JsonObject]]:
     """`read_audit`'s checks, in the same order, in one pass that holds only each record's
     `ACROSS` fields; the audit's records are read back from disk when iterated, refused if
     the file changed since (`StoredRecords`).  Returns the audit and the fields kept.  A
-    version-1 file is read whole and upgraded, as `read_audit` reads it.  `sink_for`, given a
-    sound manifest, gives a sink fed every sound record in the same pass (none for a version-1
-    file); what it built is of use only if the scan returns."""
+    version-1 file is read whole and upgraded, as `read_audit` reads it."""
     path = Path(path)
     if special_kind(path):
         raise AuditFileError(f"{path}: not a regular file (a device, pipe or socket); an audit file is one `audit check` wrote")
@@ -54,8 +47,7 @@ def scan_audit(path: Path, sink_for: Callable[[JsonObject], RecordSink] | None =
             if manifest is not None and manifest["schema_version"] == 1:
                 audit = read_audit(path)
                 return audit, [_kept(record, {}) for record in audit.records]
-            sink = _sink(manifest, sink_for)
-            kept, first_problem, digest = _scanned(path, lines, sink, len(first or b""))
+            kept, first_problem, digest = _scanned(path, lines)
     except OSError as error:
         raise AuditFileError(f"{path}: cannot read the audit file ({error.strerror or error})") from None
     if manifest is None:
@@ -71,23 +63,10 @@ def scan_audit(path: Path, sink_for: Callable[[JsonObject], RecordSink] | None =
     return AuditFile(manifest, StoredRecords(path, len(kept), digest)), kept
 
 
-def _sink(manifest: JsonObject | None, sink_for: Callable[[JsonObject], RecordSink] | None) -> RecordSink | None:
-    """The sink for this manifest: none without `sink_for`, or for a manifest the scan will
-    refuse (nothing is built on one)."""
-    if sink_for is None or manifest is None:
-        return None
-    try:
-        check_manifest(manifest)
-    except SchemaError:
-        return None
-    return sink_for(manifest)
-
-
-def _scanned(path: Path, lines: Iterator[bytes], sink: RecordSink | None, offset: int) -> tuple[list[JsonObject], SchemaError | None, str]:
-    """The records after the manifest line (`offset` bytes long), each parsed and checked as it
-    comes, and each sound one handed to `sink` until one is not: the fields `ACROSS` of each,
-    the first schema problem (raised after the file's integrity, as `read_audit` raises it),
-    and the lines' sha256."""
+def _scanned(path: Path, lines: Iterator[bytes]) -> tuple[list[JsonObject], SchemaError | None, str]:
+    """The records after the manifest line, each parsed and checked as it comes: the fields
+    `ACROSS` of each, the first schema problem (raised after the file's integrity, as
+    `read_audit` raises it), and the lines' sha256."""
     kept: list[JsonObject] = []
     shared: dict[tuple[str, ...], list[str]] = {}
     problem: SchemaError | None = None
@@ -103,9 +82,6 @@ def _scanned(path: Path, lines: Iterator[bytes], sink: RecordSink | None, offset
                 check_record(number, record)
             except SchemaError as found:
                 problem = found
-        if problem is None and sink is not None:
-            sink(record, number, (offset, len(raw)))
-        offset += len(raw)
         kept.append(_kept(record, shared))
     return kept, problem, digest.hexdigest()
 

@@ -9,15 +9,13 @@ import click
 from rich.markup import escape
 
 from audit.auditfile import AuditFile, check_against_benchmark, locate_benchmark
-from audit.auditscan import RecordSink, scan_audit
+from audit.auditscan import scan_audit
 from audit.bars import console, progress_display, step
 from audit.cli.shell import InputError
 from audit.errors import AuditError
 from audit.items import Item
 from audit.outputs import check_directory_target
 from audit.readers import load_benchmark, recorded_options
-from audit.records import JsonObject
-from audit.report.build import RecordReading
 from audit.report.pages import ItemsById
 from audit.report.render import REPORT, write_report
 
@@ -49,14 +47,14 @@ def report_command(
 ) -> None:
     """Transfer scores stratified by measured exposure, with intervals, plots and provenance pages."""
     try:
-        audit, items, inputs, reading = _read_inputs(audit_path, bench, [predictions, item_pages], out)
+        audit, items, inputs = _read_inputs(audit_path, bench, [predictions, item_pages], out)
         evaluation = None
         if predictions is not None:
             method, evaluation = _evaluated(audit, items, predictions, method, JudgeOptions(judge_model, judge_concurrency, bootstrap, seed))
         # The pages read the items back from one buffer; the objects themselves are let go.
         pages_items, items = ItemsById(items), []
         with step(f"writing the report {out}"):
-            data = write_report(out, audit, str(audit_path), pages_items, evaluation, item_pages, inputs=inputs, reading=reading)
+            data = write_report(out, audit, str(audit_path), pages_items, evaluation, item_pages, inputs=inputs)
     except (AuditError, FileNotFoundError) as error:
         raise InputError(str(error)) from None
     if evaluation:
@@ -73,23 +71,16 @@ class JudgeOptions:
     seed: int
 
 
-def _read_inputs(audit_path: Path, bench: Path | None, others: list[Path | None], out: Path) -> tuple[AuditFile, list[Item], list[Path], RecordReading | None]:
-    """The audit, checked in one pass that keeps a few fields per record and feeds every
-    record to the report's reading (the pages read their records back from disk), and the
-    benchmark's items checked against it."""
-    readings: list[RecordReading] = []
-
-    def reading_for(manifest: JsonObject) -> RecordSink:
-        readings.append(RecordReading(manifest, Path(audit_path)))
-        return readings[0].add
-
-    audit, kept = scan_audit(audit_path, reading_for)
+def _read_inputs(audit_path: Path, bench: Path | None, others: list[Path | None], out: Path) -> tuple[AuditFile, list[Item], list[Path]]:
+    """The audit, checked in one pass that keeps a few fields per record (the report reads
+    the records back from disk), and the benchmark's items checked against it."""
+    audit, kept = scan_audit(audit_path)
     bench, recorded = locate_benchmark(audit, audit_path, bench)
     inputs = [path for path in (audit_path, bench, *others) if path is not None]
     check_directory_target(out, REPORT, inputs=inputs)
     items = load_benchmark(bench, recorded.format, options=recorded_options(recorded.mapping, recorded.source_lang)).items
     check_against_benchmark(audit, audit_path, items, kept)
-    return audit, items, inputs, readings[0] if readings else None
+    return audit, items, inputs
 
 
 def _evaluated(audit: AuditFile, items: list[Item], predictions: Path, method: str, judging: JudgeOptions) -> tuple[str, dict[str, Any]]:

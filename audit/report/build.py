@@ -8,9 +8,8 @@ import hashlib
 import re
 from collections import Counter
 from dataclasses import dataclass
-from pathlib import Path
 
-from audit.auditfile import AuditFile, AuditFileError, StoredRecords
+from audit.auditfile import AuditFile, AuditFileError
 from audit.evaluate.stratify import KNOWLEDGE_STRATA, KNOWN, NOT_KNOWN, STRATA, UNSEEN, Exposure, ExposureError, ExposureReader
 from audit.probes.judge import UNPARSED
 from audit.records import JsonObject
@@ -209,60 +208,28 @@ class ReadAudit:
     records: ItemRecords
 
 
-class RecordReading:
-    """The report's one pass over the records, fed one at a time, holding none of them when
-    they lie in a file (`path`): each is judged, counted and dropped, and its item keeps where
-    it lies.  `audit report` feeds it as `scan_audit` checks each record, so the file is read
-    once for both; a record the labels refuse stops the reading, and `finish` says why."""
-
-    def __init__(self, manifest: JsonObject, path: Path | None) -> None:
-        self.manifest = manifest
-        self.reader, self.rows, self.elsewhere, self.judged = ExposureReader(manifest), ExposureRows(), SeenElsewhere(), Calibration()
-        self.premise, self.scores = Premise(), MembershipScores()
-        self.sections = (self.rows, self.elsewhere, self.judged, self.premise, self.scores)
-        self.records = ItemRecords(path)
-        self.problem: ExposureError | None = None
-
-    def add(self, record: JsonObject, number: int, where: tuple[int, int] | JsonObject) -> None:
-        """Record `number` (its line), and where it lies: (byte offset, length), or itself."""
-        if self.problem is not None:
-            return
-        try:
-            self.reader.add(record, number)
-        except ExposureError as error:
-            self.problem = error
-            return
-        for section in self.sections:
-            section.add(record)
-        self.records.keep(record["item_id"], where)
-
-    def finish(self, audit_path: str) -> ReadAudit:
-        try:
-            if self.problem is not None:
-                raise self.problem
-            labels = self.reader.finish()
-        except ExposureError as error:
-            raise AuditFileError(f"{audit_path}: {error}") from None
-        languages = list(self.rows.languages)
-        sections = {
-            "exposure": self.rows.section(self.manifest, labels, self.elsewhere.section()),
-            "knowledge": knowledge_section(self.manifest, labels, languages, self.judged.section()),
-            "premise": self.premise.section(self.manifest),
-            "membership": self.scores.section(self.manifest, labels, languages),
-        }
-        return ReadAudit(labels, sections, self.records)
-
-
 def read_records(audit: AuditFile, audit_path: str) -> ReadAudit:
-    """`RecordReading` over an audit's records: read from disk when they lie there, else as held."""
-    stored = audit.records if isinstance(audit.records, StoredRecords) else None
-    reading = RecordReading(audit.manifest, stored.path if stored else None)
-    located = stored.located() if stored else ((record, record) for record in audit.records)
-    for number, (record, where) in enumerate(located, start=2):
-        reading.add(record, number, where)
-        if reading.problem is not None:
-            break
-    return reading.finish(audit_path)
+    """One pass over the records, holding none of them when they are read from disk: each is
+    judged, counted and dropped, and its item keeps where it lies in the file."""
+    reader, rows, elsewhere, judged, premise = ExposureReader(audit.manifest), ExposureRows(), SeenElsewhere(), Calibration(), Premise()
+    scores = MembershipScores()
+    records = ItemRecords(audit)
+    try:
+        for number, (record, where) in enumerate(records.located(), start=2):
+            reader.add(record, number)
+            for section in (rows, elsewhere, judged, premise, scores):
+                section.add(record)
+            records.keep(record["item_id"], where)
+        labels = reader.finish()
+    except ExposureError as error:
+        raise AuditFileError(f"{audit_path}: {error}") from None
+    sections = {
+        "exposure": rows.section(audit.manifest, labels, elsewhere.section()),
+        "knowledge": knowledge_section(audit.manifest, labels, list(rows.languages), judged.section()),
+        "premise": premise.section(audit.manifest),
+        "membership": scores.section(audit.manifest, labels, list(rows.languages)),
+    }
+    return ReadAudit(labels, sections, records)
 
 
 def report_data(audit: AuditFile, audit_path: str, evaluation: JsonObject | None, read: ReadAudit) -> JsonObject:

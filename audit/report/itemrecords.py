@@ -9,20 +9,29 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 import orjson
 
+from audit.auditfile import AuditFile, StoredRecords
 from audit.records import JsonObject
 
 
 class ItemRecords:
     """Item id → where its records are, in the audit's order of items: (byte offset, length)
-    runs of lines in the audit file at `path`, or the records themselves (`path` None)."""
+    runs of lines in the file, or the records themselves."""
 
-    def __init__(self, path: Path | None) -> None:
-        self.path = path
+    def __init__(self, audit: AuditFile) -> None:
+        self.audit = audit
+        self.path = audit.records.path if isinstance(audit.records, StoredRecords) else None
         self.where: dict[str, list] = {}
+
+    def located(self) -> Iterator[tuple[JsonObject, tuple[int, int] | JsonObject]]:
+        """The audit's records, each with what `keep` takes of it."""
+        if isinstance(self.audit.records, StoredRecords):
+            yield from self.audit.records.located()
+        else:
+            for record in self.audit.records:
+                yield record, record
 
     def keep(self, item_id: str, where: tuple[int, int] | JsonObject) -> None:
         runs = self.where.setdefault(item_id, [])
@@ -34,6 +43,11 @@ class ItemRecords:
             runs[-1] = (runs[-1][0], runs[-1][1] + length)
         else:
             runs.append((offset, length))
+
+    def check_unchanged(self) -> None:
+        """Refuse an audit file changed since it was checked (`StoredRecords.check_unchanged`)."""
+        if isinstance(self.audit.records, StoredRecords):
+            self.audit.records.check_unchanged()
 
     def item_ids(self) -> list[str]:
         return list(self.where)

@@ -15,13 +15,13 @@ from pathlib import Path
 from jinja2 import Environment, PackageLoader, select_autoescape
 from jinja2.runtime import Macro
 
-from audit.auditfile import AuditFile, StoredRecords
+from audit.auditfile import AuditFile
 from audit.children import WorkerPool, frozen_for_fork
 from audit.items import Item
 from audit.outputs import commit_directory, discard_staging, staging_directory
 from audit.records import Json, JsonObject
 from audit.report import inert
-from audit.report.build import RecordReading, read_records, report_data
+from audit.report.build import read_records, report_data
 from audit.report.pages import ItemsById, inherited, pages_of, write_pages
 
 DEFAULT_EVIDENCE = "evidence/_default.html.j2"
@@ -193,16 +193,14 @@ def write_report(
     item_pages: Path | None = None,
     inputs: Iterable[Path] = (),
     workers: int | None = None,
-    reading: RecordReading | None = None,
 ) -> JsonObject:
     """Render the whole report into `out` and return report.json's data.  An existing `out` is
     replaced only if it is a report this tool wrote and holds none of `inputs`.  With
     `item_pages` (another report's directory) its provenance pages are linked, not written.
     The figures are drawn and the pages rendered by `workers` forked processes (default: the
-    available cores); with one, the pages are rendered here while one process draws.  With
-    `reading` (fed every record by `scan_audit`) the records are not read again here."""
+    available cores); with one, the pages are rendered here while one process draws."""
     out = Path(out)
-    read = reading.finish(audit_path) if reading is not None else read_records(audit, audit_path)
+    read = read_records(audit, audit_path)
     data = report_data(audit, audit_path, evaluation, read)
     if item_pages is not None:
         link_item_pages(data, Path(item_pages).absolute(), out)
@@ -219,8 +217,7 @@ def write_report(
                 write_pages(pages, pool if workers > 1 else None, workers)
             html = environment.get_template("report.html.j2").render(data=data, figures=drawn())
         (staging / "report.html").write_text(html, encoding="utf-8")
-        if isinstance(audit.records, StoredRecords):
-            audit.records.check_unchanged()
+        read.records.check_unchanged()
         commit_directory(staging, out, REPORT, inputs=[*inputs, Path(audit_path), *([Path(item_pages)] if item_pages else [])])
     except BaseException:
         discard_staging(staging)
