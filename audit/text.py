@@ -83,8 +83,8 @@ class Unit(NamedTuple):
 @lru_cache(maxsize=4096)
 def unit_bounds(text: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """The starts and the ends of `text`'s units (`units`), as two tuples (every later caller
-    is handed the same ones): what windows are cut from.  In C, since every field of every variant is cut; cached: the signals cut the same
-    fields several times."""
+    is handed the same ones): what windows are cut from.  In C, since every field of every
+    variant is cut; cached, since the signals cut the same fields several times."""
     return _chars.unit_spans(text, _UNSEGMENTED_TABLE, unicodedata.category)
 
 
