@@ -26,7 +26,11 @@ QUESTIONS = 384
 
 
 def synthetic_benchmark(path: Path) -> list[tuple[str, str, str]]:
-    """384 items in the generic JSONL format; returns (item_id, source, lang) per variant."""
+    """384 items in the generic JSONL format, the sample's 39 over and over; returns (item_id,
+    source, lang) per variant.  Each copy after the first numbers its questions and passages
+    ("(2) In which country…"), so no two items share them: a check measures a field it has
+    met before only once, and a real benchmark of 384 questions repeats none of them.  The
+    answers are the sample's (a marked answer would no longer be found with its question)."""
     from audit.readers import load_benchmark
 
     items = load_benchmark(SAMPLE).items
@@ -36,14 +40,19 @@ def synthetic_benchmark(path: Path) -> list[tuple[str, str, str]]:
         for n in range(QUESTIONS):
             item = items[n % len(items)]
             source = languages[n % len(languages)]
+            copy = n // len(items)
             record = {
                 "item_id": f"q{n:03d}",
                 "source_lang": source,
-                "variants": {lang: {"question": v.question, "answer": v.answer, "context": v.context} for lang, v in item.variants.items()},
+                "variants": {lang: {"question": numbered(v.question, copy), "answer": v.answer, "context": numbered(v.context, copy)} for lang, v in item.variants.items()},
             }
             out.write(json.dumps(record, ensure_ascii=False) + "\n")
             variants += [(record["item_id"], source, lang) for lang in item.variants]
     return variants
+
+
+def numbered(text: str | None, copy: int) -> str | None:
+    return f"({copy}) {text}" if copy and text else text
 
 
 def judged_predictions(path: Path, variants: list[tuple[str, str, str]], seed: int = 0) -> None:

@@ -37,6 +37,9 @@ class LocalIndex:
 
     # Its runners can be sent to other processes: it re-opens there from its path.
     ships_to_workers = True
+    # The same question always gets the same answer (no budget of queries, no network), so a
+    # signal may keep an answer for a field it meets again.
+    answers_repeat = True
 
     def __init__(self, path: Path, name: str | None = None, neardup_redis: str | None = None) -> None:
         self.path = Path(path)

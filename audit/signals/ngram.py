@@ -23,11 +23,12 @@ from audit.index.doclangs import UNKNOWN
 from audit.items import Item, ItemKind, Variant
 from audit.rules import Rule
 from audit.signals.ngram_language import Scope, any_language, languages_of_entries
-from audit.signals.ngram_match import FieldMatch, SharedText, _ratio, figure_bounds, questions_for, window_figures, without_shared
+from audit.signals.ngram_match import FieldMatch, FieldText, _ratio, figure_bounds, questions_for, window_figures, without_shared
+from audit.signals.ngram_memo import FieldMemo
 from audit.signals.ngram_pairs import Lookups, cooccurrence_evidence, options_evidence, question_anchors, subject_anchors
 from audit.signals.ngram_spec import NAME, CooccurrenceRules, CoverageFloors, NgramConfig, Rules, TextRules, WindowSizes, fields_for
 from audit.signals.spec import Opening, Runner
-from audit.text import UNSEGMENTED_SCRIPTS, dominant_script, normalize, unit_count
+from audit.text import UNSEGMENTED_SCRIPTS, normalize, unit_count
 
 __all__ = ["NAME", "CooccurrenceRules", "CoverageFloors", "NgramConfig", "Rules", "TextRules", "WindowSizes", "field_evidence", "fields_for", "open_runner", "run"]
 
@@ -60,17 +61,14 @@ def _floor(figures: dict[str, Json], config: NgramConfig) -> None:
         figures["floor"] = {"coverage": {"needed": needed, "had": figures["windows"], "unit": "windows"}}
 
 
-def measure(corpus: Corpus, name: str, text: str, config: NgramConfig, rules: Sequence[Rule], budget: Budget, sources: Sequence[str]) -> tuple[Evidence, FieldMatch]:
+def measure(corpus: Corpus, field: FieldText, config: NgramConfig, rules: Sequence[Rule], budget: Budget) -> tuple[Evidence, FieldMatch]:
     """One normalised field's figures over whatever documents `corpus` answers for."""
-    script = dominant_script(text)
-    size = config.window_for(script)
+    text, script, size, shared = field.text, field.script, field.size, field.shared
     asked_before = budget.asked
     found = FieldMatch.of(text, corpus.match_lengths(text, questions_for(rules, text, size, budget)))
-    shared = SharedText.find(text, size, sources)
     match = found if shared is None else without_shared(found, shared)
     start, length = match.longest
-    whole_shared = any(text in source for source in sources)
-    counts = (0, 0) if whole_shared else corpus.count_range(text)
+    counts = (0, 0) if field.whole else corpus.count_range(text)
     coverage, undecided_windows, coverage_range = window_figures(found, size, shared)
     figures: dict[str, Json] = {
         "chars": len(text),
@@ -88,7 +86,7 @@ def measure(corpus: Corpus, name: str, text: str, config: NgramConfig, rules: Se
     if shared is not None:
         figures["shared_with_source"] = shared.intervals()
         figures["shared_chars"] = sum(shared.chars)
-    if whole_shared:
+    if field.whole:
         figures["exact_count_set_aside"] = True
     if budget.asked > asked_before:
         figures["count_queries"] = budget.asked - asked_before
@@ -96,7 +94,7 @@ def measure(corpus: Corpus, name: str, text: str, config: NgramConfig, rules: Se
     if bounds:
         figures["bounds"] = bounds
     _floor(figures, config)
-    evidence = Evidence(signal=NAME, source=corpus.info.name, field=name, figures=figures)
+    evidence = Evidence(signal=NAME, source=corpus.info.name, field=field.name, figures=figures)
     if length >= config.span_min_chars or (length and length == len(text)):
         span = (start, start + found.lengths[start])
         figures["longest_match_count"], evidence.provenance = provenance(corpus, text[span[0] : span[1]], span, config)
@@ -113,9 +111,13 @@ def field_evidence(
     `sources` are the source-language texts of a target variant: what the field shares with
     them is set aside from every figure and listed as `shared_with_source`.  Returns the match
     over every document: the pair checks' anchors are taken from it."""
-    text = normalize(raw)
-    budget = budget or Budget()
-    everywhere, found = measure(corpus, name, text, config, rules, budget, sources)
+    return measured_field(corpus, FieldText.of(name, normalize(raw), lang, sources, config.window_for), config, rules, budget or Budget())
+
+
+def measured_field(corpus: Corpus, field: FieldText, config: NgramConfig, rules: Sequence[Rule], budget: Budget) -> tuple[Evidence, FieldMatch]:
+    """`field_evidence` of a field whose text, language and sharing are worked out."""
+    text, lang = field.text, field.lang
+    everywhere, found = measure(corpus, field, config, rules, budget)
     if lang is None:
         return everywhere, found
     scope = Scope.of(corpus, lang, config.unknown)
@@ -125,7 +127,7 @@ def field_evidence(
         sampled = scope.sample(longest, config.max_occurrences)
         scope = scope.quoting(longest, sampled)
         languages = scope.languages_of(sampled.documents)
-        evidence = measure(scope.view, name, text, config, rules, budget, sources)[0]
+        evidence = measure(scope.view, field, config, rules, budget)[0]
         evidence.provenance = [scope.label(entry) for entry in evidence.provenance]
     else:
         evidence = everywhere
@@ -155,17 +157,27 @@ def field_language(variant: Variant, field: str, lang: str) -> str:
 
 
 def text_evidence(
-    corpus: Corpus, checked: Checked, config: NgramConfig, rules: Sequence[Rule], budget: Budget, shared: Sequence[str], lang: str
+    corpus: Corpus,
+    checked: Checked,
+    config: NgramConfig,
+    rules: Sequence[Rule],
+    budget: Budget,
+    shared: Sequence[str],
+    lang: str,
+    memo: FieldMemo | None = None,
 ) -> tuple[list[Evidence], FieldMatch | None]:
     """Evidence for each form of one field (up to `max_forms`), and the first form's match.  A
-    field checked in several forms names each form and carries its text."""
+    field checked in several forms names each form and carries its text.  With a `memo`, a
+    form measured before is copied from it."""
     if not checked.forms:
         return [Evidence(signal=NAME, source=corpus.info.name, field=checked.field, status=ABSENT)], None
     results, first = [], None
     labelled = checked.field in forms.FORM_FIELDS
     for form in checked.forms[: config.max_forms]:
         try:
-            evidence, match = field_evidence(corpus, checked.field, form.text, config, rules, budget, shared, lang)
+            field = FieldText.of(checked.field, normalize(form.text), lang, shared, config.window_for)
+            measured = partial(measured_field, corpus, field, config, rules, budget)
+            evidence, match = measured() if memo is None else memo.measured(field, budget, measured)
         except _CORPUS_ERRORS as error:
             results.append(_failed(corpus, checked.field, error, form if labelled else None))
             continue
@@ -209,12 +221,13 @@ def pair_evidence(corpus: Corpus, item: Item, lang: str, question: FieldMatch | 
     return results
 
 
-def run(corpus: Corpus, item: Item, lang: str, config: NgramConfig, rules: Mapping[str, Sequence[Rule]] | None = None) -> list[Evidence]:
+def run(corpus: Corpus, item: Item, lang: str, config: NgramConfig, rules: Mapping[str, Sequence[Rule]] | None = None, memo: FieldMemo | None = None) -> list[Evidence]:
     """All n-gram evidence for one language variant of an item, over the fields its kind checks,
     each counted in documents of its language; a field the variant lacks is recorded as absent,
     and a corpus failure as failed, never as "not found".  `rules` are the policy's rules on
     this signal's fields for this corpus; the variant's fields share one budget of count
-    queries where the corpus must derive matches from counts."""
+    queries where the corpus must derive matches from counts.  `memo` keeps fields measured
+    for earlier variants (only for a corpus whose answers depend on the question alone)."""
     results: list[Evidence] = []
     matches: dict[str, FieldMatch | None] = {}
     budget = Budget()
@@ -222,15 +235,17 @@ def run(corpus: Corpus, item: Item, lang: str, config: NgramConfig, rules: Mappi
     variant = item.variants[lang]
     for checked in forms.text_fields(item, lang):
         rules_here = (rules or {}).get(checked.field, ())
-        found, matches[checked.field] = text_evidence(corpus, checked, config, rules_here, budget, shared, field_language(variant, checked.field, lang))
+        found, matches[checked.field] = text_evidence(corpus, checked, config, rules_here, budget, shared, field_language(variant, checked.field, lang), memo)
         results += found
     return results + pair_evidence(corpus, item, lang, matches.get(forms.QUESTION), shared, config)
 
 
 def open_runner(corpus: Corpus, opening: Opening) -> Runner:
     """Every corpus can be asked for n-grams; the runner asks only what the policy's rules on
-    this corpus's evidence need."""
+    this corpus's evidence need, and measures a repeated field once where the corpus answers
+    every asking alike."""
     name = corpus.info.name
     rules = {field: table.for_source(name) for field, table in opening.rules.items()}
-    ask = partial(run, corpus, config=opening.config, rules=rules)
+    memo = FieldMemo() if getattr(corpus, "answers_repeat", False) else None
+    ask = partial(run, corpus, config=opening.config, rules=rules, memo=memo)
     return Runner(NAME, name, fields_for, ask, portable=getattr(corpus, "ships_to_workers", False))

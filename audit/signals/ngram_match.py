@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import bisect
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,7 +17,7 @@ import numpy as np
 from audit.corpora.base import Budget, CoverageSample, MatchLengths, MatchQuestions
 from audit.evidence import Json
 from audit.rules import Op, Rule
-from audit.text import windows
+from audit.text import dominant_script, windows
 
 # Characters up to which a field's maximal spans are found by a plain loop (`maximal_spans`).
 SHORT_FIELD = 200
@@ -128,6 +128,28 @@ class SharedText:
 _shared_text = functools.lru_cache(maxsize=16)(SharedText._search)
 
 
+@dataclass(frozen=True)
+class FieldText:
+    """One normalised field as its figures see it: its name, text and language, its script and
+    window size, and the source texts only through what it shares with them (`shared`, and
+    `whole` when a source holds all of it).  Worked out once per field, for its measure over
+    every document and in its language; one runner gives equal evidence for equal FieldTexts."""
+
+    name: str
+    text: str
+    lang: str | None
+    script: str
+    size: int
+    shared: SharedText | None
+    whole: bool
+
+    @classmethod
+    def of(cls, name: str, text: str, lang: str | None, sources: Sequence[str], window_for: Callable[[str], int]) -> FieldText:
+        script = dominant_script(text)
+        size = window_for(script)
+        return cls(name, text, lang, script, size, SharedText.find(text, size, sources), any(text in source for source in sources))
+
+
 def without_shared(match: FieldMatch, shared: SharedText) -> FieldMatch:
     """The match with every length counting only characters not shared with the source, so the
     longest match is the longest run of target-language evidence."""
@@ -210,5 +232,3 @@ def questions_for(rules: Sequence[Rule], text: str, size: int, budget: Budget) -
             coverage.add(float(rule.value) + (1e-4 if step else 0.0))
     spans = windows(text, size) if coverage else ()
     return MatchQuestions(tuple(sorted(longest)), spans, tuple(sorted(coverage)), budget)
-
-

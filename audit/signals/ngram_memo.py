@@ -1,0 +1,74 @@
+"""A field measured once per process where a benchmark repeats it.
+
+Templated benchmarks repeat a field's text across items: BMLAMA-17's answers ("France") and
+the words of a relation around its subject recur hundreds of times per language, and 43% of
+its field checks repeat an earlier one.  Over a corpus whose answers depend only on the
+question (a local index: no budget of queries, no network), a field's evidence depends only on
+the runner's corpus, settings and rules, and on `FieldText`: the field's name, its normalised
+text, its language and what it shares with the source variant.  So a runner keeps the last
+answers, up to `HELD_BYTES` of them, and a repeat gets a fresh copy: the caller may add to the
+evidence it is given.  Evidence whose corpus spent count queries on it is never kept, since
+its figures say how many it cost.
+"""
+from __future__ import annotations
+
+import pickle
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+
+from audit.corpora.base import Budget
+from audit.evidence import OK, Evidence
+from audit.signals.ngram_match import FieldMatch, FieldText
+
+# Pickled answers one runner holds in each process: a few thousand short fields, or a few
+# hundred passages with their per-character lengths.
+HELD_BYTES = 8 << 20
+
+Measured = tuple[Evidence, FieldMatch]
+
+
+class FieldMemo:
+    """The last fields one runner measured, as pickles (a copy per use, and their size known);
+    the oldest go first once they hold more than `limit` bytes.  Threads may share a runner."""
+
+    def __init__(self, limit: int = HELD_BYTES) -> None:
+        self.limit = limit
+        self._kept: OrderedDict[FieldText, bytes] = OrderedDict()
+        self._held = 0
+        self._lock = threading.Lock()
+
+    def __getstate__(self) -> dict[str, int]:
+        """A runner shipped to another process starts with nothing kept."""
+        return {"limit": self.limit}
+
+    def __setstate__(self, state: dict[str, int]) -> None:
+        self.__init__(state["limit"])  # type: ignore[misc]
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+    def measured(self, key: FieldText, budget: Budget, measure: Callable[[], Measured]) -> Measured:
+        """The kept answer for `key`, else `measure()`'s, kept when it is sound and asked
+        the corpus no count queries."""
+        with self._lock:
+            blob = self._kept.get(key)
+            if blob is not None:
+                self._kept.move_to_end(key)
+        if blob is not None:
+            return pickle.loads(blob)
+        asked = budget.asked
+        answer = measure()
+        if budget.asked == asked and answer[0].status == OK:
+            self._keep(key, pickle.dumps(answer, pickle.HIGHEST_PROTOCOL))
+        return answer
+
+    def _keep(self, key: FieldText, blob: bytes) -> None:
+        if len(blob) > self.limit:
+            return
+        with self._lock:
+            old = self._kept.pop(key, None)
+            self._held += len(blob) - (len(old) if old is not None else 0)
+            self._kept[key] = blob
+            while self._held > self.limit:
+                self._held -= len(self._kept.popitem(last=False)[1])
