@@ -268,14 +268,16 @@ def summary(runs: list[dict]) -> dict:
 
 
 def measure_all(codes: list[Code], chosen: list[Workload], args: argparse.Namespace) -> list[dict]:
-    """Every workload, with and without the report, the codes interleaved run by run."""
+    """Every workload, with and without the report, the codes interleaved run by run, the
+    baseline first in odd repeats and second in even ones (on a shared machine the second run
+    of a pair was often the slower, whichever code it was)."""
     rows = []
     for workload in chosen:
         print(f"{workload.name} ({workload.variants:,} variants) ...", file=sys.stderr)
         for report in (False, True):
             runs: dict[str, list[dict]] = {code.label: [] for code in codes}
-            for _ in range(args.repeat):
-                for code in codes:
+            for repeat in range(args.repeat):
+                for code in codes if repeat % 2 == 0 else codes[::-1]:
                     runs[code.label].append(run_check(code, workload, report, args.workers, args.work))
             row = {"workload": workload.name, "variants": workload.variants, "report": report} | {label: summary(r) for label, r in runs.items()}
             base, new = row[codes[0].label], row[codes[1].label]

@@ -17,7 +17,7 @@ from audit.readers import load_benchmark
 from audit.signals import plan
 from audit.signals.ngram import NgramConfig, run
 from audit.signals.ngram_match import FieldMatch, FieldText
-from audit.signals.ngram_memo import FieldMemo
+from audit.signals.ngram_memo import ENTRY_BYTES, FieldMemo
 
 CONFIG = NgramConfig()
 LANGS = ("en", "es", "fr", "ja")
@@ -112,7 +112,7 @@ def test_evidence_that_cost_count_queries_or_failed_is_not_kept():
 
 
 def test_the_oldest_fields_go_once_the_kept_bytes_pass_the_limit():
-    size = len(pickle.dumps(answer({"text": "a" * 100}), pickle.HIGHEST_PROTOCOL))
+    size = len(pickle.dumps(answer({"text": "a" * 100}), pickle.HIGHEST_PROTOCOL)) + len("city 0") + ENTRY_BYTES
     memo = FieldMemo(limit=3 * size)
     for n in range(5):
         memo.measured(key(f"city {n}"), Budget(), lambda: answer({"text": "a" * 100}))

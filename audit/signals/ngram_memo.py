@@ -6,7 +6,7 @@ its field checks repeat an earlier one.  Over a corpus whose answers depend only
 question (a local index: no budget of queries, no network), a field's evidence depends only on
 the runner's corpus, settings and rules, and on `FieldText`: the field's name, its normalised
 text, its language and what it shares with the source variant.  So a runner keeps the last
-answers, up to `HELD_BYTES` of them, and a repeat gets a fresh copy: the caller may add to the
+answers, up to `HELD_BYTES` of memory, and a repeat gets a fresh copy: the caller may add to the
 evidence it is given.  Evidence whose corpus spent count queries on it is never kept, since
 its figures say how many it cost.
 """
@@ -21,16 +21,19 @@ from audit.corpora.base import Budget
 from audit.evidence import OK, Evidence
 from audit.signals.ngram_match import FieldMatch, FieldText
 
-# Pickled answers one runner holds in each process: a few thousand short fields, or a few
-# hundred passages with their per-character lengths.
-HELD_BYTES = 8 << 20
+# Memory one runner's kept answers may take in each process, their keys counted too: about
+# 3,000 of BMLAMA-17's short fields, or 700 passages with their per-character lengths.
+HELD_BYTES = 4 << 20
+# What an entry costs besides its pickle and its key's text: the key, and the entry itself.
+ENTRY_BYTES = 256
 
 Measured = tuple[Evidence, FieldMatch]
 
 
 class FieldMemo:
     """The last fields one runner measured, as pickles (a copy per use, and their size known);
-    the oldest go first once they hold more than `limit` bytes.  Threads may share a runner."""
+    the oldest go first once they and their keys take more than `limit` bytes.  Threads may
+    share a runner."""
 
     def __init__(self, limit: int = HELD_BYTES) -> None:
         self.limit = limit
@@ -64,11 +67,15 @@ class FieldMemo:
         return answer
 
     def _keep(self, key: FieldText, blob: bytes) -> None:
-        if len(blob) > self.limit:
+        if _size(key, blob) > self.limit:
             return
         with self._lock:
             old = self._kept.pop(key, None)
-            self._held += len(blob) - (len(old) if old is not None else 0)
+            self._held += _size(key, blob) - (_size(key, old) if old is not None else 0)
             self._kept[key] = blob
             while self._held > self.limit:
-                self._held -= len(self._kept.popitem(last=False)[1])
+                self._held -= _size(*self._kept.popitem(last=False))
+
+
+def _size(key: FieldText, blob: bytes) -> int:
+    return len(blob) + len(key.text) + ENTRY_BYTES
