@@ -50,12 +50,9 @@ class FieldMemo:
         self._met_count = 0
         self._lock = threading.Lock()
 
-    def __getstate__(self) -> dict[str, int]:
+    def __reduce__(self) -> tuple[type[FieldMemo], tuple[int]]:
         """A runner shipped to another process starts with nothing kept."""
-        return {"limit": self.limit}
-
-    def __setstate__(self, state: dict[str, int]) -> None:
-        self.__init__(state["limit"])  # type: ignore[misc]
+        return FieldMemo, (self.limit,)
 
     def __len__(self) -> int:
         return len(self._kept)
