@@ -1,4 +1,4 @@
-"""A field measured once per process where a benchmark repeats it.
+"""A field a benchmark repeats, measured twice per process rather than every time.
 
 Templated benchmarks repeat a field's text across items: BMLAMA-17's answers ("France") and
 the words of a relation around its subject recur hundreds of times per language, and 43% of
