@@ -12,8 +12,9 @@ index built from ../shared/data/corpus.  The baseline is checked out with `git w
 under bench/work/ and its extension built in place; each code runs with PYTHONPATH pointing at
 its own tree and its own cache.  Per run: CPU (user + sys of the whole process tree, from
 RUSAGE_CHILDREN), wall time, variants/s and peak summed PSS of the tree (bench_core.py's
-sampling).  The two codes' audit files must be equal apart from `created`/`command`, and the
-reports of one audit file rendered by both must be byte-identical.  infini-gram's indexer is
+sampling).  The two codes' audit files must hold the same records (compared parsed, line by
+line; whether the lines are also the same bytes is shown beside) and the same manifest apart
+from `created`/`command`, and the reports of one audit file rendered by both must be byte-identical.  infini-gram's indexer is
 timed on the demo corpus in the same run.  With py-spy (`--py-spy`, a separate venv), one more
 run per code of the ECLeKTic-sized benchmark is sampled over all its processes and its CPU
 attributed to phases.  Writes bench/work/throughput.json; prints Markdown tables.
@@ -23,6 +24,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import filecmp
+import itertools
 import json
 import os
 import resource
@@ -34,6 +36,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import orjson
 import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -133,18 +136,33 @@ def run_check(code: Code, workload: Workload, report: bool, workers: int, work: 
     return result | {"audit": str(out)}
 
 
-def normalized_audit(path: Path) -> tuple[dict, bytes]:
-    """The manifest without what differs between runs, and the records' bytes."""
-    data = path.read_bytes()
-    first, _, rest = data.partition(b"\n")
-    manifest = json.loads(first)
-    for key in ("created", "command"):
+def normalized_manifest(line: bytes) -> dict:
+    """The manifest without what differs between runs (and the records' digest, which
+    `same_audits` replaces by comparing the records themselves)."""
+    manifest = json.loads(line)
+    for key in ("created", "command", "records_sha256"):
         manifest.pop(key, None)
     for key in ("path", "absolute_path"):
         manifest.get("benchmark", {}).pop(key, None)
     for corpus in manifest.get("corpora", []):
         corpus.pop("location", None)
-    return manifest, rest
+    return manifest
+
+
+def same_audits(first: Path, second: Path) -> dict:
+    """Whether two audit files hold the same manifest (apart from `created`/`command`) and the
+    same records, parsed line by line (`records`), and whether their record lines are the
+    same bytes (`bytes`: false where one code writes compact lines and the other spaced)."""
+    with open(first, "rb") as a, open(second, "rb") as b:
+        same_manifest = normalized_manifest(a.readline()) == normalized_manifest(b.readline())
+        same_records = same_bytes = True
+        for line_a, line_b in itertools.zip_longest(a, b):
+            if line_a != line_b:
+                same_bytes = False
+                if line_a is None or line_b is None or orjson.loads(line_a) != orjson.loads(line_b):
+                    same_records = False
+                    break
+    return {"records": same_manifest and same_records, "bytes": same_manifest and same_bytes}
 
 
 def same_directory(first: Path, second: Path) -> bool:
@@ -283,12 +301,18 @@ def measure_all(codes: list[Code], chosen: list[Workload], args: argparse.Namesp
             base, new = row[codes[0].label], row[codes[1].label]
             row["ratio"] = {key: ratio(new[key], base[key]) for key in ("cpu_s", "wall_s", "peak_pss_bytes")}
             if report:
-                row["audit_files_equal"] = normalized_audit(Path(base["audit"])) == normalized_audit(Path(new["audit"]))
+                row["audits"] = same_audits(Path(base["audit"]), Path(new["audit"]))
                 row["reports"] = same_reports(codes, Path(base["audit"]), args.work) if workload.compare_reports else None
                 row["filters"] = same_filters(codes, Path(base["audit"]), args.work) if workload.compare_filters else None
             rows.append(row)
             (args.work / "throughput.partial.json").write_text(json.dumps(rows, indent=2))
     return rows
+
+
+def audits(row: dict) -> str:
+    """The audit comparison's cell: records equal, and in brackets whether the bytes were."""
+    same = row.get("audits")
+    return f"{same['records']} ({same['bytes']})" if same else ""
 
 
 def mib(n: float) -> str:
@@ -298,13 +322,13 @@ def mib(n: float) -> str:
 def table(results: dict) -> str:
     base, new = results["codes"]
     lines = [
-        "| workload | report | code | CPU ms/variant | CPU s | wall s | variants/s | peak PSS | new/base CPU | new/base wall | new/base memory | audit files equal | reports identical |",
+        "| workload | report | code | CPU ms/variant | CPU s | wall s | variants/s | peak PSS | new/base CPU | new/base wall | new/base memory | audit records equal (bytes) | reports identical |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in results["rows"]:
         for code in (base, new):
             r = row[code["label"]]
-            tail = (f"| {row['ratio']['cpu_s']} | {row['ratio']['wall_s']} | {row['ratio']['peak_pss_bytes']} | {row.get('audit_files_equal', '')} "
+            tail = (f"| {row['ratio']['cpu_s']} | {row['ratio']['wall_s']} | {row['ratio']['peak_pss_bytes']} | {audits(row)} "
                     f"| {row['reports']['identical'] if row.get('reports') else ''} |") if code is new else "| | | | | |"  # fmt: skip
             lines.append(
                 f"| {row['workload']} ({row['variants']:,}) | {'yes' if row['report'] else 'no'} | {code['label']} `{code['commit'][:7]}` "

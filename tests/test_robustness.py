@@ -65,7 +65,7 @@ CASES = [
     Case("filter: audit cut mid-line", ("filter", "bench.audit.jsonl", "--out", "clean.jsonl"), ("bench.audit.jsonl",), prepare=cut("bench.audit.jsonl", lambda d: d[: len(d) // 2])),
     Case("filter: audit record edited", ("filter", "bench.audit.jsonl", "--out", "clean.jsonl"), ("bench.audit.jsonl", "sha256"), prepare=cut("bench.audit.jsonl", edit_record)),
     Case("filter: audit of another schema", ("filter", "bench.audit.jsonl", "--out", "clean.jsonl"), ("schema_version",),
-         prepare=cut("bench.audit.jsonl", lambda d: d.replace(b'"schema_version": 4', b'"schema_version": 99', 1))),
+         prepare=cut("bench.audit.jsonl", lambda d: d.replace(b'"schema_version":4', b'"schema_version":99', 1))),
     Case("filter: another benchmark", ("filter", "bench.audit.jsonl", "--bench", "other.jsonl", "--out", "clean.jsonl"), ("other.jsonl", "not the audited benchmark"),
          prepare=write("other.jsonl", '{"q_id": 1}\n')),
     Case("filter: benchmark moved away", ("filter", "bench.audit.jsonl", "--out", "clean.jsonl"), ("--bench",), prepare=move_benchmark),

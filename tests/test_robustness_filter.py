@@ -18,7 +18,7 @@ import pytest
 from conftest import summary_of
 from hostile import REPORT, Case, both, run_case
 
-from audit.auditfile import AuditFile, AuditFileError, _parse_strictly, check_against_benchmark, has_long_digits, locate_benchmark, parse_line, read_audit
+from audit.auditfile import AuditFile, AuditFileError, _parse_strictly, check_against_benchmark, has_long_digits, json_line, locate_benchmark, parse_line, read_audit
 from audit.auditscan import ACROSS, scan_audit
 from audit.exposure import item_exposure
 from audit.readers import load_benchmark, recorded_options
@@ -34,7 +34,7 @@ def seal(root: Path, header: bytes, lines: list[bytes]) -> None:
     them: the count of record lines and the sha256 of their bytes, newlines included."""
     manifest = json.loads(header)
     manifest["records"], manifest["records_sha256"] = len(lines), hashlib.sha256(b"".join(lines)).hexdigest()
-    (root / AUDIT).write_bytes(json.dumps(manifest, ensure_ascii=False).encode() + b"\n" + b"".join(lines))
+    (root / AUDIT).write_bytes(json_line(manifest) + b"".join(lines))
 
 
 def resealed(edit: Callable[[dict[str, Any], Records], None], summary: bool = False) -> Callable[[Path], None]:
@@ -47,13 +47,13 @@ def resealed(edit: Callable[[dict[str, Any], Records], None], summary: bool = Fa
         edit(manifest, records)
         if summary:
             manifest["summary"] = summary_of(records)
-        seal(root, json.dumps(manifest, ensure_ascii=False).encode(), [(json.dumps(r, ensure_ascii=False) + "\n").encode() for r in records])
+        seal(root, json_line(manifest), [json_line(r) for r in records])
 
     return prepare
 
 
 def raw(edit: Callable[[list[bytes]], list[bytes]]) -> Callable[[Path], None]:
-    """Edit the record lines as bytes (for what `json.dumps` never writes), then reseal."""
+    """Edit the record lines as bytes (for what the tool never writes), then reseal."""
 
     def prepare(root: Path) -> None:
         head, *rest = (root / AUDIT).read_bytes().splitlines(keepends=True)
@@ -148,7 +148,7 @@ def header(change: Callable[[dict[str, Any]], None]) -> Callable[[Path], None]:
         head, rest = (root / AUDIT).read_bytes().split(b"\n", 1)
         manifest = json.loads(head)
         change(manifest)
-        (root / AUDIT).write_bytes(json.dumps(manifest, ensure_ascii=False).encode() + b"\n" + rest)
+        (root / AUDIT).write_bytes(json_line(manifest) + rest)
 
     return prepare
 
@@ -213,14 +213,14 @@ CASES = [
     wrong_refused("a source language not the item's", resealed(source_moved, summary=True), "field 'source_lang'", "'fr'", "'en'"),
     wrong_refused("a language declared that no item has", resealed(manifest_edit(lambda m: m["benchmark"]["languages"].append("xx"))), f"{AUDIT}:1", "benchmark.languages", "xx"),
     wrong_refused("more items declared than the benchmark has", resealed(manifest_edit(lambda m: m["benchmark"].__setitem__("items", 5))), f"{AUDIT}:1", "benchmark.items", "has 3"),
-    # Bytes json.dumps never writes.
-    wrong_refused("NaN", on_line(2, b'"value": 1.0', b'"value": NaN'), f"{AUDIT}:2", "NaN"),
-    wrong_refused("-Infinity", on_line(2, b'"value": 1.0', b'"value": -Infinity'), f"{AUDIT}:2", "Infinity"),
-    wrong_refused("a float past the range", on_line(2, b'"value": 1.0', b'"value": 1e999'), f"{AUDIT}:2", "out of range"),
-    wrong_refused("an int past 64 bits", on_line(2, b'"value": 1.0', b'"value": ' + b"9" * 30), f"{AUDIT}:2", "out of range"),
-    wrong_refused("an int of 5000 digits", on_line(2, b'"value": 1.0', b'"value": ' + b"9" * 5000), f"{AUDIT}:2", "out of range"),
-    wrong_refused("a lone surrogate in an id", on_line(2, b'"item_id": "33"', b'"item_id": "33\\ud800"'), f"{AUDIT}:2", "field 'item_id'", "surrogate"),
-    wrong_refused("a lone surrogate deep in provenance", on_line(2, b'"snippet": "', b'"snippet": "\\udfff'), f"{AUDIT}:2", "provenance", "surrogate"),
+    # Bytes the tool never writes.
+    wrong_refused("NaN", on_line(2, b'"value":1.0', b'"value":NaN'), f"{AUDIT}:2", "NaN"),
+    wrong_refused("-Infinity", on_line(2, b'"value":1.0', b'"value":-Infinity'), f"{AUDIT}:2", "Infinity"),
+    wrong_refused("a float past the range", on_line(2, b'"value":1.0', b'"value":1e999'), f"{AUDIT}:2", "out of range"),
+    wrong_refused("an int past 64 bits", on_line(2, b'"value":1.0', b'"value":' + b"9" * 30), f"{AUDIT}:2", "out of range"),
+    wrong_refused("an int of 5000 digits", on_line(2, b'"value":1.0', b'"value":' + b"9" * 5000), f"{AUDIT}:2", "out of range"),
+    wrong_refused("a lone surrogate in an id", on_line(2, b'"item_id":"33"', b'"item_id":"33\\ud800"'), f"{AUDIT}:2", "field 'item_id'", "surrogate"),
+    wrong_refused("a lone surrogate deep in provenance", on_line(2, b'"snippet":"', b'"snippet":"\\udfff'), f"{AUDIT}:2", "provenance", "surrogate"),
     wrong_refused("nesting 100,000 deep", both(resealed(deep), raw(nest)), f"{AUDIT}:2", "nested too deeply"),
     wrong_refused("a blank line among the records", raw(lambda lines: [lines[0], b"\n", *lines[1:]]), f"{AUDIT}:3", "not valid JSON"),
     wrong_refused("schema_version true", resealed(manifest_edit(lambda m: m.__setitem__("schema_version", True))), f"{AUDIT}:1", "schema_version"),
@@ -246,7 +246,7 @@ CASES = [
     Case("report: a duplicate record", (*REPORT, "--out", "r"), (f"{AUDIT}:38", "second record"), prepare=resealed(lambda _m, records: records.append(dict(records[1])), summary=True)),
     Case("report: a language declared but not the benchmark's", (*REPORT, "--out", "r"), ("'xx' is not a language of item",), prepare=resealed(foreign_everywhere, summary=True)),
     Case("report: a variant without its record", (*REPORT, "--out", "r"), ("no record for 1 variant",), prepare=resealed(without("33", "fr"), summary=True)),
-    Case("report: NaN", (*REPORT, "--out", "r"), (f"{AUDIT}:2", "NaN"), prepare=on_line(2, b'"value": 1.0', b'"value": NaN')),
+    Case("report: NaN", (*REPORT, "--out", "r"), (f"{AUDIT}:2", "NaN"), prepare=on_line(2, b'"value":1.0', b'"value":NaN')),
     # Valid but odd: handled right.
     Case("filter: audit with a byte-order mark", FILTER, ("kept 3",), exit_code=0, prepare=add_bom),
     Case("filter: audit with CRLF lines, resealed", FILTER, ("kept 3",), exit_code=0, prepare=raw(crlf)),
@@ -312,7 +312,7 @@ def test_an_audit_changed_after_its_check_is_refused_when_read_back(sandbox: Pat
     audit, _ = scan_audit(sandbox / AUDIT)
     first = next(iter(audit.records))
     lines = (sandbox / AUDIT).read_bytes().splitlines(keepends=True)
-    lines[1] = lines[1].replace(b'"exposure": "' + first["exposure"].encode(), b'"exposure": "maybe', 1)
+    lines[1] = lines[1].replace(b'"exposure":"' + first["exposure"].encode(), b'"exposure":"maybe', 1)
     (sandbox / AUDIT).write_bytes(b"".join(lines))
     with pytest.raises(AuditFileError, match="changed while it was being read"):
         list(audit.records)
