@@ -2,8 +2,9 @@
  * Character-level helpers of the n-gram signal, in C because every field asks them and most
  * fields are short, where numpy's or a regular expression's fixed cost per call outweighs the
  * work: a field cut into window units, a query's byte-level match lengths turned into
- * character lengths, and the longest matches of a query in a document's own text (a page let
- * in for quoting a field, searched as text, unsorted).
+ * character lengths, the longest matches of a query in a document's own text (a page let
+ * in for quoting a field, searched as text, unsorted), and a text's characters counted per
+ * script.
  * Character starts are every byte but a UTF-8 continuation byte (10xxxxxx), as
  * `audit.corpora.shardread.char_starts` has them.
  */
@@ -212,6 +213,75 @@ done:
     return result;
 }
 
+/* Per script, how many characters of `text` are written in it and the index of the first
+ * (-1: none): `table` holds uint32 triples (lo, hi, script), code point ranges sorted and
+ * disjoint, each script below `scripts`.  One pass in C, since every field of every variant
+ * asks its dominant script (`audit.text.dominant_script`) and a passage has thousands of
+ * characters.  Returns (counts, firsts), two lists of `scripts` ints. */
+static PyObject *script_counts(PyObject *self, PyObject *args)
+{
+    PyObject *text, *counts = NULL, *firsts = NULL, *result = NULL;
+    Py_buffer table;
+    int scripts;
+    if (!PyArg_ParseTuple(args, "Uy*i", &text, &table, &scripts))
+        return NULL;
+    const uint32_t *ranges = table.buf;
+    Py_ssize_t count = table.len / (Py_ssize_t)(3 * sizeof(uint32_t));
+    Py_ssize_t *found = NULL;
+    if (scripts <= 0 || table.len % (Py_ssize_t)(3 * sizeof(uint32_t)) != 0) {
+        PyErr_SetString(PyExc_ValueError, "table must hold (lo, hi, script) uint32 triples and scripts be positive");
+        goto done;
+    }
+    for (Py_ssize_t r = 0; r < count; r++)
+        if (ranges[3 * r + 2] >= (uint32_t)scripts || ranges[3 * r] > ranges[3 * r + 1] || (r > 0 && ranges[3 * r] <= ranges[3 * r - 2])) {
+            PyErr_Format(PyExc_ValueError, "table range %zd is not sorted, disjoint and of a script below %d", r, scripts);
+            goto done;
+        }
+    if ((found = PyMem_Malloc(2 * (size_t)scripts * sizeof(*found))) == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (int k = 0; k < scripts; k++)
+        found[k] = 0, found[scripts + k] = -1;
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    for (Py_ssize_t i = 0, n = PyUnicode_GET_LENGTH(text); i < n; i++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        Py_ssize_t lo = 0, hi = count; /* the first range ending at or after c */
+        while (lo < hi) {
+            Py_ssize_t mid = lo + (hi - lo) / 2;
+            if (ranges[3 * mid + 1] < c)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo < count && ranges[3 * lo] <= c) {
+            uint32_t k = ranges[3 * lo + 2];
+            if (found[k]++ == 0)
+                found[scripts + k] = i;
+        }
+    }
+    if ((counts = PyList_New(scripts)) == NULL || (firsts = PyList_New(scripts)) == NULL)
+        goto done;
+    for (int k = 0; k < scripts; k++) {
+        PyObject *a = PyLong_FromSsize_t(found[k]), *b = PyLong_FromSsize_t(found[scripts + k]);
+        if (a == NULL || b == NULL) {
+            Py_XDECREF(a);
+            Py_XDECREF(b);
+            goto done;
+        }
+        PyList_SET_ITEM(counts, k, a);
+        PyList_SET_ITEM(firsts, k, b);
+    }
+    result = PyTuple_Pack(2, counts, firsts);
+done:
+    Py_XDECREF(counts);
+    Py_XDECREF(firsts);
+    PyMem_Free(found);
+    PyBuffer_Release(&table);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"unit_spans", unit_spans, METH_VARARGS,
      "unit_spans(text, ranges, category) -> (starts, ends): tuples of the window units' character "
@@ -223,6 +293,10 @@ static PyMethodDef methods[] = {
     {"longest_in_text", longest_in_text, METH_VARARGS,
      "longest_in_text(text, query) -> bytes of int64: per character start of query, the longest "
      "prefix of the rest that occurs in text."},
+    {"script_counts", script_counts, METH_VARARGS,
+     "script_counts(text, table, scripts) -> (counts, firsts): per script, how many characters of "
+     "text are in it and the index of the first (-1: none); table holds sorted, disjoint (lo, hi, "
+     "script) uint32 triples."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -4,12 +4,13 @@ import json
 import random
 import re
 import unicodedata
+from array import array
 from pathlib import Path
 
 import pytest
 
 from audit import _chars
-from audit.text import _UNSEGMENTED_RANGES, dominant_script, normalize, unit_bounds, unit_count, units, windows
+from audit.text import _SCRIPT_RANGES, _UNSEGMENTED_RANGES, dominant_script, normalize, script_of, unit_bounds, unit_count, units, windows
 
 DEMO = Path(__file__).resolve().parent.parent / "audit" / "data" / "demo" / "corpus"
 
@@ -97,3 +98,35 @@ def test_the_unit_cutter_refuses_a_damaged_range_table():
         _chars.unit_spans(b"a b", b"", unicodedata.category)
     with pytest.raises(TypeError, match="category name"):
         _chars.unit_spans(", a", b"", lambda char: 7)
+
+
+def counted_by_character(text: str) -> str:
+    """The dominant script as its definition reads, one character at a time (`script_of`)."""
+    counts: dict[str, int] = {}
+    for char in text:
+        script = script_of(char)
+        if script not in ("other", "fullwidth"):
+            counts[script] = counts.get(script, 0) + 1
+    if not counts:
+        return "other"
+    if "kana" in counts and "han" in counts:
+        return "kana"
+    return max(counts, key=counts.__getitem__)
+
+
+def test_the_dominant_script_counted_in_c_is_the_one_counted_character_by_character():
+    """Every script's edges, characters of no script, fullwidth forms, ties (the script met
+    first wins) and 40 documents of each of the demo corpus's files."""
+    edges = [chr(bound) for ranges in (*_UNSEGMENTED_RANGES.values(), *_SCRIPT_RANGES.values()) for lo, hi in ranges for bound in (lo - 1, lo, hi, hi + 1)]
+    pool = [*edges, " ", "1", "!", "\x00", "\U0010ffff", *"aé漢かカ한ไ"]
+    rng = random.Random(7)
+    texts = ["".join(rng.choice(pool) for _ in range(rng.randint(0, 30))) for _ in range(20_000)]
+    texts += ["ab 漢字", "漢字 ab", "aא", "אa", "ＡＢＣ", "ｶﾀｶﾅ", "", "123 !?"]
+    for path in sorted(DEMO.glob("*.jsonl.gz")):
+        with gzip.open(path, "rt", encoding="utf-8") as handle:
+            texts += [json.loads(line)["text"] for line, _ in zip(handle, range(40), strict=False)]
+    found = [dominant_script.__wrapped__(text) for text in texts]
+    assert found == [counted_by_character(text) for text in texts]
+    assert {"latin", "han", "kana", "hangul", "other"} <= set(found)
+    with pytest.raises(ValueError, match="sorted"):
+        _chars.script_counts("a", array("I", [5, 9, 0, 1, 2, 0]).tobytes(), 1)
