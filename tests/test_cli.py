@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -173,3 +174,45 @@ def test_the_set_up_section_shows_what_the_main_command_prints(cache, demo_audit
 
     assert untimed(result.output) == untimed(shown)
     assert (tmp_path / "eclektic_sample.demo.audit.jsonl").is_file() and (tmp_path / "eclektic_sample.demo.report" / "report.html").is_file()
+
+
+def report_dir(audit: Path) -> Path:
+    return audit.with_name(audit.name.removesuffix(".audit.jsonl") + ".report")
+
+
+def run_values(manifest: dict) -> list[str]:
+    """What differs between two runs of one command: when the audit was made, the command
+    line, where it wrote the audit, and where the benchmark and the corpus were."""
+    command = manifest["command"]
+    where = [manifest["created"], command[command.index("--out") + 1], manifest["benchmark"]["absolute_path"], *(c["location"] for c in manifest["corpora"])]
+    return [json.dumps(command, ensure_ascii=False), " ".join(command), *where]
+
+
+def without_run(manifest: dict, text: str) -> str:
+    """A file of the report with `run_values` replaced, as written and as JSON escapes them."""
+    for value in sorted(run_values(manifest), key=len, reverse=True):
+        text = text.replace(json.dumps(value, ensure_ascii=False)[1:-1], "VARIES").replace(value, "VARIES")
+    return text
+
+
+def test_the_committed_example_is_what_its_documented_command_writes(cache, demo_audit: Path, tmp_path: Path, monkeypatch):
+    """`reports/demo/` is what the command reports/README.md gives writes today: the same
+    records, byte for byte, and the same report, bar when and where it ran."""
+    text = (ROOT / "reports" / "README.md").read_text(encoding="utf-8")
+    command = text[text.index("audit check") : text.index("\n", text.index("audit check"))].split()
+    committed = ROOT / command[command.index("--out") + 1]
+    command[command.index("--out") + 1] = str(tmp_path / committed.name)
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setattr(sys, "argv", command)  # the command line the manifest records
+    result = CliRunner().invoke(main, command[1:], env={"AUDIT_CACHE_DIR": str(cache)})
+    assert result.exit_code == 0, result.output
+    fresh = tmp_path / committed.name
+    (old_head, *old_lines), (new_head, *new_lines) = (path.read_bytes().splitlines(keepends=True) for path in (committed, fresh))
+    assert old_lines == new_lines and len(new_lines) == 468, "reports/demo is stale: regenerate it with the command in reports/README.md"
+    old, new = json.loads(old_head), json.loads(new_head)
+    assert without_run(old, json.dumps(old, ensure_ascii=False)) == without_run(new, json.dumps(new, ensure_ascii=False))
+    names = sorted(path.relative_to(report_dir(fresh)) for path in report_dir(fresh).rglob("*") if path.is_file())
+    assert names == sorted(path.relative_to(report_dir(committed)) for path in report_dir(committed).rglob("*") if path.is_file())
+    for name in names:
+        before, after = (without_run(m, (report_dir(a) / name).read_text(encoding="utf-8")) for m, a in ((old, committed), (new, fresh)))
+        assert before == after, f"reports/demo/{report_dir(committed).name}/{name} is stale: regenerate it with the command in reports/README.md"
