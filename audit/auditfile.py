@@ -94,7 +94,7 @@ def json_line(value: JsonObject) -> bytes:
 
 def record_lines(records: Iterable[ExposureRecord | JsonObject]) -> bytes:
     """Records as the audit file's lines."""
-    return b"".join(orjson.dumps(as_written(record), option=_LINE) for record in records)
+    return b"".join(json_line(as_written(record)) for record in records)
 
 
 class AuditStream:

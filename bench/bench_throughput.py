@@ -14,8 +14,8 @@ its own tree and its own cache.  Per run: CPU (user + sys of the whole process t
 RUSAGE_CHILDREN), wall time, variants/s and peak summed PSS of the tree (bench_core.py's
 sampling).  The two codes' audit files must hold the same records (compared parsed, line by
 line; whether the lines are also the same bytes is shown beside) and the same manifest apart
-from `created`/`command`, and the reports of one audit file rendered by both must be byte-identical.  infini-gram's indexer is
-timed on the demo corpus in the same run.  With py-spy (`--py-spy`, a separate venv), one more
+from `created`/`command`, and the reports of one audit file rendered by both must be
+byte-identical.  infini-gram's indexer is timed on the demo corpus in the same run.  With py-spy (`--py-spy`, a separate venv), one more
 run per code of the ECLeKTic-sized benchmark is sampled over all its processes and its CPU
 attributed to phases.  Writes bench/work/throughput.json; prints Markdown tables.
 """
