@@ -123,6 +123,7 @@ def test_actors_answer_what_one_process_answers(sharded: Path, ray_executor, gro
                 assert (total, found) == local.occurrences(text, limit)
             for occurrence in found:
                 assert distributed.document_hit(occurrence, 12, 30) == local.document_hit(occurrence, 12, 30)
+            assert distributed.surroundings(found, 50, 70) == [local.surrounding(o, 50, 70) for o in found]
         assert list(distributed.documents()) == list(local.documents())
         last = local.info.documents - 1
         assert distributed.metadata(last) == local.metadata(last) and distributed.metadata(0) == local.metadata(0)

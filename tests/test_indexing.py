@@ -13,6 +13,7 @@ from conftest import write_jsonl
 from infini_gram.engine import InfiniGramEngine
 
 from audit.cli import main
+from audit.corpora.base import Occurrence
 from audit.corpora.local import LocalIndex
 from audit.index.build import build_index
 from audit.index.errors import IndexBuildError
@@ -142,7 +143,14 @@ def test_sampled_occurrences_are_every_place_when_all_fit_and_kept_unchanged(tmp
         total, sampled = corpus.occurrence_arrays(probe, 10_000)
         assert total == len(every)
         assert list(zip(sampled.documents.tolist(), sampled.offsets.tolist(), strict=True)) == every
-        assert corpus.occurrences(probe, 10_000) == (total, sampled.occurrences())
+        count, found = corpus.occurrences(probe, 10_000)
+        places = [Occurrence(d, at) for d, at in every]
+        assert count == total and list(found) == places and len(found) == len(places)
+        assert [found[j] for j in range(len(found))] == places and found[1:3] == places[1:3]
+        assert found[-1] == places[-1] if places else not found
+        for before, after in ((0, len(encoded)), (40, 90), (1 << 20, 1 << 20)):
+            assert corpus.surroundings(found, before, after) == [corpus.surrounding(o, before, after) for o in places]
+            assert corpus.surroundings(places[::-1], before, after) == [corpus.surrounding(o, before, after) for o in places[::-1]]
         few = corpus.occurrence_arrays(probe, 3)[1]
         assert len(few.documents) <= 3 and set(zip(few.documents.tolist(), few.offsets.tolist(), strict=True)) <= set(every)
         assert corpus.occurrence_arrays(probe, 3)[1] is few

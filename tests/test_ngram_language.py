@@ -221,6 +221,25 @@ def test_a_quotation_in_another_script_counts_for_the_language_of_its_window(cor
     assert (entry["language"], entry["language_by"]) == ("ru", "window")
 
 
+def test_a_table_works_out_each_languages_flag_once_per_question():
+    """The quoting check asks, per language of the table, whether its pages may quote another
+    script; the answer is worked out once per question asked and cannot be changed."""
+    table = DocumentLanguages(["pt", "ru", "el", UNKNOWN], np.array([0, 1, 2, 3, 0], dtype=np.uint16), np.zeros(5, dtype=np.uint8))
+    asked: list[str] = []
+
+    def latin(name: str) -> bool:
+        asked.append(name)
+        return name in {"pt"}
+
+    first = table.flags(("latin",), latin)
+    assert first.tolist() == [True, False, False, False] and asked == ["pt", "ru", "el", UNKNOWN]
+    assert table.flags(("latin",), latin) is first and len(asked) == 4
+    assert table.flags(("other",), lambda name: name == "el").tolist() == [False, False, True, False]
+    assert first[table.codes].tolist() == [True, False, False, False, True]
+    with pytest.raises(ValueError):
+        first[0] = False
+
+
 def test_an_index_without_a_table_counts_every_document_and_says_so(tmp_path, base_rows):
     write_jsonl(tmp_path / "docs.jsonl", base_rows)
     build_index([tmp_path / "docs.jsonl"], tmp_path / "index")

@@ -16,7 +16,7 @@ from conftest import write_jsonl
 
 from audit import _chars, _suffix
 from audit.corpora.local import LocalIndex
-from audit.corpora.shardread import char_starts
+from audit.corpora.shardread import char_count, char_starts
 from audit.index.build import build_index
 
 DEMO = Path(__file__).resolve().parent.parent / "audit" / "data" / "demo" / "corpus"
@@ -90,6 +90,15 @@ def test_every_byte_matches_the_corpus_bytes_and_the_character_pass(shard, rows)
         assert every.tolist() == brute_longest(data, query, list(range(len(query))))
         chars = np.frombuffer(_suffix.longest_char_matches(shard.data, shard.table, shard.ratio, query), dtype=np.int64)
         assert chars.tolist() == every[char_starts(query)].tolist()
+
+
+def test_characters_are_counted_as_their_starts_are_found(rows):
+    """`char_count` sizes a field's answers without making the array of starts: the same
+    number for text in every script and for bytes that are not UTF-8 at all."""
+    rng = random.Random(7)
+    broken = [bytes(rng.randrange(256) for _ in range(rng.randrange(40))) for _ in range(500)]
+    for query in [*queries(rows), *broken, b"", "\u00e9\u4e2d\U0001f600".encode()]:
+        assert char_count(query) == len(char_starts(query))
 
 
 def test_empty_query_has_no_lengths(shard, index):

@@ -10,9 +10,10 @@ those documents only; any other is asked as it is, and the evidence says so.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Any, Protocol, overload
 
 import numpy as np
 
@@ -45,13 +46,42 @@ class Occurrence:
     offset: int
 
 
-@dataclass(frozen=True)
-class Sampled:
-    """Places a string occurs, as arrays ordered by (document, offset): a sample of hundreds
-    asked only which documents it is in is not worth an object per place."""
+@dataclass(frozen=True, eq=False)
+class Sampled(Sequence[Occurrence]):
+    """Places a string occurs, as arrays ordered by (document, offset), read as a sequence of
+    `Occurrence`s made only when read: a sample of hundreds asked only which documents it is
+    in, or only for its count (a pair check reads the rarest string's places alone), is not
+    worth an object per place."""
 
     documents: np.ndarray
     offsets: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.documents)
+
+    @overload
+    def __getitem__(self, index: int) -> Occurrence: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Occurrence]: ...
+    def __getitem__(self, index: int | slice) -> Occurrence | list[Occurrence]:
+        if isinstance(index, slice):
+            return list(map(Occurrence, self.documents[index].tolist(), self.offsets[index].tolist()))
+        return Occurrence(int(self.documents[index]), int(self.offsets[index]))
+
+    def __iter__(self) -> Iterator[Occurrence]:
+        return map(Occurrence, self.documents.tolist(), self.offsets.tolist())
+
+    def __eq__(self, other: object) -> bool:
+        """Equal to another sample or a list of the same places, in the same order."""
+        if isinstance(other, Sampled):
+            return np.array_equal(self.documents, other.documents) and np.array_equal(self.offsets, other.offsets)
+        return isinstance(other, list | tuple) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def picked(self, at: Sequence[int]) -> Sampled:
+        """The places at positions `at`, in that order."""
+        return Sampled.kept(self.documents[list(at)], self.offsets[list(at)])
 
     @classmethod
     def none(cls) -> Sampled:
@@ -63,9 +93,6 @@ class Sampled:
         documents.setflags(write=False)
         offsets.setflags(write=False)
         return cls(documents, offsets)
-
-    def occurrences(self) -> list[Occurrence]:
-        return list(map(Occurrence, self.documents.tolist(), self.offsets.tolist()))
 
     def first_in(self, document: int) -> Occurrence:
         """The first place in `document` (which must hold one)."""
@@ -209,7 +236,7 @@ class Corpus(Protocol):
         text[i:] that occurs in the corpus.  A backend that knows them exactly ignores
         `questions`; one that derives them from counts works out what they ask."""
 
-    def occurrences(self, text: str, limit: int) -> tuple[int, list[Occurrence]]:
+    def occurrences(self, text: str, limit: int) -> tuple[int, Sequence[Occurrence]]:
         """The total count and up to `limit` occurrences of the exact string."""
 
     def surrounding(self, occurrence: Occurrence, before: int, after: int) -> bytes:

@@ -103,9 +103,9 @@ class DistributedIndex(LocalIndex):
         ray = connect(self.executor)
         return ray.get([getattr(actor, method).remote(argument) for actor, argument in zip(self.groups, arguments, strict=True)])
 
-    def ask_owner(self, document: int, method: str, *args: object) -> object:
+    def _ask_group(self, group: int, method: str, *args: object) -> object:
         ray = connect(self.executor)
-        return ray.get(getattr(self.groups[self._owner(document)], method).remote(*args))
+        return ray.get(getattr(self.groups[group], method).remote(*args))
 
     def close(self) -> None:
         """Stop the actors (they also end with the driver that made them)."""

@@ -27,6 +27,7 @@ answer too; `LanguageView` is the driver's half, a corpus answering the same pro
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import NamedTuple, Protocol
@@ -35,8 +36,8 @@ import numpy as np
 import pydivsufsort
 
 from audit import _chars, _suffix
-from audit.corpora.base import CorpusInfo, DocumentHit, LanguageBy, MatchLengths, MatchQuestions, Occurrence
-from audit.corpora.shardread import char_lengths, char_starts
+from audit.corpora.base import CorpusInfo, DocumentHit, LanguageBy, MatchLengths, MatchQuestions, Occurrence, Sampled
+from audit.corpora.shardread import char_count, char_lengths
 from audit.corpora.shards import Shard
 from audit.index.doclangs import RECORD, TABLE, UNKNOWN, DocumentLanguages, How
 
@@ -203,21 +204,22 @@ class ShardQueries:
             high = np.maximum(high, np.frombuffer(found_high, dtype=np.int64))
         return low, high
 
-    def occurrences_in(self, pattern: bytes, allowed: np.ndarray, extra: np.ndarray, limit: int) -> tuple[int, int, list[Occurrence]]:
-        """(fewest, most) allowed occurrences and up to `limit` of them, spread evenly."""
+    def occurrences_in(self, pattern: bytes, allowed: np.ndarray, extra: np.ndarray, limit: int) -> tuple[int, int, Sampled]:
+        """(fewest, most) allowed occurrences and up to `limit` of each shard's, spread evenly
+        (in shard order, each shard's in rank order)."""
         low = high = 0
-        found: list[Occurrence] = []
+        documents, offsets = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)]
         for k, shard in enumerate(self.shards):
             lo, hi = _suffix.find_range(shard.data, shard.table, shard.ratio, pattern)
             if hi <= lo:
                 continue
-            pointers, documents, read = self._read(k, lo, hi, allowed, SCAN_CAP, extra)
+            pointers, local, read = self._read(k, lo, hi, allowed, SCAN_CAP, extra)
             low += len(pointers)
             high += (hi - lo) - (read - len(pointers))
-            for j in _spread(len(pointers), limit):
-                document = int(documents[j])
-                found.append(Occurrence(shard.first_document + document, int(pointers[j]) - int(shard.offsets[document]) - 1))
-        return low, high, found
+            at = np.asarray(_spread(len(pointers), limit), dtype=np.int64)
+            documents.append(local[at] + shard.first_document)
+            offsets.append(pointers[at].astype(np.int64) - shard.offsets[local[at]].astype(np.int64) - 1)
+        return low, high, Sampled.kept(np.concatenate(documents), np.concatenate(offsets))
 
 
 def longest_in_text(text: bytes, query: bytes) -> np.ndarray:
@@ -261,9 +263,11 @@ class TabledIndex(Protocol):
 
     def longest_in(self, query: bytes, allowed: np.ndarray, extra: np.ndarray) -> tuple[np.ndarray, np.ndarray]: ...
 
-    def occurrences_in(self, pattern: bytes, allowed: np.ndarray, extra: np.ndarray, limit: int) -> tuple[int, list[Occurrence]]: ...
+    def occurrences_in(self, pattern: bytes, allowed: np.ndarray, extra: np.ndarray, limit: int) -> tuple[int, Sampled]: ...
 
     def surrounding(self, occurrence: Occurrence, before: int, after: int) -> bytes: ...
+
+    def surroundings(self, places: Sequence[Occurrence], before: int, after: int) -> list[bytes]: ...
 
     def document_hit(self, occurrence: Occurrence, length_bytes: int, context_chars: int) -> DocumentHit: ...
 
@@ -313,20 +317,23 @@ class LanguageView:
         if not encoded:
             return MatchLengths([])
         if self.empty:
-            low = high = np.zeros(len(char_starts(encoded)), dtype=np.int64)
+            low = high = np.zeros(char_count(encoded), dtype=np.int64)
         else:
             low, high = self.index.longest_in(encoded, self.allowed, self.extra)
         lengths = char_lengths(encoded, low)
-        return MatchLengths(lengths, None if np.array_equal(low, high) else char_lengths(encoded, high))
+        return MatchLengths(lengths, None if low.tobytes() == high.tobytes() else char_lengths(encoded, high))
 
-    def occurrences(self, text: str, limit: int) -> tuple[int, list[Occurrence]]:
+    def occurrences(self, text: str, limit: int) -> tuple[int, Sampled]:
         if self.empty or not text:
-            return 0, []
+            return 0, Sampled.none()
         total, found = self.index.occurrences_in(text.encode("utf-8"), self.allowed, self.extra, limit)
-        return total, [found[j] for j in _spread(len(found), limit)]
+        return total, found.picked(_spread(len(found), limit))
 
     def surrounding(self, occurrence: Occurrence, before: int, after: int) -> bytes:
         return self.index.surrounding(occurrence, before, after)
+
+    def surroundings(self, places: Sequence[Occurrence], before: int, after: int) -> list[bytes]:
+        return self.index.surroundings(places, before, after)
 
     def document_hit(self, occurrence: Occurrence, length_bytes: int, context_chars: int) -> DocumentHit:
         return self.index.document_hit(occurrence, length_bytes, context_chars)

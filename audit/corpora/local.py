@@ -15,7 +15,7 @@ import numpy as np
 from audit.corpora.base import CorpusInfo, DocumentHit, MatchLengths, MatchQuestions, Occurrence, Sampled, cut_snippet
 from audit.corpora.inlanguage import LanguageView
 from audit.corpora.shardgroup import ShardGroup, share_out
-from audit.corpora.shardread import TEXTS_PER_CALL, char_lengths, char_starts
+from audit.corpora.shardread import TEXTS_PER_CALL, char_count, char_lengths
 from audit.corpora.shards import IndexOpenError, index_layout
 from audit.index.doclangs import DocumentLanguages, LanguageTableError, read_table, summary
 
@@ -95,18 +95,21 @@ class LocalIndex:
 
     def longest_in(self, query: bytes, allowed: np.ndarray, extra: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(lowest, highest) restricted longest match in bytes at each character start of `query`."""
-        low = np.zeros(len(char_starts(query)), dtype=np.int64)
+        low = np.zeros(char_count(query), dtype=np.int64)
         high = low.copy()
         for found_low, found_high in self.ask("longest_in", query, allowed, extra):
             np.maximum(low, found_low, out=low)
             np.maximum(high, found_high, out=high)
         return low, high
 
-    def occurrences_in(self, pattern: bytes, allowed: np.ndarray, extra: np.ndarray, limit: int) -> tuple[int, list[Occurrence]]:
-        """Allowed occurrences (the most there may be) and each group's sample of them, in order."""
+    def occurrences_in(self, pattern: bytes, allowed: np.ndarray, extra: np.ndarray, limit: int) -> tuple[int, Sampled]:
+        """Allowed occurrences (the most there may be) and each group's sample of them, ordered
+        by (document, offset)."""
         answers = self.ask("occurrences_in", pattern, allowed, extra, limit)
-        found = sorted((o for answer in answers for o in answer[2]), key=lambda o: (o.document, o.offset))
-        return sum(a[0] for a in answers), found
+        documents = np.concatenate([answer[2].documents for answer in answers])
+        offsets = np.concatenate([answer[2].offsets for answer in answers])
+        order = np.lexsort((offsets, documents))
+        return sum(a[0] for a in answers), Sampled.kept(documents[order], offsets[order])
 
     def _open_groups(self) -> list[Any]:
         """The shard groups, in shard order; `group_starts` holds each one's first document."""
@@ -122,7 +125,11 @@ class LocalIndex:
         return bisect.bisect_right(self.group_starts, document) - 1
 
     def ask_owner(self, document: int, method: str, *args: object) -> Any:
-        return getattr(self.groups[self._owner(document)], method)(*args)
+        return self._ask_group(self._owner(document), method, *args)
+
+    def _ask_group(self, group: int, method: str, *args: object) -> Any:
+        """The answer of the group at position `group` to one call."""
+        return getattr(self.groups[group], method)(*args)
 
     def __reduce__(self) -> tuple[type[LocalIndex], tuple[Path, str, str | None]]:
         return (type(self), (self.path, self.info.name, self.neardup_redis))
@@ -149,7 +156,7 @@ class LocalIndex:
 
     def longest_char_bytes(self, query: bytes) -> np.ndarray:
         """`longest_match_bytes` at each character start of `query` (`char_starts`) only."""
-        best = np.zeros(len(char_starts(query)), dtype=np.int64)
+        best = np.zeros(char_count(query), dtype=np.int64)
         for found in self.ask("longest_char_bytes", query):
             np.maximum(best, found, out=best)
         return best
@@ -175,11 +182,10 @@ class LocalIndex:
             return MatchLengths([])
         return MatchLengths(char_lengths(encoded, self.longest_char_bytes(encoded)))
 
-    def occurrences(self, text: str, limit: int) -> tuple[int, list[Occurrence]]:
+    def occurrences(self, text: str, limit: int) -> tuple[int, Sampled]:
         """Up to `limit` occurrences spread evenly over the suffix-array range (a sample of
         the whole range, not its lexicographically first entries)."""
-        total, sampled = self.occurrence_arrays(text, limit)
-        return total, sampled.occurrences()
+        return self.occurrence_arrays(text, limit)
 
     def occurrence_arrays(self, text: str, limit: int) -> tuple[int, Sampled]:
         """`occurrences` as arrays, ordered by (document, offset).  The last `SAMPLES_KEPT`
@@ -229,6 +235,17 @@ class LocalIndex:
     def surrounding(self, occurrence: Occurrence, before: int, after: int) -> bytes:
         return self.ask_owner(occurrence.document, "surrounding", occurrence, before, after)
 
+    def surroundings(self, places: Sequence[Occurrence], before: int, after: int) -> list[bytes]:
+        """`surrounding` of each place, each group asked once for all of its own."""
+        documents, offsets = _arrays(places)
+        owners = np.searchsorted(np.asarray(self.group_starts, dtype=np.int64), documents, side="right") - 1
+        found: list[bytes] = [b""] * len(documents)
+        for group in np.unique(owners).tolist():
+            at = np.flatnonzero(owners == group)
+            for position, text in zip(at.tolist(), self._ask_group(group, "surroundings", documents[at], offsets[at], before, after), strict=True):
+                found[position] = text
+        return found
+
     def text_span(self, document: int, start: int, end: int) -> bytes:
         """Bytes `start` to `end` of a document's text, cut at its end."""
         return self.surrounding(Occurrence(document, start), 0, end - start)
@@ -238,3 +255,10 @@ class LocalIndex:
         window, metadata = self.ask_owner(occurrence.document, "excerpt", occurrence, reach, length_bytes + reach)
         snippet, start, end = cut_snippet(window, min(occurrence.offset, reach), length_bytes, context_chars)
         return DocumentHit(occurrence.document, metadata, occurrence.offset, length_bytes, snippet, start, end)
+
+
+def _arrays(places: Sequence[Occurrence]) -> tuple[np.ndarray, np.ndarray]:
+    """The documents and offsets of `places` as arrays (a sample already holds them)."""
+    if isinstance(places, Sampled):
+        return places.documents, places.offsets
+    return np.array([o.document for o in places], dtype=np.int64), np.array([o.offset for o in places], dtype=np.int64)

@@ -22,6 +22,16 @@ def char_starts(encoded: bytes) -> np.ndarray:
     return starts
 
 
+# UTF-8 continuation bytes: every other byte starts a character.
+_CONTINUATION = bytes(range(0x80, 0xC0))
+
+
+def char_count(encoded: bytes) -> int:
+    """How many characters start in `encoded` (the length of `char_starts`, without the
+    array: a field's searches each size their answers with it)."""
+    return len(encoded.translate(None, _CONTINUATION))
+
+
 def char_lengths(encoded: bytes, at_starts: np.ndarray) -> list[int]:
     """Per character, how many whole characters the byte-level match starting there covers,
     from the byte lengths at the character starts (`char_starts`) alone; in C

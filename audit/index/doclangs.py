@@ -17,7 +17,7 @@ trusts when it fills the table (`audit.index.langtable`).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
 from pathlib import Path
@@ -68,6 +68,16 @@ class DocumentLanguages:
 
     def __post_init__(self) -> None:
         self._index = {name: code for code, name in enumerate(self.languages)}
+        self._flags: dict[Hashable, np.ndarray] = {}
+
+    def flags(self, key: Hashable, wanted: Callable[[str], bool]) -> np.ndarray:
+        """Per code, whether `wanted` holds for its language: worked out once per `key` (which
+        must name what `wanted` decides), since a run asks it of every match's documents."""
+        found = self._flags.get(key)
+        if found is None:
+            found = self._flags[key] = np.array([wanted(name) for name in self.languages], dtype=bool)
+            found.setflags(write=False)
+        return found
 
     @property
     def documents(self) -> int:

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import cast
 
 import numpy as np
@@ -120,15 +120,13 @@ class Scope:
         if not self.restricted or script == "other" or (mine is not None and script not in mine):
             return self
         view = cast(LanguageView, self.view)
-        distinct = sorted(set(occurrences.documents.tolist()))
-        names, foreign = view.table.languages, {}
+        documents = occurrences.documents
+        foreign = view.table.flags(("quoting", self.lang, script), partial(_foreign, lang=self.lang, script=script))
+        quoting = foreign[view.table.codes[documents]]
         found: set[int] = set()
         read = 0
-        for document, code in zip(distinct, view.table.codes[distinct].tolist(), strict=True):
-            if code not in foreign:
-                foreign[code] = self._foreign(names[code], script)
-            if not foreign[code]:
-                continue
+        # The sample is in document order: each document once, the lowest first.
+        for document in dict.fromkeys(documents[quoting].tolist()):
             identified = _identify(text)
             if identified is None and read < MAX_WINDOWS:
                 read += 1
@@ -138,10 +136,13 @@ class Scope:
                 found.add(document)
         return replace(self, view=view.with_documents(frozenset(found))) if found else self
 
-    def _foreign(self, language: str, script: str) -> bool:
-        """Whether a document of `language` holding text in `script` may be quoting this one."""
-        expected = written_in(language) if language != UNKNOWN else None
-        return not same_language(language, self.lang) and bool(expected) and script not in expected
+
+
+def _foreign(language: str, lang: str, script: str) -> bool:
+    """Whether a document of `language` holding text in `script` may be quoting `lang`:
+    another language, not written in that script."""
+    expected = written_in(language) if language != UNKNOWN else None
+    return not same_language(language, lang) and bool(expected) and script not in expected
 
 
 def languages_of_entries(entries: list[dict[str, Json]]) -> dict[str, int]:

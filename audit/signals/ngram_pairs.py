@@ -31,21 +31,23 @@ class Occurrences:
 
     def __init__(self, corpus: Corpus, limit: int) -> None:
         self.corpus, self.limit = corpus, limit
-        self.found: dict[str, tuple[int, list[Occurrence]]] = {}
+        self.found: dict[str, tuple[int, Sequence[Occurrence]]] = {}
 
-    def __call__(self, text: str) -> tuple[int, list[Occurrence]]:
+    def __call__(self, text: str) -> tuple[int, Sequence[Occurrence]]:
         if text not in self.found:
             self.found[text] = self.corpus.occurrences(text, self.limit)
         return self.found[text]
 
 
-def _near(corpus: Corpus, rare: str, rare_hits: list[Occurrence], others: Sequence[str], window: int) -> list[Occurrence]:
+def _near(corpus: Corpus, rare: str, rare_hits: Sequence[Occurrence], others: Sequence[str], window: int) -> list[Occurrence]:
     """Occurrences of `rare` that have every one of `others` within `window` bytes in the same
     document."""
     needles = [other.encode("utf-8") for other in others]
     width = len(rare.encode("utf-8"))
     reach = window + max(map(len, needles))
-    return [o for o in rare_hits if all(needle in corpus.surrounding(o, reach, width + reach) for needle in needles)]
+    many = getattr(corpus, "surroundings", None)
+    texts = many(rare_hits, reach, width + reach) if many is not None else [corpus.surrounding(o, reach, width + reach) for o in rare_hits]
+    return [rare_hits[i] for i, text in enumerate(texts) if all(needle in text for needle in needles)]
 
 
 @dataclass(frozen=True)
