@@ -17,36 +17,23 @@ from typing import BinaryIO, overload
 
 import orjson
 
+from audit.auditlines import AuditFileError, json_line, parse_line
 from audit.auditschema import (
     FIRST_RECORD_LINE,
     SchemaError,
-    bounded_int,
     check_benchmark,
     check_manifest,
     check_record,
     check_records,
-    finite_float,
-    no_constant,
-    surrogate_field,
 )
-from audit.errors import AuditError, special_kind
+from audit.errors import special_kind
 from audit.items import Item
 from audit.outputs import BodyStream, atomic_write_parts
 from audit.records import AuditManifest, ExposureRecord, Json, JsonObject
 
 SCHEMA_VERSION = 4
-# A run of digits as long as an integer past 64 bits can be (`parse_line`), found by mapping
-# every ASCII digit to a zero byte and anything else to one: ten times a regular expression's
-# speed, on every line of every audit read.
-_DIGITS_AS_ZEROS = bytes(0 if byte in b"0123456789" else 1 for byte in range(256))
-_LONG_RUN = bytes(19)
 READABLE_VERSIONS = (1, 2, 3, 4)
 MANIFEST, EXPOSURE = "manifest", "exposure"
-_LINE = orjson.OPT_APPEND_NEWLINE | orjson.OPT_NON_STR_KEYS
-
-
-class AuditFileError(AuditError):
-    """Not an audit file, or a damaged one; the message names the file and line."""
 
 
 def benchmark_files(path: Path) -> list[Path]:
@@ -84,12 +71,6 @@ def is_audit_file(path: Path) -> bool:
 def as_written(record: ExposureRecord | JsonObject) -> JsonObject:
     """A record as its audit-file line holds it; a typed record as its `to_dict()`."""
     return {"record": EXPOSURE, **(record.to_dict() if isinstance(record, ExposureRecord) else record)}
-
-
-def json_line(value: JsonObject) -> bytes:
-    """One audit line: compact JSON in UTF-8 by orjson (a fifth of `json.dumps`'s time, 6% of a
-    BMLAMA-17 run); non-string keys as `json.dumps` writes them; a lone surrogate refused."""
-    return orjson.dumps(value, option=_LINE)
 
 
 def record_lines(records: Iterable[ExposureRecord | JsonObject]) -> bytes:
@@ -278,40 +259,6 @@ def located(path: Path | str, problem: SchemaError) -> AuditFileError:
     where = f"{path}:{problem.line}" if problem.line is not None else str(path)
     what = f"field '{problem.field}': {problem.message}" if problem.field else problem.message
     return AuditFileError(f"{where}: {what}")
-
-
-def has_long_digits(raw: bytes) -> bool:
-    """Whether `raw` holds a run of 19 ASCII digits."""
-    return _LONG_RUN in raw.translate(_DIGITS_AS_ZEROS)
-
-
-def parse_line(path: Path, number: int, raw: bytes) -> Json:
-    """One line as JSON: strict about what Python's parser lets through (NaN, infinities,
-    numbers past 64 bits, lone surrogates), so no reader meets them later.  orjson reads a
-    record line first: it refuses NaN, infinities, lone surrogates and bad UTF-8 itself, and
-    a line with a run of 19 digits (where it would read an integer past 64 bits as a float)
-    goes to the strict path, as does any line it refuses, for that path's message."""
-    if number > 1 and not has_long_digits(raw):
-        try:
-            return orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            pass
-    return _parse_strictly(path, number, raw)
-
-
-def _parse_strictly(path: Path, number: int, raw: bytes) -> Json:
-    try:
-        text = raw.decode("utf-8")
-        value = json.loads(text.removeprefix("\ufeff") if number == 1 else text, parse_constant=no_constant, parse_float=finite_float, parse_int=bounded_int)
-    except UnicodeDecodeError:
-        raise AuditFileError(f"{path}:{number}: not valid UTF-8; not an audit file, or a damaged one") from None
-    except json.JSONDecodeError as error:
-        raise AuditFileError(f"{path}:{number}: not valid JSON ({error.msg})") from None
-    except (ValueError, RecursionError) as error:
-        raise AuditFileError(f"{path}:{number}: not valid JSON ({'nested too deeply' if isinstance(error, RecursionError) else error})") from None
-    if b"\\u" in raw and (field_name := surrogate_field(value)):
-        raise AuditFileError(f"{path}:{number}: field '{field_name}': a lone surrogate escape (\\ud800-\\udfff) is not text")
-    return value
 
 
 def check_manifest_line(path: Path, record: Json) -> JsonObject:

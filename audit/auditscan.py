@@ -18,10 +18,10 @@ from audit.auditfile import (
     check_integrity,
     check_manifest_line,
     located,
-    parse_line,
     read_audit,
     split_lines,
 )
+from audit.auditlines import parse_line
 from audit.auditschema import SchemaError, check_manifest, check_record, check_records
 from audit.errors import special_kind
 from audit.records import Json, JsonObject

@@ -54,7 +54,7 @@ class Check:
 
     @classmethod
     def from_dict(cls, data: JsonObject) -> Check:
-        return cls(**{f.name: data.get(f.name) for f in fields(cls)})
+        return cls(**{name: data.get(name) for name in _CHECK_FIELDS})
 
     @property
     def key(self) -> str:
@@ -64,11 +64,15 @@ class Check:
     def to_dict(self) -> JsonObject:
         """The written keys: those set, and `error` (even when null) on a source's failure."""
         data: JsonObject = {}
-        for name in (f.name for f in fields(self)):
+        for name in _CHECK_FIELDS:
             value = getattr(self, name)
             if value is not None or (name == "error" and self.figure is None and self.status in _SOURCE_STATUSES):
                 data[name] = value
         return data
+
+
+# Field names, in order, worked out once: every record's checks are made and written by them.
+_CHECK_FIELDS = tuple(f.name for f in fields(Check))
 
 
 def evidence_from_dict(data: JsonObject) -> Evidence:
@@ -153,13 +157,16 @@ class ExposureRecord:
         seconds).  `field_languages` is left out when the variant has none, `membership` and its
         checks when the membership signal did not run."""
         data: JsonObject = {}
-        for name in (f.name for f in fields(self)):
+        for name in _RECORD_FIELDS:
             value = getattr(self, name)
             if name in ("decided_by", "knowledge_decided_by", "membership_decided_by", "evidence"):
                 value = [entry.to_dict() for entry in value]
             if (name != "field_languages" or value) and (name not in ("membership", "membership_decided_by") or self.membership is not None):
                 data[name] = value
         return data
+
+
+_RECORD_FIELDS = tuple(f.name for f in fields(ExposureRecord))
 
 
 @dataclass

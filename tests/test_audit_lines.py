@@ -7,10 +7,12 @@ import hashlib
 import json
 from pathlib import Path
 
+import orjson
 import pytest
 from conftest import ECLEKTIC_CSV
 
-from audit.auditfile import json_line, read_audit, record_lines
+from audit.auditfile import read_audit, record_lines
+from audit.auditlines import json_line
 from audit.run import AuditRequest, run_audit
 
 AWKWARD = {
@@ -27,6 +29,8 @@ def test_a_line_holds_what_the_standard_library_wrote_without_its_spaces():
     assert json.loads(line) == json.loads(json.dumps(AWKWARD, ensure_ascii=False))
     assert "東京".encode() in line and b"\\u" not in line.replace(b"\\u0001", b"").replace(b"\\u2028", b"")
     assert b'{"text":"Z' in line and b'"counts":{"1":2,"3":4}' in line
+    plain = {key: value for key, value in AWKWARD.items() if key != "counts"}
+    assert json_line(plain) == orjson.dumps(plain, option=orjson.OPT_APPEND_NEWLINE | orjson.OPT_NON_STR_KEYS)
     assert record_lines([AWKWARD, {"n": 1}]) == json_line({"record": "exposure", **AWKWARD}) + b'{"record":"exposure","n":1}\n'
 
 

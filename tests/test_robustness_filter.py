@@ -18,7 +18,8 @@ import pytest
 from conftest import summary_of
 from hostile import REPORT, Case, both, run_case
 
-from audit.auditfile import AuditFile, AuditFileError, _parse_strictly, check_against_benchmark, has_long_digits, json_line, locate_benchmark, parse_line, read_audit
+from audit.auditfile import AuditFile, AuditFileError, check_against_benchmark, locate_benchmark, read_audit
+from audit.auditlines import _parse_strictly, has_long_digits, json_line, parse_line
 from audit.auditscan import ACROSS, scan_audit
 from audit.exposure import item_exposure
 from audit.readers import load_benchmark, recorded_options

@@ -284,6 +284,19 @@ def apply_source(
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_VARIANT_FIELDS = tuple(f.name for f in dataclasses.fields(Variant))
+
+
+def _holds_surrogate(value: Cell) -> bool:
+    """Whether a lone surrogate is anywhere in a value: the walk every item takes, so it names
+    nothing (`_surrogate_in` names the field of the rare one that holds one)."""
+    if isinstance(value, str):
+        return _SURROGATE.search(value) is not None
+    if isinstance(value, dict):
+        return any(_SURROGATE.search(str(key)) is not None or _holds_surrogate(item) for key, item in value.items())
+    if isinstance(value, list | tuple):
+        return any(_holds_surrogate(item) for item in value)
+    return False
 
 
 def _surrogate_in(value: Cell, name: str) -> str | None:
@@ -308,9 +321,9 @@ def _surrogate(draft: Draft) -> BenchmarkError | None:
     corpus could be asked for it and no audit file written: named here, by item and field,
     rather than by a codec."""
     fields = [(None, "item_id", draft.item_id), (None, "meta", draft.meta)]
-    fields += [(lang, f"variants.{lang}", {f.name: getattr(variant, f.name) for f in dataclasses.fields(variant)}) for lang, variant in draft.variants.items()]
+    fields += [(lang, f"variants.{lang}", {name: getattr(variant, name) for name in _VARIANT_FIELDS}) for lang, variant in draft.variants.items()]
     for lang, name, value in fields:
-        found = _surrogate_in(value, name)
+        found = _surrogate_in(value, name) if _holds_surrogate(value) else None
         if found is None:
             continue
         index = list(draft.variants).index(lang) if lang is not None else 0

@@ -61,8 +61,10 @@ def _floor(figures: dict[str, Json], config: NgramConfig) -> None:
         figures["floor"] = {"coverage": {"needed": needed, "had": figures["windows"], "unit": "windows"}}
 
 
-def measure(corpus: Corpus, field: FieldText, config: NgramConfig, rules: Sequence[Rule], budget: Budget) -> tuple[Evidence, FieldMatch]:
-    """One normalised field's figures over whatever documents `corpus` answers for."""
+def measure(corpus: Corpus, field: FieldText, config: NgramConfig, rules: Sequence[Rule], budget: Budget, sourced: bool = True) -> tuple[Evidence, FieldMatch]:
+    """One normalised field's figures over whatever documents `corpus` answers for; without
+    the documents behind the longest match unless `sourced` (figures that only stand beside
+    another count's, as `any_language`, need none)."""
     text, script, size, shared = field.text, field.script, field.size, field.shared
     asked_before = budget.asked
     found = FieldMatch.of(text, corpus.match_lengths(text, questions_for(rules, text, size, budget)))
@@ -95,7 +97,7 @@ def measure(corpus: Corpus, field: FieldText, config: NgramConfig, rules: Sequen
         figures["bounds"] = bounds
     _floor(figures, config)
     evidence = Evidence(signal=NAME, source=corpus.info.name, field=field.name, figures=figures)
-    if length >= config.span_min_chars or (length and length == len(text)):
+    if sourced and (length >= config.span_min_chars or (length and length == len(text))):
         span = (start, start + found.lengths[start])
         figures["longest_match_count"], evidence.provenance = provenance(corpus, text[span[0] : span[1]], span, config)
     return evidence, found
@@ -117,10 +119,10 @@ def field_evidence(
 def measured_field(corpus: Corpus, field: FieldText, config: NgramConfig, rules: Sequence[Rule], budget: Budget) -> tuple[Evidence, FieldMatch]:
     """`field_evidence` of a field whose text, language and sharing are worked out."""
     text, lang = field.text, field.lang
-    everywhere, found = measure(corpus, field, config, rules, budget)
-    if lang is None:
+    scope = Scope.of(corpus, lang, config.unknown) if lang is not None else None
+    everywhere, found = measure(corpus, field, config, rules, budget, sourced=scope is None or not scope.restricted)
+    if scope is None:
         return everywhere, found
-    scope = Scope.of(corpus, lang, config.unknown)
     start = everywhere.figures["longest_match_start"]
     longest = text[start : start + found.lengths[start]] if everywhere.figures["longest_match_chars"] else ""
     if scope.restricted:

@@ -101,8 +101,11 @@ class Scope:
             return {}
         view = cast(LanguageView, self.view)
         distinct = sorted(set(documents.tolist() if isinstance(documents, np.ndarray) else documents))
-        names = view.table.languages
-        found = Counter(self.lang if d in view.let_in else names[code] for d, code in zip(distinct, view.table.codes[distinct].tolist(), strict=True))
+        names, codes, let_in = view.table.languages, view.table.codes[distinct].tolist(), view.let_in
+        if let_in:
+            found = Counter(self.lang if d in let_in else names[code] for d, code in zip(distinct, codes, strict=True))
+        else:
+            found = Counter({names[code]: n for code, n in Counter(codes).items()})
         return dict(sorted(found.items()))
 
     def sample(self, text: str, limit: int) -> Sampled:
