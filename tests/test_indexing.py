@@ -137,6 +137,9 @@ def test_sampled_occurrences_are_every_place_when_all_fit_and_kept_unchanged(tmp
     build_index([wiki_dir], sharded, memory_bytes=1 << 20)
     corpus = LocalIndex(sharded)
     texts = dict(corpus.documents())
+    # Every document's first and last byte, so each shard's first and last documents are cut too.
+    edges = [Occurrence(d, at) for d, text in texts.items() for at in (0, max(0, len(text) - 1))]
+    assert corpus.surroundings(edges, 7, 1 << 20) == [corpus.surrounding(o, 7, 1 << 20) for o in edges]
     for probe in probe_strings(wiki_docs, seed=5)[:25]:
         encoded = probe.encode("utf-8")
         every = [(d, at) for d, text in texts.items() for at in range(len(text)) if text.startswith(encoded, at)]

@@ -129,8 +129,9 @@ class ShardGroup(ShardQueries):
         for k in np.unique(owners).tolist():
             shard, at = self.shards[k], np.flatnonzero(owners == k)
             local = documents[at] - shard.first_document
-            ends = np.append(shard.offsets[1:].astype(np.int64), len(shard.data))
-            start, end = shard.offsets[local].astype(np.int64) + 1, ends[local]
+            following = np.minimum(local + 1, len(shard.offsets) - 1)
+            start = shard.offsets[local].astype(np.int64) + 1
+            end = np.where(local + 1 < len(shard.offsets), shard.offsets[following].astype(np.int64), len(shard.data))
             place = start + offsets[at]
             lows, highs = np.maximum(start, place - before).tolist(), np.minimum(end, place + after).tolist()
             data = shard.data
