@@ -17,7 +17,7 @@ A field measured for the first time still often asks what an earlier one asked: 
 longest match ("France", a subject's name) stands in its language, the pages of other
 languages quoting it and its documents' languages.  77% of BMLAMA-17's fields in one process
 ask it of a longest match an earlier field asked in the same language, so the last
-`PLACES_KEPT` answers are kept too (a few hundred bytes each).
+`PLACES_KEPT` answers are kept too (about 250 bytes each).
 """
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ class FieldMemo:
         self._held = 0
         self._met: bytearray | None = None  # made on first use: a forked parent never needs it
         self._met_count = 0
-        self._places: OrderedDict[tuple[str, str], Placed] = OrderedDict()
+        self._places: OrderedDict[tuple[str, str], tuple[tuple[int, ...], tuple[tuple[str, int], ...]]] = OrderedDict()
         self._lock = threading.Lock()
 
     def __reduce__(self) -> tuple[type[FieldMemo], tuple[int]]:
@@ -86,18 +86,20 @@ class FieldMemo:
 
     def placed(self, key: tuple[str, str], find: Callable[[], Placed]) -> Placed:
         """Where a longest match stands in a language (`key`), kept from an earlier field or
-        found by `find()`; its counts are a copy, which the caller puts in its evidence."""
+        found by `find()`: kept as tuples (a third of a set's and a dict's memory), so each
+        answer is the caller's own, to put in its evidence."""
         with self._lock:
-            found = self._places.get(key)
-            if found is not None:
+            kept = self._places.get(key)
+            if kept is not None:
                 self._places.move_to_end(key)
-        if found is None:
-            found = find()
-            with self._lock:
-                self._places[key] = found
-                if len(self._places) > PLACES_KEPT:
-                    self._places.popitem(last=False)
-        return found[0], dict(found[1])
+        if kept is not None:
+            return frozenset(kept[0]), dict(kept[1])
+        found = find()
+        with self._lock:
+            self._places[key] = (tuple(found[0]), tuple(found[1].items()))
+            if len(self._places) > PLACES_KEPT:
+                self._places.popitem(last=False)
+        return found
 
     def _met_before(self, key: FieldText) -> bool:
         """Whether `key` was measured before (or shares its slot with one that was); notes it."""
