@@ -151,6 +151,16 @@ def pytest_terminal_summary(terminalreporter) -> None:
         )
 
 
+def pytest_configure(config) -> None:
+    """Token authentication for every Ray cluster the tests start or join, as `ray start` sets
+    it up by default, with a token of the session's own (a fresh HOME has none in ~/.ray).  Set
+    before any test imports Ray, which reads the mode once, when first imported: a test that
+    imported it earlier (an unreachable `--executor ray://` refused in-process) left its client
+    unable to join the cluster started later."""
+    os.environ["RAY_AUTH_MODE"] = "token"
+    os.environ.setdefault("RAY_AUTH_TOKEN", secrets.token_hex(32))
+
+
 def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -172,11 +182,6 @@ class RayCluster:
             pytest.fail('Ray is not installed: pip install "corpus-audit[ray]"')
         # Ray's socket paths must stay short (a Unix socket path holds at most 107 bytes).
         self.temp = Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))
-        # Token authentication, as `ray start` sets up by default, with a token of the session's
-        # own (a fresh HOME has none in ~/.ray); this process and its children send it (Ray reads
-        # the mode when it is first imported).
-        os.environ["RAY_AUTH_MODE"] = "token"
-        os.environ.setdefault("RAY_AUTH_TOKEN", secrets.token_hex(32))
         # The head's Ray Client proxy gives a client's server 30 s to come up by default, which a
         # loaded two-core CI machine has overrun (three connection attempts failed in a row).
         self.env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0", RAY_CLIENT_SERVER_CHECK_CHANNEL_TIMEOUT_S="120")
