@@ -16,9 +16,8 @@ from audit.corpora.base import Budget
 from audit.evidence import FAILED, Evidence
 from audit.policyfile import load_policy
 from audit.readers import load_benchmark
-from audit.signals import ngram_memo, plan
+from audit.signals import plan
 from audit.signals.ngram import NgramConfig, field_language, run
-from audit.signals.ngram_language import Scope
 from audit.signals.ngram_match import FieldMatch, FieldText
 from audit.signals.ngram_memo import ENTRY_BYTES, FieldMemo
 from audit.text import normalize
@@ -86,43 +85,6 @@ def test_a_runner_over_a_local_index_keeps_fields_and_ships_without_them(corpus,
     assert len(memo) > 0
     shipped = pickle.loads(pickle.dumps(memo))
     assert len(shipped) == 0 and shipped.limit == memo.limit
-
-
-def test_where_a_longest_match_stands_in_a_language_is_found_once(corpus, items, monkeypatch):
-    """Fields measured for the first time ask where their longest match stands in their
-    language ("Madrid" in Spanish, again and again): each (language, match) is found once."""
-    found = collections.Counter()
-    real = Scope.placed
-
-    def counted(scope: Scope, text: str, limit: int):
-        found[(scope.lang, text)] += 1
-        return real(scope, text, limit)
-
-    monkeypatch.setattr(Scope, "placed", counted)
-    memo = FieldMemo()
-    asked = sum(len(run(corpus, item, lang, CONFIG, memo=memo)) for item in items for lang in item.variants)
-    assert asked > 1000 and len(found) > 50 and set(found.values()) == {1}
-
-
-def test_places_are_kept_for_the_last_matches_asked_and_their_counts_copied(monkeypatch):
-    monkeypatch.setattr(ngram_memo, "PLACES_KEPT", 2)
-    memo, calls = FieldMemo(), []
-
-    def find(n: int):
-        def places():
-            calls.append(n)
-            return frozenset({n}), {"es": n}
-
-        return places
-
-    first = memo.placed(("es", "Madrid"), find(1))
-    first[1]["es"] = 99
-    assert memo.placed(("es", "Madrid"), find(2)) == (frozenset({1}), {"es": 1})
-    assert memo.placed(("fr", "Madrid"), find(3)) == (frozenset({3}), {"es": 3})
-    memo.placed(("es", "Lyon"), find(4))
-    assert memo.placed(("fr", "Madrid"), find(5))[0] == {3}
-    assert memo.placed(("es", "Madrid"), find(6))[0] == {6}
-    assert calls == [1, 3, 4, 6]
 
 
 def key(text: str) -> FieldText:

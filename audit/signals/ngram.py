@@ -116,11 +116,8 @@ def field_evidence(
     return measured_field(corpus, FieldText.of(name, normalize(raw), lang, sources, config.window_for), config, rules, budget or Budget())
 
 
-def measured_field(
-    corpus: Corpus, field: FieldText, config: NgramConfig, rules: Sequence[Rule], budget: Budget, memo: FieldMemo | None = None
-) -> tuple[Evidence, FieldMatch]:
-    """`field_evidence` of a field whose text, language and sharing are worked out; where its
-    longest match stands in its language is taken from `memo` when an earlier field found it."""
+def measured_field(corpus: Corpus, field: FieldText, config: NgramConfig, rules: Sequence[Rule], budget: Budget) -> tuple[Evidence, FieldMatch]:
+    """`field_evidence` of a field whose text, language and sharing are worked out."""
     text, lang = field.text, field.lang
     scope = Scope.of(corpus, lang, config.unknown) if lang is not None else None
     everywhere, found = measure(corpus, field, config, rules, budget, sourced=scope is None or not scope.restricted)
@@ -129,9 +126,9 @@ def measured_field(
     start = everywhere.figures["longest_match_start"]
     longest = text[start : start + found.lengths[start]] if everywhere.figures["longest_match_chars"] else ""
     if scope.restricted:
-        place = partial(scope.placed, longest, config.max_occurrences)
-        quoting, languages = place() if memo is None else memo.placed((lang, longest), place)
-        scope = scope.letting_in(quoting)
+        sampled = scope.sample(longest, config.max_occurrences)
+        scope = scope.quoting(longest, sampled)
+        languages = scope.languages_of(sampled.documents)
         evidence = measure(scope.view, field, config, rules, budget)[0]
         evidence.provenance = [scope.label(entry) for entry in evidence.provenance]
     else:
@@ -181,7 +178,7 @@ def text_evidence(
     for form in checked.forms[: config.max_forms]:
         try:
             field = FieldText.of(checked.field, normalize(form.text), lang, shared, config.window_for)
-            measured = partial(measured_field, corpus, field, config, rules, budget, memo)
+            measured = partial(measured_field, corpus, field, config, rules, budget)
             evidence, match = measured() if memo is None else memo.measured(field, budget, measured)
         except _CORPUS_ERRORS as error:
             results.append(_failed(corpus, checked.field, error, form if labelled else None))

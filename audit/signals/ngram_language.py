@@ -113,27 +113,15 @@ class Scope:
         scope's index answers as arrays)."""
         return cast(LanguageView, self.view).index.occurrence_arrays(text, limit)[1] if text else Sampled.none()
 
-    def placed(self, text: str, limit: int) -> tuple[frozenset[int], dict[str, int]]:
-        """Where a field's longest match `text` stands, for a restricted scope: the documents of
-        other languages quoting it in this one (`quoting`), and the documents of its sample
-        (`limit` places) by language, those let in counted as this one.  It depends on the
-        scope and the text alone, so a runner may keep it (`FieldMemo.placed`)."""
-        sampled = self.sample(text, limit)
-        quoting = self.quoting(text, sampled)
-        return quoting, self.letting_in(quoting).languages_of(sampled.documents)
-
-    def letting_in(self, documents: frozenset[int]) -> Scope:
-        """This scope with `documents` (of other languages, found quoting this one) counted."""
-        return replace(self, view=cast(LanguageView, self.view).with_documents(documents)) if documents else self
-
-    def quoting(self, text: str, occurrences: Sampled) -> frozenset[int]:
-        """The documents of another language that quote `text` in this one: where the match's script is not one the document's language is written in (a
+    def quoting(self, text: str, occurrences: Sampled) -> Scope:
+        """This scope with the documents of another language that quote `text` in this one let
+        in: where the match's script is not one the document's language is written in (a
         Russian sentence in a Portuguese page) and the window around it is identified as this
         language (the match itself when it is long enough to identify, else the window around
         it, read in at most `MAX_WINDOWS` documents)."""
         script, mine = dominant_script(text), written_in(self.lang)
         if not self.restricted or script == "other" or (mine is not None and script not in mine):
-            return frozenset()
+            return self
         view = cast(LanguageView, self.view)
         documents = occurrences.documents
         foreign = view.table.flags(("quoting", self.lang, script), partial(_foreign, lang=self.lang, script=script))
@@ -149,7 +137,7 @@ class Scope:
                 identified = _identify(hit.snippet)
             if identified is not None and same_language(identified, self.lang):
                 found.add(document)
-        return frozenset(found)
+        return replace(self, view=view.with_documents(frozenset(found))) if found else self
 
 
 

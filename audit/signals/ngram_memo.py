@@ -12,12 +12,6 @@ met again (BMLAMA-17's whole statements, a benchmark's passages), and copying ea
 cost more than the memo saved on a benchmark of distinct items, and pushed the repeated ones
 out.  Evidence whose corpus spent count queries on it is never kept, since its figures say how
 many it cost.
-
-A field measured for the first time still often asks what an earlier one asked: where its
-longest match ("France", a subject's name) stands in its language, the pages of other
-languages quoting it and its documents' languages.  77% of BMLAMA-17's fields in one process
-ask it of a longest match an earlier field asked in the same language, so the last
-`PLACES_KEPT` answers are kept too (about 250 bytes each).
 """
 from __future__ import annotations
 
@@ -39,13 +33,8 @@ ENTRY_BYTES = 256
 # `MET_RESET` of them: a collision only keeps a field at its first measure.
 MET_SLOTS = 1 << 20
 MET_RESET = 1 << 18
-# Where longest matches stand in a language, kept for the last this many (language, match).
-PLACES_KEPT = 8192
 
 Measured = tuple[Evidence, FieldMatch]
-# The documents of other languages quoting a match in a field's language, and its documents
-# by language (`Scope.placed`).
-Placed = tuple[frozenset[int], dict[str, int]]
 
 
 class FieldMemo:
@@ -59,7 +48,6 @@ class FieldMemo:
         self._held = 0
         self._met: bytearray | None = None  # made on first use: a forked parent never needs it
         self._met_count = 0
-        self._places: OrderedDict[tuple[str, str], tuple[tuple[int, ...], tuple[tuple[str, int], ...]]] = OrderedDict()
         self._lock = threading.Lock()
 
     def __reduce__(self) -> tuple[type[FieldMemo], tuple[int]]:
@@ -83,23 +71,6 @@ class FieldMemo:
         if budget.asked == asked and answer[0].status == OK and self._met_before(key):
             self._keep(key, pickle.dumps(answer, pickle.HIGHEST_PROTOCOL))
         return answer
-
-    def placed(self, key: tuple[str, str], find: Callable[[], Placed]) -> Placed:
-        """Where a longest match stands in a language (`key`), kept from an earlier field or
-        found by `find()`: kept as tuples (a third of a set's and a dict's memory), so each
-        answer is the caller's own, to put in its evidence."""
-        with self._lock:
-            kept = self._places.get(key)
-            if kept is not None:
-                self._places.move_to_end(key)
-        if kept is not None:
-            return frozenset(kept[0]), dict(kept[1])
-        found = find()
-        with self._lock:
-            self._places[key] = (tuple(found[0]), tuple(found[1].items()))
-            if len(self._places) > PLACES_KEPT:
-                self._places.popitem(last=False)
-        return found
 
     def _met_before(self, key: FieldText) -> bool:
         """Whether `key` was measured before (or shares its slot with one that was); notes it."""
