@@ -129,9 +129,45 @@ done:
     return n;
 }
 
-/* Each surface's spellings as UTF-8 (`casings`): pointers and lengths into str objects kept
- * in `keep`, and per surface the end of its spellings in `ends`.  0, or -1 with an exception. */
-static int spell_all(PyObject *surfaces, PyObject *keep, const uint8_t **patterns, Py_ssize_t *lengths, Py_ssize_t *ends)
+/* An ASCII surface's spellings without a Python call (most of a Latin-script field's): there
+ * str.lower and str.upper move only A-Z and a-z, so the lower-cased spelling and the
+ * capitalised one (the lower-cased with its first letter upper-cased) are written into
+ * `arena` (2 * m bytes).  Distinct ones as `casings` keeps them; returns how many. */
+static int ascii_casings(const uint8_t *surface, Py_ssize_t m, uint8_t *arena, const uint8_t **out, Py_ssize_t *lengths)
+{
+    uint8_t *lower = arena, *capital = arena + m;
+    for (Py_ssize_t i = 0; i < m; i++)
+        lower[i] = surface[i] >= 'A' && surface[i] <= 'Z' ? surface[i] + ('a' - 'A') : surface[i];
+    memcpy(capital, lower, m);
+    if (m && capital[0] >= 'a' && capital[0] <= 'z')
+        capital[0] -= 'a' - 'A';
+    int n = 0;
+    out[n++] = surface;
+    if (memcmp(lower, surface, m) != 0)
+        out[n++] = lower;
+    if (memcmp(capital, surface, m) != 0 && (n == 1 || memcmp(capital, lower, m) != 0))
+        out[n++] = capital;
+    for (int j = 0; j < n; j++)
+        lengths[j] = m;
+    return n;
+}
+
+/* Bytes `spell_all` writes ASCII spellings into: two per character of each ASCII surface. */
+static Py_ssize_t arena_size(PyObject *surfaces)
+{
+    Py_ssize_t size = 0;
+    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(surfaces); k++) {
+        PyObject *surface = PyList_GET_ITEM(surfaces, k);
+        if (PyUnicode_CheckExact(surface) && PyUnicode_IS_ASCII(surface))
+            size += 2 * PyUnicode_GET_LENGTH(surface);
+    }
+    return size;
+}
+
+/* Each surface's spellings as UTF-8 (`casings`, or `ascii_casings` into `arena`): pointers and
+ * lengths into str objects kept in `keep` (an ASCII str's own bytes are its UTF-8), and per
+ * surface the end of its spellings in `ends`.  0, or -1 with an exception. */
+static int spell_all(PyObject *surfaces, PyObject *keep, uint8_t *arena, const uint8_t **patterns, Py_ssize_t *lengths, Py_ssize_t *ends)
 {
     Py_ssize_t total = 0;
     for (Py_ssize_t k = 0; k < PyList_GET_SIZE(surfaces); k++) {
@@ -139,6 +175,15 @@ static int spell_all(PyObject *surfaces, PyObject *keep, const uint8_t **pattern
         if (!PyUnicode_CheckExact(surface)) { /* a subclass's methods could change the list */
             PyErr_Format(PyExc_TypeError, "surface %zd is not str", k);
             return -1;
+        }
+        if (PyUnicode_IS_ASCII(surface)) { /* kept: the list may change while the GIL is released */
+            Py_ssize_t m = PyUnicode_GET_LENGTH(surface);
+            if (PyList_Append(keep, surface) < 0)
+                return -1;
+            total += ascii_casings(PyUnicode_1BYTE_DATA(surface), m, arena, patterns + total, lengths + total);
+            arena += 2 * m;
+            ends[k] = total;
+            continue;
         }
         int n = casings(surface, spelled);
         if (n < 0)
@@ -170,11 +215,12 @@ PyObject *casing_counts(PyObject *self, PyObject *args)
     const uint8_t **patterns = PyMem_Calloc(most, sizeof(*patterns));
     Py_ssize_t *lengths = PyMem_Calloc(most, sizeof(*lengths)), *ends = PyMem_Calloc(n + 1, sizeof(*ends));
     int64_t *counts = PyMem_Calloc(most, sizeof(*counts)), *found = PyMem_Calloc(most, sizeof(*found));
-    if (patterns == NULL || lengths == NULL || ends == NULL || counts == NULL || found == NULL) {
+    uint8_t *arena = PyMem_Malloc(arena_size(surfaces) + 1);
+    if (patterns == NULL || lengths == NULL || ends == NULL || counts == NULL || found == NULL || arena == NULL) {
         PyErr_NoMemory();
         goto done;
     }
-    if ((keep = PyList_New(0)) == NULL || spell_all(surfaces, keep, patterns, lengths, ends) < 0)
+    if ((keep = PyList_New(0)) == NULL || spell_all(surfaces, keep, arena, patterns, lengths, ends) < 0)
         goto done;
     Py_ssize_t spellings = n ? ends[n - 1] : 0;
     for (Py_ssize_t k = 0; k < PyList_GET_SIZE(shards); k++) {
@@ -211,5 +257,6 @@ done:
     PyMem_Free(ends);
     PyMem_Free(counts);
     PyMem_Free(found);
+    PyMem_Free(arena);
     return result;
 }

@@ -16,7 +16,7 @@ from audit.index.build import build_index
 from audit.neardup import NearDuplicateIndex, NearDupParams, add_neardup
 from audit.neardup.family import band_keys
 from audit.neardup.tokens import _MIX, _POWERS, SEPARATOR, WORD, ShingleSizes, _code_points, _fmix64, code_points, folded, shingle_keys, shingle_strings, tokenize
-from audit.neardup.verify import _among
+from audit.neardup.verify import SetAside, _among, field_shingles
 from audit.readers import load_benchmark
 
 # Text in a script none of the indexed documents is written in: its chunks meet no window.
@@ -249,6 +249,52 @@ def test_shingle_keys_and_texts_equal_python(texts):
         shingle_strings("three", tokens, sizes, np.array([0]))
     with pytest.raises(ValueError, match="has no shingle size"):
         _neardup.shingle_keys(tokenize("abc").hashes, np.array([20], dtype=np.uint8), sizes, None)
+
+
+def reference_field_shingles(text: str, sizes: np.ndarray, exclude: SetAside, common) -> tuple:
+    """A field's distinct shingles sorted into rare, common and shared with plain dicts: texts
+    in first-occurrence order, each asked about by its first occurrence's surface form."""
+    tokens = tokenize(text)
+    keys, valid = shingle_keys(tokens, sizes)
+    fold, starts, ends = folded(text), tokens.starts.tolist(), tokens.ends.tolist()
+    first: dict[str, tuple[int, str]] = {}
+    for i in np.flatnonzero(valid).tolist():
+        k = int(sizes[tokens.scripts[i]])
+        string = " ".join(fold[starts[j] : ends[j]] for j in range(i, i + k))
+        first.setdefault(string, (int(keys[i]), text[starts[i] : ends[i + k - 1]]))
+    own = [string for string in first if string not in exclude.texts]
+    frequent = common([first[s][1] for s in own]) if own else set()
+    rare = [s for s in own if first[s][1] not in frequent]
+    often = [s for s in own if first[s][1] in frequent]
+    set_aside = sorted(set(exclude.keys.tolist()) | {first[s][0] for s in often})
+    return rare + often, len(rare), sorted({first[s][0] for s in rare}), set_aside, len(first) - len(own)
+
+
+def test_field_shingles_equal_python(texts):
+    """The compiled first-occurrence table (`_neardup.first_shingles`) sorts a field's shingles
+    as plain Python does, with a source's shingles excluded and some surface forms common."""
+    sizes = ShingleSizes().table()
+    common = lambda surfaces: {s for s in surfaces if len(s) % 3 == 0 or s[:1].isupper()}  # noqa: E731
+    repeated = "The cat sat on the mat. the CAT sat on The Mat, and the cat sat on the mat again."
+    cases = 0
+    for text, source in zip([*texts[:40], repeated, ""], [repeated, *texts[:40], "x"], strict=True):
+        source_shingles = field_shingles(source, sizes, SetAside(), None)
+        exclude = SetAside(frozenset(source_shingles.texts), source_shingles.keys)
+        for cut in (None, common):
+            found = field_shingles(text, sizes, exclude, cut)
+            texts_, rare, keys, set_aside, shared = reference_field_shingles(text, sizes, exclude, cut or (lambda surfaces: set()))
+            assert (found.texts, found.rare, found.keys.tolist(), found.set_aside_keys.tolist(), found.shared) == (texts_, rare, keys, set_aside, shared)
+            cases += bool(found.common) + bool(found.shared)
+    assert cases > 20
+    mat = field_shingles(repeated, sizes, SetAside(), common)
+    assert mat.texts.count("the cat sat") == 1 and "the cat sat" not in mat.texts[: mat.rare], "its first surface form, 'The cat sat', is common"
+    no_keys = np.zeros(0, dtype=np.uint64)
+    with pytest.raises(ValueError, match="a uint64 key"):
+        _neardup.first_shingles(["a"], no_keys, no_keys.view(np.int64), no_keys.view(np.int64), "a", frozenset())
+    with pytest.raises(TypeError, match="set or frozenset"):
+        _neardup.first_shingles([], no_keys, no_keys, no_keys, "", ["a"])
+    with pytest.raises(ValueError, match="not within the text"):
+        _neardup.first_shingles(["a"], np.zeros(1, dtype=np.uint64), np.array([0]), np.array([5]), "a", frozenset())
 
 
 def test_among_equals_isin(index):

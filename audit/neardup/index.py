@@ -198,7 +198,7 @@ class NearDuplicateIndex(Generic[C]):
         limit: int = 3,
         allowed: Callable[[int], bool] | None = None,
         reach: float | None = None,
-        common: Callable[[dict[str, str]], set[str]] | None = None,
+        common: Callable[[list[str]], set[str]] | None = None,
     ) -> QueryResult:
         """The documents holding most of `text`: LSH candidates ranked by the bands they share
         with it, the likeliest `ESTIMATED` then ranked by estimated Jaccard, the best

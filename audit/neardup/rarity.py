@@ -29,14 +29,14 @@ class CommonShingles:
         self.limit = max(at_least, per_million_bytes * (corpus.info.bytes or 0) / 1e6)
         self._totals: dict[str, int] = {}
 
-    def __call__(self, shingles: dict[str, str]) -> set[str]:
-        """Of `shingles` (text: surface form in the field), those that occur more than `limit`
-        times in their casings together (as written, lower-cased, capitalised; each distinct
-        spelling once: the corpus's `casing_counts`).  Each surface form's total is kept, so a
-        form met in an earlier field costs a lookup; only single reads and writes of the kept
-        totals, so threads sharing one instance never see a total half made."""
+    def __call__(self, surfaces: list[str]) -> set[str]:
+        """Of the `surfaces` (a field's shingles as written in it), those that occur more than
+        `limit` times in their casings together (as written, lower-cased, capitalised; each
+        distinct spelling once: the corpus's `casing_counts`).  Each surface form's total is
+        kept, so a form met in an earlier field costs a lookup; only single reads and writes of
+        the kept totals, so threads sharing one instance never see a total half made."""
         totals = self._totals
-        mine = {surface: totals.get(surface, -1) for surface in set(shingles.values())}
+        mine = {surface: totals.get(surface, -1) for surface in surfaces}
         new = [surface for surface, total in mine.items() if total < 0]
         if new:
             counted = dict(zip(new, self.corpus.casing_counts(new), strict=True))
@@ -45,4 +45,4 @@ class CommonShingles:
                 totals.clear()
             totals.update(counted)
         limit = self.limit
-        return {text for text, surface in shingles.items() if mine[surface] > limit}
+        return {surface for surface, total in mine.items() if total > limit}

@@ -49,23 +49,20 @@ class SetAside:
     texts: frozenset[str] = frozenset()
     keys: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint64))
 
-    def __or__(self, other: SetAside) -> SetAside:
-        return SetAside(self.texts | other.texts, np.union1d(self.keys, other.keys))
-
 
 @dataclass(frozen=True)
 class FieldShingles:
     """A field's distinct shingles as evidence: their texts, the `rare` ones first (a rare
-    shingle's id is its place in `texts`; only they can match), the rare ones' keys, what was
-    set aside (shared with the source variant: out of the figures; common in the corpus: in
-    the field's count but never matched), and the field's shingle positions (the width of the
-    span it is compared with)."""
+    shingle's id is its place in `texts`; only they can match), the rare ones' keys, the keys
+    of what was set aside (shared with the source variant: out of the figures; common in the
+    corpus: in the field's count but never matched), and the field's shingle positions (the
+    width of the span it is compared with)."""
 
     shingled: Shingled
     texts: list[str]
     rare: int
     keys: np.ndarray
-    set_aside: SetAside
+    set_aside_keys: np.ndarray
     shared: int
     positions: int
 
@@ -85,32 +82,31 @@ class FieldShingles:
         return next((n for n in range(1, count + 1) if round(n / count, 4) >= containment), count + 1)
 
 
-def field_shingles(text: str, sizes: np.ndarray, exclude: SetAside, common: Callable[[dict[str, str]], set[str]] | None) -> FieldShingles:
+def field_shingles(text: str, sizes: np.ndarray, exclude: SetAside, common: Callable[[list[str]], set[str]] | None) -> FieldShingles:
     """The field's shingles, less those of the source variant (`exclude`, as text); those
-    `common` says the corpus holds too often to mean anything (it is given each remaining
-    shingle's text and its surface form in the field) stay in the field's count but cannot
-    match, so setting them aside can only lower a containment, never raise it."""
+    whose surface form in the field `common` says the corpus holds too often to mean anything
+    stay in the field's count but cannot match, so setting them aside can only lower a
+    containment, never raise it.  Equal shingle texts have equal keys; the surface form asked
+    about is the first occurrence's (`_neardup.first_shingles`)."""
     tokens = tokenize(text)
     keys, valid = shingle_keys(tokens, sizes)
     shingled = Shingled(tokens, (keys & np.uint64(0xFFFFFFFF)).astype(np.uint32), valid, keys)
     at = np.flatnonzero(valid)
-    texts = shingle_strings(folded(text), tokens, sizes, at)
+    strings = shingle_strings(folded(text), tokens, sizes, at)
     ends = tokens.ends[np.minimum(at + sizes[tokens.scripts[at]] - 1, len(tokens) - 1)] if len(at) else at
-    # Equal shingle texts have equal keys; the surface kept is the first occurrence's.
-    key_of = dict(zip(texts, keys[at].tolist(), strict=True))
-    first = dict(zip(reversed(texts), range(len(texts) - 1, -1, -1), strict=True))
-    starts, stops = tokens.starts[at].tolist(), ends.tolist()
-    surfaces = {string: text[starts[first[string]] : stops[first[string]]] for string in key_of}
-    own = [string for string in key_of if string not in exclude.texts]
-    frequent = common({s: surfaces[s] for s in own}) if common and own else set()
-    rare = [string for string in own if string not in frequent]
+    distinct, surfaces, found, kept = _neardup.first_shingles(strings, keys[at], tokens.starts[at], np.ascontiguousarray(ends, dtype=np.int64), text, exclude.texts)
+    own = np.flatnonzero(np.frombuffer(kept, dtype=bool)).tolist()
+    frequent = common([surfaces[k] for k in own]) if common and own else set()
+    rare = [k for k in own if surfaces[k] not in frequent] if frequent else own
+    often = [k for k in own if surfaces[k] in frequent] if frequent else []
+    distinct_keys = np.frombuffer(found, dtype=np.uint64)
     return FieldShingles(
         shingled=shingled,
-        texts=rare + [string for string in own if string in frequent],
+        texts=[distinct[k] for k in rare + often],
         rare=len(rare),
-        keys=np.unique(np.array([key_of[s] for s in rare], dtype=np.uint64)),
-        set_aside=exclude | SetAside(frozenset(frequent), np.unique(np.array([key_of[s] for s in frequent], dtype=np.uint64))),
-        shared=len(key_of) - len(own),
+        keys=np.unique(distinct_keys[rare]),
+        set_aside_keys=np.union1d(exclude.keys, distinct_keys[often]) if often else exclude.keys,
+        shared=len(distinct) - len(own),
         positions=int(valid.sum()),
     )
 
@@ -219,7 +215,7 @@ def _best_span(shingled: _Regions, number: int, region: tuple[int, int, str], sh
     document, start, text = region
     tokens = shingled.tokens
     found = _spans.best_span(
-        shingled.ids, shingled.keys, shingled.valid, tokens.starts, tokens.ends, tokens.scripts, sizes, shingles.set_aside.keys,
+        shingled.ids, shingled.keys, shingled.valid, tokens.starts, tokens.ends, tokens.scripts, sizes, shingles.set_aside_keys,
         int(shingled.first[number]), int(shingled.first[number + 1]), shingles.positions, len(shingles.texts), MATCHED_SHOWN,
     )  # fmt: skip
     if found is None:
