@@ -17,20 +17,16 @@ from __future__ import annotations
 import ctypes
 import gc
 import os
-import pickle
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass
 from multiprocessing.context import BaseContext
 from multiprocessing.pool import TERMINATE, Pool
 from types import TracebackType
-from typing import Generic, ParamSpec, TypeVar
-
-import numpy as np
+from typing import ParamSpec, TypeVar
 
 PR_SET_PDEATHSIG = 1
 P = ParamSpec("P")
@@ -99,34 +95,6 @@ def frozen_for_fork() -> Iterator[None]:
         yield
     finally:
         gc.unfreeze()
-
-
-@dataclass(frozen=True)
-class Packed(Generic[T]):
-    """Objects pickled one after another into one buffer before a fork, each read back by its
-    position.  A child unpickles the ones it needs from the buffer instead of using the parent's
-    objects, and the parent sends positions instead of pickling objects as it goes: either way
-    of touching a shared object writes its reference count, and each page written is copied
-    (the writer gets the copy, the others keep the original), so memory grew by the objects'
-    size over a run."""
-
-    data: bytearray
-    ends: np.ndarray
-
-    @classmethod
-    def of(cls, objects: Sequence[T]) -> Packed[T]:
-        data, ends = bytearray(), np.zeros(len(objects), dtype=np.int64)
-        for position, found in enumerate(objects):
-            data += pickle.dumps(found, protocol=pickle.HIGHEST_PROTOCOL)
-            ends[position] = len(data)
-        return cls(data, ends)
-
-    def __len__(self) -> int:
-        return len(self.ends)
-
-    def __getitem__(self, position: int) -> T:
-        start = int(self.ends[position - 1]) if position else 0
-        return pickle.loads(memoryview(self.data)[start : int(self.ends[position])])
 
 
 class WorkerPool(ProcessPoolExecutor):

@@ -2,13 +2,14 @@
 of whole benchmarks, run by this working tree and by a baseline commit interleaved in one run; and `audit report` and
 `audit filter` of one audit file by both.
 
-    python bench/bench_throughput.py                  # all four workloads; an hour on 2 cores
+    python bench/bench_throughput.py                  # all five workloads; over an hour on 2 cores
     python bench/bench_throughput.py --skip-big       # the sample and the 4,608-variant one
 
 Workloads: the bundled ECLeKTic sample and an ECLeKTic-sized benchmark (384 items x 12
 languages, long passages; built as bench_report.py builds it) against `demo`, BMLAMA-17
-(115,464 variants) against `demo`, and the ECLeKTic-sized one against a ~100 MiB multilingual
-index built from ../shared/data/corpus.  The baseline is checked out with `git worktree add`
+(115,464 variants) against `demo`, the ECLeKTic-sized one against a ~100 MiB multilingual
+index built from ../shared/data/corpus, and BMLAMA-17 three times over (`bmlama17x3`, 346,392
+variants, without the report: does memory grow with the benchmark?).  The baseline is checked out with `git worktree add`
 under bench/work/ and its extension built in place; each code runs with PYTHONPATH pointing at
 its own tree and its own cache.  Per run: CPU (user + sys of the whole process tree, from
 RUSAGE_CHILDREN), wall time, variants/s and peak summed PSS of the tree (bench_core.py's
@@ -80,6 +81,7 @@ class Workload:
     options: list[str] = field(default_factory=list)
     compare_reports: bool = False
     compare_filters: bool = False
+    with_report: bool = True
 
 
 def git(*args: str, cwd: Path = ROOT) -> str:
@@ -208,7 +210,20 @@ def workloads(work: Path, shared: Path, skip_big: bool, big_registry: Path) -> l
     if not skip_big:
         chosen.append(Workload("bmlama17", shared / "data" / "bench" / "bmlama" / "BMLAMA17", 6792 * 17, "demo", ["--format", "bmlama"], True, True))
         chosen.append(Workload("eclektic-4608-100MiB", eclektic, variants, "shared-100MB", ["--registry", str(big_registry)]))
+        tripled = repeated_bmlama(shared / "data" / "bench" / "bmlama" / "BMLAMA17", work / "BMLAMA17x3", 3)
+        chosen.append(Workload("bmlama17x3", tripled, 3 * 6792 * 17, "demo", ["--format", "bmlama"], with_report=False))
     return chosen
+
+
+def repeated_bmlama(source: Path, target: Path, times: int) -> Path:
+    """BMLAMA-17 with each language's rows `times` over (item ids are row numbers, so every
+    copy is an item of its own): the same work per variant on a benchmark `times` the size,
+    to see whether a run's memory grows with the benchmark."""
+    target.mkdir(parents=True, exist_ok=True)
+    for table in sorted(source.glob("*.tsv")):
+        header, *rows = table.read_text(encoding="utf-8").splitlines(keepends=True)
+        (target / table.name).write_text(header + "".join(rows) * times, encoding="utf-8")
+    return target
 
 
 def big_index(work: Path, code: Code) -> Path:
@@ -292,7 +307,7 @@ def measure_all(codes: list[Code], chosen: list[Workload], args: argparse.Namesp
     rows = []
     for workload in chosen:
         print(f"{workload.name} ({workload.variants:,} variants) ...", file=sys.stderr)
-        for report in (False, True):
+        for report in (False, True) if workload.with_report else (False,):
             runs: dict[str, list[dict]] = {code.label: [] for code in codes}
             for repeat in range(args.repeat):
                 for code in codes if repeat % 2 == 0 else codes[::-1]:
@@ -300,8 +315,9 @@ def measure_all(codes: list[Code], chosen: list[Workload], args: argparse.Namesp
             row = {"workload": workload.name, "variants": workload.variants, "report": report} | {label: summary(r) for label, r in runs.items()}
             base, new = row[codes[0].label], row[codes[1].label]
             row["ratio"] = {key: ratio(new[key], base[key]) for key in ("cpu_s", "wall_s", "peak_pss_bytes")}
-            if report:
+            if report or not workload.with_report:
                 row["audits"] = same_audits(Path(base["audit"]), Path(new["audit"]))
+            if report:
                 row["reports"] = same_reports(codes, Path(base["audit"]), args.work) if workload.compare_reports else None
                 row["filters"] = same_filters(codes, Path(base["audit"]), args.work) if workload.compare_filters else None
             rows.append(row)

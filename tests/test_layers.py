@@ -14,7 +14,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "audit"
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("foundation", ("audit.errors", "audit.text", "audit.langcodes", "audit.items", "audit.ranges", "audit.timestamps",
                     "audit.outputs", "audit.paths", "audit.quotes", "audit.store", "audit.responses", "audit.forms",
-                    "audit.nospace", "audit.langid", "audit.children", "audit.evidence", "audit.executors", "audit.entries",
+                    "audit.nospace", "audit.langid", "audit.children", "audit.packed", "audit.evidence", "audit.executors", "audit.entries",
                     "audit.bars", "audit.memberscore")),
     ("read", ("audit.readers",)),
     ("index", ("audit.index", "audit.neardup")),

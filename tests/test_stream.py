@@ -14,16 +14,16 @@ import pytest
 from conftest import ECLEKTIC_CSV
 
 from audit.auditfile import AuditStream, read_audit, record_lines
-from audit.children import Packed
 from audit.corpora.local import LocalIndex
 from audit.evidence import Evidence
-from audit.items import Item
+from audit.items import Item, PackedItems
+from audit.packed import Packed
 from audit.policyfile import load_policy
 from audit.readers import load_benchmark
 from audit.records import ExposureRecord
 from audit.run import AuditRequest, run_audit
 from audit.run.check import ItemWork
-from audit.run.executors import Forked, Threads, check_items
+from audit.run.executors import MIN_AHEAD, Forked, Threads, check_items
 from audit.run.summary import summarise
 from audit.signals import plan
 
@@ -121,6 +121,50 @@ def test_every_executor_yields_items_in_order_and_writes_the_same_bytes():
     kept = check_items(items, [_slow_for_early_items], load_policy(None), langs=["en", "de", "ja"], executor=lambda w, chosen: Forked(w, 2, chosen))
     assert record_lines(kept) == b"".join(o.lines for o in threads)
     assert [(r.item_id, r.lang) for r in kept] == [(item.item_id, lang) for item in items for lang in ("en", "de", "ja")]
+
+
+def test_packed_items_read_back_as_the_items_with_their_counts_worked_out_once():
+    items = load_benchmark(ECLEKTIC_CSV).items[:7]
+    packed = PackedItems(items)
+    assert list(packed) == items and len(packed) == 7 and packed[-1] == items[-1] and packed[2:5] == items[2:5]
+    assert PackedItems.of(packed) is packed and packed.ids == [item.item_id for item in items]
+    assert packed.variant_counts == {lang: sum(lang in item.variants for item in items) for item in items for lang in item.variants}
+    assert list(packed.variant_counts) == list(dict.fromkeys(lang for item in items for lang in item.variants))
+    assert packed.kinds == {str(items[0].kind): 7}
+    with pytest.raises(IndexError):
+        packed[7]
+    report = load_benchmark(ECLEKTIC_CSV)
+    held = report.packed()
+    assert isinstance(held.items, PackedItems) and list(held.items) == report.items
+    assert held.languages == report.languages and held.variant_counts() == report.variant_counts() and held.kinds() == report.kinds()
+
+
+def test_a_thread_pool_asks_a_bounded_number_of_items_ahead():
+    """Submitting every item at once held every item and its evidence until the run ended: an
+    item is asked only once no more than `ahead` unfinished items are before it.  The first
+    item waits until a later one was asked, so the pool is seen asking ahead."""
+    items = [Item(item.item_id, item.source_lang, item.variants) for item in load_benchmark(ECLEKTIC_CSV).items[:3] * 30]
+    position = {id(item): n for n, item in enumerate(items)}
+    asked: list[int] = []
+    later, lock = threading.Event(), threading.Lock()
+
+    def noted(item: Item, lang: str) -> list[Evidence]:
+        with lock:
+            asked.append(position[id(item)])
+        if position[id(item)]:
+            later.set()
+        else:
+            later.wait(30)
+        return []
+
+    ahead, furthest = max(MIN_AHEAD, 2 * 2), []
+    with Threads(ItemWork([noted], load_policy(None), ["en"]), 2) as executor:
+        for _ in executor.checked(items):
+            with lock:
+                furthest.append(max(asked))
+    assert len(furthest) == 90 and sorted(asked) == list(range(90))
+    assert all(most <= finished + ahead + 1 for finished, most in enumerate(furthest))
+    assert furthest[0] >= 1
 
 
 def test_a_real_signal_gives_the_same_records_through_the_stream_and_in_memory(wiki_index: Path):

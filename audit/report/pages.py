@@ -16,9 +16,9 @@ from pathlib import Path
 
 from jinja2 import Environment, Template
 
-from audit.children import Packed, WorkerPool
+from audit.children import WorkerPool
 from audit.evaluate.stratify import Exposure
-from audit.items import Item
+from audit.items import Item, PackedItems
 from audit.outputs import writing
 from audit.records import JsonObject
 from audit.report.build import ReadAudit, page_name
@@ -34,18 +34,18 @@ class PageError(RuntimeError):
 
 
 class ItemsById:
-    """The benchmark's items pickled into one buffer (`Packed`), each read back by its id where
-    its page is rendered.  A page worker then touches no item object of the parent's (touching
-    one writes its reference count, and the page holding it is copied), and a caller that
-    drops its list of items keeps a third of their size in memory while the pages render."""
+    """The benchmark's items pickled into one buffer (`PackedItems`), each read back by its id
+    where its page is rendered.  A page worker then touches no item object of the parent's
+    (touching one writes its reference count, and the page holding it is copied), and a caller
+    that drops its list of items keeps a seventh of their size in memory while the pages render."""
 
     def __init__(self, items: Sequence[Item]) -> None:
-        self.packed: Packed[Item] = Packed.of(items)
-        self.position = {item.item_id: position for position, item in enumerate(items)}
+        self.items = PackedItems.of(items)
+        self.position = {item_id: position for position, item_id in enumerate(self.items.ids)}
 
     def get(self, item_id: str) -> Item | None:
         position = self.position.get(item_id)
-        return self.packed[position] if position is not None else None
+        return self.items[position] if position is not None else None
 
 
 @dataclass(frozen=True)

@@ -121,7 +121,7 @@ def read(request: AuditRequest, opener: Opener) -> Reading:
         if request.header and mapping is None:
             raise RequestError("header", "--header applies with --map, which names the columns", named=False)
         options = ReadOptions(replace(mapping, header=str(request.header)) if mapping and request.header else mapping, request.source_lang)
-        report = load_benchmark(request.benchmark, request.format, skip_bad_rows=request.skip_bad_rows, options=options)
+        report = load_benchmark(request.benchmark, request.format, skip_bad_rows=request.skip_bad_rows, options=options).packed()
     return Reading(policy, report, wanted_languages(request.langs, report.languages) if request.langs else None, signals)
 
 
@@ -175,7 +175,8 @@ def _options_apply(request: AuditRequest, reading: Reading, remote: bool, linked
 
 
 def variants(reading: Reading) -> int:
-    return sum(1 for item in reading.report.items for lang in item.variants if reading.langs is None or lang in reading.langs)
+    counts = reading.report.variant_counts()
+    return sum(counts.values()) if reading.langs is None else sum(counts[lang] for lang in reading.langs)
 
 
 def prepare(runners: Sequence[Runner], reading: Reading, progress: Progress) -> None:

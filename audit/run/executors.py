@@ -14,17 +14,18 @@ import os
 import threading
 import uuid
 from abc import ABC, abstractmethod
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack
 from multiprocessing.pool import Pool
 from types import TracebackType
 
-from audit.children import Packed, end_pool, frozen_for_fork, pool_options, sigint_blocked
+from audit.children import end_pool, frozen_for_fork, pool_options, sigint_blocked
 from audit.corpora.local import LocalIndex
 from audit.evidence import Evidence
 from audit.executors import Executor, connect
-from audit.items import Item
+from audit.items import Item, PackedItems
 from audit.policyfile import Policy
 from audit.records import ExposureRecord
 from audit.run.check import ItemOutcome, ItemWork
@@ -81,10 +82,12 @@ class VariantExecutor(ABC):
 class Threads(VariantExecutor):
     """A thread pool in this process: the searches release the GIL, and a remote source's
     threads mostly wait on answers.  Variants are the unit here (nothing is sent anywhere), so
-    even one item's languages are asked at once; each item is finished as its turn comes."""
+    even one item's languages are asked at once; each item is finished as its turn comes.  At
+    most `ahead` items are asked before the oldest is finished: submitting every item at once
+    held every item and all its evidence until the run ended."""
 
     def checked(self, items: Sequence[Item], on_done: Advance = no_progress) -> Iterator[ItemOutcome]:
-        work = self.work
+        work, ahead = self.work, max(MIN_AHEAD, 2 * self.workers)
 
         def run(task: Task) -> list[Evidence]:
             found = work.gather(*task)
@@ -92,14 +95,26 @@ class Threads(VariantExecutor):
             return found
 
         with ThreadPoolExecutor(max_workers=self.workers) as pool:
-            pending: list[tuple[Item, list[Future[list[Evidence]]]]] = [(item, [pool.submit(run, (item, lang)) for lang in work.languages(item)]) for item in items]
-            for item, futures in pending:
-                yield work.finish(item, [future.result() for future in futures])
+            pending: deque[tuple[Item, list[Future[list[Evidence]]]]] = deque()
+            for item in items:
+                pending.append((item, [pool.submit(run, (item, lang)) for lang in work.languages(item)]))
+                if len(pending) > ahead:
+                    yield _finished(work, *pending.popleft())
+            while pending:
+                yield _finished(work, *pending.popleft())
+
+
+# Items a thread pool is asked ahead of the one it finishes next, at the least.
+MIN_AHEAD = 16
+
+
+def _finished(work: ItemWork, item: Item, futures: list[Future[list[Evidence]]]) -> ItemOutcome:
+    return work.finish(item, [future.result() for future in futures])
 
 
 # What forked workers check with, and the items they check: set before the fork, so each child
 # inherits the runners with their open indexes and memory maps instead of receiving them pickled.
-_FORKED: list[tuple[ItemWork, Packed[Item]]] = []
+_FORKED: list[tuple[ItemWork, PackedItems]] = []
 
 
 def _check_forked(position: int) -> ItemOutcome:
@@ -126,7 +141,7 @@ class Forked(VariantExecutor):
         self._frozen = ExitStack()
 
     def __enter__(self) -> Forked:
-        _FORKED.append((self.work, Packed.of(self.items)))
+        _FORKED.append((self.work, PackedItems.of(self.items)))
         self._frozen.enter_context(frozen_for_fork())  # the items and opened indexes stay shared
         with sigint_blocked():
             self._pool = multiprocessing.get_context("fork").Pool(self.workers, **pool_options())
