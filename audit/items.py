@@ -127,7 +127,7 @@ class PackedItems(Sequence[Item]):
 @dataclass
 class LoadReport:
     """What a loader read: the items, plus every row it skipped and why (never silent).  A run
-    holds the items packed (`packed`)."""
+    holds the items packed (`PackedItems`: `load_benchmark(..., packed=True)`)."""
 
     items: Sequence[Item]
     format: str
@@ -139,11 +139,6 @@ class LoadReport:
     mapping: dict[str, object] = field(default_factory=dict)
     source_lang: str | None = None
     notes: list[str] = field(default_factory=list)
-
-    def packed(self) -> LoadReport:
-        """This report with its items packed (`PackedItems`); the item objects are let go with
-        the report they came in."""
-        return LoadReport(PackedItems.of(self.items), self.format, self.path, self.skipped, self.excluded, self.language_codes, self.unused_fields, self.mapping, self.source_lang, self.notes)
 
     def variant_counts(self) -> Counter[str]:
         """Variants per language, languages in the order they first occur."""

@@ -10,12 +10,12 @@ from __future__ import annotations
 import csv
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from audit.errors import json_problem, regular_file
-from audit.items import Item, LoadReport
+from audit.items import Item, LoadReport, PackedItems
 from audit.langcodes import normalise_lang
 from audit.readers.bmlama import is_bmlama, read_bmlama
 from audit.readers.columns import ColumnMap, MappingError, mapping_from_dict, parse_mapping
@@ -123,6 +123,7 @@ def load_benchmark(
     skip_bad_rows: bool = False,
     langs: list[str] | None = None,
     options: ReadOptions | None = None,
+    packed: bool = False,
 ) -> LoadReport:
     """Read a benchmark (a file, a directory, or a glob of per-language files) into items,
     detecting the format if unnamed.
@@ -130,6 +131,8 @@ def load_benchmark(
     Bad rows raise `BenchmarkError`, or with `skip_bad_rows` are left out and listed in
     `LoadReport.skipped`; problems with the input as a whole always raise. `langs` keeps only
     those variants (and items that still have one) and must all occur in the benchmark.
+    `packed` holds the items pickled in one buffer (`PackedItems`, what a run holds), each
+    item object let go as soon as it is packed.
     """
     source = Path(path)
     options = _checked(source, options or ReadOptions())
@@ -156,18 +159,27 @@ def load_benchmark(
         raise BenchmarkError(source, message=f"no items found{skipped}{excluded}")
     if wanted is not None:
         items = _restrict(source, items, wanted)
+    unused = _unused_fields(items)
     return LoadReport(
-        items=items,
+        items=PackedItems(_drained(items)) if packed else items,
         format=fmt,
         path=str(source),
         skipped=sink.skipped,
         excluded=sink.excluded,
         language_codes={code: canonical for code, canonical in given.items() if code != canonical},
-        unused_fields=_unused_fields(items),
+        unused_fields=unused,
         mapping=options.mapping.to_dict() if options.mapping else {},
         source_lang=options.source_lang,
         notes=sink.notes,
     )
+
+
+def _drained(items: list[Item]) -> Iterator[Item]:
+    """The items in order, each dropped from the list as it is taken: packed one by one, the
+    objects go while the buffer grows instead of both being held at the end."""
+    items.reverse()
+    while items:
+        yield items.pop()
 
 
 def recorded_options(mapping: dict[str, object], source_lang: str | None) -> ReadOptions:

@@ -21,7 +21,8 @@ _BMLAMA_COLUMNS = 4
 
 @dataclass
 class _Table:
-    """One language's TSV, read whole because alignment is checked before any row is used."""
+    """One language's TSV, read whole because its alignment with the English one is checked
+    before any of its rows is used."""
 
     path: Path
     lang: str
@@ -29,39 +30,47 @@ class _Table:
 
 
 def read_bmlama(path: Path, sink: Sink) -> list[Item]:
+    """The English table first (it numbers the items), then each other language's table read,
+    checked against it and let go before the next is read: the tables' cells would otherwise
+    sit in memory beside the items made of them."""
     files = sorted(p for p in path.iterdir() if p.is_file() and p.name.endswith((".tsv", ".tsv.gz")))
     if not files:
         raise BenchmarkError(path, message="no *.tsv files: a BMLAMA directory holds one {lang}.tsv per language")
-    tables = [_bmlama_table(file) for file in files]
-    by_lang: dict[str, _Table] = {}
-    for table in tables:
-        other = by_lang.setdefault(table.lang, table)
-        if other is not table:
-            raise BenchmarkError(table.path, message=f"language '{table.lang}' is also in {other.path.name}")
-    source = by_lang.get(BMLAMA_SOURCE_LANG)
-    if source is None:
+    by_lang: dict[str, Path] = {}
+    for file in files:
+        other = by_lang.setdefault(_table_lang(file), file)
+        if other is not file:
+            raise BenchmarkError(file, message=f"language '{_table_lang(file)}' is also in {other.name}")
+    if BMLAMA_SOURCE_LANG not in by_lang:
         raise BenchmarkError(path, message=f"no {BMLAMA_SOURCE_LANG}.tsv: BMLAMA items take it as their source")
-    for table in tables:
-        if len(table.rows) != len(source.rows):
-            raise BenchmarkError(table.path, message=(
-                f"misaligned: {table.path.name} has {len(table.rows)} data rows"
-                f" but {source.path.name} has {len(source.rows)}"
-            ))
+    source = _bmlama_table(by_lang[BMLAMA_SOURCE_LANG])
     drafts = [
         Draft(str(path), f"bmlama-{index:05d}", BMLAMA_SOURCE_LANG, [line], kind=ItemKind.CLOZE, mask=BMLAMA_MASK)
         for index, (line, _) in enumerate(source.rows, 1)
     ]
-    for table in [source, *(table for table in tables if table is not source)]:
-        for draft, (line, cells) in zip(drafts, table.rows, strict=True):
-            try:
-                variant = _bmlama_variant(table.path, line, cells)
-            except BenchmarkError as error:
-                sink.reject(error)
-                continue
-            draft.lines.append(line)
-            draft.rows.append((str(table.path), line))
-            draft.variants[table.lang] = variant
+    rows = len(source.rows)
+    _add_variants(source, drafts, sink)
+    for file in files:
+        if file == source.path:
+            continue
+        table = _bmlama_table(file)
+        if len(table.rows) != rows:
+            raise BenchmarkError(table.path, message=f"misaligned: {table.path.name} has {len(table.rows)} data rows but {source.path.name} has {rows}")
+        _add_variants(table, drafts, sink)
     return finish_items(drafts, None, sink)
+
+
+def _add_variants(table: _Table, drafts: list[Draft], sink: Sink) -> None:
+    where = str(table.path)  # one string for every row's origin, not one per row
+    for draft, (line, cells) in zip(drafts, table.rows, strict=True):
+        try:
+            variant = _bmlama_variant(table.path, line, cells)
+        except BenchmarkError as error:
+            sink.reject(error)
+            continue
+        draft.lines.append(line)
+        draft.rows.append((where, line))
+        draft.variants[table.lang] = variant
 
 
 def is_bmlama(folder: Path) -> bool:
@@ -72,11 +81,15 @@ def is_bmlama(folder: Path) -> bool:
     return [word.lower() for cell in header for word in cell.split()] == _BMLAMA_HEADER
 
 
-def _bmlama_table(path: Path) -> _Table:
+def _table_lang(path: Path) -> str:
     try:
-        lang = normalise_lang(path.name.split(".")[0])
+        return normalise_lang(path.name.split(".")[0])
     except ValueError as exc:
         raise BenchmarkError(path, message=f"file name must be a language code: {exc}") from None
+
+
+def _bmlama_table(path: Path) -> _Table:
+    lang = _table_lang(path)
     rows = list(csv_rows(path, "\t"))
     if not rows:
         raise BenchmarkError(path, message="empty file: no header")

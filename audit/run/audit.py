@@ -121,7 +121,7 @@ def read(request: AuditRequest, opener: Opener) -> Reading:
         if request.header and mapping is None:
             raise RequestError("header", "--header applies with --map, which names the columns", named=False)
         options = ReadOptions(replace(mapping, header=str(request.header)) if mapping and request.header else mapping, request.source_lang)
-        report = load_benchmark(request.benchmark, request.format, skip_bad_rows=request.skip_bad_rows, options=options).packed()
+        report = load_benchmark(request.benchmark, request.format, skip_bad_rows=request.skip_bad_rows, options=options, packed=True)
     return Reading(policy, report, wanted_languages(request.langs, report.languages) if request.langs else None, signals)
 
 
