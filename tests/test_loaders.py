@@ -190,6 +190,16 @@ def test_bmlama_misaligned_files_name_both(tmp_path):
     assert_error(error, folder / "fr.tsv", None, None, "fr.tsv has 125", "en.tsv has 4")
 
 
+def test_bmlama_language_in_two_files_names_both(tmp_path):
+    """`en.tsv` beside `en.tsv.gz`: refused before any table is read, naming the second file
+    and the first."""
+    folder = bmlama_copy(tmp_path)
+    with gzip.open(folder / "en.tsv.gz", "wb") as packed:
+        packed.write((folder / "en.tsv").read_bytes())
+    error = raises(load_benchmark, path=folder)
+    assert_error(error, folder / "en.tsv.gz", None, None, "language 'en' is also in en.tsv")
+
+
 def test_bmlama_directory_without_tsv(tmp_path):
     (tmp_path / "notes.txt").write_text("nothing here")
     assert_error(raises(load_benchmark, path=tmp_path), tmp_path, None, None, "no benchmark files")
