@@ -82,12 +82,13 @@ class Item:
 
 
 class PackedItems(Sequence[Item]):
-    """A benchmark's items pickled into one buffer (`audit.packed.Packed`), each unpickled when
-    it is read, with what a run asks of all of them at once worked out while packing: their
-    ids, kinds, and variants per language (in the order languages first occur).  The objects
-    take seven times the buffer's size (160 MiB against 23 MiB for BMLAMA-17), so a run that
-    held them grew with the benchmark; and a forked pool's workers read their items from this
-    buffer without touching the parent's objects."""
+    """A benchmark's items pickled into one temporary file (`audit.packed.Packed`), each
+    unpickled when it is read, with what a run asks of all of them at once worked out while
+    packing: their ids, kinds, and variants per language (in the order languages first occur).
+    The objects take seven times the pickles' size (160 MiB against 23 MiB for BMLAMA-17), so
+    a run that held them grew with the benchmark; packed as a reader hands them over, no more
+    than one exists at a time.  A forked pool's workers read their items from the file
+    without touching the parent's objects."""
 
     def __init__(self, items: Iterable[Item]) -> None:
         self.ids: list[str] = []

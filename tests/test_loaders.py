@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 from conftest import BMLAMA, ECLEKTIC_CSV, FIXTURES
 
-from audit.items import Origin
+from audit.items import Origin, PackedItems
 from audit.langcodes import normalise_lang
-from audit.readers import BenchmarkError, detect_format, load_benchmark
+from audit.readers import FORMATS, BenchmarkError, ReadOptions, detect_format, load_benchmark
+from audit.readers.common import Sink
 
 ECLEKTIC_EXAMPLE = FIXTURES / "eclektic" / "eclektic_main_qid502_qa_only.json"
 ECLEKTIC_LANGS = ["he", "en", "de", "es", "fr", "hi", "id", "it", "ja", "ko", "pt", "zh"]
@@ -241,6 +242,62 @@ def test_bmlama_bad_source_row_skips_the_item(tmp_path):
     assert report.skipped[1].startswith(f"{folder}:2: item 'bmlama-00001' has no variant")
 
 
+def _break_row(path: Path, row: int, text: str = "one cell") -> None:
+    lines = path.read_text(encoding="utf-8").split("\n")
+    lines[row] = text + "\r"
+    path.write_text("\n".join(lines), encoding="utf-8")
+
+
+def test_bmlama_streams_items_before_its_tables_are_read_whole(tmp_path):
+    """Row k of every table makes item k, so the first item comes while the rest of every
+    table is unread: a bad row near the end is only met after it (and is then raised)."""
+    folder = bmlama_copy(tmp_path)
+    _break_row(folder / "zh.tsv", 4)
+    items = FORMATS["bmlama"].read(folder, ReadOptions(), Sink(skip=False))
+    first = next(iter(items))
+    assert first.item_id == "bmlama-00001" and sorted(first.variants) == ["en", "fr", "zh"]
+    with pytest.raises(BenchmarkError, match="found 1"):
+        list(items)
+
+
+def test_bmlama_skipped_rows_are_listed_table_by_table(tmp_path):
+    """Read side by side, the tables' rejected rows are still listed as reading each table
+    whole would list them (English first, then the others in file order), items last."""
+    folder = bmlama_copy(tmp_path)
+    _break_row(folder / "zh.tsv", 1)
+    _break_row(folder / "fr.tsv", 3)
+    _break_row(folder / "en.tsv", 4)
+    report = load_benchmark(folder, skip_bad_rows=True)
+    assert [line.split(": ")[0] for line in report.skipped] == [
+        f"{folder / 'en.tsv'}:5", f"{folder / 'fr.tsv'}:4", f"{folder / 'zh.tsv'}:2", f"{folder}:5",
+    ]
+    assert [item.item_id for item in report.items] == ["bmlama-00001", "bmlama-00002", "bmlama-00003"]
+
+
+@pytest.mark.parametrize(("fr_rows", "zh_rows"), [(5, 4), (4, 3), (3, 5), (6, 2)])
+def test_bmlama_misaligned_names_the_first_table_in_file_order(tmp_path, fr_rows, zh_rows):
+    """Whichever table runs out first, the error names the first (in file order) whose
+    length differs from the English table's, with both lengths."""
+    folder = bmlama_copy(tmp_path, rows=4)
+    for lang, rows in (("fr", fr_rows), ("zh", zh_rows)):
+        lines = (BMLAMA / f"{lang}.tsv").read_bytes().split(b"\r\n")[: rows + 1]
+        (folder / f"{lang}.tsv").write_bytes(b"\r\n".join(lines) + b"\r\n")
+    wrong, rows = ("fr", fr_rows) if fr_rows != 4 else ("zh", zh_rows)
+    error = raises(load_benchmark, path=folder, skip_bad_rows=True)
+    assert_error(error, folder / f"{wrong}.tsv", None, None, f"{wrong}.tsv has {rows} data rows but en.tsv has 4")
+
+
+def test_bmlama_blank_lines_at_the_end_are_not_rows_but_between_rows_are(tmp_path):
+    folder = bmlama_copy(tmp_path)
+    with (folder / "fr.tsv").open("a", encoding="utf-8") as table:
+        table.write("\r\n\r\n")
+    assert len(load_benchmark(folder).items) == 4
+    lines = (folder / "zh.tsv").read_text(encoding="utf-8").split("\n")
+    (folder / "zh.tsv").write_text("\n".join([*lines[:3], "\r", *lines[3:]]), encoding="utf-8")
+    error = raises(load_benchmark, path=folder, skip_bad_rows=True)
+    assert_error(error, folder / "zh.tsv", None, None, "zh.tsv has 5 data rows but en.tsv has 4")
+
+
 # Generic JSONL ---------------------------------------------------------------------------
 
 
@@ -265,6 +322,25 @@ def test_generic_jsonl_item_per_line(tmp_path):
     assert first.meta == {"split": "test", "topic": "geo"}
     assert second.languages == ["fr", "en"]
     assert second.origin == Origin(str(path), (2,))
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "eclektic-jsonl"])
+def test_item_per_line_formats_stream(tmp_path, fmt):
+    """One item per line is read one line at a time: the first item comes before a broken
+    last line is met, and `load_benchmark` packs items as they come (no list of them)."""
+    rows = [item("one", en={"question": "Q?"}), item("two", en={"question": "R?"})]
+    if fmt == "eclektic-jsonl":
+        rows = [{"q_id": n, "original_lang": "en", "en_q": "Q?", "en_a": "A"} for n in (1, 2)]
+    path = write_jsonl(tmp_path / "bench.jsonl", rows)
+    with path.open("a", encoding="utf-8") as file:
+        file.write("{not json\n")
+    items = iter(FORMATS[fmt].read(path, ReadOptions(), Sink(skip=False)))
+    assert next(items).item_id in ("one", "1")
+    with pytest.raises(BenchmarkError, match=":3: "):
+        list(items)
+    packed = load_benchmark(path, fmt, skip_bad_rows=True, packed=True)
+    assert isinstance(packed.items, PackedItems) and len(packed.items) == 2 and len(packed.skipped) == 1
+    assert list(packed.items) == load_benchmark(path, fmt, skip_bad_rows=True).items
 
 
 def test_generic_jsonl_language_per_line_gzip(tmp_path):

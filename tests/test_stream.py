@@ -180,7 +180,7 @@ def test_a_forked_pool_reads_its_items_from_one_buffer_packed_before_the_fork():
     items = load_benchmark(ECLEKTIC_CSV).items[:5]
     packed = Packed.of(items)
     assert [packed[position] for position in range(len(items))] == items
-    assert int(packed.ends[-1]) == len(packed.data)
+    assert packed.size() == int(packed.ends[-1]) == os.fstat(packed.file.fileno()).st_size
     work = ItemWork([_slow_for_early_items], load_policy(None), ["en"])
     with Forked(work, 2, items) as executor:
         # Only the items it was made with: its workers hold those.

@@ -10,7 +10,7 @@ from __future__ import annotations
 import csv
 import json
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -22,6 +22,7 @@ from audit.readers.columns import ColumnMap, MappingError, mapping_from_dict, pa
 from audit.readers.common import GIVEN_CODES, BenchmarkError, ReadOptions, Sink, json_rows, read_lines
 from audit.readers.eclektic import read_eclektic_csv, read_eclektic_jsonl
 from audit.readers.generic import read_jsonl
+from audit.readers.kept import Kept
 from audit.readers.mkqa import MKQA_KEYS, read_mkqa
 from audit.readers.mlama import is_mlama, read_mlama
 from audit.readers.squad import is_squad, read_squad, squad_files
@@ -42,7 +43,7 @@ from audit.readers.xfactr import read_xfactr
 
 __all__ = ["FORMATS", "BenchmarkError", "ColumnMap", "MappingError", "ReadOptions", "detect_format", "load_benchmark", "mapping_from_dict", "parse_mapping", "recorded_options"]
 
-Reader = Callable[[Path, ReadOptions, Sink], list[Item]]
+Reader = Callable[[Path, ReadOptions, Sink], Iterable[Item]]
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,7 @@ class Format:
     lines: bool = False
 
 
-def _read_table(path: Path, options: ReadOptions, sink: Sink) -> list[Item]:
+def _read_table(path: Path, options: ReadOptions, sink: Sink) -> Iterable[Item]:
     """One file; a name that names a language (`test.it.jsonl`) gives its rows' language when
     no column does, as in a directory of per-language files (its folder's name does not: a
     lone file's folder is rarely named for its language)."""
@@ -68,11 +69,11 @@ def _read_table(path: Path, options: ReadOptions, sink: Sink) -> list[Item]:
     return _read_languages(path, options, sink, [(path, lang)])
 
 
-def _read_per_language(path: Path, options: ReadOptions, sink: Sink) -> list[Item]:
+def _read_per_language(path: Path, options: ReadOptions, sink: Sink) -> Iterable[Item]:
     return _read_languages(path, options, sink, list(language_files(path)))
 
 
-def _read_languages(path: Path, options: ReadOptions, sink: Sink, files: list[tuple[Path, str | None]]) -> list[Item]:
+def _read_languages(path: Path, options: ReadOptions, sink: Sink, files: list[tuple[Path, str | None]]) -> Iterable[Item]:
     spec = _spec(path, options, files, sink)
     present = {lang for _, lang in files}
     source = spec.source_lang or ("en" if "en" in present else None)
@@ -93,7 +94,7 @@ def _spec(path: Path, options: ReadOptions, files: list[tuple[Path, str | None]]
     return TableSpec(preset.mapping, options.source_lang or preset.source_lang, lang=options.source_lang)
 
 
-def _plain(read: Callable[[Path, Sink], list[Item]]) -> Reader:
+def _plain(read: Callable[[Path, Sink], Iterable[Item]]) -> Reader:
     return lambda path, _options, sink: read(path, sink)
 
 
@@ -131,8 +132,10 @@ def load_benchmark(
     Bad rows raise `BenchmarkError`, or with `skip_bad_rows` are left out and listed in
     `LoadReport.skipped`; problems with the input as a whole always raise. `langs` keeps only
     those variants (and items that still have one) and must all occur in the benchmark.
-    `packed` holds the items pickled in one buffer (`PackedItems`, what a run holds), each
-    item object let go as soon as it is packed.
+    Readers hand items over one at a time where their format allows (a line per item, or
+    BMLAMA's tables read side by side); `packed` holds them pickled in a temporary file
+    (`PackedItems`, what a run holds) as they come, so reading a benchmark of any size holds
+    one item object at a time.
     """
     source = Path(path)
     options = _checked(source, options or ReadOptions())
@@ -147,39 +150,31 @@ def load_benchmark(
     _check_shape(source, spec)
     _check_options(source, spec, options)
     sink = Sink(skip_bad_rows)
+    kept = Kept(wanted)
     given: dict[str, str] = {}
     token = GIVEN_CODES.set(given)
     try:
-        items = spec.read(source, options, sink)
+        streamed = kept.stream(spec.read(source, options, sink))
+        items: Sequence[Item] = PackedItems(streamed) if packed else list(streamed)
     finally:
         GIVEN_CODES.reset(token)
-    if not items:
+    if not kept.read:
         skipped = f" ({len(sink.skipped)} bad rows skipped)" if sink.skipped else ""
         excluded = f" ({sink.excluded} rows excluded by the benchmark)" if sink.excluded else ""
         raise BenchmarkError(source, message=f"no items found{skipped}{excluded}")
-    if wanted is not None:
-        items = _restrict(source, items, wanted)
-    unused = _unused_fields(items)
+    kept.check_wanted(source)
     return LoadReport(
-        items=PackedItems(_drained(items)) if packed else items,
+        items=items,
         format=fmt,
         path=str(source),
         skipped=sink.skipped,
         excluded=sink.excluded,
         language_codes={code: canonical for code, canonical in given.items() if code != canonical},
-        unused_fields=unused,
+        unused_fields=kept.unused_fields(),
         mapping=options.mapping.to_dict() if options.mapping else {},
         source_lang=options.source_lang,
         notes=sink.notes,
     )
-
-
-def _drained(items: list[Item]) -> Iterator[Item]:
-    """The items in order, each dropped from the list as it is taken: packed one by one, the
-    objects go while the buffer grows instead of both being held at the end."""
-    items.reverse()
-    while items:
-        yield items.pop()
 
 
 def recorded_options(mapping: dict[str, object], source_lang: str | None) -> ReadOptions:
@@ -302,36 +297,8 @@ def _detect_json(path: Path, line: int, text: str) -> str:
     ))
 
 
-def _unused_fields(items: list[Item]) -> list[str]:
-    """Keys the readers kept in `meta`, so the manifest lists everything on an item that the
-    audit did not look at."""
-    names: set[str] = set()
-    for item in items:
-        names.update(item.meta)
-        for variant in item.variants.values():
-            names.update(variant.meta)
-    return sorted(names - {"title", "url"})
-
-
 def _requested_langs(path: Path, langs: list[str]) -> list[str]:
     try:
         return [normalise_lang(lang) for lang in langs]
     except ValueError as exc:
         raise BenchmarkError(path, None, "langs", str(exc)) from None
-
-
-def _restrict(path: Path, items: list[Item], wanted: list[str]) -> list[Item]:
-    present = {lang for item in items for lang in item.variants}
-    missing = [lang for lang in wanted if lang not in present]
-    if missing:
-        have = ", ".join(sorted(present))
-        raise BenchmarkError(path, None, "langs", f"not in this benchmark: {', '.join(missing)} (it has {have})")
-    kept = []
-    for item in items:
-        variants = {lang: variant for lang, variant in item.variants.items() if lang in wanted}
-        if variants:
-            kept.append(replace(item, variants=variants))
-    return kept
-
-
-# Reading --------------------------------------------------------------------------------

@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from audit.items import Item, ItemKind, Variant
 from audit.langcodes import normalise_lang
-from audit.readers.common import BenchmarkError, Draft, Record, Sink, csv_rows, finish_items
+from audit.readers.common import BenchmarkError, Draft, Record, Sink, csv_rows, finish_item
 
 # BMLAMA facts are English Wikidata labels translated into the other languages.
 BMLAMA_SOURCE_LANG = "en"
@@ -21,18 +22,55 @@ _BMLAMA_COLUMNS = 4
 
 @dataclass
 class _Table:
-    """One language's TSV, read whole because its alignment with the English one is checked
-    before any of its rows is used."""
+    """One language's TSV, its header checked on opening and its data rows then taken one at
+    a time, in step with the English table's; `count` is how many have been taken."""
 
     path: Path
     lang: str
-    rows: list[tuple[int, list[str]]]
+    rows: Iterator[tuple[int, list[str]]]
+    # Rows this table rejected, held so that skipped rows are listed table by table (the
+    # order of reading each table whole) although the tables are read side by side.
+    rejects: Sink
+    count: int = 0
+
+    def next_row(self) -> tuple[int, list[str]] | None:
+        row = next(self.rows, None)
+        self.count += row is not None
+        return row
+
+    def total(self) -> int:
+        """All its data rows, reading on to the end: asked only once the tables disagree."""
+        self.count += sum(1 for _ in self.rows)
+        return self.count
 
 
-def read_bmlama(path: Path, sink: Sink) -> list[Item]:
-    """The English table first (it numbers the items), then each other language's table read,
-    checked against it and let go before the next is read: the tables' cells would otherwise
-    sit in memory beside the items made of them."""
+def read_bmlama(path: Path, sink: Sink) -> Iterator[Item]:
+    """The tables read side by side, row k of every one making item k, so that no table and
+    no list of items is held whole; the English table numbers the items.  Every header is
+    checked before any item is made, and tables of unequal length are refused naming the
+    first (in file order) that disagrees with the English one."""
+    files = _files(path)
+    tables = [_open(file, sink) for file in files]
+    source, others = tables[0], tables[1:]
+    finished = Sink(sink.skip)
+    where = {table.lang: str(table.path) for table in tables}  # one origin string per table
+    while (row := source.next_row()) is not None:
+        draft = Draft(str(path), f"bmlama-{source.count:05d}", BMLAMA_SOURCE_LANG, [row[0]], kind=ItemKind.CLOZE, mask=BMLAMA_MASK)
+        _add_variant(source, draft, row, where)
+        for table in others:
+            if (other := table.next_row()) is None:
+                raise _misaligned(source, others)
+            _add_variant(table, draft, other, where)
+        if (item := finish_item(draft, None, finished)) is not None:
+            yield item
+    if any(table.next_row() is not None for table in others):
+        raise _misaligned(source, others)
+    for held in (*tables, None):
+        sink.skipped.extend(finished.skipped if held is None else held.rejects.skipped)
+
+
+def _files(path: Path) -> list[Path]:
+    """The `{lang}.tsv` files, English first, each language in one file only."""
     files = sorted(p for p in path.iterdir() if p.is_file() and p.name.endswith((".tsv", ".tsv.gz")))
     if not files:
         raise BenchmarkError(path, message="no *.tsv files: a BMLAMA directory holds one {lang}.tsv per language")
@@ -43,34 +81,26 @@ def read_bmlama(path: Path, sink: Sink) -> list[Item]:
             raise BenchmarkError(file, message=f"language '{_table_lang(file)}' is also in {other.name}")
     if BMLAMA_SOURCE_LANG not in by_lang:
         raise BenchmarkError(path, message=f"no {BMLAMA_SOURCE_LANG}.tsv: BMLAMA items take it as their source")
-    source = _bmlama_table(by_lang[BMLAMA_SOURCE_LANG])
-    drafts = [
-        Draft(str(path), f"bmlama-{index:05d}", BMLAMA_SOURCE_LANG, [line], kind=ItemKind.CLOZE, mask=BMLAMA_MASK)
-        for index, (line, _) in enumerate(source.rows, 1)
-    ]
-    rows = len(source.rows)
-    _add_variants(source, drafts, sink)
-    for file in files:
-        if file == source.path:
-            continue
-        table = _bmlama_table(file)
-        if len(table.rows) != rows:
-            raise BenchmarkError(table.path, message=f"misaligned: {table.path.name} has {len(table.rows)} data rows but {source.path.name} has {rows}")
-        _add_variants(table, drafts, sink)
-    return finish_items(drafts, None, sink)
+    source = by_lang[BMLAMA_SOURCE_LANG]
+    return [source, *(file for file in files if file != source)]
 
 
-def _add_variants(table: _Table, drafts: list[Draft], sink: Sink) -> None:
-    where = str(table.path)  # one string for every row's origin, not one per row
-    for draft, (line, cells) in zip(drafts, table.rows, strict=True):
-        try:
-            variant = _bmlama_variant(table.path, line, cells)
-        except BenchmarkError as error:
-            sink.reject(error)
-            continue
-        draft.lines.append(line)
-        draft.rows.append((where, line))
-        draft.variants[table.lang] = variant
+def _misaligned(source: _Table, others: list[_Table]) -> BenchmarkError:
+    rows = source.total()
+    table = next(table for table in others if table.total() != rows)
+    return BenchmarkError(table.path, message=f"misaligned: {table.path.name} has {table.count} data rows but {source.path.name} has {rows}")
+
+
+def _add_variant(table: _Table, draft: Draft, row: tuple[int, list[str]], where: dict[str, str]) -> None:
+    line, cells = row
+    try:
+        variant = _bmlama_variant(table.path, line, cells)
+    except BenchmarkError as error:
+        table.rejects.reject(error)
+        return
+    draft.lines.append(line)
+    draft.rows.append((where[table.lang], line))
+    draft.variants[table.lang] = variant
 
 
 def is_bmlama(folder: Path) -> bool:
@@ -88,18 +118,28 @@ def _table_lang(path: Path) -> str:
         raise BenchmarkError(path, message=f"file name must be a language code: {exc}") from None
 
 
-def _bmlama_table(path: Path) -> _Table:
-    lang = _table_lang(path)
-    rows = list(csv_rows(path, "\t"))
-    if not rows:
+def _open(path: Path, sink: Sink) -> _Table:
+    rows = csv_rows(path, "\t")
+    first = next(rows, None)
+    if first is None:
         raise BenchmarkError(path, message="empty file: no header")
-    (header_line, header), data = rows[0], rows[1:]
+    header_line, header = first
     if [word.lower() for cell in header for word in cell.split()] != _BMLAMA_HEADER:
         expected = "Prompt, Ans, Candidate Ans, Subject"
         raise BenchmarkError(path, header_line, None, f"header {header} does not read {expected}")
-    while data and not data[-1][1]:
-        data.pop()
-    return _Table(path, lang, data)
+    return _Table(path, _table_lang(path), _without_trailing_blanks(rows), Sink(sink.skip))
+
+
+def _without_trailing_blanks(rows: Iterator[tuple[int, list[str]]]) -> Iterator[tuple[int, list[str]]]:
+    """Empty rows are data (and refused) between rows, but not at the end of a file."""
+    blanks: list[tuple[int, list[str]]] = []
+    for row in rows:
+        if not row[1]:
+            blanks.append(row)
+            continue
+        yield from blanks
+        blanks.clear()
+        yield row
 
 
 def _bmlama_variant(path: Path, line: int, cells: list[str]) -> Variant:

@@ -335,19 +335,24 @@ def _surrogate(draft: Draft) -> BenchmarkError | None:
     return None
 
 
-def finish_items(drafts: Iterable[Draft], source_field: str | None, sink: Sink) -> list[Item]:
-    items = []
+def finish_items(drafts: Iterable[Draft], source_field: str | None, sink: Sink) -> Iterator[Item]:
+    """The drafts made items as they come, so a reader whose drafts come one at a time
+    streams: no list of every item exists while a benchmark is read."""
     for draft in drafts:
-        if (bad := _surrogate(draft)) is not None:
-            sink.reject(bad)
-            continue
-        if draft.source_required and draft.source_lang not in draft.variants:
-            sink.reject(BenchmarkError(draft.path, draft.lines[0], source_field, (
-                f"item '{draft.item_id}' has no variant in its source language '{draft.source_lang}'"
-            )))
-            continue
-        origin = Origin(draft.path, tuple(dict.fromkeys(draft.lines)), tuple(draft.rows))
-        items.append(Item(draft.item_id, draft.source_lang, draft.variants, draft.meta, origin, draft.kind, draft.mask))
-    return items
+        if (item := finish_item(draft, source_field, sink)) is not None:
+            yield item
+
+
+def finish_item(draft: Draft, source_field: str | None, sink: Sink) -> Item | None:
+    if (bad := _surrogate(draft)) is not None:
+        sink.reject(bad)
+        return None
+    if draft.source_required and draft.source_lang not in draft.variants:
+        sink.reject(BenchmarkError(draft.path, draft.lines[0], source_field, (
+            f"item '{draft.item_id}' has no variant in its source language '{draft.source_lang}'"
+        )))
+        return None
+    origin = Origin(draft.path, tuple(dict.fromkeys(draft.lines)), tuple(draft.rows))
+    return Item(draft.item_id, draft.source_lang, draft.variants, draft.meta, origin, draft.kind, draft.mask)
 
 

@@ -3,6 +3,7 @@ language) and the long CSV (one row per language of an item)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from functools import partial
 from pathlib import Path
 
@@ -33,7 +34,7 @@ _WIDE_SOURCE_TEXT = {"question": "question", "answer": "answer", "content": "con
 _WIDE_ITEM_KEYS = ("q_id", "original_lang", "title", "url", *_WIDE_SOURCE_TEXT)
 
 
-def read_eclektic_jsonl(path: Path, sink: Sink) -> list[Item]:
+def read_eclektic_jsonl(path: Path, sink: Sink) -> Iterable[Item]:
     drafts = parsed_rows(json_rows(path, sink), partial(_eclektic_wide_item, str(path)), sink)
     return finish_items(unique_items(drafts, "q_id", sink), "original_lang", sink)
 
@@ -70,7 +71,7 @@ _CSV_ITEM_COLUMNS = ("original_content", "original_question", "original_answer",
 _CSV_KNOWN = (*_CSV_REQUIRED, *_CSV_FIELDS, *_CSV_ITEM_COLUMNS)
 
 
-def read_eclektic_csv(path: Path, sink: Sink) -> list[Item]:
+def read_eclektic_csv(path: Path, sink: Sink) -> Iterable[Item]:
     rows = csv_rows(path, ",")
     header_line, raw_header = next(rows, (1, []))
     if not raw_header:

@@ -31,7 +31,7 @@ _GENERIC_ITEM_KEYS = ("item_id", "source_lang", "variants")
 _GENERIC_ROW_KEYS = ("item_id", "lang", "source_lang", *FIELDS)
 
 
-def read_jsonl(path: Path, sink: Sink) -> list[Item]:
+def read_jsonl(path: Path, sink: Sink) -> Iterable[Item]:
     rows = json_rows(path, sink)
     first = next(rows, None)
     if first is None:

@@ -3,6 +3,7 @@ and typed answers (with aliases) per language under `answers`.  The questions ar
 Questions translated from English, so English is the source."""
 from __future__ import annotations
 
+from collections.abc import Iterable
 from functools import partial
 from pathlib import Path
 
@@ -28,7 +29,7 @@ MKQA_SOURCE_LANG = "en"
 MKQA_KEYS = frozenset({"example_id", "queries", "answers"})
 
 
-def read_mkqa(path: Path, options: ReadOptions, sink: Sink) -> list[Item]:
+def read_mkqa(path: Path, options: ReadOptions, sink: Sink) -> Iterable[Item]:
     drafts = parsed_rows(json_rows(path, sink), partial(_item, str(path), options.source_lang or MKQA_SOURCE_LANG), sink)
     return finish_items(unique_items(drafts, "example_id", sink), None, sink)
 

@@ -14,6 +14,7 @@ the same and skips it); read with skip_bad_rows to leave those out, listed.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 from audit.items import Item, ItemKind, Variant
@@ -30,7 +31,7 @@ def is_mlama(folder: Path) -> bool:
     return folder.is_dir() and any((sub / TEMPLATES).is_file() for sub in folder.iterdir() if sub.is_dir())
 
 
-def read_mlama(source: Path, options: ReadOptions, sink: Sink) -> list[Item]:
+def read_mlama(source: Path, options: ReadOptions, sink: Sink) -> Iterable[Item]:
     folders = sorted(sub for sub in source.iterdir() if sub.is_dir() and not sub.name.startswith("."))
     if not any((folder / TEMPLATES).is_file() for folder in folders):
         raise BenchmarkError(source, message="no {lang}/templates.jsonl: an mLAMA directory holds one folder per language")

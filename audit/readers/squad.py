@@ -11,6 +11,7 @@ from __future__ import annotations
 import glob
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,7 +58,7 @@ def squad_files(source: Path) -> list[Path]:
     return [source]
 
 
-def read_squad(source: Path, options: ReadOptions, sink: Sink) -> list[Item]:
+def read_squad(source: Path, options: ReadOptions, sink: Sink) -> Iterable[Item]:
     files = squad_files(source)
     if not files:
         raise BenchmarkError(source, message="no *.json files")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import glob
 import itertools
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -234,7 +234,7 @@ class TableSpec:
     source_required: bool = True
 
 
-def read_tables(files: list[tuple[Path, str | None]], spec: TableSpec, sink: Sink, origin: Path) -> list[Item]:
+def read_tables(files: list[tuple[Path, str | None]], spec: TableSpec, sink: Sink, origin: Path) -> Iterable[Item]:
     """Join the mapped rows of every file into items, in order of each item's first row."""
     pieces: list[tuple[Path, Piece]] = []
     for file, file_lang in files:

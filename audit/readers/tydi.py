@@ -8,6 +8,7 @@ article is a retrieval document rather than benchmark text.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from functools import partial
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from audit.readers.squad import TYDI_LANGUAGES
 TYDI_KEYS = frozenset({"example_id", "question_text", "document_plaintext", "annotations", "language"})
 
 
-def read_tydi(path: Path, options: ReadOptions, sink: Sink) -> list[Item]:
+def read_tydi(path: Path, options: ReadOptions, sink: Sink) -> Iterable[Item]:
     drafts = parsed_rows(json_rows(path, sink), partial(_item, str(path)), sink)
     return finish_items(unique_items(drafts, "example_id", sink), "language", sink)
 

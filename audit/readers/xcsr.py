@@ -14,6 +14,7 @@ and no answer.
 from __future__ import annotations
 
 import glob
+from collections.abc import Iterable
 from pathlib import Path
 
 from audit.items import Item, ItemKind, Variant
@@ -57,7 +58,7 @@ def xcsr_files(source: Path) -> list[Path]:
     return [source]
 
 
-def read_xcsr(source: Path, options: ReadOptions, sink: Sink) -> list[Item]:
+def read_xcsr(source: Path, options: ReadOptions, sink: Sink) -> Iterable[Item]:
     files = xcsr_files(source)
     if not files:
         raise BenchmarkError(source, message="no {lang}/dev.jsonl or {lang}/test.jsonl files")

@@ -56,7 +56,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -121,7 +121,7 @@ class _Fact:
     extras: Record
 
 
-def read_xfactr(path: Path, options: ReadOptions, sink: Sink) -> list[Item]:
+def read_xfactr(path: Path, options: ReadOptions, sink: Sink) -> Iterable[Item]:
     prompts = path / PROMPTS_FILE
     if not prompts.is_file():
         raise BenchmarkError(path, message=f"no {PROMPTS_FILE}: pass X-FACTR's data directory (with {PROMPTS_FILE}, mTRExf/sub/ and alias/mTRExf/)")
