@@ -308,7 +308,7 @@ def read_audit(path: Path) -> AuditFile:
     return audit
 
 
-def check_against_benchmark(audit: AuditFile, audit_path: Path | str, items: list[Item], records: Sequence[JsonObject] | None = None) -> None:
+def check_against_benchmark(audit: AuditFile, audit_path: Path | str, items: Sequence[Item], records: Sequence[JsonObject] | None = None) -> None:
     """The records against the benchmark they audit (see `audit.auditschema.check_benchmark`):
     the audit's, or the fields of them `scan_audit` kept."""
     try:

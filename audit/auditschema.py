@@ -305,32 +305,54 @@ def _check_counts(manifest: JsonObject, records: list[JsonObject], items: int) -
         raise SchemaError(1, "summary.items", f"{summary['items']}, but the records give {dict(item_tags)}")
 
 
-def check_benchmark(records: list[JsonObject], items: list[Item], declared: JsonObject) -> None:
+def check_benchmark(records: Iterable[JsonObject], items: Iterable[Item], declared: JsonObject) -> None:
     """The records against the benchmark they audit: the manifest's item count and languages
     are the benchmark's, every item and language exists, with the item's source language, and
-    every variant in an audited language has its record."""
-    by_id = {item.item_id: item for item in items}
-    if declared["items"] != len(items):
-        raise SchemaError(1, "benchmark.items", f"{declared['items']}, but the benchmark has {len(items)} items")
+    every variant in an audited language has its record.  The items are gone through once and
+    only their languages kept, so items held packed stay packed."""
+    shapes = _shapes(items)
+    if declared["items"] != len(shapes):
+        raise SchemaError(1, "benchmark.items", f"{declared['items']}, but the benchmark has {len(shapes)} items")
+    audited: set[str] = set()
+    present: set[tuple[str, str]] = set()
     for index, record in enumerate(records):
-        number, item = index + FIRST_RECORD_LINE, by_id.get(record["item_id"])
-        if item is None:
-            raise SchemaError(number, "item_id", f"{record['item_id']!r} is not an item of the benchmark")
-        if record["lang"] not in item.variants:
-            raise SchemaError(number, "lang", f"{record['lang']!r} is not a language of item {item.item_id!r} (it has {', '.join(sorted(item.variants))})")
-        if record["source_lang"] != item.source_lang:
-            raise SchemaError(number, "source_lang", f"{record['source_lang']!r}, but item {item.item_id!r}'s source language is {item.source_lang!r}")
-        if record.get("asked_in") is not None and record["asked_in"] != sorted(item.variants):
-            raise SchemaError(number, "asked_in", f"{record['asked_in']!r}, but item {item.item_id!r} is asked in {sorted(item.variants)!r}")
-    languages = {lang for item in items for lang in item.variants}
+        _check_record(index + FIRST_RECORD_LINE, record, shapes.get(record["item_id"]))
+        audited.add(record["lang"])
+        present.add((record["item_id"], record["lang"]))
+    languages = {lang for _, langs in shapes.values() for lang in langs}
     if set(declared["languages"]) != languages:
         raise SchemaError(1, "benchmark.languages", f"{', '.join(sorted(set(declared['languages'])))}, but the benchmark's are {', '.join(sorted(languages))}")
-    audited = {record["lang"] for record in records}
-    present = {(record["item_id"], record["lang"]) for record in records}
-    missing = [f"{item.item_id}/{lang}" for item in items for lang in item.variants if lang in audited and (item.item_id, lang) not in present]
+    missing = [f"{item_id}/{lang}" for item_id, (_, langs) in shapes.items() for lang in langs if lang in audited and (item_id, lang) not in present]
     if missing:
         shown = ", ".join(missing[:SHOWN_MISSING]) + (f" and {len(missing) - SHOWN_MISSING} more" if len(missing) > SHOWN_MISSING else "")
         raise SchemaError(None, None, f"no record for {len(missing)} variant(s) of the benchmark in the audited languages (item/language): {shown}")
+
+
+# An item as `check_benchmark` needs it: its source language and its languages in order.
+Shape = tuple[str, tuple[str, ...]]
+
+
+def _shapes(items: Iterable[Item]) -> dict[str, Shape]:
+    """Each item's shape by id, the many items of one shape sharing one tuple."""
+    shared: dict[Shape, Shape] = {}
+    shapes: dict[str, Shape] = {}
+    for item in items:
+        shape = (item.source_lang, tuple(item.variants))
+        shapes[item.item_id] = shared.setdefault(shape, shape)
+    return shapes
+
+
+def _check_record(number: int, record: JsonObject, shape: Shape | None) -> None:
+    item_id = record["item_id"]
+    if shape is None:
+        raise SchemaError(number, "item_id", f"{item_id!r} is not an item of the benchmark")
+    source_lang, langs = shape
+    if record["lang"] not in langs:
+        raise SchemaError(number, "lang", f"{record['lang']!r} is not a language of item {item_id!r} (it has {', '.join(sorted(langs))})")
+    if record["source_lang"] != source_lang:
+        raise SchemaError(number, "source_lang", f"{record['source_lang']!r}, but item {item_id!r}'s source language is {source_lang!r}")
+    if record.get("asked_in") is not None and record["asked_in"] != sorted(langs):
+        raise SchemaError(number, "asked_in", f"{record['asked_in']!r}, but item {item_id!r} is asked in {sorted(langs)!r}")
 
 
 def finite_float(text: str) -> float:

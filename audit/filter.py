@@ -14,7 +14,7 @@ import io
 import json
 import os
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -194,7 +194,7 @@ def _filter_csv(source: Path, out: Path, line_owner: dict[int, str], verdicts: d
 FILTERED = "filtered benchmark"
 
 
-def _filter_bmlama(source: Path, out: Path, items: list[Item], verdicts: dict[str, Verdict], flag: bool) -> None:
+def _filter_bmlama(source: Path, out: Path, items: Sequence[Item], verdicts: dict[str, Verdict], flag: bool) -> None:
     """Line k of every language file is item k, so the same lines are kept in every file.
     The directory is replaced only if it is a filtered benchmark this tool wrote."""
     line_owner = {item.origin.lines[0]: item.item_id for item in items if item.origin}
@@ -247,7 +247,7 @@ def _filter_parquet(source: Path, out: Path, line_owner: dict[int, str], verdict
     atomic_write_bytes(out, buffer.getvalue().to_pybytes())
 
 
-def _filter_per_language(source: Path, out: Path, items: list[Item], verdicts: dict[str, Verdict], flag: bool) -> None:
+def _filter_per_language(source: Path, out: Path, items: Sequence[Item], verdicts: dict[str, Verdict], flag: bool) -> None:
     """Each language's file filtered alike, at the same path relative to the files' common folder."""
     owners: dict[str, dict[int, str]] = {}
     for item in items:
@@ -315,7 +315,7 @@ class FilterResult:
 
 def filter_benchmark(
     audit: AuditFile,
-    items: list[Item],
+    items: Sequence[Item],
     benchmark: Path,
     recorded: AuditedBenchmark,
     out: Path,

@@ -6,8 +6,11 @@ the same bytes."""
 from __future__ import annotations
 
 import os
+import random
 import signal
+import statistics
 import threading
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -24,7 +27,7 @@ from audit.records import ExposureRecord
 from audit.run import AuditRequest, run_audit
 from audit.run.check import ItemWork
 from audit.run.executors import MIN_AHEAD, Forked, Threads, check_items
-from audit.run.summary import summarise
+from audit.run.summary import Tally, histogram_median, summarise
 from audit.signals import plan
 
 
@@ -38,6 +41,19 @@ def test_the_manifest_summary_counted_item_by_item_is_the_whole_lists(wiki_index
     whole = summarise([ExposureRecord.from_dict(record) for record in again.records]).to_dict()
     assert written.manifest["summary"] == whole and sorted(whole["languages"]) == ["en", "fr", "ja", "zh"]
     assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]
+    # Tallies split anywhere, inside an item too, merge to the whole list's summary.
+    records = [ExposureRecord.from_dict(record) for record in again.records]
+    for cut in (1, 2, 3, len(records) // 2, len(records) - 1):
+        head, tail = Tally.of(records[:cut]), Tally.of(records[cut:])
+        head.merge(tail)
+        assert head.summary().to_dict() == whole, cut
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_count_queries_median_from_a_histogram_is_statisticshistogram_median(seed: int):
+    values = random.Random(seed).choices(range(6), k=random.Random(seed).randint(1, 40))
+    found = histogram_median(Counter(values))
+    assert found == statistics.median(values) and type(found) is type(statistics.median(values))
 
 
 def test_a_stream_that_stops_leaves_the_old_file_and_no_body(tmp_path: Path):

@@ -54,7 +54,7 @@ def filter_command(
             raise OutputError(f"--manifest {manifest_path}: is the same file as --out")
         check_output_name(out, recorded.format, bench)
         check_manifest_name(manifest_path)
-        report = load_benchmark(bench, recorded.format, options=recorded_options(recorded.mapping, recorded.source_lang))
+        report = load_benchmark(bench, recorded.format, options=recorded_options(recorded.mapping, recorded.source_lang), packed=True)
         check_against_benchmark(audit, audit_path, report.items, kept)
         result = filter_benchmark(audit, report.items, bench, recorded, out, FilterPolicy(rule, drop_unknown, drop_known, drop_member), flag=flag, audit_path=str(audit_path))
     except AuditError as error:

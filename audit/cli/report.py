@@ -1,6 +1,7 @@
 """`audit report`: transfer scores stratified by exposure, with intervals and provenance pages."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,8 +52,7 @@ def report_command(
         evaluation = None
         if predictions is not None:
             method, evaluation = _evaluated(audit, items, predictions, method, JudgeOptions(judge_model, judge_concurrency, bootstrap, seed))
-        # The pages read the items back from one buffer; the objects themselves are let go.
-        pages_items, items = ItemsById(items), []
+        pages_items = ItemsById(items)  # the items held packed, read back by id where a page is rendered
         with step(f"writing the report {out}"):
             data = write_report(out, audit, str(audit_path), pages_items, evaluation, item_pages, inputs=inputs)
     except (AuditError, FileNotFoundError) as error:
@@ -71,19 +71,19 @@ class JudgeOptions:
     seed: int
 
 
-def _read_inputs(audit_path: Path, bench: Path | None, others: list[Path | None], out: Path) -> tuple[AuditFile, list[Item], list[Path]]:
+def _read_inputs(audit_path: Path, bench: Path | None, others: list[Path | None], out: Path) -> tuple[AuditFile, Sequence[Item], list[Path]]:
     """The audit, checked in one pass that keeps a few fields per record (the report reads
     the records back from disk), and the benchmark's items checked against it."""
     audit, kept = scan_audit(audit_path)
     bench, recorded = locate_benchmark(audit, audit_path, bench)
     inputs = [path for path in (audit_path, bench, *others) if path is not None]
     check_directory_target(out, REPORT, inputs=inputs)
-    items = load_benchmark(bench, recorded.format, options=recorded_options(recorded.mapping, recorded.source_lang)).items
+    items = load_benchmark(bench, recorded.format, options=recorded_options(recorded.mapping, recorded.source_lang), packed=True).items
     check_against_benchmark(audit, audit_path, items, kept)
     return audit, items, inputs
 
 
-def _evaluated(audit: AuditFile, items: list[Item], predictions: Path, method: str, judging: JudgeOptions) -> tuple[str, dict[str, Any]]:
+def _evaluated(audit: AuditFile, items: Sequence[Item], predictions: Path, method: str, judging: JudgeOptions) -> tuple[str, dict[str, Any]]:
     """The model's answers scored (`method` chosen when `auto`), with the problems met printed."""
     from audit.evaluate import JudgeConfig, evaluate, load_predictions
 

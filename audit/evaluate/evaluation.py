@@ -15,7 +15,7 @@ answers there cannot have been known in that language beforehand).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -109,7 +109,7 @@ class Evaluation:
 
 
 def evaluate(
-    items: list[Item],
+    items: Sequence[Item],
     predictions: PredictionSet | str | os.PathLike[str],
     audit: AuditFile | None,
     method: str,
@@ -159,7 +159,7 @@ def evaluate(
     return evaluation
 
 
-def _check_options(items: list[Item], method: str, bootstrap: int, permutations: int | None) -> int:
+def _check_options(items: Sequence[Item], method: str, bootstrap: int, permutations: int | None) -> int:
     """Refuse what cannot be evaluated before anything is read; the number of draws."""
     if method not in METHODS:
         raise EvaluationError(f"unknown method {method!r}; expected one of {', '.join(METHODS)}")
@@ -198,7 +198,7 @@ def _summarise(estimator: Estimator, table: PairScores, method: str, targets: in
 # Pairs and scores -----------------------------------------------------------------------
 
 
-def _pairs(items: list[Item], predictions: PredictionSet) -> list[tuple[Item, Prediction | None, Prediction]]:
+def _pairs(items: Sequence[Item], predictions: PredictionSet) -> list[tuple[Item, Prediction | None, Prediction]]:
     """(item, its source answer or None, a target answer), in benchmark order."""
     pairs = []
     for item in items:
@@ -212,7 +212,7 @@ def _pairs(items: list[Item], predictions: PredictionSet) -> list[tuple[Item, Pr
 
 def _score_all(
     method: str,
-    items: list[Item],
+    items: Sequence[Item],
     predictions: PredictionSet,
     pairs: list[tuple[Item, Prediction | None, Prediction]],
     config: JudgeConfig | None,

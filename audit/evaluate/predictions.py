@@ -21,7 +21,7 @@ import csv
 import json
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -83,7 +83,7 @@ class PredictionSet:
     def item_ids(self) -> list[str]:
         return list(dict.fromkeys(item_id for item_id, _ in self.predictions))
 
-    def bind(self, items: list[Item]) -> PredictionSet:
+    def bind(self, items: Sequence[Item]) -> PredictionSet:
         """Check every answer against the benchmark and list what is missing.
 
         Raises for an unknown item, a language the item does not have, or a source language
@@ -109,7 +109,7 @@ class PredictionSet:
         return bound
 
 
-def load_predictions(path: str | os.PathLike[str], items: list[Item] | None = None) -> PredictionSet:
+def load_predictions(path: str | os.PathLike[str], items: Sequence[Item] | None = None) -> PredictionSet:
     """Read a predictions file; with `items`, also check it against the benchmark (see `bind`)."""
     source = Path(path)
     if not source.is_file():
@@ -367,7 +367,7 @@ def _missing_sources(predictions: PredictionSet) -> list[str]:
     return problems
 
 
-def _unanswered(predictions: PredictionSet, items: list[Item]) -> list[str]:
+def _unanswered(predictions: PredictionSet, items: Sequence[Item]) -> list[str]:
     """Benchmark items nobody answered, and per language the items with no answer in it."""
     answered = set(predictions.item_ids)
     silent = [item.item_id for item in items if item.item_id not in answered]

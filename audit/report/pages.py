@@ -34,10 +34,10 @@ class PageError(RuntimeError):
 
 
 class ItemsById:
-    """The benchmark's items pickled into one buffer (`PackedItems`), each read back by its id
-    where its page is rendered.  A page worker then touches no item object of the parent's
-    (touching one writes its reference count, and the page holding it is copied), and a caller
-    that drops its list of items keeps a seventh of their size in memory while the pages render."""
+    """The benchmark's items held packed (`PackedItems`: pickled in a temporary file), each
+    read back by its id where its page is rendered.  A page worker then touches no item
+    object of the parent's (touching one writes its reference count, and the page holding it
+    is copied), and no item object is held while the pages render."""
 
     def __init__(self, items: Sequence[Item]) -> None:
         self.items = PackedItems.of(items)

@@ -65,16 +65,22 @@ class Failures:
 class Tally:
     """What the summary is made of, counted record by record where the records are decided and
     merged in the records' order, so the parent of a run holds counts rather than records and
-    the summary is the one the whole list would give."""
+    the summary is the one the whole list would give.  Nothing is kept per item or variant: an
+    item is counted at its first record (an item's records come together, as an audit file
+    holds them, and a tally that ends inside an item is merged with the one that goes on), and
+    the count queries per variant are a histogram."""
 
     languages: dict[str, Counter[str]] = field(default_factory=dict)
-    items: dict[str, str] = field(default_factory=dict)
+    items: Counter[str] = field(default_factory=Counter)
     knowledge: dict[str, Counter[str]] = field(default_factory=dict)
     checks: dict[str, Counter[str]] = field(default_factory=dict)
     knowledge_checks: dict[str, Counter[str]] = field(default_factory=dict)
     membership: dict[str, Counter[str]] = field(default_factory=dict)
-    queries: dict[str, list[int]] = field(default_factory=dict)
+    queries: dict[str, Counter[int]] = field(default_factory=dict)
     failures: Failures = field(default_factory=Failures)
+    # The first and the last item counted, with its tag, to merge tallies that split an item.
+    first_item: tuple[str, str] | None = None
+    last_item: tuple[str, str] | None = None
 
     @classmethod
     def of(cls, records: Iterable[ExposureRecord]) -> Tally:
@@ -85,7 +91,7 @@ class Tally:
 
     def add(self, record: ExposureRecord) -> None:
         self.languages.setdefault(record.lang, Counter())[record.exposure] += 1
-        self.items[record.item_id] = str(record.item_exposure)
+        self._count_item(record.item_id, str(record.item_exposure))
         if record.knowledge is not None:
             self.knowledge.setdefault(record.lang, Counter())[record.knowledge] += 1
         if record.membership is not None:
@@ -96,8 +102,16 @@ class Tally:
         for evidence in record.evidence:
             per_source[evidence.source] += evidence.figures.get("count_queries", 0)
         for source, spent in per_source.items():
-            self.queries.setdefault(source, []).append(spent)
+            self.queries.setdefault(source, Counter())[spent] += 1
         self.failures.add(record)
+
+    def _count_item(self, item_id: str, tag: str) -> None:
+        if self.last_item is not None and self.last_item[0] == item_id:
+            return
+        self.items[tag] += 1
+        self.last_item = (item_id, tag)
+        if self.first_item is None:
+            self.first_item = self.last_item
 
     def merge(self, other: Tally) -> None:
         """Another tally of the records that follow this one's."""
@@ -106,14 +120,18 @@ class Tally:
             for key, counts in theirs.items():
                 mine.setdefault(key, Counter()).update(counts)
         self.items.update(other.items)
+        if other.first_item is not None and self.last_item is not None and other.first_item[0] == self.last_item[0]:
+            self.items[other.first_item[1]] -= 1  # one item, its records in both tallies
+        self.first_item = self.first_item or other.first_item
+        self.last_item = other.last_item or self.last_item
         for source, spent in other.queries.items():
-            self.queries.setdefault(source, []).extend(spent)
+            self.queries.setdefault(source, Counter()).update(spent)
         self.failures.merge(other.failures)
 
     def summary(self) -> Summary:
         summary = Summary(
             languages={lang: {tag: counts.get(tag, 0) for tag in (SEEN, UNSEEN, UNKNOWN)} | {"total": sum(counts.values())} for lang, counts in self.languages.items()},
-            items=dict(Counter(self.items.values())),
+            items={tag: count for tag, count in self.items.items() if count},
             checks=_sorted(self.checks),
         )
         if self.knowledge:
@@ -122,12 +140,26 @@ class Tally:
         if self.membership:
             summary.membership = {lang: {tag.value: counts.get(tag, 0) for tag in Membership} | {"total": sum(counts.values())} for lang, counts in self.membership.items()}
         queries = {
-            source: {"total": sum(values), "median_per_variant": statistics.median(values), "max_per_variant": max(values)}
+            source: {"total": sum(spent * times for spent, times in values.items()), "median_per_variant": histogram_median(values), "max_per_variant": max(values)}
             for source, values in self.queries.items()
             if any(values)
         }
         summary.count_queries = queries or None
         return summary
+
+
+def histogram_median(histogram: Counter[int]) -> float:
+    """`statistics.median` of the values a histogram counts (an int when their number is odd,
+    the mean of the middle two when even)."""
+    values = sorted(histogram.items())
+    total = sum(histogram.values())
+    wanted = [(total - 1) // 2, total // 2]
+    found: list[int] = []
+    seen = 0
+    for value, times in values:
+        found += [value] * sum(seen <= at < seen + times for at in wanted)
+        seen += times
+    return found[0] if total % 2 else statistics.median(found)
 
 
 def summarise(records: Iterable[ExposureRecord]) -> Summary:
