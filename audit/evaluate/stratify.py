@@ -144,26 +144,31 @@ class ExposureReader:
         self.found_signals: dict[str, None] = {}
         self.found_sources: dict[str, None] = {}
         self.models: dict[str, None] = {}
+        # One object for each distinct id, language and label: every record brings its own
+        # copies, and a label per variant in five dicts would otherwise hold them all.
+        self.shared: dict[str, str] = {}
 
     def add(self, record: dict[str, Json], number: int) -> tuple[str, str]:
         """Judge one record (`number` is its line, for errors); returns its (item id, language)."""
-        key = (_text(record, "item_id", number), _text(record, "lang", number))
+        shared = self.shared
+        item_id, lang = _text(record, "item_id", number), _text(record, "lang", number)
+        key = (shared.setdefault(item_id, item_id), shared.setdefault(lang, lang))
         exposure = record.get("exposure")
         if exposure not in STRATA:
             raise ExposureError(f"audit record {number}: field 'exposure': expected one of {', '.join(STRATA)}, got {exposure!r}")
         if key in self.overall:
             raise ExposureError(f"audit record {number}: item '{key[0]}' in '{key[1]}' appears twice")
-        self.overall[key] = exposure
+        self.overall[key] = shared.setdefault(exposure, exposure)
         known = record.get("knowledge")
         if known is not None:
             if known not in KNOWLEDGE_STRATA:
                 raise ExposureError(f"audit record {number}: field 'knowledge': expected one of {', '.join(KNOWLEDGE_STRATA)} or null, got {known!r}")
-            self.knowledge[key] = known
+            self.knowledge[key] = shared.setdefault(known, known)
         member = record.get("membership")
         if member is not None:
             if member not in MEMBERSHIP_STRATA:
                 raise ExposureError(f"audit record {number}: field 'membership': expected one of {', '.join(MEMBERSHIP_STRATA)} or null, got {member!r}")
-            self.membership[key] = member
+            self.membership[key] = shared.setdefault(member, member)
         entries = [_evidence(entry, number) for entry in record.get("evidence") or []]
         self.models.update(dict.fromkeys(e.signal for e in entries if e.signal in KNOWLEDGE_SIGNALS))
         corpus = [e for e in entries if e.signal not in MODEL_SIGNALS]

@@ -53,16 +53,22 @@ class ExposureRows:
         self.languages: dict[str, None] = {}
         self.items: dict[str, JsonObject] = {}
         self.fires: Counter = Counter()
+        # One object for each distinct language and tag: a row keeps a tag per variant, and
+        # each record brings its own copies of both.
+        self.shared: dict[str, str] = {}
 
     def add(self, record: JsonObject) -> None:
-        self.languages[record["lang"]] = None
+        lang, exposure = (self.shared.setdefault(text, text) for text in (record["lang"], record["exposure"]))
+        self.languages[lang] = None
         row = self.items.get(record["item_id"])
         if row is None:
+            asked_in = record.get("asked_in")
             row = self.items[record["item_id"]] = {
                 "item_id": record["item_id"], "source_lang": record["source_lang"], "item_exposure": record["item_exposure"], "tags": {},
-                "page": page_name(record["item_id"]), "seen_in": record.get("seen_in"), "asked_in": record.get("asked_in"),
+                "page": page_name(record["item_id"]), "seen_in": record.get("seen_in"),
+                "asked_in": [self.shared.setdefault(code, code) if isinstance(code, str) else code for code in asked_in] if isinstance(asked_in, list) else asked_in,
             }  # fmt: skip
-        row["tags"][record["lang"]] = record["exposure"]
+        row["tags"][lang] = exposure
         if record["exposure"] == "seen":
             self.fires.update({f"{d.get('signal')}.{d['field']}.{d['figure']}" for d in record["decided_by"] if "figure" in d})
 

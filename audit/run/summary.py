@@ -163,7 +163,13 @@ def histogram_median(histogram: Counter[int]) -> float:
 
 
 def summarise(records: Iterable[ExposureRecord]) -> Summary:
-    return Tally.of(records).summary()
+    """The summary of a whole list of records, each item counted once (its last record's tag)
+    wherever its records lie: a list may be one a user edited, where a tally's count at each
+    item's first record would count an item whose records are apart twice."""
+    records = list(records)
+    tally = Tally.of(records)
+    tally.items = Counter({record.item_id: str(record.item_exposure) for record in records}.values())
+    return tally.summary()
 
 
 def _count_checks(counts: dict[str, Counter[str]], tag: object, checks: Sequence[Check] | None, outcome: Mapping[object, str]) -> None:
