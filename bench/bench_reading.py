@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_throughput import ROOT, Code, baseline_tree, build_extension, git, measured, mib, repeated_bmlama
+from bench_throughput import ROOT, Code, measured, mib, repeated_bmlama, two_codes
 
 # Run in the code's tree: reads the benchmark packed and prints how many items and a digest.
 READ = """
@@ -48,11 +48,7 @@ def main() -> None:
     parser.add_argument("--shared", type=Path, default=ROOT.parent / "shared", help="the shared data: data/bench/bmlama")
     args = parser.parse_args()
     args.work = args.work.absolute()
-    args.work.mkdir(parents=True, exist_ok=True)
-    base_tree = baseline_tree(args.baseline, args.work)
-    build_extension(ROOT)
-    head = git("rev-parse", "HEAD") + ("+changes" if git("status", "--porcelain", "--untracked-files=no") else "")
-    codes = [Code("baseline", base_tree, git("rev-parse", "HEAD", cwd=base_tree), args.work / "cache-baseline"), Code("new", ROOT, head, args.work / "cache-new")]
+    codes = two_codes(args.baseline, args.work)
     source = args.shared / "data" / "bench" / "bmlama" / "BMLAMA17"
     rows = []
     for times in map(int, args.times.split(",")):

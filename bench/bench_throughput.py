@@ -102,6 +102,21 @@ def baseline_tree(rev: str, work: Path) -> Path:
     return tree
 
 
+def two_codes(baseline: str, work: Path) -> list[Code]:
+    """The baseline (a worktree under `work`) and this tree, each with its extension built,
+    and each checked to import its own tree."""
+    work.mkdir(parents=True, exist_ok=True)
+    base_tree = baseline_tree(baseline, work)
+    build_extension(ROOT)
+    head = git("rev-parse", "HEAD") + ("+changes" if git("status", "--porcelain", "--untracked-files=no") else "")
+    codes = [Code("baseline", base_tree, git("rev-parse", "HEAD", cwd=base_tree), work / "cache-baseline"), Code("new", ROOT, head, work / "cache-new")]
+    for code in codes:
+        imported = subprocess.run([sys.executable, "-c", "import audit; print(audit.__file__)"], env=code.env(), cwd=code.tree, capture_output=True, text=True, check=True).stdout.strip()
+        if not Path(imported).is_relative_to(code.tree):
+            raise SystemExit(f"the {code.label} code imports {imported}, not its tree {code.tree}")
+    return codes
+
+
 def measured(command: list[str], env: dict[str, str], log: Path, cwd: Path = ROOT) -> dict:
     """Wall time, CPU of the whole process tree (reaped children's rusage) and peak PSS.  A
     code's run starts in its own tree: `python -m` puts the current directory before
@@ -381,15 +396,8 @@ def main() -> None:
     parser.add_argument("--py-spy", type=Path, default=Path(shutil.which("py-spy") or "py-spy"), help="py-spy for the phase shares (skipped when absent)")
     args = parser.parse_args()
     args.work = args.work.absolute()
-    args.work.mkdir(parents=True, exist_ok=True)
-    base_tree = baseline_tree(args.baseline, args.work)
-    build_extension(ROOT)
-    head = git("rev-parse", "HEAD") + ("+changes" if git("status", "--porcelain", "--untracked-files=no") else "")
-    codes = [Code("baseline", base_tree, git("rev-parse", "HEAD", cwd=base_tree), args.work / "cache-baseline"), Code("new", ROOT, head, args.work / "cache-new")]
-    for code in codes:  # each code imports its own tree; builds its demo index in its cache, untimed
-        imported = subprocess.run([sys.executable, "-c", "import audit; print(audit.__file__)"], env=code.env(), cwd=code.tree, capture_output=True, text=True, check=True).stdout.strip()
-        if not Path(imported).is_relative_to(code.tree):
-            raise SystemExit(f"the {code.label} code imports {imported}, not its tree {code.tree}")
+    codes = two_codes(args.baseline, args.work)
+    for code in codes:  # each builds its demo index in its cache, untimed
         run_check(code, Workload("warm-up", SAMPLE, 468, "demo"), False, args.workers, args.work)
     bench_core.SHARED_CORPUS = args.shared / "data" / "corpus"
     only = set(filter(None, args.only.split(",")))
