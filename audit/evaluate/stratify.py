@@ -14,12 +14,12 @@ The membership verdict (`membership`) is read the same way, beside both.
 """
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
 from itertools import combinations
 
 from audit.auditfile import AuditFile
 from audit.errors import AuditError
+from audit.evaluate.labels import LabelTable, Variants
 from audit.evidence import Evidence, EvidenceError, Json
 from audit.exposure import SEEN, UNKNOWN, UNSEEN, Knowledge, Membership, decide
 from audit.policyfile import compile_policy
@@ -31,7 +31,7 @@ KNOWLEDGE_STRATA = (KNOWN, NOT_KNOWN, UNDETERMINED)
 MEMBER, NON_MEMBER = Membership.MEMBER.value, Membership.NON_MEMBER.value
 MEMBERSHIP_STRATA = tuple(tag.value for tag in Membership)
 
-Labels = dict[tuple[str, str], str]
+Labels = LabelTable
 
 
 class ExposureError(AuditError):
@@ -69,16 +69,21 @@ class Exposure:
 
     def knowledge_label(self, item_id: str, lang: str) -> str:
         """`undetermined` for a pair without knowledge (or an audit without any)."""
-        return (self.knowledge or {}).get((item_id, lang)) or UNDETERMINED
+        return (self.knowledge.get((item_id, lang)) if self.knowledge is not None else None) or UNDETERMINED
 
     def membership_label(self, item_id: str, lang: str) -> str:
         """`undetermined` for a pair without a membership verdict."""
-        return (self.membership or {}).get((item_id, lang)) or Membership.UNDETERMINED.value
+        return (self.membership.get((item_id, lang)) if self.membership is not None else None) or Membership.UNDETERMINED.value
+
+    def everywhere(self, verdicts: Labels | None, tags: tuple[str, ...], default: str) -> Labels:
+        """A model's verdicts on every pair the audit labels, `default` where it has none."""
+        table = verdicts if verdicts is not None else LabelTable(self.overall.variants, tags)
+        return table.filled(self.overall, default)
 
     def crosstab(self, verdicts: Labels, tags: tuple[str, ...], lang: str | None) -> dict[str, dict[str, int]]:
         """Variants (of one language, or all) by a model verdict (`tags`) and by exposure: for
         each verdict, the count per exposure tag and the total."""
-        pairs = Counter((verdict, self.label(*key)) for key, verdict in verdicts.items() if lang is None or key[1] == lang)
+        pairs = verdicts.joint(self.overall, lang, UNKNOWN)
         return {tag: {seen: pairs.get((tag, seen), 0) for seen in STRATA} | {"total": sum(pairs.get((tag, seen), 0) for seen in STRATA)} for tag in tags}
 
     def clean(self, item_id: str, lang: str) -> bool:
@@ -134,9 +139,10 @@ class ExposureReader:
         self.manifest = manifest
         settings = (manifest.get("policy") or {}).get("settings") or {}
         self.policy = compile_policy({"name": "audit", **settings}, "audit manifest's policy") if settings.get("rules") else None
-        self.overall: Labels = {}
-        self.knowledge: Labels = {}
-        self.membership: Labels = {}
+        self.variants = Variants()
+        self.overall = LabelTable(self.variants, STRATA, ordering=True)
+        self.knowledge = LabelTable(self.variants, KNOWLEDGE_STRATA)
+        self.membership = LabelTable(self.variants, MEMBERSHIP_STRATA)
         # Each record's labels by the signals and sources it has evidence of; the others get
         # the policy's label of no evidence when the reading is finished.
         self.own_signal: dict[str, Labels] = {}
@@ -144,44 +150,42 @@ class ExposureReader:
         self.found_signals: dict[str, None] = {}
         self.found_sources: dict[str, None] = {}
         self.models: dict[str, None] = {}
-        # One object for each distinct id, language and label: every record brings its own
-        # copies, and a label per variant in five dicts would otherwise hold them all.
-        self.shared: dict[str, str] = {}
 
     def add(self, record: dict[str, Json], number: int) -> tuple[str, str]:
         """Judge one record (`number` is its line, for errors); returns its (item id, language)."""
-        shared = self.shared
         item_id, lang = _text(record, "item_id", number), _text(record, "lang", number)
-        key = (shared.setdefault(item_id, item_id), shared.setdefault(lang, lang))
         exposure = record.get("exposure")
         if exposure not in STRATA:
             raise ExposureError(f"audit record {number}: field 'exposure': expected one of {', '.join(STRATA)}, got {exposure!r}")
-        if key in self.overall:
-            raise ExposureError(f"audit record {number}: item '{key[0]}' in '{key[1]}' appears twice")
-        self.overall[key] = shared.setdefault(exposure, exposure)
+        pair = self.variants.number(item_id, lang)
+        if self.overall.code(*pair):
+            raise ExposureError(f"audit record {number}: item '{item_id}' in '{lang}' appears twice")
+        self.overall.set(*pair, exposure)
         known = record.get("knowledge")
         if known is not None:
             if known not in KNOWLEDGE_STRATA:
                 raise ExposureError(f"audit record {number}: field 'knowledge': expected one of {', '.join(KNOWLEDGE_STRATA)} or null, got {known!r}")
-            self.knowledge[key] = shared.setdefault(known, known)
+            self.knowledge.set(*pair, known)
         member = record.get("membership")
         if member is not None:
             if member not in MEMBERSHIP_STRATA:
                 raise ExposureError(f"audit record {number}: field 'membership': expected one of {', '.join(MEMBERSHIP_STRATA)} or null, got {member!r}")
-            self.membership[key] = shared.setdefault(member, member)
+            self.membership.set(*pair, member)
         entries = [_evidence(entry, number) for entry in record.get("evidence") or []]
         self.models.update(dict.fromkeys(e.signal for e in entries if e.signal in KNOWLEDGE_SIGNALS))
         corpus = [e for e in entries if e.signal not in MODEL_SIGNALS]
-        self._judge_alone(key, corpus, "signal", self.found_signals, self.own_signal)
-        self._judge_alone(key, corpus, "source", self.found_sources, self.own_source)
-        return key
+        self._judge_alone(pair, corpus, "signal", self.found_signals, self.own_signal)
+        self._judge_alone(pair, corpus, "source", self.found_sources, self.own_source)
+        return item_id, lang
 
-    def _judge_alone(self, key: tuple[str, str], evidence: list[Evidence], keep: str, found: dict[str, None], own: dict[str, Labels]) -> None:
+    def _judge_alone(self, pair: tuple[int, int], evidence: list[Evidence], keep: str, found: dict[str, None], own: dict[str, Labels]) -> None:
         names = list(dict.fromkeys(getattr(e, keep) for e in evidence))
         found.update(dict.fromkeys(names))
         if self.policy is not None:
             for name in names:
-                own.setdefault(name, {})[key] = decide(self.policy, [e for e in evidence if getattr(e, keep) == name]).exposure
+                if name not in own:
+                    own[name] = LabelTable(self.variants, STRATA)
+                own[name].set(*pair, decide(self.policy, [e for e in evidence if getattr(e, keep) == name]).exposure)
 
     def finish(self) -> Exposure:
         named = self.manifest.get("signals") or []
@@ -191,8 +195,8 @@ class ExposureReader:
             *(str(corpus.get("name")) for corpus in self.manifest.get("corpora") or [] if isinstance(corpus, dict) and corpus.get("name")),
             *self.found_sources,
         ]))
-        knowledge = self.knowledge or None
-        decided = any(label != Membership.UNDETERMINED for label in self.membership.values())
+        knowledge = self.knowledge if len(self.knowledge) else None
+        decided = any(tag != Membership.UNDETERMINED for tag in self.membership.counts())
         membership = self.membership if decided else None
         if self.policy is None:
             note = "the audit manifest carries no policy rules, so signals and sources cannot be judged alone: by_signal and by_source are empty"
@@ -200,8 +204,7 @@ class ExposureReader:
         unjudged = decide(self.policy, []).exposure
 
         def alone(own: dict[str, Labels], name: str) -> Labels:
-            labels = own.get(name, {})
-            return {key: labels.get(key, unjudged) for key in self.overall}
+            return own.get(name, LabelTable(self.variants, STRATA)).filled(self.overall, unjudged)
 
         return Exposure(
             self.overall,

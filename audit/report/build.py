@@ -10,7 +10,8 @@ from collections import Counter
 from dataclasses import dataclass
 
 from audit.auditfile import AuditFile, AuditFileError
-from audit.evaluate.stratify import KNOWLEDGE_STRATA, KNOWN, NOT_KNOWN, STRATA, UNSEEN, Exposure, ExposureError, ExposureReader
+from audit.evaluate.labels import LabelTable
+from audit.evaluate.stratify import KNOWLEDGE_STRATA, KNOWN, NOT_KNOWN, STRATA, UNDETERMINED, UNSEEN, Exposure, ExposureError, ExposureReader
 from audit.probes.judge import UNPARSED
 from audit.records import JsonObject
 from audit.report.itemrecords import ItemRecords
@@ -31,18 +32,14 @@ def page_name(item_id: str) -> str:
     return f"items/{safe}.html"
 
 
-def _counts(labels: list[str]) -> JsonObject:
-    counts = Counter(labels)
-    total = len(labels)
+def _counts(counts: Counter[str]) -> JsonObject:
+    total = sum(counts.values())
     return {tag: counts.get(tag, 0) for tag in STRATA} | {"total": total, "seen_rate": counts.get("seen", 0) / total if total else 0.0}
 
 
-def _alone(labels: dict[tuple[str, str], str], languages: list[str]) -> JsonObject:
+def _alone(labels: LabelTable, languages: list[str]) -> JsonObject:
     """Counts of one signal's (or one source's) own labels, overall and per language."""
-    return {
-        "overall": _counts(list(labels.values())),
-        "languages": {lang: _counts([label for (_, l), label in labels.items() if l == lang]) for lang in languages},
-    }
+    return {"overall": _counts(labels.counts()), "languages": {lang: _counts(labels.counts(lang)) for lang in languages}}
 
 
 class ExposureRows:
@@ -125,9 +122,8 @@ class SeenElsewhere:
         }
 
 
-def _knowledge_counts(labels: list[str]) -> JsonObject:
-    counts = Counter(labels)
-    total = len(labels)
+def _knowledge_counts(counts: Counter[str]) -> JsonObject:
+    total = sum(counts.values())
     return {tag: counts.get(tag, 0) for tag in KNOWLEDGE_STRATA} | {"total": total, "known_rate": counts.get(KNOWN, 0) / total if total else 0.0}
 
 
@@ -188,7 +184,7 @@ def knowledge_section(manifest: JsonObject, labels: Exposure, languages: list[st
     and the judge's calibration.  None when no model was probed."""
     if labels.knowledge is None:
         return None
-    known = {key: labels.knowledge_label(*key) for key in labels.overall}
+    known = labels.everywhere(labels.knowledge, KNOWLEDGE_STRATA, UNDETERMINED)
 
     models = manifest.get("models") or {}
     return {
@@ -196,8 +192,8 @@ def knowledge_section(manifest: JsonObject, labels: Exposure, languages: list[st
         "prompts": models.get("prompts"),
         "signals": labels.models,
         "languages": languages,
-        "per_language": {lang: _knowledge_counts([label for (_, l), label in known.items() if l == lang]) for lang in languages},
-        "total": _knowledge_counts(list(known.values())),
+        "per_language": {lang: _knowledge_counts(known.counts(lang)) for lang in languages},
+        "total": _knowledge_counts(known.counts()),
         "crosstab": {"languages": {lang: labels.crosstab(known, KNOWLEDGE_STRATA, lang) for lang in languages}, "total": labels.crosstab(known, KNOWLEDGE_STRATA, None)},
         "known_unseen": [{"item_id": item_id, "lang": lang} for (item_id, lang), label in known.items() if label == KNOWN and labels.label(item_id, lang) == UNSEEN],
         "calibration": judged,

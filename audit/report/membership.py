@@ -9,6 +9,7 @@ from collections import Counter
 
 from audit.evaluate.membership import Grouping, ScoredText, calibrate, scored_texts
 from audit.evaluate.stratify import MEMBER, MEMBERSHIP_STRATA, Exposure
+from audit.exposure import Membership
 from audit.records import JsonObject
 from audit.signals import membership_spec
 
@@ -30,13 +31,13 @@ class MembershipScores:
         """None when the membership signal did not run (the manifest's `signals` say which ran)."""
         if membership_spec.NAME not in (manifest.get("signals") or []) and labels.membership is None:
             return None
-        verdicts = {key: labels.membership_label(*key) for key in labels.overall}
+        verdicts = labels.everywhere(labels.membership, MEMBERSHIP_STRATA, Membership.UNDETERMINED.value)
         settings = ((manifest.get("policy") or {}).get("settings") or {}).get(membership_spec.NAME) or {}
         return {
             "languages": languages,
             "thresholds": settings.get("thresholds") or {},
-            "per_language": {lang: _counts([v for (_, l), v in verdicts.items() if l == lang]) for lang in languages},
-            "total": _counts(list(verdicts.values())),
+            "per_language": {lang: _counts(verdicts.counts(lang)) for lang in languages},
+            "total": _counts(verdicts.counts()),
             "crosstab": {"languages": {lang: labels.crosstab(verdicts, MEMBERSHIP_STRATA, lang) for lang in languages}, "total": labels.crosstab(verdicts, MEMBERSHIP_STRATA, None)},
             "calibration": self._calibration(),
         }
@@ -53,7 +54,6 @@ class MembershipScores:
         return found
 
 
-def _counts(labels: list[str]) -> JsonObject:
-    counts = Counter(labels)
-    total = len(labels)
+def _counts(counts: Counter[str]) -> JsonObject:
+    total = sum(counts.values())
     return {tag: counts.get(tag, 0) for tag in MEMBERSHIP_STRATA} | {"total": total, "member_rate": counts.get(MEMBER, 0) / total if total else 0.0}

@@ -1,0 +1,157 @@
+"""Tags per (item id, language), a byte per variant.
+
+An audit's labels are read for every variant and several times over (overall, per signal, per
+source, knowledge, membership), so a dict keyed by (item id, language) tuples would grow by a
+few hundred bytes a variant and table.  Here each id and language is numbered once, in the
+order the records name them (`Variants`, shared by all of an audit's tables), and a table keeps
+one byte per variant: per language, the tag's code at the item's number, 0 where there is none.
+Reading a tag writes nothing of the table, so forked workers reading it copy no page of it.
+"""
+from __future__ import annotations
+
+from array import array
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
+
+import numpy as np
+
+
+class Variants:
+    """The (item id, language) pairs in the order first met, each id and language numbered."""
+
+    def __init__(self) -> None:
+        self.item_number: dict[str, int] = {}
+        self.item_ids: list[str] = []
+        self.lang_number: dict[str, int] = {}
+        self.langs: list[str] = []
+        self.order = array("q")
+
+    def number(self, item_id: str, lang: str) -> tuple[int, int]:
+        """The pair's numbers, numbering an id or language not met before."""
+        item = self.item_number.get(item_id)
+        if item is None:
+            item = self.item_number[item_id] = len(self.item_ids)
+            self.item_ids.append(item_id)
+        code = self.lang_number.get(lang)
+        if code is None:
+            code = self.lang_number[lang] = len(self.langs)
+            self.langs.append(lang)
+        return item, code
+
+    def locate(self, key: tuple[str, str]) -> tuple[int, int] | None:
+        item, lang = self.item_number.get(key[0]), self.lang_number.get(key[1])
+        return None if item is None or lang is None else (item, lang)
+
+    def met(self, item: int, lang: int) -> None:
+        """Record the pair's place in the order (once: the first table to hold it calls this)."""
+        self.order.append(item << 16 | lang)
+
+    def pairs(self) -> Iterator[tuple[int, int]]:
+        for packed in self.order:
+            yield packed >> 16, packed & 0xFFFF
+
+
+class LabelTable(Mapping[tuple[str, str], str]):
+    """A tag, one of `tags`, per (item id, language), readable as a mapping in the order the
+    pairs were met.  `ordering` tables add the pairs they hold first to the shared order."""
+
+    def __init__(self, variants: Variants, tags: Iterable[str], ordering: bool = False) -> None:
+        self.variants = variants
+        self.tags = tuple(str(tag) for tag in tags)
+        self.code_of = {tag: code for code, tag in enumerate(self.tags, start=1)}
+        self.codes: list[bytearray] = []
+        self.size = 0
+        self.ordering = ordering
+
+    def set(self, item: int, lang: int, tag: str) -> None:
+        """Give the numbered pair its tag (a pair holds one: setting it again replaces it)."""
+        while len(self.codes) <= lang:
+            self.codes.append(bytearray())
+        codes = self.codes[lang]
+        if len(codes) <= item:
+            codes.extend(bytes(max(item + 1 - len(codes), len(codes))))
+        if not codes[item]:
+            self.size += 1
+            if self.ordering:
+                self.variants.met(item, lang)
+        codes[item] = self.code_of[tag]
+
+    def put(self, key: tuple[str, str], tag: str) -> None:
+        self.set(*self.variants.number(*key), tag)
+
+    def code(self, item: int, lang: int) -> int:
+        codes = self.codes[lang] if lang < len(self.codes) else b""
+        return codes[item] if item < len(codes) else 0
+
+    def __getitem__(self, key: tuple[str, str]) -> str:
+        located = self.variants.locate(key)
+        code = self.code(*located) if located else 0
+        if not code:
+            raise KeyError(key)
+        return self.tags[code - 1]
+
+    def get(self, key: tuple[str, str], default: str | None = None) -> str | None:  # type: ignore[override]
+        located = self.variants.locate(key)
+        code = self.code(*located) if located else 0
+        return self.tags[code - 1] if code else default
+
+    def __contains__(self, key: object) -> bool:
+        located = self.variants.locate(key) if isinstance(key, tuple) and len(key) == 2 else None
+        return bool(located and self.code(*located))
+
+    def __iter__(self) -> Iterator[tuple[str, str]]:
+        ids, langs = self.variants.item_ids, self.variants.langs
+        for item, lang in self.variants.pairs():
+            if self.code(item, lang):
+                yield ids[item], langs[lang]
+
+    def __len__(self) -> int:
+        return self.size
+
+    def array(self, lang: int, length: int) -> np.ndarray:
+        """The codes of language number `lang` for items 0..length-1 (0: no tag)."""
+        codes = np.zeros(length, dtype=np.uint8)
+        held = self.codes[lang] if lang < len(self.codes) else b""
+        shown = min(length, len(held))
+        codes[:shown] = np.frombuffer(bytes(held[:shown]), dtype=np.uint8)
+        return codes
+
+    def _numbers(self, lang: str | None) -> list[int]:
+        """The numbers of every language held, or of `lang` alone (none when never met)."""
+        if lang is None:
+            return list(range(len(self.codes)))
+        return [self.variants.lang_number[lang]] if lang in self.variants.lang_number else []
+
+    def counts(self, lang: str | None = None) -> Counter[str]:
+        """How many pairs hold each tag, of one language or of all."""
+        numbers = self._numbers(lang)
+        found: Counter[str] = Counter()
+        for number in numbers:
+            held = np.bincount(self.array(number, len(self.variants.item_ids)), minlength=len(self.tags) + 1)
+            found.update({tag: int(held[code]) for tag, code in self.code_of.items() if held[code]})
+        return found
+
+    def filled(self, present: LabelTable, default: str) -> LabelTable:
+        """A table holding every pair of `present`: this table's tag where it has one, else
+        `default`.  Both must number their pairs alike."""
+        table = LabelTable(self.variants, self.tags)
+        length = len(self.variants.item_ids)
+        fill = self.code_of[str(default)]
+        for lang in range(len(present.codes)):
+            own, there = self.array(lang, length), present.array(lang, length)
+            table.codes.append(bytearray(np.where(there > 0, np.where(own > 0, own, fill), 0).astype(np.uint8).tobytes()))
+        table.size = len(present)
+        return table
+
+    def joint(self, other: LabelTable, lang: str | None, missing: str) -> Counter[tuple[str, str]]:
+        """(this table's tag, `other`'s tag or `missing`) counted over this table's pairs."""
+        numbers, length = self._numbers(lang), len(self.variants.item_ids)
+        theirs = (missing, *other.tags)
+        found: Counter[tuple[str, str]] = Counter()
+        for number in numbers:
+            mine, other_codes = self.array(number, length), other.array(number, length)
+            held = mine > 0
+            pairs, counts = np.unique(mine[held].astype(np.int64) << 8 | other_codes[held], return_counts=True)
+            for pair, count in zip(pairs.tolist(), counts.tolist(), strict=True):
+                found[self.tags[(pair >> 8) - 1], theirs[pair & 0xFF]] += count
+        return found
