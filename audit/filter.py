@@ -194,10 +194,36 @@ def _filter_csv(source: Path, out: Path, line_owner: dict[int, str], verdicts: d
 FILTERED = "filtered benchmark"
 
 
-def _filter_bmlama(source: Path, out: Path, items: Sequence[Item], verdicts: dict[str, Verdict], flag: bool) -> None:
-    """Line k of every language file is item k, so the same lines are kept in every file.
-    The directory is replaced only if it is a filtered benchmark this tool wrote."""
-    line_owner = {item.origin.lines[0]: item.item_id for item in items if item.origin}
+@dataclass
+class Origins:
+    """Where the items' rows lie, gathered in one pass over them (each read of a packed item
+    unpickles it): the owner of every line, of each item's first line (line k of every BMLAMA
+    file is item k), and of each row per file (per-language tables); and the ids in order."""
+
+    lines: dict[int, str] = field(default_factory=dict)
+    first_lines: dict[int, str] = field(default_factory=dict)
+    rows: dict[str, dict[int, str]] = field(default_factory=dict)
+    ids: list[str] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, items: Iterable[Item]) -> Origins:
+        found = cls()
+        for item in items:
+            found.ids.append(item.item_id)
+            if not item.origin:
+                continue
+            found.lines.update(dict.fromkeys(item.origin.lines, item.item_id))
+            if item.origin.lines:
+                found.first_lines[item.origin.lines[0]] = item.item_id
+            for file, line in item.origin.rows:
+                found.rows.setdefault(file, {})[line] = item.item_id
+        return found
+
+
+def _filter_bmlama(source: Path, out: Path, line_owner: dict[int, str], verdicts: dict[str, Verdict], flag: bool) -> None:
+    """Line k of every language file is item k, so the same lines are kept in every file
+    (`line_owner`: each item's first line).  The directory is replaced only if it is a
+    filtered benchmark this tool wrote."""
     staging = staging_directory(out)
     try:
         for tsv in sorted(source.glob("*.tsv")):
@@ -247,12 +273,9 @@ def _filter_parquet(source: Path, out: Path, line_owner: dict[int, str], verdict
     atomic_write_bytes(out, buffer.getvalue().to_pybytes())
 
 
-def _filter_per_language(source: Path, out: Path, items: Sequence[Item], verdicts: dict[str, Verdict], flag: bool) -> None:
-    """Each language's file filtered alike, at the same path relative to the files' common folder."""
-    owners: dict[str, dict[int, str]] = {}
-    for item in items:
-        for file, line in item.origin.rows if item.origin else ():
-            owners.setdefault(file, {})[line] = item.item_id
+def _filter_per_language(source: Path, out: Path, owners: dict[str, dict[int, str]], verdicts: dict[str, Verdict], flag: bool) -> None:
+    """Each language's file filtered alike, at the same path relative to the files' common
+    folder; `owners` are the items of each file's rows."""
     root = Path(os.path.commonpath([str(Path(file).parent) for file in owners]))
     staging = staging_directory(out)
     try:
@@ -328,9 +351,10 @@ def filter_benchmark(
     `benchmark` is the audited file, as `locate_benchmark` found and checked it."""
     verdicts = judge_items(audit, policy)
     fmt = recorded.format
-    line_owner = {line: item.item_id for item in items if item.origin for line in item.origin.lines}
+    origins = Origins.of(items)
+    line_owner = origins.lines
     if fmt == "bmlama":
-        _filter_bmlama(benchmark, out, items, verdicts, flag)
+        _filter_bmlama(benchmark, out, origins.first_lines, verdicts, flag)
     elif fmt == "eclektic-csv":
         _filter_csv(benchmark, out, line_owner, verdicts, flag)
     elif fmt in LINE_FORMATS:
@@ -338,13 +362,13 @@ def filter_benchmark(
     elif fmt == "table":
         _filter_table(benchmark, out, line_owner, verdicts, flag)
     elif fmt == "per-language":
-        _filter_per_language(benchmark, out, items, verdicts, flag)
+        _filter_per_language(benchmark, out, origins.rows, verdicts, flag)
     elif fmt == "squad":
         _filter_squad(benchmark, out, verdicts, flag)
     else:
         raise FilterError(f"{benchmark}: writing the {fmt} format is not supported; use --flag with an audit of a supported format")
     leaky = [v for v in verdicts.values() if v.leaky]
-    unaudited = [item.item_id for item in items if item.item_id not in verdicts]
+    unaudited = [item_id for item_id in origins.ids if item_id not in verdicts]
     removed = 0 if flag else len(leaky)
     manifest = {
         "tool": "corpus-audit",

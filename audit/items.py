@@ -83,8 +83,7 @@ class Item:
 
 class PackedItems(Sequence[Item]):
     """A benchmark's items pickled into one temporary file (`audit.packed.Packed`), each
-    unpickled when it is read, with what a run asks of all of them at once worked out while
-    packing: their ids, kinds, and variants per language (in the order languages first occur).
+    unpickled when it is read, with their ids noted while packing.
     The objects take seven times the pickles' size (160 MiB against 23 MiB for BMLAMA-17), so
     a run that held them grew with the benchmark; packed as a reader hands them over, no more
     than one exists at a time.  A forked pool's workers read their items from the file
@@ -92,15 +91,11 @@ class PackedItems(Sequence[Item]):
 
     def __init__(self, items: Iterable[Item]) -> None:
         self.ids: list[str] = []
-        self.kinds: Counter[str] = Counter()
-        self.variant_counts: Counter[str] = Counter()
         self.packed: Packed[Item] = Packed.of(self._noted(items))
 
     def _noted(self, items: Iterable[Item]) -> Iterator[Item]:
         for item in items:
             self.ids.append(item.item_id)
-            self.kinds[str(item.kind)] += 1
-            self.variant_counts.update(item.variants.keys())
             yield item
 
     @classmethod
@@ -128,11 +123,15 @@ class PackedItems(Sequence[Item]):
 @dataclass
 class LoadReport:
     """What a loader read: the items, plus every row it skipped and why (never silent).  A run
-    holds the items packed (`PackedItems`: `load_benchmark(..., packed=True)`)."""
+    holds the items packed (`PackedItems`: `load_benchmark(..., packed=True)`), so what is
+    asked of all of them at once was counted as they were read: their kinds, and variants per
+    language (in the order languages first occur)."""
 
     items: Sequence[Item]
     format: str
     path: str
+    kinds: Counter[str] = field(default_factory=Counter)
+    variant_counts: Counter[str] = field(default_factory=Counter)
     skipped: list[str] = field(default_factory=list)
     excluded: int = 0
     language_codes: dict[str, str] = field(default_factory=dict)
@@ -141,15 +140,6 @@ class LoadReport:
     source_lang: str | None = None
     notes: list[str] = field(default_factory=list)
 
-    def variant_counts(self) -> Counter[str]:
-        """Variants per language, languages in the order they first occur."""
-        if isinstance(self.items, PackedItems):
-            return self.items.variant_counts
-        return Counter(lang for item in self.items for lang in item.variants)
-
-    def kinds(self) -> Counter[str]:
-        return self.items.kinds if isinstance(self.items, PackedItems) else Counter(str(item.kind) for item in self.items)
-
     @property
     def languages(self) -> list[str]:
-        return list(self.variant_counts())
+        return list(self.variant_counts)

@@ -60,8 +60,8 @@ def _default_report_dir(audit_path: Path) -> Path:
 def _print_read(report: LoadReport) -> None:
     """What was read, before any corpus is asked: the counts a user compares with the benchmark's
     documentation, rows the benchmark excluded, codes recoded, and fields no signal reads."""
-    kinds = report.kinds()
-    variants = sum(report.variant_counts().values())
+    kinds = report.kinds
+    variants = sum(report.variant_counts.values())
     line = f"read {report.path} ({report.format}): {len(report.items)} items, {variants} variants, {len(report.languages)} languages ({', '.join(f'{n} {k}' for k, n in sorted(kinds.items()))})"
     if report.excluded:
         line += f"; {report.excluded} rows excluded by the benchmark"

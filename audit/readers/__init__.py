@@ -167,6 +167,8 @@ def load_benchmark(
         items=items,
         format=fmt,
         path=str(source),
+        kinds=kept.kinds,
+        variant_counts=kept.variant_counts,
         skipped=sink.skipped,
         excluded=sink.excluded,
         language_codes={code: canonical for code, canonical in given.items() if code != canonical},

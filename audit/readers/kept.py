@@ -1,8 +1,10 @@
 """What `load_benchmark` keeps of a reader's items as they stream past: the languages asked
 for, and what the manifest must say about all of them (how many were read, the languages
-present, the fields no signal reads), noted item by item so no list of items is needed."""
+present, the fields no signal reads, the kinds and variants per language of those kept), noted
+item by item so no list of items is needed."""
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -22,6 +24,8 @@ class Kept:
     read: int = 0
     present: set[str] = field(default_factory=set)
     fields: set[str] = field(default_factory=set)
+    kinds: Counter[str] = field(default_factory=Counter)
+    variant_counts: Counter[str] = field(default_factory=Counter)
 
     def stream(self, items: Iterable[Item]) -> Iterator[Item]:
         for item in items:
@@ -33,6 +37,8 @@ class Kept:
                     continue
                 item = replace(item, variants=variants)
             self._note_fields(item)
+            self.kinds[str(item.kind)] += 1
+            self.variant_counts.update(item.variants.keys())
             yield item
 
     def _note_fields(self, item: Item) -> None:

@@ -175,7 +175,7 @@ def _options_apply(request: AuditRequest, reading: Reading, remote: bool, linked
 
 
 def variants(reading: Reading) -> int:
-    counts = reading.report.variant_counts()
+    counts = reading.report.variant_counts
     return sum(counts.values()) if reading.langs is None else sum(counts[lang] for lang in reading.langs)
 
 
