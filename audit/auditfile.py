@@ -17,14 +17,13 @@ from typing import BinaryIO, overload
 
 import orjson
 
+from audit.auditacross import Across, check_records
 from audit.auditlines import AuditFileError, json_line, parse_line
 from audit.auditschema import (
     FIRST_RECORD_LINE,
     SchemaError,
-    check_benchmark,
     check_manifest,
     check_record,
-    check_records,
 )
 from audit.errors import special_kind
 from audit.items import Item
@@ -308,11 +307,11 @@ def read_audit(path: Path) -> AuditFile:
     return audit
 
 
-def check_against_benchmark(audit: AuditFile, audit_path: Path | str, items: Sequence[Item], records: Sequence[JsonObject] | None = None) -> None:
-    """The records against the benchmark they audit (see `audit.auditschema.check_benchmark`):
-    the audit's, or the fields of them `scan_audit` kept."""
+def check_against_benchmark(audit: AuditFile, audit_path: Path | str, items: Sequence[Item], across: Across | None = None) -> None:
+    """The records against the benchmark they audit (see `audit.auditacross.Across.check_benchmark`):
+    what `scan_audit` kept of them, or else the audit's records gone through again."""
     try:
-        check_benchmark(audit.records if records is None else records, items, audit.manifest["benchmark"])
+        (across or Across.of(audit.manifest, audit.records)).check_benchmark(items)
     except SchemaError as problem:
         raise located(audit_path, problem) from None
 

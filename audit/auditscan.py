@@ -1,15 +1,16 @@
-"""Reading an audit file someone hands the report, checked in one pass that holds a few
-fields per record rather than the records: `read_audit`'s checks in its order, each record
-parsed and checked as it comes, and what the checks across records need kept.  The records
-are read back from disk when the report iterates them, and refused if the file changed since.
+"""Reading an audit file someone hands the report, checked in one pass that holds no record:
+`read_audit`'s checks in its order, each record parsed and checked as it comes, and what the
+checks across records need kept (`audit.auditacross.Across`: a little per item, a few bytes per
+variant).  The records are read back from disk when the report iterates them, and refused if
+the file changed since.
 """
 from __future__ import annotations
 
 import hashlib
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+from audit.auditacross import Across
 from audit.auditfile import (
     EXPOSURE,
     AuditFile,
@@ -22,20 +23,17 @@ from audit.auditfile import (
     split_lines,
 )
 from audit.auditlines import parse_line
-from audit.auditschema import SchemaError, check_manifest, check_record, check_records
+from audit.auditschema import SchemaError, check_manifest, check_record
 from audit.errors import special_kind
-from audit.records import Json, JsonObject
-
-# What the checks across records read of each (`check_records`, `check_benchmark`): all that
-# `scan_audit` keeps of a record, a few hundred bytes where the record is kilobytes.
-ACROSS = ("item_id", "lang", "role", "source_lang", "exposure", "item_exposure", "seen_in", "seen_in_languages", "asked_in")
+from audit.records import JsonObject
 
 
-def scan_audit(path: Path) -> tuple[AuditFile, list[JsonObject]]:
-    """`read_audit`'s checks, in the same order, in one pass that holds only each record's
-    `ACROSS` fields; the audit's records are read back from disk when iterated, refused if
-    the file changed since (`StoredRecords`).  Returns the audit and the fields kept.  A
-    version-1 file is read whole and upgraded, as `read_audit` reads it."""
+def scan_audit(path: Path) -> tuple[AuditFile, Across]:
+    """`read_audit`'s checks, in the same order, in one pass that holds no record; the audit's
+    records are read back from disk when iterated, refused if the file changed since
+    (`StoredRecords`).  Returns the audit and what was kept for the checks across records,
+    which `check_against_benchmark` reads.  A version-1 file is read whole and upgraded, as
+    `read_audit` reads it."""
     path = Path(path)
     if special_kind(path):
         raise AuditFileError(f"{path}: not a regular file (a device, pipe or socket); an audit file is one `audit check` wrote")
@@ -46,55 +44,55 @@ def scan_audit(path: Path) -> tuple[AuditFile, list[JsonObject]]:
             manifest = check_manifest_line(path, parse_line(path, 1, first)) if first is not None else None
             if manifest is not None and manifest["schema_version"] == 1:
                 audit = read_audit(path)
-                return audit, [_kept(record, {}) for record in audit.records]
-            kept, first_problem, digest = _scanned(path, lines)
+                return audit, Across.of(audit.manifest, audit.records)
+            unsound = _manifest_problem(manifest) if manifest is not None else None
+            # The records are checked across only against a sound manifest: a problem with the
+            # manifest is raised first in any case.
+            across = Across(manifest) if manifest is not None and unsound is None else None
+            count, first_problem, digest = _scanned(path, lines, across)
     except OSError as error:
         raise AuditFileError(f"{path}: cannot read the audit file ({error.strerror or error})") from None
     if manifest is None:
         raise AuditFileError(f"{path}: empty file; not an audit file")
-    check_integrity(path, manifest, len(kept), digest)
+    check_integrity(path, manifest, count, digest)
     try:
-        check_manifest(manifest)
-        if first_problem is not None:
-            raise first_problem
-        check_records(manifest, kept)
+        for problem in (unsound, first_problem):
+            if problem is not None:
+                raise problem
+        assert across is not None
+        across.finish()
     except SchemaError as problem:
         raise located(path, problem) from None
-    return AuditFile(manifest, StoredRecords(path, len(kept), digest)), kept
+    return AuditFile(manifest, StoredRecords(path, count, digest)), across
 
 
-def _scanned(path: Path, lines: Iterator[bytes]) -> tuple[list[JsonObject], SchemaError | None, str]:
-    """The records after the manifest line, each parsed and checked as it comes: the fields
-    `ACROSS` of each, the first schema problem (raised after the file's integrity, as
-    `read_audit` raises it), and the lines' sha256."""
-    kept: list[JsonObject] = []
-    shared: dict[tuple[str, ...], list[str]] = {}
+def _manifest_problem(manifest: JsonObject) -> SchemaError | None:
+    try:
+        check_manifest(manifest)
+    except SchemaError as problem:
+        return problem
+    return None
+
+
+def _scanned(path: Path, lines: Iterator[bytes], across: Across | None) -> tuple[int, SchemaError | None, str]:
+    """The records after the manifest line, each parsed and checked as it comes, and handed to
+    `across` while none has failed: the number of records, the first schema problem (raised
+    after the file's integrity, as `read_audit` raises it), and the lines' sha256."""
     problem: SchemaError | None = None
     digest = hashlib.sha256()
+    count = 0
     for number, raw in enumerate(lines, start=2):
         record = parse_line(path, number, raw)
         kind = record.get("record") if isinstance(record, dict) else None
         if kind != EXPOSURE:
             raise AuditFileError(f"{path}:{number}: field 'record': expected 'exposure', got {kind!r}")
         digest.update(raw)
+        count += 1
         if problem is None:
             try:
                 check_record(number, record)
             except SchemaError as found:
                 problem = found
-        kept.append(_kept(record, shared))
-    return kept, problem, digest.hexdigest()
-
-
-def _kept(record: JsonObject, shared: dict[tuple[str, ...], list[str]]) -> JsonObject:
-    return {name: _shared(record[name], shared) for name in ACROSS if name in record}
-
-
-def _shared(value: Json, shared: dict[tuple[str, ...], list[str]]) -> Json:
-    """Short strings interned and equal lists of them made one: an item's id, its languages
-    and its `asked_in` recur on every record of the item."""
-    if isinstance(value, str):
-        return sys.intern(value)
-    if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        return shared.setdefault(tuple(value), value)
-    return value
+        if problem is None and across is not None:
+            across.add(number, record)
+    return count, problem, digest.hexdigest()

@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import functools
 import math
-from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields
 from enum import StrEnum
 
 from audit.errors import AuditError
 from audit.evidence import Status
-from audit.exposure import BELOW_FLOOR, Exposure, ItemExposure, Knowledge, Membership, item_exposure, seen_in
-from audit.items import Item
+from audit.exposure import BELOW_FLOOR, Exposure, ItemExposure, Knowledge, Membership
 from audit.records import AuditManifest, ExposureRecord, Json, JsonObject, Role
 from audit.rules import Op, Outcome
 
@@ -234,125 +232,6 @@ def _check_provenance(manifest: JsonObject) -> None:
             _object(name, manifest[name])
     if manifest.get("executor") is not None:
         _string("executor", manifest["executor"])
-
-
-def check_records(manifest: JsonObject, records: list[JsonObject]) -> None:
-    """The records against each other and against what the manifest declares: one record per
-    (item, language), languages of the benchmark, one source language and one item tag per
-    item (the tag its languages' tags give), and the manifest's counts."""
-    languages = set(manifest["benchmark"]["languages"])
-    first: dict[tuple[str, str], int] = {}
-    by_item: dict[str, list[int]] = {}
-    for index, record in enumerate(records):
-        number = index + FIRST_RECORD_LINE
-        if record["lang"] not in languages:
-            raise SchemaError(number, "lang", f"{record['lang']!r} is not one of the benchmark's languages in the manifest ({', '.join(sorted(languages))})")
-        key = (record["item_id"], record["lang"])
-        if key in first:
-            raise SchemaError(number, "lang", f"a second record for item {key[0]!r} in {key[1]!r} (the first is on line {first[key]})")
-        first[key] = number
-        if (record["role"] == Role.SOURCE) != (record["lang"] == record["source_lang"]):
-            raise SchemaError(number, "role", f"{record['role']!r} where lang is {record['lang']!r} and source_lang {record['source_lang']!r}")
-        by_item.setdefault(record["item_id"], []).append(index)
-    for indexes in by_item.values():
-        _check_item(records, indexes)
-    _check_counts(manifest, records, len(by_item))
-
-
-def _check_item(records: list[JsonObject], indexes: list[int]) -> None:
-    """One item's records agree on its source language and carry the item tag their tags give."""
-    head = records[indexes[0]]
-    expected = item_exposure(head["source_lang"], {records[i]["lang"]: records[i]["exposure"] for i in indexes})
-    for index in indexes:
-        record = records[index]
-        if record["source_lang"] != head["source_lang"]:
-            raise SchemaError(index + FIRST_RECORD_LINE, "source_lang", f"{record['source_lang']!r}, where line {indexes[0] + FIRST_RECORD_LINE} gives item {head['item_id']!r} source language {head['source_lang']!r}")
-        if record["item_exposure"] != expected:
-            raise SchemaError(
-                index + FIRST_RECORD_LINE, "item_exposure", f"{record['item_exposure']!r}, but the exposure of item {head['item_id']!r}'s languages makes it {expected.value!r}"
-            )
-    _check_item_languages(records, indexes)
-
-
-def _check_item_languages(records: list[JsonObject], indexes: list[int]) -> None:
-    """Where recorded, an item's `seen_in` is the union of its records' `seen_in_languages`,
-    and its `asked_in` the same on each of its records (the benchmark, where at hand, says
-    whether it is right)."""
-    head = records[indexes[0]]
-    union = seen_in([records[i].get("seen_in_languages") for i in indexes])
-    for index in indexes:
-        record, number = records[index], index + FIRST_RECORD_LINE
-        if "seen_in" in record and record["seen_in"] != union:
-            raise SchemaError(number, "seen_in", f"{record['seen_in']!r}, but item {head['item_id']!r}'s seen_in_languages give {union!r}")
-        if record.get("asked_in") != head.get("asked_in"):
-            raise SchemaError(number, "asked_in", f"{record.get('asked_in')!r}, where line {indexes[0] + FIRST_RECORD_LINE} gives item {head['item_id']!r} {head.get('asked_in')!r}")
-
-
-def _check_counts(manifest: JsonObject, records: list[JsonObject], items: int) -> None:
-    declared = manifest["benchmark"]["items"]
-    if items > declared:
-        raise SchemaError(1, "benchmark.items", f"{declared}, but the records are of {items} items")
-    tallies: dict[str, Counter] = {}
-    for record in records:
-        tallies.setdefault(record["lang"], Counter())[record["exposure"]] += 1
-    summary = manifest["summary"]
-    counted = {lang: {tag: found.get(tag, 0) for tag in TAGS} | {"total": sum(found.values())} for lang, found in tallies.items()}
-    for lang in sorted(set(counted) | set(summary["languages"])):
-        if summary["languages"].get(lang) != counted.get(lang):
-            raise SchemaError(1, f"summary.languages.{lang}", f"{summary['languages'].get(lang)}, but the records give {counted.get(lang)}")
-    item_tags = Counter({record["item_id"]: record["item_exposure"] for record in records}.values())
-    if dict(item_tags) != summary["items"]:
-        raise SchemaError(1, "summary.items", f"{summary['items']}, but the records give {dict(item_tags)}")
-
-
-def check_benchmark(records: Iterable[JsonObject], items: Iterable[Item], declared: JsonObject) -> None:
-    """The records against the benchmark they audit: the manifest's item count and languages
-    are the benchmark's, every item and language exists, with the item's source language, and
-    every variant in an audited language has its record.  The items are gone through once and
-    only their languages kept, so items held packed stay packed."""
-    shapes = _shapes(items)
-    if declared["items"] != len(shapes):
-        raise SchemaError(1, "benchmark.items", f"{declared['items']}, but the benchmark has {len(shapes)} items")
-    audited: set[str] = set()
-    present: set[tuple[str, str]] = set()
-    for index, record in enumerate(records):
-        _check_record(index + FIRST_RECORD_LINE, record, shapes.get(record["item_id"]))
-        audited.add(record["lang"])
-        present.add((record["item_id"], record["lang"]))
-    languages = {lang for _, langs in shapes.values() for lang in langs}
-    if set(declared["languages"]) != languages:
-        raise SchemaError(1, "benchmark.languages", f"{', '.join(sorted(set(declared['languages'])))}, but the benchmark's are {', '.join(sorted(languages))}")
-    missing = [f"{item_id}/{lang}" for item_id, (_, langs) in shapes.items() for lang in langs if lang in audited and (item_id, lang) not in present]
-    if missing:
-        shown = ", ".join(missing[:SHOWN_MISSING]) + (f" and {len(missing) - SHOWN_MISSING} more" if len(missing) > SHOWN_MISSING else "")
-        raise SchemaError(None, None, f"no record for {len(missing)} variant(s) of the benchmark in the audited languages (item/language): {shown}")
-
-
-# An item as `check_benchmark` needs it: its source language and its languages in order.
-Shape = tuple[str, tuple[str, ...]]
-
-
-def _shapes(items: Iterable[Item]) -> dict[str, Shape]:
-    """Each item's shape by id, the many items of one shape sharing one tuple."""
-    shared: dict[Shape, Shape] = {}
-    shapes: dict[str, Shape] = {}
-    for item in items:
-        shape = (item.source_lang, tuple(item.variants))
-        shapes[item.item_id] = shared.setdefault(shape, shape)
-    return shapes
-
-
-def _check_record(number: int, record: JsonObject, shape: Shape | None) -> None:
-    item_id = record["item_id"]
-    if shape is None:
-        raise SchemaError(number, "item_id", f"{item_id!r} is not an item of the benchmark")
-    source_lang, langs = shape
-    if record["lang"] not in langs:
-        raise SchemaError(number, "lang", f"{record['lang']!r} is not a language of item {item_id!r} (it has {', '.join(sorted(langs))})")
-    if record["source_lang"] != source_lang:
-        raise SchemaError(number, "source_lang", f"{record['source_lang']!r}, but item {item_id!r}'s source language is {source_lang!r}")
-    if record.get("asked_in") is not None and record["asked_in"] != sorted(langs):
-        raise SchemaError(number, "asked_in", f"{record['asked_in']!r}, but item {item_id!r} is asked in {sorted(langs)!r}")
 
 
 def finite_float(text: str) -> float:

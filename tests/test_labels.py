@@ -8,8 +8,8 @@ from collections import Counter
 
 import pytest
 
-from audit.evaluate.labels import LabelTable, Variants
 from audit.evaluate.stratify import KNOWLEDGE_STRATA, STRATA, UNDETERMINED, UNKNOWN
+from audit.labels import LabelTable, Variants
 
 LANGS = ["en", "fr", "de", "zh-Hans", "ar", "sw"]
 

@@ -18,9 +18,10 @@ import pytest
 from conftest import summary_of
 from hostile import REPORT, Case, both, run_case
 
+from audit.auditacross import Across
 from audit.auditfile import AuditFile, AuditFileError, check_against_benchmark, locate_benchmark, read_audit
 from audit.auditlines import _parse_strictly, has_long_digits, json_line, parse_line
-from audit.auditscan import ACROSS, scan_audit
+from audit.auditscan import scan_audit
 from audit.exposure import item_exposure
 from audit.readers import load_benchmark, recorded_options
 
@@ -273,20 +274,20 @@ def test_filter_and_report_refuse_edited_audits(case: Case, sandbox: Path, capfd
     run_case(case, sandbox, capfd)
 
 
-def read_whole(path: Path) -> tuple[AuditFile, Records]:
-    audit = read_audit(path)
-    return audit, [{name: record[name] for name in ACROSS if name in record} for record in audit.records]
+def read_whole(path: Path) -> tuple[AuditFile, None]:
+    """`read_audit`: the benchmark check then goes through the records it holds."""
+    return read_audit(path), None
 
 
-def outcome(read: Callable[[Path], tuple[AuditFile, Records]], path: Path, bench: Path | None) -> str | tuple[Records, Records]:
+def outcome(read: Callable[[Path], tuple[AuditFile, Across | None]], path: Path, bench: Path | None) -> str | Records:
     """What a reader makes of an audit, its benchmark included, as `audit report` asks: the
-    message it refuses it with, or its records and the fields kept for the checks across them."""
+    message it refuses it with, or its records."""
     try:
-        audit, kept = read(path)
+        audit, across = read(path)
         found, recorded = locate_benchmark(audit, path, bench)
         items = load_benchmark(found, recorded.format, options=recorded_options(recorded.mapping, recorded.source_lang)).items
-        check_against_benchmark(audit, path, items, kept)
-        return list(audit.records), kept
+        check_against_benchmark(audit, path, items, across)
+        return list(audit.records)
     except AuditFileError as error:
         return str(error)
 
@@ -298,7 +299,7 @@ READS = [case for case in CASES if case.args[0] == "filter" and case.prepare is 
 def test_the_one_pass_read_refuses_and_reads_as_the_whole_read(case: Case, sandbox: Path) -> None:
     """`audit report` checks an audit in one pass that keeps a few fields per record
     (`scan_audit`): every damaged file gets `read_audit`'s message, and every sound one the
-    same records and fields."""
+    same records."""
     case.prepare(sandbox)
     path = sandbox / case.args[1]
     bench = sandbox / case.args[case.args.index("--bench") + 1] if "--bench" in case.args else None

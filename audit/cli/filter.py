@@ -36,7 +36,7 @@ def filter_command(
     manifest_path = manifest_path or out.with_name(out.name + ".manifest.json")
     try:
         # Checked in one pass that keeps a few fields per record; the verdicts read it again.
-        audit, kept = scan_audit(audit_path)
+        audit, across = scan_audit(audit_path)
         if drop_known and not audit.manifest.get("models"):
             raise InputError(f"--drop-known: {audit_path} was made without a probe model, so it says nothing of what a model knows; audit with --probe-model")
         if drop_member:
@@ -55,7 +55,7 @@ def filter_command(
         check_output_name(out, recorded.format, bench)
         check_manifest_name(manifest_path)
         report = load_benchmark(bench, recorded.format, options=recorded_options(recorded.mapping, recorded.source_lang), packed=True)
-        check_against_benchmark(audit, audit_path, report.items, kept)
+        check_against_benchmark(audit, audit_path, report.items, across)
         result = filter_benchmark(audit, report.items, bench, recorded, out, FilterPolicy(rule, drop_unknown, drop_known, drop_member), flag=flag, audit_path=str(audit_path))
     except AuditError as error:
         raise InputError(str(error)) from None

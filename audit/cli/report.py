@@ -74,12 +74,12 @@ class JudgeOptions:
 def _read_inputs(audit_path: Path, bench: Path | None, others: list[Path | None], out: Path) -> tuple[AuditFile, Sequence[Item], list[Path]]:
     """The audit, checked in one pass that keeps a few fields per record (the report reads
     the records back from disk), and the benchmark's items checked against it."""
-    audit, kept = scan_audit(audit_path)
+    audit, across = scan_audit(audit_path)
     bench, recorded = locate_benchmark(audit, audit_path, bench)
     inputs = [path for path in (audit_path, bench, *others) if path is not None]
     check_directory_target(out, REPORT, inputs=inputs)
     items = load_benchmark(bench, recorded.format, options=recorded_options(recorded.mapping, recorded.source_lang), packed=True).items
-    check_against_benchmark(audit, audit_path, items, kept)
+    check_against_benchmark(audit, audit_path, items, across)
     return audit, items, inputs
 
 

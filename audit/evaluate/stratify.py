@@ -19,9 +19,9 @@ from itertools import combinations
 
 from audit.auditfile import AuditFile
 from audit.errors import AuditError
-from audit.evaluate.labels import LabelTable, Variants
 from audit.evidence import Evidence, EvidenceError, Json
 from audit.exposure import SEEN, UNKNOWN, UNSEEN, Knowledge, Membership, decide
+from audit.labels import LabelTable, Variants
 from audit.policyfile import compile_policy
 from audit.signals import KNOWLEDGE_SIGNALS, MODEL_SIGNALS
 

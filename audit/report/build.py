@@ -10,8 +10,8 @@ from collections import Counter
 from dataclasses import dataclass
 
 from audit.auditfile import AuditFile, AuditFileError
-from audit.evaluate.labels import LabelTable
 from audit.evaluate.stratify import KNOWLEDGE_STRATA, KNOWN, NOT_KNOWN, STRATA, UNDETERMINED, UNSEEN, Exposure, ExposureError, ExposureReader
+from audit.labels import LabelTable
 from audit.probes.judge import UNPARSED
 from audit.records import JsonObject
 from audit.report.itemrecords import ItemRecords
