@@ -207,16 +207,21 @@ def write_report(
     environment = _environment()
     staging = staging_directory(out)
     try:
-        (staging / "report.json").write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        (staging / "report.md").write_text(environment.get_template("report.md.j2").render(data=data), encoding="utf-8")
+        # Written as encoded and rendered, a piece at a time: the report of a large benchmark
+        # is tens of megabytes of text, which need not all be held at once.
+        with (staging / "report.json").open("w", encoding="utf-8") as handle:
+            json.dump(data, handle, indent=2, ensure_ascii=False)
+            handle.write("\n")
+        environment.get_template("report.md.j2").stream(data=data).dump(str(staging / "report.md"), encoding="utf-8")
         workers = available_cores() if workers is None else workers
         pages = pages_of(staging, environment, data, read, items) if item_pages is None else None
         with inherited(pages), _forked_pool(workers) as pool:
             drawn = pool.submit(figures, data).result if pool else lambda: figures(data)
             if pages is not None:
                 write_pages(pages, pool if workers > 1 else None, workers)
-            html = environment.get_template("report.html.j2").render(data=data, figures=drawn())
-        (staging / "report.html").write_text(html, encoding="utf-8")
+            shown = drawn()
+        # After the pool is gone: its workers hold the pages they copied while they rendered.
+        environment.get_template("report.html.j2").stream(data=data, figures=shown).dump(str(staging / "report.html"), encoding="utf-8")
         read.records.check_unchanged()
         commit_directory(staging, out, REPORT, inputs=[*inputs, Path(audit_path), *([Path(item_pages)] if item_pages else [])])
     except BaseException:
