@@ -9,7 +9,7 @@ Workloads: the bundled ECLeKTic sample and an ECLeKTic-sized benchmark (384 item
 languages, long passages; built as bench_report.py builds it) against `demo`, BMLAMA-17
 (115,464 variants) against `demo`, the ECLeKTic-sized one against a ~100 MiB multilingual
 index built from ../shared/data/corpus, and BMLAMA-17 three times over (`bmlama17x3`, 346,392
-variants, with and without the report: does memory grow with the benchmark?).  The baseline is checked out with `git worktree add`
+variants, with and without the report, and `audit report` of its audit: does memory grow with the benchmark?).  The baseline is checked out with `git worktree add`
 under bench/work/ and its extension built in place; each code runs with PYTHONPATH pointing at
 its own tree and its own cache.  Per run: CPU (user + sys of the whole process tree, from
 RUSAGE_CHILDREN), wall time, variants/s and peak summed PSS of the tree (bench_core.py's
@@ -219,7 +219,7 @@ def workloads(work: Path, shared: Path, skip_big: bool, big_registry: Path) -> l
         chosen.append(Workload("bmlama17", shared / "data" / "bench" / "bmlama" / "BMLAMA17", 6792 * 17, "demo", ["--format", "bmlama"], True, True))
         chosen.append(Workload("eclektic-4608-100MiB", eclektic, variants, "shared-100MB", ["--registry", str(big_registry)]))
         tripled = repeated_bmlama(shared / "data" / "bench" / "bmlama" / "BMLAMA17", work / "BMLAMA17x3", 3)
-        chosen.append(Workload("bmlama17x3", tripled, 3 * 6792 * 17, "demo", ["--format", "bmlama"]))
+        chosen.append(Workload("bmlama17x3", tripled, 3 * 6792 * 17, "demo", ["--format", "bmlama"], compare_reports=True))
     return chosen
 
 
