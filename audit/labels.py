@@ -24,7 +24,9 @@ class Variants:
         self.item_ids: list[str] = []
         self.lang_number: dict[str, int] = {}
         self.langs: list[str] = []
-        self.order = array("q")
+        # The pairs in order, as item and language numbers side by side.
+        self.order_items = array("q")
+        self.order_langs = array("q")
 
     def number(self, item_id: str, lang: str) -> tuple[int, int]:
         """The pair's numbers, numbering an id or language not met before."""
@@ -44,11 +46,11 @@ class Variants:
 
     def met(self, item: int, lang: int) -> None:
         """Record the pair's place in the order (once: the first table to hold it calls this)."""
-        self.order.append(item << 16 | lang)
+        self.order_items.append(item)
+        self.order_langs.append(lang)
 
     def pairs(self) -> Iterator[tuple[int, int]]:
-        for packed in self.order:
-            yield packed >> 16, packed & 0xFFFF
+        return zip(self.order_items, self.order_langs, strict=True)
 
 
 class LabelTable(Mapping[tuple[str, str], str]):

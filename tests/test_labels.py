@@ -78,3 +78,13 @@ def test_setting_a_pair_again_replaces_its_tag_and_keeps_its_place():
     assert list(table.items()) == [(("a", "en"), "unknown"), (("b", "fr"), "unseen")] and len(table) == 2
     with pytest.raises(KeyError):
         table.put(("c", "en"), "member")
+
+
+def test_more_languages_than_sixteen_bits_number_keep_their_pairs_apart():
+    """A hostile audit may name any number of languages: pairs stay distinct past 65,536."""
+    variants = Variants()
+    table = LabelTable(variants, STRATA, ordering=True)
+    pairs = [(f"item-{n % 3}", f"lang-{n}") for n in range(70_000)]
+    for n, pair in enumerate(pairs):
+        table.put(pair, STRATA[n % 3])
+    assert list(table) == pairs and table[pairs[65_537]] == STRATA[65_537 % 3] and ("item-0", "lang-1") not in table
