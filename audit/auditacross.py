@@ -12,7 +12,6 @@ the benchmark, the first record in the file that fails.
 """
 from __future__ import annotations
 
-from array import array
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -20,7 +19,7 @@ from dataclasses import dataclass, field
 from audit.auditschema import FIRST_RECORD_LINE, SHOWN_MISSING, TAGS, SchemaError
 from audit.exposure import item_exposure
 from audit.items import Item
-from audit.labels import LabelTable, Variants
+from audit.labels import Columns, LabelTable, Variants
 from audit.records import Json, JsonObject, Role
 
 # A problem found and where: its line, then the order of its check within that line.
@@ -66,7 +65,7 @@ class Across:
         self.languages = set(manifest["benchmark"]["languages"])
         self.variants = Variants()
         self.tags = LabelTable(self.variants, TAGS, ordering=True)
-        self.lines: list[array[int]] = []
+        self.lines = Columns("i")
         self.items: dict[str, _ItemSeen] = {}
         self.tallies: dict[str, Counter[str]] = {}
         self.problem: SchemaError | None = None
@@ -80,8 +79,7 @@ class Across:
 
     def line(self, item: int, lang: int) -> int:
         """The line of the pair's record, 0 when it has none."""
-        lines = self.lines[lang] if lang < len(self.lines) else ()
-        return lines[item] if item < len(lines) else 0
+        return self.lines.get(item, lang)
 
     def add(self, number: int, record: JsonObject) -> None:
         """Check one record against the manifest and the records before it; the first problem is
@@ -99,12 +97,7 @@ class Across:
         if (record["role"] == Role.SOURCE) != (lang == record["source_lang"]):
             self.problem = SchemaError(number, "role", f"{record['role']!r} where lang is {lang!r} and source_lang {record['source_lang']!r}")
             return
-        while len(self.lines) <= code:
-            self.lines.append(array("i"))
-        lines = self.lines[code]
-        if len(lines) <= item:
-            lines.frombytes(bytes(lines.itemsize * max(item + 1 - len(lines), len(lines))))
-        lines[item] = number
+        self.lines.set(item, code, number)
         self.tags.set(item, code, record["exposure"])
         self.tallies.setdefault(lang, Counter())[record["exposure"]] += 1
         seen = self.items.get(item_id)

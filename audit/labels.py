@@ -53,6 +53,42 @@ class Variants:
         return zip(self.order_items, self.order_langs, strict=True)
 
 
+class Columns:
+    """Per language number, a column of whole numbers indexed by item number, 0 where none was
+    set, each grown (doubling) as higher item numbers come."""
+
+    def __init__(self, typecode: str) -> None:
+        self.typecode = typecode
+        self.columns: list[array[int]] = []
+
+    def __len__(self) -> int:
+        return len(self.columns)
+
+    def get(self, item: int, lang: int) -> int:
+        column = self.columns[lang] if lang < len(self.columns) else ()
+        return column[item] if item < len(column) else 0
+
+    def set(self, item: int, lang: int, value: int) -> None:
+        while len(self.columns) <= lang:
+            self.columns.append(array(self.typecode))
+        column = self.columns[lang]
+        if len(column) <= item:
+            column.frombytes(bytes(column.itemsize * max(item + 1 - len(column), len(column))))
+        column[item] = value
+
+    def add(self, values: np.ndarray) -> None:
+        """Append a whole column (the next language number's)."""
+        self.columns.append(array(self.typecode, values.astype(np.dtype(self.typecode)).tobytes()))
+
+    def array(self, lang: int, length: int) -> np.ndarray:
+        """Language number `lang`'s column for items 0..length-1, as numpy."""
+        found = np.zeros(length, dtype=np.dtype(self.typecode))
+        column = self.columns[lang] if lang < len(self.columns) else array(self.typecode)
+        shown = min(length, len(column))
+        found[:shown] = np.frombuffer(column, dtype=found.dtype, count=shown)
+        return found
+
+
 class LabelTable(Mapping[tuple[str, str], str]):
     """A tag, one of `tags`, per (item id, language), readable as a mapping in the order the
     pairs were met.  `ordering` tables add the pairs they hold first to the shared order."""
@@ -61,29 +97,23 @@ class LabelTable(Mapping[tuple[str, str], str]):
         self.variants = variants
         self.tags = tuple(str(tag) for tag in tags)
         self.code_of = {tag: code for code, tag in enumerate(self.tags, start=1)}
-        self.codes: list[bytearray] = []
+        self.codes = Columns("B")
         self.size = 0
         self.ordering = ordering
 
     def set(self, item: int, lang: int, tag: str) -> None:
         """Give the numbered pair its tag (a pair holds one: setting it again replaces it)."""
-        while len(self.codes) <= lang:
-            self.codes.append(bytearray())
-        codes = self.codes[lang]
-        if len(codes) <= item:
-            codes.extend(bytes(max(item + 1 - len(codes), len(codes))))
-        if not codes[item]:
+        if not self.codes.get(item, lang):
             self.size += 1
             if self.ordering:
                 self.variants.met(item, lang)
-        codes[item] = self.code_of[tag]
+        self.codes.set(item, lang, self.code_of[tag])
 
     def put(self, key: tuple[str, str], tag: str) -> None:
         self.set(*self.variants.number(*key), tag)
 
     def code(self, item: int, lang: int) -> int:
-        codes = self.codes[lang] if lang < len(self.codes) else b""
-        return codes[item] if item < len(codes) else 0
+        return self.codes.get(item, lang)
 
     def __getitem__(self, key: tuple[str, str]) -> str:
         located = self.variants.locate(key)
@@ -112,11 +142,7 @@ class LabelTable(Mapping[tuple[str, str], str]):
 
     def array(self, lang: int, length: int) -> np.ndarray:
         """The codes of language number `lang` for items 0..length-1 (0: no tag)."""
-        codes = np.zeros(length, dtype=np.uint8)
-        held = self.codes[lang] if lang < len(self.codes) else b""
-        shown = min(length, len(held))
-        codes[:shown] = np.frombuffer(bytes(held[:shown]), dtype=np.uint8)
-        return codes
+        return self.codes.array(lang, length)
 
     def _numbers(self, lang: str | None) -> list[int]:
         """The numbers of every language held, or of `lang` alone (none when never met)."""
@@ -141,7 +167,7 @@ class LabelTable(Mapping[tuple[str, str], str]):
         fill = self.code_of[str(default)]
         for lang in range(len(present.codes)):
             own, there = self.array(lang, length), present.array(lang, length)
-            table.codes.append(bytearray(np.where(there > 0, np.where(own > 0, own, fill), 0).astype(np.uint8).tobytes()))
+            table.codes.add(np.where(there > 0, np.where(own > 0, own, fill), 0))
         table.size = len(present)
         return table
 
