@@ -28,12 +28,17 @@ class Variants:
         self.order_items = array("q")
         self.order_langs = array("q")
 
-    def number(self, item_id: str, lang: str) -> tuple[int, int]:
-        """The pair's numbers, numbering an id or language not met before."""
+    def item(self, item_id: str) -> int:
+        """The id's number, numbering an id not met before."""
         item = self.item_number.get(item_id)
         if item is None:
             item = self.item_number[item_id] = len(self.item_ids)
             self.item_ids.append(item_id)
+        return item
+
+    def number(self, item_id: str, lang: str) -> tuple[int, int]:
+        """The pair's numbers, numbering an id or language not met before."""
+        item = self.item(item_id)
         code = self.lang_number.get(lang)
         if code is None:
             code = self.lang_number[lang] = len(self.langs)

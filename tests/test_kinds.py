@@ -178,7 +178,7 @@ def test_check_records_forms_and_the_report_shows_which_form_matched(corpus, tmp
 
     from audit.auditfile import read_audit
     from audit.cli import main
-    from audit.report.build import page_name
+    from audit.report.itemrows import page_name
 
     out = tmp_path / "xfactr.audit.jsonl"
     result = CliRunner().invoke(main, ["check", str(FIXTURES / "xfactr"), "--corpus", str(corpus.path), "--out", str(out)], env={"AUDIT_CACHE_DIR": str(tmp_path / "cache")})

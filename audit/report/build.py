@@ -4,17 +4,16 @@ one pass over the records, each dropped once counted, so a report's memory does 
 with the evidence."""
 from __future__ import annotations
 
-import hashlib
-import re
 from collections import Counter
 from dataclasses import dataclass
 
 from audit.auditfile import AuditFile, AuditFileError
 from audit.evaluate.stratify import KNOWLEDGE_STRATA, KNOWN, NOT_KNOWN, STRATA, UNDETERMINED, UNSEEN, Exposure, ExposureError, ExposureReader
-from audit.labels import LabelTable
+from audit.labels import LabelTable, Variants
 from audit.probes.judge import UNPARSED
 from audit.records import JsonObject
 from audit.report.itemrecords import ItemRecords
+from audit.report.itemrows import ItemRows
 from audit.report.membership import MembershipScores
 from audit.report.premise import Premise
 from audit.signals import probe_spec as probe
@@ -22,14 +21,6 @@ from audit.signals import probe_spec as probe
 VERDICTS = (KNOWN, NOT_KNOWN, UNPARSED)
 # Answer recall of the self-summaries, in the bands the calibration table counts.
 RECALL_BANDS = ("0", "(0, 0.5)", "[0.5, 1)", "1")
-
-
-def page_name(item_id: str) -> str:
-    """A file name for the item's provenance page that no item id can escape or collide on."""
-    safe = re.sub(r"[^A-Za-z0-9._-]", "_", item_id)[:80]
-    if safe != item_id:
-        safe += "-" + hashlib.sha1(item_id.encode()).hexdigest()[:8]
-    return f"items/{safe}.html"
 
 
 def _counts(counts: Counter[str]) -> JsonObject:
@@ -43,29 +34,20 @@ def _alone(labels: LabelTable, languages: list[str]) -> JsonObject:
 
 
 class ExposureRows:
-    """The exposure section's rows read one record at a time: one row per item, the languages
-    in the order met, and how often each check decided `seen`."""
+    """The exposure section read one record at a time: a row per item (`ItemRows`), the
+    languages in the order met, and how often each check decided `seen`."""
 
-    def __init__(self) -> None:
+    def __init__(self, variants: Variants) -> None:
+        self.variants = variants
         self.languages: dict[str, None] = {}
-        self.items: dict[str, JsonObject] = {}
+        self.rows = ItemRows(variants)
         self.fires: Counter = Counter()
-        # One object for each distinct language and tag: a row keeps a tag per variant, and
-        # each record brings its own copies of both.
-        self.shared: dict[str, str] = {}
 
     def add(self, record: JsonObject) -> None:
-        lang, exposure = (self.shared.setdefault(text, text) for text in (record["lang"], record["exposure"]))
-        self.languages[lang] = None
-        row = self.items.get(record["item_id"])
-        if row is None:
-            asked_in = record.get("asked_in")
-            row = self.items[record["item_id"]] = {
-                "item_id": record["item_id"], "source_lang": record["source_lang"], "item_exposure": record["item_exposure"], "tags": {},
-                "page": page_name(record["item_id"]), "seen_in": record.get("seen_in"),
-                "asked_in": [self.shared.setdefault(code, code) if isinstance(code, str) else code for code in asked_in] if isinstance(asked_in, list) else asked_in,
-            }  # fmt: skip
-        row["tags"][lang] = exposure
+        """A record the exposure reader has numbered (`variants`)."""
+        item, lang = self.variants.item_number[record["item_id"]], self.variants.lang_number[record["lang"]]
+        self.languages[self.variants.langs[lang]] = None
+        self.rows.add(item, lang, record)
         if record["exposure"] == "seen":
             self.fires.update({f"{d.get('signal')}.{d['field']}.{d['figure']}" for d in record["decided_by"] if "figure" in d})
 
@@ -74,9 +56,7 @@ class ExposureRows:
         per_language = {}
         for lang, counts in manifest["summary"]["languages"].items():
             per_language[lang] = counts | {"seen_rate": counts["seen"] / counts["total"] if counts["total"] else 0.0}
-        # Completed in place: a copy of every row would be a second table of the benchmark's size.
-        for row in self.items.values():
-            row["asked_in"] = row["asked_in"] or sorted(row["tags"])
+        self.rows.finish(labels.overall)
         return {
             "languages": languages,
             "per_language": per_language,
@@ -86,7 +66,7 @@ class ExposureRows:
             "item_summary": manifest["summary"]["items"],
             # Most fired first, ties by name: a set's order changes with the hash seed.
             "rule_fires": dict(sorted(self.fires.items(), key=lambda fired: (-fired[1], fired[0]))),
-            "items": list(self.items.values()),
+            "items": self.rows,
             "seen_elsewhere": elsewhere,
         }
 
@@ -216,9 +196,8 @@ class ReadAudit:
 def read_records(audit: AuditFile, audit_path: str) -> ReadAudit:
     """One pass over the records, holding none of them when they are read from disk: each is
     judged, counted and dropped, and its item keeps where it lies in the file."""
-    reader, rows, elsewhere, judged, premise = ExposureReader(audit.manifest), ExposureRows(), SeenElsewhere(), Calibration(), Premise()
-    scores = MembershipScores()
-    records = ItemRecords(audit)
+    reader, elsewhere, judged, premise, scores = ExposureReader(audit.manifest), SeenElsewhere(), Calibration(), Premise(), MembershipScores()
+    rows, records = ExposureRows(reader.variants), ItemRecords(audit, reader.variants)
     try:
         for number, (record, where) in enumerate(records.located(), start=2):
             reader.add(record, number)
@@ -226,6 +205,7 @@ def read_records(audit: AuditFile, audit_path: str) -> ReadAudit:
                 section.add(record)
             records.keep(record["item_id"], where)
         labels = reader.finish()
+        records.finish()
     except ExposureError as error:
         raise AuditFileError(f"{audit_path}: {error}") from None
     sections = {

@@ -7,23 +7,32 @@ items.  An audit already held in memory (one `read_audit` read) keeps its record
 """
 from __future__ import annotations
 
+from array import array
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+import numpy as np
 import orjson
 
 from audit.auditfile import AuditFile, StoredRecords
+from audit.labels import Variants
 from audit.records import JsonObject
 
 
 class ItemRecords:
     """Item id → where its records are, in the audit's order of items: (byte offset, length)
-    runs of lines in the file, or the records themselves."""
+    runs of lines in the file, kept in arrays by the items' numbers (`Variants`, shared with
+    the labels), or the records themselves."""
 
-    def __init__(self, audit: AuditFile) -> None:
+    def __init__(self, audit: AuditFile, variants: Variants | None = None) -> None:
         self.audit = audit
         self.path = audit.records.path if isinstance(audit.records, StoredRecords) else None
-        self.where: dict[str, list] = {}
+        self.variants = variants if variants is not None else Variants()
+        self.held: list[list[JsonObject]] = []
+        # Per run: its item's number, offset and length; per item, its last run (-1: none).
+        self.runs = (array("q"), array("q"), array("q"))
+        self.last = array("q")
+        self._by_item: tuple[np.ndarray, np.ndarray] | None = None
 
     def located(self) -> Iterator[tuple[JsonObject, tuple[int, int] | JsonObject]]:
         """The audit's records, each with what `keep` takes of it."""
@@ -34,15 +43,39 @@ class ItemRecords:
                 yield record, record
 
     def keep(self, item_id: str, where: tuple[int, int] | JsonObject) -> None:
-        runs = self.where.setdefault(item_id, [])
+        item = self.variants.item(item_id)
         if self.path is None:
-            runs.append(where)
+            while len(self.held) <= item:
+                self.held.append([])
+            self.held[item].append(where)
             return
+        while len(self.last) <= item:
+            self.last.append(-1)
+        items, offsets, lengths = self.runs
         offset, length = where
-        if runs and sum(runs[-1]) == offset:
-            runs[-1] = (runs[-1][0], runs[-1][1] + length)
-        else:
-            runs.append((offset, length))
+        last = self.last[item]
+        if last >= 0 and offsets[last] + lengths[last] == offset:
+            lengths[last] += length
+            return
+        self.last[item] = len(items)
+        items.append(item)
+        offsets.append(offset)
+        lengths.append(length)
+        self._by_item = None
+
+    def finish(self) -> None:
+        """Sort the runs by item once, here, before the page workers fork."""
+        self.runs_of(0)
+
+    def runs_of(self, item: int) -> list[tuple[int, int]]:
+        """Item number `item`'s runs, in the file's order."""
+        if self._by_item is None:
+            items = np.frombuffer(self.runs[0], dtype=np.int64)
+            order = np.argsort(items, kind="stable")
+            self._by_item = order, np.searchsorted(items[order], np.arange(len(self.last) + 1))
+        order, starts = self._by_item
+        _, offsets, lengths = self.runs
+        return [(offsets[run], lengths[run]) for run in order[starts[item] : starts[item + 1]].tolist()] if item < len(self.last) else []
 
     def check_unchanged(self) -> None:
         """Refuse an audit file changed since it was checked (`StoredRecords.check_unchanged`)."""
@@ -50,20 +83,20 @@ class ItemRecords:
             self.audit.records.check_unchanged()
 
     def item_ids(self) -> list[str]:
-        return list(self.where)
+        return self.variants.item_ids[: max(len(self.held), len(self.last))]
 
     @contextmanager
     def reading(self) -> Iterator[Callable[[str], list[JsonObject]]]:
         """A function from an item id to its records, read back from the file (opened once for
         every item asked within the block) when they are not held."""
         if self.path is None:
-            yield self.where.__getitem__
+            yield lambda item_id: self.held[self.variants.item_number[item_id]]
             return
         with open(self.path, "rb") as handle:
 
             def records(item_id: str) -> list[JsonObject]:
                 found = []
-                for offset, length in self.where[item_id]:
+                for offset, length in self.runs_of(self.variants.item_number[item_id]):
                     handle.seek(offset)
                     found += [orjson.loads(line) for line in handle.read(length).splitlines()]
                 return found

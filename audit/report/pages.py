@@ -21,9 +21,10 @@ from audit.evaluate.stratify import Exposure
 from audit.items import Item, PackedItems
 from audit.outputs import writing
 from audit.records import JsonObject
-from audit.report.build import ReadAudit, page_name
+from audit.report.build import ReadAudit
 from audit.report.itempage import item_page
 from audit.report.itemrecords import ItemRecords
+from audit.report.itemrows import page_name
 
 # Chunks per worker: enough that a worker given the slow pages does not hold the others up.
 CHUNKS_PER_WORKER = 8

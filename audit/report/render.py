@@ -22,6 +22,7 @@ from audit.outputs import commit_directory, discard_staging, staging_directory
 from audit.records import Json, JsonObject
 from audit.report import inert
 from audit.report.build import read_records, report_data
+from audit.report.itemrows import dump
 from audit.report.pages import ItemsById, inherited, pages_of, write_pages
 
 DEFAULT_EVIDENCE = "evidence/_default.html.j2"
@@ -174,11 +175,7 @@ def link_item_pages(data: JsonObject, report: Path, out: Path) -> None:
     mine = data["audit"]
     if (other.get("config_hash"), other.get("created"), other.get("benchmark", {}).get("sha256")) != (mine["config_hash"], mine["created"], mine["benchmark"]["sha256"]):
         raise FileNotFoundError(f"{report / 'report.json'}: a report of another audit; its provenance pages would not match this one")
-    for row in data["exposure"]["items"]:
-        page = report / row["page"]
-        if not page.is_file():
-            raise FileNotFoundError(f"{page}: no provenance page for item {row['item_id']}")
-        row["page"] = Path(os.path.relpath(page, out.absolute())).as_posix()
+    data["exposure"]["items"].link(report, out)
 
 
 REPORT = "report"
@@ -210,7 +207,7 @@ def write_report(
         # Written as encoded and rendered, a piece at a time: the report of a large benchmark
         # is tens of megabytes of text, which need not all be held at once.
         with (staging / "report.json").open("w", encoding="utf-8") as handle:
-            json.dump(data, handle, indent=2, ensure_ascii=False)
+            dump(data, handle)
             handle.write("\n")
         environment.get_template("report.md.j2").stream(data=data).dump(str(staging / "report.md"), encoding="utf-8")
         workers = available_cores() if workers is None else workers
