@@ -24,9 +24,9 @@ class Variants:
         self.item_ids: list[str] = []
         self.lang_number: dict[str, int] = {}
         self.langs: list[str] = []
-        # The pairs in order, as item and language numbers side by side.
-        self.order_items = array("q")
-        self.order_langs = array("q")
+        # The pairs in order, as item and language numbers side by side (32-bit: 8 bytes a variant).
+        self.order_items = array("i")
+        self.order_langs = array("i")
 
     def item(self, item_id: str) -> int:
         """The id's number, numbering an id not met before."""
