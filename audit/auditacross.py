@@ -16,6 +16,8 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from audit.auditschema import FIRST_RECORD_LINE, SHOWN_MISSING, TAGS, SchemaError
 from audit.exposure import item_exposure
 from audit.items import Item
@@ -69,6 +71,7 @@ class Across:
         self.items: dict[str, _ItemSeen] = {}
         self.tallies: dict[str, Counter[str]] = {}
         self.problem: SchemaError | None = None
+        self._by_item: tuple[np.ndarray, np.ndarray] | None = None
 
     @classmethod
     def of(cls, manifest: JsonObject, records: Iterable[JsonObject]) -> Across:
@@ -99,6 +102,7 @@ class Across:
             return
         self.lines.set(item, code, number)
         self.tags.set(item, code, record["exposure"])
+        self._by_item = None
         self.tallies.setdefault(lang, Counter())[record["exposure"]] += 1
         seen = self.items.get(item_id)
         if seen is None:
@@ -114,10 +118,17 @@ class Across:
             item_tags[self._check_item(seen)] += 1
         self._check_counts(item_tags)
 
+    def _numbers(self, seen: _ItemSeen) -> list[int]:
+        """The numbers of the item's languages, ascending (all items' found at the first ask)."""
+        if self._by_item is None:
+            self._by_item = self.variants.langs_by_item()
+        langs, starts = self._by_item
+        return langs[starts[seen.number] : starts[seen.number + 1]].tolist()
+
     def _item_langs(self, seen: _ItemSeen) -> dict[str, str]:
         """The item's tag per language."""
         langs, tags = self.variants.langs, self.tags.tags
-        return {langs[lang]: tags[code - 1] for lang in range(len(langs)) if (code := self.tags.code(seen.number, lang))}
+        return {langs[lang]: tags[self.tags.code(seen.number, lang) - 1] for lang in self._numbers(seen)}
 
     def _check_item(self, seen: _ItemSeen) -> str:
         """One item's records agree on its source language, carry the item tag their tags give,
@@ -187,9 +198,9 @@ class Across:
             return [(seen.line, 0, SchemaError(seen.line, "item_id", f"{seen.item_id!r} is not an item of the benchmark"))]
         source_lang, langs = shape
         found: list[Found] = []
-        for lang, code in self.variants.lang_number.items():
-            line = self.line(seen.number, code)
-            if line and lang not in langs:
+        for code in self._numbers(seen):
+            line, lang = self.line(seen.number, code), self.variants.langs[code]
+            if lang not in langs:
                 found.append((line, 1, SchemaError(line, "lang", f"{lang!r} is not a language of item {seen.item_id!r} (it has {', '.join(sorted(langs))})")))
         if seen.source_lang != source_lang:
             found.append((seen.line, 2, SchemaError(seen.line, "source_lang", f"{seen.source_lang!r}, but item {seen.item_id!r}'s source language is {source_lang!r}")))

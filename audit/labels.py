@@ -57,6 +57,14 @@ class Variants:
     def pairs(self) -> Iterator[tuple[int, int]]:
         return zip(self.order_items, self.order_langs, strict=True)
 
+    def langs_by_item(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each item's language numbers among the pairs met, ascending: item i's are
+        `langs[starts[i]:starts[i + 1]]`.  What goes through an item's languages then costs
+        its own variants, not every language of the audit."""
+        items, langs = np.frombuffer(self.order_items, dtype=np.int32), np.frombuffer(self.order_langs, dtype=np.int32)
+        order = np.lexsort((langs, items))
+        return langs[order], np.searchsorted(items[order], np.arange(len(self.item_ids) + 1))
+
 
 class Columns:
     """Per language number, a column of whole numbers indexed by item number, 0 where none was

@@ -88,3 +88,15 @@ def test_more_languages_than_sixteen_bits_number_keep_their_pairs_apart():
     for n, pair in enumerate(pairs):
         table.put(pair, STRATA[n % 3])
     assert list(table) == pairs and table[pairs[65_537]] == STRATA[65_537 % 3] and ("item-0", "lang-1") not in table
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_each_items_languages_are_the_pairs_it_was_met_in(seed):
+    pairs, overall, knowledge = _audit(seed)
+    held, _ = _tables(pairs, overall, knowledge)
+    variants = held.variants
+    langs, starts = variants.langs_by_item()
+    assert len(starts) == len(variants.item_ids) + 1 and starts[-1] == len(pairs)
+    for item, item_id in enumerate(variants.item_ids):
+        expected = sorted(variants.lang_number[lang] for at, lang in pairs if at == item_id)
+        assert langs[starts[item] : starts[item + 1]].tolist() == expected
