@@ -60,6 +60,13 @@ def reports(tmp_path_factory, endpoint) -> dict[str, Path]:  # noqa: F811
     return {"checked": root / "bench.report", "transfer": transfer, "linked": linked}
 
 
+@pytest.mark.parametrize("control", ["\x00", "\t", "\n", "\x1f", "\x7f"])
+def test_a_web_url_holding_a_control_character_anywhere_stays_text(control):
+    for url in (f"https://example.org/a{control}b", f"https://exa{control}mple.org/", f"https{control}://example.org/"):
+        assert web_url(url) is None
+    assert web_url("https://example.org/a\x80b ü") == "https://example.org/a\x80b ü"
+
+
 @pytest.mark.parametrize("url", BAD_URLS)
 def test_only_absolute_web_urls_become_links(url):
     assert web_url(url) is None

@@ -18,6 +18,8 @@ _MARKDOWN = re.compile(r"_+|[\\`*\[\]<>|&!~@]")
 # which would end it, are percent-encoded.
 URL_KEPT = ":/?#[]@!$&'()*+,;=%~"
 _LINE_BREAK = re.compile(r"[\r\n\u2028\u2029]+")
+# Control characters a browser strips from a URL (C0 and DEL).
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 # Content-Security-Policy of every page: no script, no frame, no request anywhere; the
 # figures are data: URIs and the style is inline.
 POLICY = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
@@ -27,7 +29,7 @@ def web_url(value: Json) -> str | None:
     """The value when it is an absolute http(s) URL a browser reads as written, else None:
     anything else (javascript:, data:, relative, `//host`, a URL with leading blanks or
     control characters a browser would strip) is shown as text, never followed."""
-    if not isinstance(value, str) or value != value.strip() or any(ord(c) < 0x20 or ord(c) == 0x7F for c in value):
+    if not isinstance(value, str) or value != value.strip() or _CONTROL.search(value):
         return None
     try:
         parts = urlsplit(value)
