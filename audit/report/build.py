@@ -1,7 +1,7 @@
 """Turn an audit file (and, when given, an evaluation) into the report's data: plain dicts
-that report.json carries as they are and the templates render.  Every section is counted in
-one pass over the records, each dropped once counted, so a report's memory does not grow
-with the evidence."""
+that report.json carries as they are and the templates render, but for the item rows, which
+are made as they are read (`ItemRows`).  Every section is counted in one pass over the
+records, each dropped once counted, so a report's memory does not grow with the evidence."""
 from __future__ import annotations
 
 from collections import Counter
