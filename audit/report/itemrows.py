@@ -116,7 +116,9 @@ class ItemRows(Sequence[JsonObject]):
 
 def dump(value: Json | ItemRows, handle: IO[str], level: int = 0) -> None:
     """`json.dump(value, handle, indent=2, ensure_ascii=False)`, byte for byte, with the rows
-    of any `ItemRows` in it made and written one at a time rather than all held at once."""
+    of an `ItemRows` made and written one at a time rather than all held at once.  Rows are
+    found as values of dicts with string keys (as report.json's data holds them), not inside
+    lists."""
     if isinstance(value, dict) and value and all(isinstance(key, str) for key in value):
         handle.write("{")
         for number, (key, item) in enumerate(value.items()):
