@@ -62,8 +62,16 @@ class Variants:
         `langs[starts[i]:starts[i + 1]]`.  What goes through an item's languages then costs
         its own variants, not every language of the audit."""
         items, langs = np.frombuffer(self.order_items, dtype=np.int32), np.frombuffer(self.order_langs, dtype=np.int32)
-        order = np.lexsort((langs, items))
-        return langs[order], np.searchsorted(items[order], np.arange(len(self.item_ids) + 1))
+        order, starts = grouped(items, len(self.item_ids), langs)
+        return langs[order], starts
+
+
+def grouped(items: np.ndarray, count: int, within: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Positions of `items` (item numbers below `count`) grouped by item, in their order or by
+    `within` inside a group, and where each group starts: item i's positions are
+    `order[starts[i]:starts[i + 1]]`."""
+    order = np.argsort(items, kind="stable") if within is None else np.lexsort((within, items))
+    return order, np.searchsorted(items[order], np.arange(count + 1))
 
 
 class Columns:

@@ -15,7 +15,7 @@ import numpy as np
 import orjson
 
 from audit.auditfile import AuditFile, StoredRecords
-from audit.labels import Variants
+from audit.labels import Variants, grouped
 from audit.records import JsonObject
 
 
@@ -70,9 +70,7 @@ class ItemRecords:
     def runs_of(self, item: int) -> list[tuple[int, int]]:
         """Item number `item`'s runs, in the file's order."""
         if self._by_item is None:
-            items = np.frombuffer(self.runs[0], dtype=np.int64)
-            order = np.argsort(items, kind="stable")
-            self._by_item = order, np.searchsorted(items[order], np.arange(len(self.last) + 1))
+            self._by_item = grouped(np.frombuffer(self.runs[0], dtype=np.int64), len(self.last))
         order, starts = self._by_item
         _, offsets, lengths = self.runs
         return [(offsets[run], lengths[run]) for run in order[starts[item] : starts[item + 1]].tolist()] if item < len(self.last) else []
