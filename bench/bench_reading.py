@@ -1,8 +1,11 @@
 """Reading a benchmark as it grows: the peak memory and CPU of `load_benchmark(..., packed=True)`
 (what `audit check` does before it checks anything) on BMLAMA-17 once, three and nine times
-over, run by this working tree and by a baseline commit interleaved in one run.
+over, or on ECLeKTic's long CSV (the 468-row subset in ../shared, a row per language of an
+item, so items are whole only at the end of the file) once, 30 and 100 times over, run by
+this working tree and by a baseline commit interleaved in one run.
 
     python bench/bench_reading.py --baseline 44d1d76 [--times 1,3,9] [--repeat 2]
+    python bench/bench_reading.py --baseline 24f5ced --benchmark eclektic-csv --times 1,30,100
 
 Each read runs in a process of its own started in its code's tree (the baseline checked out
 with `git worktree add` under bench/work/, as bench_throughput.py does); peak memory is the
@@ -13,6 +16,7 @@ bench/work/reading.json; prints a Markdown table.
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import sys
 import time
@@ -25,7 +29,7 @@ from bench_throughput import ROOT, Code, measured, mib, repeated_bmlama, two_cod
 READ = """
 import hashlib, pickle, sys
 from audit.readers import load_benchmark
-items = load_benchmark(sys.argv[1], "bmlama", packed=True).items
+items = load_benchmark(sys.argv[1], sys.argv[2], packed=True).items
 digest = hashlib.sha256()
 for item in items:
     digest.update(pickle.dumps(item, protocol=5))
@@ -33,8 +37,8 @@ print(len(items), digest.hexdigest())
 """
 
 
-def read_once(code: Code, bench: Path, log: Path) -> dict:
-    timed = measured([sys.executable, "-c", READ, str(bench)], code.env(), log, cwd=code.tree)
+def read_once(code: Code, bench: Path, fmt: str, log: Path) -> dict:
+    timed = measured([sys.executable, "-c", READ, str(bench), fmt], code.env(), log, cwd=code.tree)
     count, digest = log.read_text().split()[-2:]
     return timed | {"items": int(count), "digest": digest}
 
@@ -43,20 +47,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--baseline", required=True, help="the commit the working tree is compared with")
     parser.add_argument("--work", type=Path, default=ROOT / "bench" / "work")
-    parser.add_argument("--times", default="1,3,9", help="how many times over BMLAMA-17 is read")
+    parser.add_argument("--benchmark", choices=("bmlama", "eclektic-csv"), default="bmlama")
+    parser.add_argument("--times", default="1,3,9", help="how many times over the benchmark is read")
     parser.add_argument("--repeat", type=int, default=2)
-    parser.add_argument("--shared", type=Path, default=ROOT.parent / "shared", help="the shared data: data/bench/bmlama")
+    parser.add_argument("--shared", type=Path, default=ROOT.parent / "shared", help="the shared data: data/bench/bmlama, data/bench/eclektic")
     args = parser.parse_args()
     args.work = args.work.absolute()
     codes = two_codes(args.baseline, args.work)
-    source = args.shared / "data" / "bench" / "bmlama" / "BMLAMA17"
     rows = []
     for times in map(int, args.times.split(",")):
-        bench = source if times == 1 else repeated_bmlama(source, args.work / f"BMLAMA17x{times}", times)
+        bench = repeated(args.benchmark, args.shared, args.work, times)
         runs: dict[str, list[dict]] = {code.label: [] for code in codes}
         for repeat in range(args.repeat):
             for code in codes if repeat % 2 == 0 else codes[::-1]:
-                runs[code.label].append(read_once(code, bench, args.work / f"reading-{code.label}.log"))
+                runs[code.label].append(read_once(code, bench, args.benchmark, args.work / f"reading-{code.label}.log"))
         digests = {run["digest"] for label in runs for run in runs[label]}
         row = {"times": times, "identical": len(digests) == 1}
         for label, done in runs.items():
@@ -64,14 +68,37 @@ def main() -> None:
                           "peak_pss_bytes": max(r["peak_pss_bytes"] for r in done)}  # fmt: skip
         rows.append(row)
         print(f"x{times}: {row}", file=sys.stderr)
-    results = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "codes": [{"label": c.label, "commit": c.commit} for c in codes], "rows": rows}
-    (args.work / "reading.json").write_text(json.dumps(results, indent=2))
+    results = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "benchmark": args.benchmark, "codes": [{"label": c.label, "commit": c.commit} for c in codes], "rows": rows}
+    (args.work / f"reading-{args.benchmark}.json").write_text(json.dumps(results, indent=2))
     print(table(results))
+
+
+def repeated(benchmark: str, shared: Path, work: Path, times: int) -> Path:
+    """The benchmark `times` over, each copy's items of their own."""
+    if benchmark == "bmlama":
+        source = shared / "data" / "bench" / "bmlama" / "BMLAMA17"
+        return source if times == 1 else repeated_bmlama(source, work / f"BMLAMA17x{times}", times)
+    return repeated_eclektic(shared / "data" / "bench" / "eclektic" / "eclektic_long_subset.csv", work / f"eclektic_long_x{times}.csv", times)
+
+
+def repeated_eclektic(source: Path, target: Path, times: int) -> Path:
+    """ECLeKTic's long CSV with its rows `times` over, each copy's `q_id`s suffixed with its
+    number: items whose rows lie a copy apart, so nothing is whole before the copy ends."""
+    with open(source, encoding="utf-8-sig", newline="") as handle:
+        header, *rows = list(csv.reader(handle))
+    at = header.index("q_id")
+    with open(target, "w", encoding="utf-8", newline="") as out:
+        writer = csv.writer(out)
+        writer.writerow(header)
+        for copy in range(times):
+            writer.writerows([*row[:at], f"{row[at]}-{copy}", *row[at + 1 :]] for row in rows)
+    return target
 
 
 def table(results: dict) -> str:
     base, new = (code["label"] for code in results["codes"])
-    lines = [f"| BMLAMA-17 read | items | {base} CPU s / wall s / peak | {new} CPU s / wall s / peak | new/base peak | same items |", "|---|---|---|---|---|---|"]
+    name = {"bmlama": "BMLAMA-17", "eclektic-csv": "ECLeKTic long CSV"}[results.get("benchmark", "bmlama")]
+    lines = [f"| {name} read | items | {base} CPU s / wall s / peak | {new} CPU s / wall s / peak | new/base peak | same items |", "|---|---|---|---|---|---|"]
     for row in results["rows"]:
         cells = [f"{row[label]['cpu_s']} / {row[label]['wall_s']} / {mib(row[label]['peak_pss_bytes'])}" for label in (base, new)]
         share = round(row[new]["peak_pss_bytes"] / row[base]["peak_pss_bytes"], 2)

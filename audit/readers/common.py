@@ -91,6 +91,8 @@ class Piece:
     lang: str
     variant: Variant
     item_meta: Record = field(default_factory=dict)
+    # The file the row is in, where a benchmark's rows come from several (the item's `rows`).
+    file: str | None = None
 
 
 # Reading --------------------------------------------------------------------------------
@@ -222,39 +224,6 @@ def unique_items(drafts: Iterable[Draft], id_field: str, sink: Sink) -> Iterator
             ))
             continue
         yield draft
-
-
-def group_pieces(
-    path: str, pieces: Iterable[Piece], sink: Sink, lang_field: str, source_field: str
-) -> list[Draft]:
-    """Join per-language rows into items, in order of each item's first row."""
-    drafts: dict[str, Draft] = {}
-    lines: dict[tuple[str, str], int] = {}
-    for piece in pieces:
-        draft = drafts.get(piece.item_id)
-        if draft is None:
-            draft = drafts[piece.item_id] = Draft(
-                path, piece.item_id, piece.source_lang, [], meta=dict(piece.item_meta)
-            )
-        if piece.source_lang != draft.source_lang:
-            sink.reject(BenchmarkError(path, piece.line, source_field, (
-                f"item '{piece.item_id}' has source language '{draft.source_lang}' on line {draft.lines[0]}"
-                f" but '{piece.source_lang}' here"
-            )))
-            continue
-        key = (piece.item_id, piece.lang)
-        if key in lines:
-            sink.reject(BenchmarkError(path, piece.line, lang_field, (
-                f"duplicate language '{piece.lang}' for item '{piece.item_id}' (first on line {lines[key]})"
-            )))
-            continue
-        for name, value in piece.item_meta.items():
-            if draft.meta.get(name) != value:
-                piece.variant.meta[name] = value
-        lines[key] = piece.line
-        draft.lines.append(piece.line)
-        draft.variants[piece.lang] = piece.variant
-    return list(drafts.values())
 
 
 def apply_source(

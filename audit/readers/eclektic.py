@@ -18,7 +18,6 @@ from audit.readers.common import (
     clean,
     csv_rows,
     finish_items,
-    group_pieces,
     item_id_at,
     json_rows,
     lang_at,
@@ -27,6 +26,7 @@ from audit.readers.common import (
     text_field,
     unique_items,
 )
+from audit.readers.grouping import group_pieces
 
 _WIDE_KEY = re.compile(r"([A-Za-z]{2,3}(?:[-_][A-Za-z0-9]{1,8})*)_([cqa])")
 _WIDE_FIELDS = {"q": "question", "a": "answer", "c": "context"}
@@ -86,11 +86,14 @@ def read_eclektic_csv(path: Path, sink: Sink) -> Iterable[Item]:
     records = ((line, row) for line, row in rows if row)
     pieces = parsed_rows(records, partial(_eclektic_csv_piece, str(path), header), sink)
     drafts = group_pieces(str(path), pieces, sink, "language", "original_lang")
-    for draft in drafts:
-        text = {name: (f"original_{column}", draft.meta.pop(f"original_{column}", None))
-                for column, name in _CSV_FIELDS.items()}
-        apply_source(draft, text, draft.meta.get("title"), draft.meta.get("url"))
-    return finish_items(drafts, "original_lang", sink)
+    return finish_items(map(_with_source, drafts), "original_lang", sink)
+
+
+def _with_source(draft: Draft) -> Draft:
+    """The item-level columns (the source text, title and link) merged into the draft."""
+    text = {name: (f"original_{column}", draft.meta.pop(f"original_{column}", None)) for column, name in _CSV_FIELDS.items()}
+    apply_source(draft, text, draft.meta.get("title"), draft.meta.get("url"))
+    return draft
 
 
 def _eclektic_csv_piece(path: str, header: list[str], line: int, row: list[str]) -> Piece:

@@ -15,7 +15,6 @@ from audit.readers.common import (
     Sink,
     extras,
     finish_items,
-    group_pieces,
     item_id_at,
     json_rows,
     lang_at,
@@ -26,6 +25,7 @@ from audit.readers.common import (
     type_name,
     unique_items,
 )
+from audit.readers.grouping import group_pieces
 
 _GENERIC_ITEM_KEYS = ("item_id", "source_lang", "variants")
 _GENERIC_ROW_KEYS = ("item_id", "lang", "source_lang", *FIELDS)

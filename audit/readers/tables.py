@@ -11,15 +11,17 @@ import glob
 import itertools
 import json
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from audit.errors import json_problem
 from audit.items import Item, ItemKind, Variant
 from audit.langcodes import ISO_639_1, LEGACY_CODES, normalise_lang
+from audit.packed import Packed
 from audit.readers.columns import MISSING, ColumnMap, nested
-from audit.readers.common import BenchmarkError, Cell, Piece, Record, Sink, clean, csv_rows, finish_items, group_pieces, json_rows, language_code, type_name
+from audit.readers.common import BenchmarkError, Cell, Draft, Piece, Record, Sink, clean, csv_rows, finish_items, json_rows, language_code, type_name
 from audit.readers.folders import check_all_read
+from audit.readers.grouping import group_pieces
 
 TABLE_SUFFIXES = (".jsonl", ".ndjson", ".csv", ".tsv", ".parquet")
 DATASETS_MARKERS = ("state.json", "dataset_dict.json")
@@ -235,8 +237,37 @@ class TableSpec:
 
 
 def read_tables(files: list[tuple[Path, str | None]], spec: TableSpec, sink: Sink, origin: Path) -> Iterable[Item]:
-    """Join the mapped rows of every file into items, in order of each item's first row."""
-    pieces: list[tuple[Path, Piece]] = []
+    """Join the mapped rows of every file into items, in order of each item's first row.  The
+    rows are read once to learn every language (the source is English where no column or option
+    names it and English is among them), then joined: both passes through temporary files
+    (`Packed`, `group_pieces`), so reading holds no row for long whatever the benchmark's size."""
+    seen = _Seen()
+    spooled = Packed.of(_mapped(files, spec, sink, seen))
+    default_source = spec.source_lang or ("en" if "en" in seen.languages else None)
+    if seen.unsourced and default_source is None:
+        raise BenchmarkError(origin, message=f"which language is the source? none of {', '.join(sorted(seen.languages))} is 'en'; give --source-lang or map source_lang")
+    resolved = (_sourced(spooled[k], default_source) for k in range(len(spooled)))
+    drafts = group_pieces(str(origin), resolved, sink, spec.mapping.lang or "lang", spec.mapping.source_lang or "source_lang")
+    kind, mask = _kind(spec.mapping)
+
+    def typed(draft: Draft) -> Draft:
+        draft.kind, draft.mask = kind, mask
+        draft.source_required = spec.source_required
+        return draft
+
+    return finish_items(map(typed, drafts), spec.mapping.source_lang, sink)
+
+
+@dataclass
+class _Seen:
+    """What the first pass over the rows learns: their languages, and whether any row lacks a source."""
+
+    languages: set[str] = field(default_factory=set)
+    unsourced: bool = False
+
+
+def _mapped(files: list[tuple[Path, str | None]], spec: TableSpec, sink: Sink, seen: _Seen) -> Iterator[Piece]:
+    """Every file's rows as pieces, bad rows rejected and excluded ones counted."""
     for file, file_lang in files:
         for line, record in table_rows(file, sink, spec.mapping.headerless):
             try:
@@ -247,24 +278,13 @@ def read_tables(files: list[tuple[Path, str | None]], spec: TableSpec, sink: Sin
             if piece is None:
                 sink.excluded += 1
                 continue
-            pieces.append((file, piece))
-    languages = {piece.lang for _, piece in pieces}
-    default_source = spec.source_lang or ("en" if "en" in languages else None)
-    resolved = []
-    for file, piece in pieces:
-        if not piece.source_lang:
-            if default_source is None:
-                raise BenchmarkError(origin, message=f"which language is the source? none of {', '.join(sorted(languages))} is 'en'; give --source-lang or map source_lang")
-            piece = replace(piece, source_lang=default_source)
-        resolved.append((file, piece))
-    rows = {(piece.item_id, piece.lang): (str(file), piece.line) for file, piece in resolved}
-    drafts = group_pieces(str(origin), (piece for _, piece in resolved), sink, spec.mapping.lang or "lang", spec.mapping.source_lang or "source_lang")
-    kind, mask = _kind(spec.mapping)
-    for draft in drafts:
-        draft.rows = [rows[(draft.item_id, lang)] for lang in draft.variants]
-        draft.kind, draft.mask = kind, mask
-        draft.source_required = spec.source_required
-    return finish_items(drafts, spec.mapping.source_lang, sink)
+            seen.languages.add(piece.lang)
+            seen.unsourced = seen.unsourced or not piece.source_lang
+            yield piece
+
+
+def _sourced(piece: Piece, default_source: str | None) -> Piece:
+    return piece if piece.source_lang else replace(piece, source_lang=default_source or "")
 
 
 def _kind(mapping: ColumnMap) -> tuple[ItemKind, str | None]:
@@ -312,7 +332,7 @@ def _piece(file: Path, line: int, record: Record, spec: TableSpec, file_lang: st
         options=options,
         meta={name: value for name, value in row.items() if name not in used and name not in {c.split(".")[0] for c in used}},
     )
-    return Piece(line=line, item_id=item_id, source_lang=source_lang, lang=lang, variant=variant)
+    return Piece(line=line, item_id=item_id, source_lang=source_lang, lang=lang, variant=variant, file=path)
 
 
 def _dotted(path: str, line: int, record: Record, column: str, headerless: bool) -> Cell:

@@ -15,19 +15,20 @@ from __future__ import annotations
 
 import glob
 from collections.abc import Iterable
+from functools import partial
 from pathlib import Path
 
 from audit.items import Item, ItemKind, Variant
 from audit.readers.common import (
     BenchmarkError,
     Cell,
+    Draft,
     Piece,
     ReadOptions,
     Record,
     Sink,
     extras,
     finish_items,
-    group_pieces,
     item_id_at,
     json_rows,
     language_code,
@@ -37,6 +38,7 @@ from audit.readers.common import (
     type_name,
 )
 from audit.readers.folders import check_all_read
+from audit.readers.grouping import group_pieces
 from audit.readers.tables import is_glob
 
 XCSR_SOURCE_LANG = "en"
@@ -65,19 +67,23 @@ def read_xcsr(source: Path, options: ReadOptions, sink: Sink) -> Iterable[Item]:
     if not is_glob(source):
         check_all_read(source, files, "X-CSR ({lang}/dev.jsonl, {lang}/test.jsonl)")
     source_lang = options.source_lang or XCSR_SOURCE_LANG
-    pieces: list[Piece] = []
-    rows: dict[tuple[str, str], tuple[str, int]] = {}
-    for file in files:
-        folder = _code(str(file), None, "lang", file.parent.name) if source.is_dir() or is_glob(source) else None
-        for piece in parsed_rows(json_rows(file, sink), lambda line, record, f=file, lang=folder: _piece(f, line, record, lang, source_lang), sink):
-            pieces.append(piece)
-            rows[(piece.item_id, piece.lang)] = (str(file), piece.line)
-    drafts = group_pieces(str(source), pieces, sink, "lang", "lang")
-    for draft in drafts:
-        draft.kind = ItemKind.MULTIPLE_CHOICE
-        draft.rows = [rows[(draft.item_id, lang)] for lang in draft.variants]
-        draft.source_required = False
-    return finish_items(drafts, None, sink)
+    pieces = (
+        piece
+        for file in files
+        for piece in parsed_rows(json_rows(file, sink), partial(_piece, file, folder=_folder(source, file), source_lang=source_lang), sink)
+    )
+    return finish_items(map(_multiple_choice, group_pieces(str(source), pieces, sink, "lang", "lang")), None, sink)
+
+
+def _folder(source: Path, file: Path) -> str | None:
+    """The language a file's folder names, where the benchmark is a folder of them."""
+    return _code(str(file), None, "lang", file.parent.name) if source.is_dir() or is_glob(source) else None
+
+
+def _multiple_choice(draft: Draft) -> Draft:
+    draft.kind = ItemKind.MULTIPLE_CHOICE
+    draft.source_required = False
+    return draft
 
 
 def _code(path: str, line: int | None, name: str, value: Cell) -> str:
@@ -113,4 +119,4 @@ def _piece(path: Path, line: int, record: Record, folder: str | None, source_lan
         options=tuple(options),
         meta=extras(record, _KEYS),
     )
-    return Piece(line=line, item_id=item_id_at(where, line, record, "id"), source_lang=source_lang, lang=lang, variant=variant)
+    return Piece(line=line, item_id=item_id_at(where, line, record, "id"), source_lang=source_lang, lang=lang, variant=variant, file=where)
