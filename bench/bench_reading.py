@@ -10,29 +10,30 @@ this working tree and by a baseline commit interleaved in one run.
 Each read runs in a process of its own started in its code's tree (the baseline checked out
 with `git worktree add` under bench/work/, as bench_throughput.py does); peak memory is the
 process's summed PSS sampled every 0.1 s, CPU its user + sys time.  Both codes must read the
-same items: each prints a digest of every item's pickle, which are compared.  Writes
-bench/work/reading.json; prints a Markdown table.
+same items: each prints a digest of every item's `repr` (every field, dicts in their order), which
+are compared.  Not of their pickles: those also record which equal strings are one object, and
+items joined through a temporary file share fewer.  Writes bench/work/reading-{benchmark}.json;
+prints a Markdown table.
 """
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_throughput import ROOT, Code, measured, mib, repeated_bmlama, two_codes
+from bench_throughput import ROOT, Code, measured, mib, repeated_bmlama, repeated_eclektic, two_codes
 
 # Run in the code's tree: reads the benchmark packed and prints how many items and a digest.
 READ = """
-import hashlib, pickle, sys
+import hashlib, sys
 from audit.readers import load_benchmark
 items = load_benchmark(sys.argv[1], sys.argv[2], packed=True).items
 digest = hashlib.sha256()
 for item in items:
-    digest.update(pickle.dumps(item, protocol=5))
+    digest.update(repr(item).encode("utf-8"))
 print(len(items), digest.hexdigest())
 """
 
@@ -79,20 +80,6 @@ def repeated(benchmark: str, shared: Path, work: Path, times: int) -> Path:
         source = shared / "data" / "bench" / "bmlama" / "BMLAMA17"
         return source if times == 1 else repeated_bmlama(source, work / f"BMLAMA17x{times}", times)
     return repeated_eclektic(shared / "data" / "bench" / "eclektic" / "eclektic_long_subset.csv", work / f"eclektic_long_x{times}.csv", times)
-
-
-def repeated_eclektic(source: Path, target: Path, times: int) -> Path:
-    """ECLeKTic's long CSV with its rows `times` over, each copy's `q_id`s suffixed with its
-    number: items whose rows lie a copy apart, so nothing is whole before the copy ends."""
-    with open(source, encoding="utf-8-sig", newline="") as handle:
-        header, *rows = list(csv.reader(handle))
-    at = header.index("q_id")
-    with open(target, "w", encoding="utf-8", newline="") as out:
-        writer = csv.writer(out)
-        writer.writerow(header)
-        for copy in range(times):
-            writer.writerows([*row[:at], f"{row[at]}-{copy}", *row[at + 1 :]] for row in rows)
-    return target
 
 
 def table(results: dict) -> str:

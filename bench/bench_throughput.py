@@ -2,14 +2,16 @@
 of whole benchmarks, run by this working tree and by a baseline commit interleaved in one run; and `audit report` and
 `audit filter` of one audit file by both.
 
-    python bench/bench_throughput.py                  # all five workloads; over an hour on 2 cores
+    python bench/bench_throughput.py                  # all six workloads; over an hour on 2 cores
     python bench/bench_throughput.py --skip-big       # the sample and the 4,608-variant one
 
 Workloads: the bundled ECLeKTic sample and an ECLeKTic-sized benchmark (384 items x 12
 languages, long passages; built as bench_report.py builds it) against `demo`, BMLAMA-17
 (115,464 variants) against `demo`, the ECLeKTic-sized one against a ~100 MiB multilingual
 index built from ../shared/data/corpus, and BMLAMA-17 three times over (`bmlama17x3`, 346,392
-variants, with and without the report, and `audit report` of its audit: does memory grow with the benchmark?).  The baseline is checked out with `git worktree add`
+variants, with and without the report, and `audit report` of its audit: does memory grow with the benchmark?), and
+ECLeKTic's long CSV thirty times over (`eclektic-long-x30`, 14,040 variants from the 468-row subset in ../shared: a row per
+language, so an item is whole only at the end of its copy).  The baseline is checked out with `git worktree add`
 under bench/work/ and its extension built in place; each code runs with PYTHONPATH pointing at
 its own tree and its own cache.  Per run: CPU (user + sys of the whole process tree, from
 RUSAGE_CHILDREN), wall time, variants/s and peak summed PSS of the tree (bench_core.py's
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import csv
 import filecmp
 import itertools
 import json
@@ -220,7 +223,23 @@ def workloads(work: Path, shared: Path, skip_big: bool, big_registry: Path) -> l
         chosen.append(Workload("eclektic-4608-100MiB", eclektic, variants, "shared-100MB", ["--registry", str(big_registry)]))
         tripled = repeated_bmlama(shared / "data" / "bench" / "bmlama" / "BMLAMA17", work / "BMLAMA17x3", 3)
         chosen.append(Workload("bmlama17x3", tripled, 3 * 6792 * 17, "demo", ["--format", "bmlama"], compare_reports=True))
+        long_csv = repeated_eclektic(shared / "data" / "bench" / "eclektic" / "eclektic_long_subset.csv", work / "eclektic_long_x30.csv", 30)
+        chosen.append(Workload("eclektic-long-x30", long_csv, 30 * 39 * 12, "demo", compare_reports=True))
     return chosen
+
+
+def repeated_eclektic(source: Path, target: Path, times: int) -> Path:
+    """ECLeKTic's long CSV with its rows `times` over, each copy's `q_id`s suffixed with its
+    number: items whose rows lie a copy apart, so nothing is whole before the copy ends."""
+    with open(source, encoding="utf-8-sig", newline="") as handle:
+        header, *rows = list(csv.reader(handle))
+    at = header.index("q_id")
+    with open(target, "w", encoding="utf-8", newline="") as out:
+        writer = csv.writer(out)
+        writer.writerow(header)
+        for copy in range(times):
+            writer.writerows([*row[:at], f"{row[at]}-{copy}", *row[at + 1 :]] for row in rows)
+    return target
 
 
 def repeated_bmlama(source: Path, target: Path, times: int) -> Path:
