@@ -355,3 +355,19 @@ def test_mlama_bad_fact_and_stray_file_are_named(tmp_path):
     with pytest.raises(BenchmarkError, match="not read") as info:
         load_benchmark(folder)
     assert info.value.path == str(folder / "zh" / "notes.json")
+
+
+def test_mlama_fact_given_twice_is_named_and_the_first_kept(tmp_path):
+    folder = mlama_from_xfactr(tmp_path / "mlama1.1")
+    facts = folder / "zh" / "P19.jsonl"
+    rows = facts.read_text(encoding="utf-8").splitlines()
+    again = {**json.loads(rows[0]), "sub_label": "again"}
+    facts.write_text("\n".join([*rows, json.dumps(again, ensure_ascii=False)]) + "\n", encoding="utf-8")
+    item_id = f"P19-{again['sub_uri']}-{again['obj_uri']}"
+    with pytest.raises(BenchmarkError, match=f"a second zh fact {item_id} in this file") as info:
+        load_benchmark(folder)
+    assert (info.value.path, info.value.line, info.value.field) == (str(facts), len(rows) + 1, "sub_uri")
+    report = load_benchmark(folder, skip_bad_rows=True)
+    item = next(i for i in report.items if i.item_id == item_id)
+    assert len(report.skipped) == 1 and item.variants["zh"].subject != "again"
+    assert (str(facts), 1) in item.origin.rows and item.meta["relation"] == "P19"

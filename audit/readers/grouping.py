@@ -15,7 +15,7 @@ import os
 import pickle
 import tempfile
 from array import array
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -44,8 +44,10 @@ class Grouping:
     """Pieces (one language of one item each) checked as `add` receives them, the way
     `group_pieces` says, and kept pickled; `drafts` gives the items made of them."""
 
-    def __init__(self, path: str, sink: Sink, lang_field: str, source_field: str) -> None:
+    def __init__(self, path: str, sink: Sink, lang_field: str, source_field: str, duplicate: Callable[[Piece, int], BenchmarkError] | None = None) -> None:
         self.path, self.sink, self.lang_field, self.source_field = path, sink, lang_field, source_field
+        # The error for a language given twice, from the row and the line first giving it.
+        self.duplicate = duplicate or self._duplicate
         self._file = tempfile.TemporaryFile(prefix="audit-rows-")  # noqa: SIM115 (closed when the drafts are made, or by close())
         self._numbers: dict[str, int] = {}
         self._held: list[_Held] = []
@@ -70,15 +72,16 @@ class Grouping:
             return
         lang = self._languages.setdefault(piece.lang, len(self._languages))
         if held.languages >> lang & 1:
-            self.sink.reject(BenchmarkError(self.path, piece.line, self.lang_field, (
-                f"duplicate language '{piece.lang}' for item '{piece.item_id}' (first on line {self._first_line(number, lang)})"
-            )))
+            self.sink.reject(self.duplicate(piece, self._first_line(number, lang)))
             return
         held.languages |= 1 << lang
         if len(self._items) > held.first_row:
             self._differing_meta(piece, held)
             piece.item_meta = {}
         self._keep(piece, number, lang)
+
+    def _duplicate(self, piece: Piece, first_line: int) -> BenchmarkError:
+        return BenchmarkError(self.path, piece.line, self.lang_field, f"duplicate language '{piece.lang}' for item '{piece.item_id}' (first on line {first_line})")
 
     def _keep(self, piece: Piece, number: int, lang: int) -> None:
         self._size += self._file.write(pickle.dumps(piece, protocol=pickle.HIGHEST_PROTOCOL))

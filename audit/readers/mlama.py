@@ -18,8 +18,9 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from audit.items import Item, ItemKind, Variant
-from audit.readers.common import BenchmarkError, Draft, ReadOptions, Record, Sink, extras, finish_items, json_rows, language_code, required, text_field
+from audit.readers.common import BenchmarkError, Draft, Piece, ReadOptions, Record, Sink, extras, finish_items, json_rows, language_code, required, text_field
 from audit.readers.folders import check_all_read
+from audit.readers.grouping import Grouping
 
 MLAMA_MASK = "[Y]"
 MLAMA_SOURCE_LANG = "en"
@@ -36,7 +37,7 @@ def read_mlama(source: Path, options: ReadOptions, sink: Sink) -> Iterable[Item]
     if not any((folder / TEMPLATES).is_file() for folder in folders):
         raise BenchmarkError(source, message="no {lang}/templates.jsonl: an mLAMA directory holds one folder per language")
     source_lang = options.source_lang or MLAMA_SOURCE_LANG
-    drafts: dict[str, Draft] = {}
+    grouping = Grouping(str(source), sink, "lang", "lang", duplicate=_second_fact)
     read: list[Path] = []
     for folder in folders:
         lang = language_code(str(folder), None, None, folder.name)
@@ -54,15 +55,18 @@ def read_mlama(source: Path, options: ReadOptions, sink: Sink) -> Iterable[Item]
                 except BenchmarkError as error:
                     sink.reject(error)
                     continue
-                draft = drafts.setdefault(item_id, Draft(str(source), item_id, source_lang, [], kind=ItemKind.CLOZE, mask=MLAMA_MASK, meta={"relation": relation}))
-                if lang in draft.variants:
-                    sink.reject(BenchmarkError(facts, line, "sub_uri", f"a second {lang} fact {item_id} in this file"))
-                    continue
-                draft.variants[lang] = variant
-                draft.lines.append(line)
-                draft.rows.append((str(facts), line))
+                grouping.add(Piece(line, item_id, source_lang, lang, variant, {"relation": relation}, str(facts)))
     check_all_read(source, read, "mLAMA ({lang}/templates.jsonl and {lang}/{relation}.jsonl)")
-    return finish_items(drafts.values(), None, sink)
+    return finish_items(map(_cloze, grouping.drafts()), None, sink)
+
+
+def _second_fact(piece: Piece, first_line: int) -> BenchmarkError:
+    return BenchmarkError(piece.file, piece.line, "sub_uri", f"a second {piece.lang} fact {piece.item_id} in this file")
+
+
+def _cloze(draft: Draft) -> Draft:
+    draft.kind, draft.mask = ItemKind.CLOZE, MLAMA_MASK
+    return draft
 
 
 def _templates(path: Path, sink: Sink) -> dict[str, str]:

@@ -144,7 +144,8 @@ def read_xfactr(path: Path, options: ReadOptions, sink: Sink) -> Iterable[Item]:
         if (alias_dir / f"{column}.txt").is_file()
     }
     source_lang = options.source_lang or XFACTR_SOURCE_LANG
-    drafts = [_draft(str(path), fact_set, source_lang, fact, relations[fact.pid], names) for fact in facts]
+    # Each fact's item made as it is asked for: the facts and names are held, not every variant.
+    drafts = (_draft(str(path), fact_set, source_lang, fact, relations[fact.pid], names) for fact in facts)
     return finish_items(drafts, None, sink)
 
 
