@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TypeVar, cast
 
 import numpy as np
 
@@ -26,6 +27,7 @@ from audit.records import Json, JsonObject, Role
 
 # A problem found and where: its line, then the order of its check within that line.
 Found = tuple[int, int, SchemaError]
+T = TypeVar("T")
 
 
 @dataclass(slots=True)
@@ -41,22 +43,40 @@ class _ItemSeen:
     other_source: tuple[int, str] | None = None
     other_asked: tuple[int, Json] | None = None
     item_tags: dict[str, int] = field(default_factory=dict)
-    seen_in: list[tuple[Json, int]] = field(default_factory=list)
-    union: set[str] | None = field(default_factory=set)
+    seen_in: tuple[tuple[Json, int], ...] = ()
+    union: frozenset[str] | None = frozenset()
 
-    def note(self, number: int, record: JsonObject) -> None:
+    def note(self, number: int, record: JsonObject, shared: Shared) -> None:
         if self.other_source is None and record["source_lang"] != self.source_lang:
             self.other_source = (number, record["source_lang"])
-        self.item_tags.setdefault(record["item_exposure"], number)
+        self.item_tags.setdefault(shared(record["item_exposure"]), number)
         if "seen_in" in record and all(value != record["seen_in"] for value, _ in self.seen_in):
-            self.seen_in.append((record["seen_in"], number))
+            self.seen_in = (*self.seen_in, (shared(record["seen_in"]), number))
         found = record.get("seen_in_languages")
         if found is None:
             self.union = None
-        elif self.union is not None:
-            self.union.update(found)
+        elif self.union is not None and not self.union.issuperset(found):
+            self.union = shared(self.union.union(found))
         if self.other_asked is None and record.get("asked_in") != self.asked_in:
             self.other_asked = (number, record.get("asked_in"))
+
+
+class Shared:
+    """One object for each value many items' records repeat (a source language, an `asked_in`
+    or `seen_in` list, a union of languages): kept once per item, the parsed copies of these
+    were most of what the checks held, about 2 KB an item."""
+
+    def __init__(self) -> None:
+        self._kept: dict[object, object] = {}
+
+    def __call__(self, value: T) -> T:
+        """The first value equal to `value` (lists of strings compared as tuples); other kinds
+        of value as they are."""
+        if isinstance(value, list):
+            key: object = tuple(value) if all(isinstance(element, str) for element in value) else None
+        else:
+            key = value if isinstance(value, str | frozenset) else None
+        return value if key is None else cast(T, self._kept.setdefault(key, value))
 
 
 class Across:
@@ -72,6 +92,7 @@ class Across:
         self.tallies: dict[str, Counter[str]] = {}
         self.problem: SchemaError | None = None
         self._by_item: tuple[np.ndarray, np.ndarray] | None = None
+        self._shared = Shared()
 
     @classmethod
     def of(cls, manifest: JsonObject, records: Iterable[JsonObject]) -> Across:
@@ -106,8 +127,9 @@ class Across:
         self.tallies.setdefault(lang, Counter())[record["exposure"]] += 1
         seen = self.items.get(item_id)
         if seen is None:
-            seen = self.items[item_id] = _ItemSeen(item, item_id, number, record["source_lang"], record.get("asked_in"))
-        seen.note(number, record)
+            shared = self._shared
+            seen = self.items[item_id] = _ItemSeen(item, item_id, number, shared(record["source_lang"]), shared(record.get("asked_in")))
+        seen.note(number, record, self._shared)
 
     def finish(self) -> None:
         """Raise the first problem, as checking the whole list in its order would."""
