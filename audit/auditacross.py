@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TypeVar, cast
 
 import numpy as np
@@ -40,16 +40,21 @@ class _ItemSeen:
     line: int
     source_lang: str
     asked_in: Json
+    item_tag: str
     other_source: tuple[int, str] | None = None
     other_asked: tuple[int, Json] | None = None
-    item_tags: dict[str, int] = field(default_factory=dict)
+    # Item tags other than the first record's, each with the first line giving it.
+    other_tags: dict[str, int] | None = None
     seen_in: tuple[tuple[Json, int], ...] = ()
     union: frozenset[str] | None = frozenset()
 
     def note(self, number: int, record: JsonObject, shared: Shared) -> None:
         if self.other_source is None and record["source_lang"] != self.source_lang:
             self.other_source = (number, record["source_lang"])
-        self.item_tags.setdefault(shared(record["item_exposure"]), number)
+        tag = record["item_exposure"]
+        if tag != self.item_tag:
+            self.other_tags = self.other_tags or {}
+            self.other_tags.setdefault(tag, number)
         if "seen_in" in record and all(value != record["seen_in"] for value, _ in self.seen_in):
             self.seen_in = (*self.seen_in, (shared(record["seen_in"]), number))
         found = record.get("seen_in_languages")
@@ -128,7 +133,7 @@ class Across:
         seen = self.items.get(item_id)
         if seen is None:
             shared = self._shared
-            seen = self.items[item_id] = _ItemSeen(item, item_id, number, shared(record["source_lang"]), shared(record.get("asked_in")))
+            seen = self.items[item_id] = _ItemSeen(item, item_id, number, shared(record["source_lang"]), shared(record.get("asked_in")), shared(record["item_exposure"]))
         seen.note(number, record, self._shared)
 
     def finish(self) -> None:
@@ -161,7 +166,8 @@ class Across:
         if seen.other_source is not None:
             line, value = seen.other_source
             found.append((line, 0, SchemaError(line, "source_lang", f"{value!r}, where line {seen.line} gives item {seen.item_id!r} source language {seen.source_lang!r}")))
-        wrong = sorted((line, tag) for tag, line in seen.item_tags.items() if tag != expected)
+        tags = [(seen.line, seen.item_tag), *((line, tag) for tag, line in (seen.other_tags or {}).items())]
+        wrong = sorted((line, tag) for line, tag in tags if tag != expected)
         if wrong:
             line, tag = wrong[0]
             found.append((line, 1, SchemaError(line, "item_exposure", f"{tag!r}, but the exposure of item {seen.item_id!r}'s languages makes it {expected.value!r}")))
