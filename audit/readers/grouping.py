@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from audit.labels import grouped
 from audit.readers.common import BenchmarkError, Draft, Piece, Record, Sink
 
 
@@ -122,13 +123,9 @@ class Grouping:
         """Each item made from its kept rows, in order of its first row; the file goes at the end."""
         try:
             items = np.frombuffer(self._items, dtype=np.int32) if len(self._items) else np.zeros(0, dtype=np.int32)
-            order = np.argsort(items, kind="stable")
-            ends = np.cumsum(np.bincount(items, minlength=len(self._held)))
-            start = 0
-            for held, end in zip(self._held, ends.tolist(), strict=True):
-                pieces = [self._read(row) for row in order[start:end].tolist()]
-                start = end
-                yield _draft(self.path, held, pieces)
+            order, starts = grouped(items, len(self._held))
+            for number, held in enumerate(self._held):
+                yield _draft(self.path, held, [self._read(row) for row in order[starts[number] : starts[number + 1]].tolist()])
         finally:
             self.close()
 
