@@ -30,7 +30,6 @@ class _Held:
 
     item_id: str
     source_lang: str
-    first_line: int
     first_row: int  # the position of its first row among the kept rows
     meta_digest: bytes
     languages: int  # a bit per language number already given
@@ -63,11 +62,11 @@ class Grouping:
         number = self._numbers.get(piece.item_id)
         if number is None:
             number = self._numbers[piece.item_id] = len(self._held)
-            self._held.append(_Held(piece.item_id, piece.source_lang, piece.line, len(self._items), _digest(piece.item_meta), 0))
+            self._held.append(_Held(piece.item_id, piece.source_lang, len(self._items), _digest(piece.item_meta), 0))
         held = self._held[number]
         if piece.source_lang != held.source_lang:
             self.sink.reject(BenchmarkError(self.path, piece.line, self.source_field, (
-                f"item '{piece.item_id}' has source language '{held.source_lang}' on line {held.first_line}"
+                f"item '{piece.item_id}' has source language '{held.source_lang}' on line {self._lines[held.first_row]}"
                 f" but '{piece.source_lang}' here"
             )))
             return
