@@ -304,6 +304,16 @@ def _surrogate(draft: Draft) -> BenchmarkError | None:
     return None
 
 
+def with_kind(kind: ItemKind, mask: str | None = None, source_required: bool = True) -> Callable[[Draft], Draft]:
+    """What a format says of all its items, set on each draft as it is made (map it over them)."""
+
+    def typed(draft: Draft) -> Draft:
+        draft.kind, draft.mask, draft.source_required = kind, mask, source_required
+        return draft
+
+    return typed
+
+
 def finish_items(drafts: Iterable[Draft], source_field: str | None, sink: Sink) -> Iterator[Item]:
     """The drafts made items as they come, so a reader whose drafts come one at a time
     streams: no list of every item exists while a benchmark is read."""

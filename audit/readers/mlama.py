@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from audit.items import Item, ItemKind, Variant
-from audit.readers.common import BenchmarkError, Draft, Piece, ReadOptions, Record, Sink, extras, finish_items, json_rows, language_code, required, text_field
+from audit.readers.common import BenchmarkError, Piece, ReadOptions, Record, Sink, extras, finish_items, json_rows, language_code, required, text_field, with_kind
 from audit.readers.folders import check_all_read
 from audit.readers.grouping import Grouping
 
@@ -57,16 +57,11 @@ def read_mlama(source: Path, options: ReadOptions, sink: Sink) -> Iterable[Item]
                     continue
                 grouping.add(Piece(line, item_id, source_lang, lang, variant, {"relation": relation}, str(facts)))
     check_all_read(source, read, "mLAMA ({lang}/templates.jsonl and {lang}/{relation}.jsonl)")
-    return finish_items(map(_cloze, grouping.drafts()), None, sink)
+    return finish_items(map(with_kind(ItemKind.CLOZE, MLAMA_MASK), grouping.drafts()), None, sink)
 
 
 def _second_fact(piece: Piece, first_line: int) -> BenchmarkError:
     return BenchmarkError(piece.file, piece.line, "sub_uri", f"a second {piece.lang} fact {piece.item_id} in this file")
-
-
-def _cloze(draft: Draft) -> Draft:
-    draft.kind, draft.mask = ItemKind.CLOZE, MLAMA_MASK
-    return draft
 
 
 def _templates(path: Path, sink: Sink) -> dict[str, str]:

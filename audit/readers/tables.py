@@ -19,7 +19,7 @@ from audit.items import Item, ItemKind, Variant
 from audit.langcodes import ISO_639_1, LEGACY_CODES, normalise_lang
 from audit.packed import Packed
 from audit.readers.columns import MISSING, ColumnMap, nested
-from audit.readers.common import BenchmarkError, Cell, Draft, Piece, Record, Sink, clean, csv_rows, finish_items, json_rows, language_code, type_name
+from audit.readers.common import BenchmarkError, Cell, Piece, Record, Sink, clean, csv_rows, finish_items, json_rows, language_code, type_name, with_kind
 from audit.readers.folders import check_all_read
 from audit.readers.grouping import group_pieces
 
@@ -248,14 +248,7 @@ def read_tables(files: list[tuple[Path, str | None]], spec: TableSpec, sink: Sin
         raise BenchmarkError(origin, message=f"which language is the source? none of {', '.join(sorted(seen.languages))} is 'en'; give --source-lang or map source_lang")
     resolved = (_sourced(spooled[k], default_source) for k in range(len(spooled)))
     drafts = group_pieces(str(origin), resolved, sink, spec.mapping.lang or "lang", spec.mapping.source_lang or "source_lang")
-    kind, mask = _kind(spec.mapping)
-
-    def typed(draft: Draft) -> Draft:
-        draft.kind, draft.mask = kind, mask
-        draft.source_required = spec.source_required
-        return draft
-
-    return finish_items(map(typed, drafts), spec.mapping.source_lang, sink)
+    return finish_items(map(with_kind(*_kind(spec.mapping), spec.source_required), drafts), spec.mapping.source_lang, sink)
 
 
 @dataclass

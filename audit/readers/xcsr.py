@@ -22,7 +22,6 @@ from audit.items import Item, ItemKind, Variant
 from audit.readers.common import (
     BenchmarkError,
     Cell,
-    Draft,
     Piece,
     ReadOptions,
     Record,
@@ -36,6 +35,7 @@ from audit.readers.common import (
     required,
     text_field,
     type_name,
+    with_kind,
 )
 from audit.readers.folders import check_all_read
 from audit.readers.grouping import group_pieces
@@ -72,18 +72,12 @@ def read_xcsr(source: Path, options: ReadOptions, sink: Sink) -> Iterable[Item]:
         for file in files
         for piece in parsed_rows(json_rows(file, sink), partial(_piece, file, folder=_folder(source, file), source_lang=source_lang), sink)
     )
-    return finish_items(map(_multiple_choice, group_pieces(str(source), pieces, sink, "lang", "lang")), None, sink)
+    return finish_items(map(with_kind(ItemKind.MULTIPLE_CHOICE, source_required=False), group_pieces(str(source), pieces, sink, "lang", "lang")), None, sink)
 
 
 def _folder(source: Path, file: Path) -> str | None:
     """The language a file's folder names, where the benchmark is a folder of them."""
     return _code(str(file), None, "lang", file.parent.name) if source.is_dir() or is_glob(source) else None
-
-
-def _multiple_choice(draft: Draft) -> Draft:
-    draft.kind = ItemKind.MULTIPLE_CHOICE
-    draft.source_required = False
-    return draft
 
 
 def _code(path: str, line: int | None, name: str, value: Cell) -> str:
