@@ -153,8 +153,10 @@ def test_a_damaged_shard_is_named_when_the_actors_open(sharded: Path, ray_execut
 
 def audit(bench: Path, index: Path, out: Path, *extra: str, cache: Path | None = None) -> subprocess.Popen:
     """`audit check` in a process of its own, run outside the checkout so that it imports the
-    installed package."""
-    env = dict(os.environ, COLUMNS="200") | ({"AUDIT_CACHE_DIR": str(cache)} if cache else {})
+    installed package.  The client gives the head's proxy 120 s, not Ray's 30, to wait for it
+    to reconnect after its stream breaks: on a loaded two-core machine a reconnection once came
+    after the proxy had cleaned the session up ("a session that has already been cleaned up")."""
+    env = dict(os.environ, COLUMNS="200", RAY_CLIENT_RECONNECT_GRACE_PERIOD="120") | ({"AUDIT_CACHE_DIR": str(cache)} if cache else {})
     return subprocess.Popen(
         [sys.executable, "-m", "audit.cli", "check", str(bench), "--corpus", str(index), "--out", str(out), "--no-report", *extra],
         stdout=subprocess.PIPE,
