@@ -6,6 +6,11 @@ this working tree and by a baseline commit interleaved in one run.
 
     python bench/bench_reading.py --baseline 44d1d76 [--times 1,3,9] [--repeat 2]
     python bench/bench_reading.py --baseline 24f5ced --benchmark eclektic-csv --times 1,30,100
+    python bench/bench_reading.py --baseline eedbd12 --benchmark bmlama-tables-en --times 1,9
+
+`bmlama-tables` reads BMLAMA-17's files as per-language tables (`--format per-language`, no
+`zh.tsv`, whose header names `Ans` twice), `bmlama-tables-en` the same with the source
+language given, which joins the rows as they are read.
 
 Each read runs in a process of its own started in its code's tree (the baseline checked out
 with `git worktree add` under bench/work/, as bench_throughput.py does); peak memory is the
@@ -30,7 +35,9 @@ from bench_throughput import ROOT, Code, measured, mib, repeated_bmlama, repeate
 READ = """
 import hashlib, sys
 from audit.readers import load_benchmark
-items = load_benchmark(sys.argv[1], sys.argv[2], packed=True).items
+from audit.readers import ReadOptions, parse_mapping
+options = ReadOptions(mapping=parse_mapping(sys.argv[3]), source_lang=sys.argv[4] or None) if len(sys.argv) > 3 else None
+items = load_benchmark(sys.argv[1], sys.argv[2], packed=True, options=options).items
 digest = hashlib.sha256()
 for item in items:
     digest.update(repr(item).encode("utf-8"))
@@ -38,8 +45,17 @@ print(len(items), digest.hexdigest())
 """
 
 
-def read_once(code: Code, bench: Path, fmt: str, log: Path) -> dict:
-    timed = measured([sys.executable, "-c", READ, str(bench), fmt], code.env(), log, cwd=code.tree)
+# Each benchmark as it is read: the format and, for tables, the column mapping and source language.
+HOW = {
+    "bmlama": ["bmlama"],
+    "eclektic-csv": ["eclektic-csv"],
+    "bmlama-tables": ["per-language", "question=Prompt,answer=Ans", ""],
+    "bmlama-tables-en": ["per-language", "question=Prompt,answer=Ans", "en"],
+}
+
+
+def read_once(code: Code, bench: Path, benchmark: str, log: Path) -> dict:
+    timed = measured([sys.executable, "-c", READ, str(bench), *HOW[benchmark]], code.env(), log, cwd=code.tree)
     count, digest = log.read_text().split()[-2:]
     return timed | {"items": int(count), "digest": digest}
 
@@ -48,7 +64,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--baseline", required=True, help="the commit the working tree is compared with")
     parser.add_argument("--work", type=Path, default=ROOT / "bench" / "work")
-    parser.add_argument("--benchmark", choices=("bmlama", "eclektic-csv"), default="bmlama")
+    parser.add_argument("--benchmark", choices=tuple(HOW), default="bmlama")
     parser.add_argument("--times", default="1,3,9", help="how many times over the benchmark is read")
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--shared", type=Path, default=ROOT.parent / "shared", help="the shared data: data/bench/bmlama, data/bench/eclektic")
@@ -79,12 +95,14 @@ def repeated(benchmark: str, shared: Path, work: Path, times: int) -> Path:
     if benchmark == "bmlama":
         source = shared / "data" / "bench" / "bmlama" / "BMLAMA17"
         return source if times == 1 else repeated_bmlama(source, work / f"BMLAMA17x{times}", times)
+    if benchmark.startswith("bmlama-tables"):
+        return repeated_bmlama(shared / "data" / "bench" / "bmlama" / "BMLAMA17", work / f"BMLAMA16-tables-x{times}", times, skip=("zh.tsv",))
     return repeated_eclektic(shared / "data" / "bench" / "eclektic" / "eclektic_long_subset.csv", work / f"eclektic_long_x{times}.csv", times)
 
 
 def table(results: dict) -> str:
     base, new = (code["label"] for code in results["codes"])
-    name = {"bmlama": "BMLAMA-17", "eclektic-csv": "ECLeKTic long CSV"}[results.get("benchmark", "bmlama")]
+    name = {"bmlama": "BMLAMA-17", "eclektic-csv": "ECLeKTic long CSV", "bmlama-tables": "BMLAMA-16 as tables", "bmlama-tables-en": "BMLAMA-16 as tables, source given"}[results.get("benchmark", "bmlama")]
     lines = [f"| {name} read | items | {base} CPU s / wall s / peak | {new} CPU s / wall s / peak | new/base peak | same items |", "|---|---|---|---|---|---|"]
     for row in results["rows"]:
         cells = [f"{row[label]['cpu_s']} / {row[label]['wall_s']} / {mib(row[label]['peak_pss_bytes'])}" for label in (base, new)]

@@ -242,12 +242,13 @@ def repeated_eclektic(source: Path, target: Path, times: int) -> Path:
     return target
 
 
-def repeated_bmlama(source: Path, target: Path, times: int) -> Path:
+def repeated_bmlama(source: Path, target: Path, times: int, skip: tuple[str, ...] = ()) -> Path:
     """BMLAMA-17 with each language's rows `times` over (item ids are row numbers, so every
     copy is an item of its own): the same work per variant on a benchmark `times` the size,
-    to see whether a run's memory grows with the benchmark."""
+    to see whether a run's memory grows with the benchmark.  The files named in `skip` are
+    left out."""
     target.mkdir(parents=True, exist_ok=True)
-    for table in sorted(source.glob("*.tsv")):
+    for table in sorted(t for t in source.glob("*.tsv") if t.name not in skip):
         header, *rows = table.read_text(encoding="utf-8").splitlines(keepends=True)
         (target / table.name).write_text(header + "".join(rows) * times, encoding="utf-8")
     return target

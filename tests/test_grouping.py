@@ -167,3 +167,30 @@ def test_a_per_language_table_joins_by_id_and_names_the_kept_rows(tmp_path):
     assert b.source_lang == "en" and b.variants["fr"].question == "B fr"
     assert b.origin.rows == ((str(folder / "en.jsonl"), 2), (str(folder / "fr.jsonl"), 1))
     assert len(report.skipped) == 1 and "duplicate language 'fr' for item 'b' (first on line 1)" in report.skipped[0]
+
+
+def _tables(folder, english: str, french: str):
+    folder.mkdir()
+    (folder / "en.jsonl").write_text(english, encoding="utf-8")
+    (folder / "fr.jsonl").write_text(french, encoding="utf-8")
+    return folder
+
+
+def test_a_given_source_joins_per_language_tables_in_one_pass_to_the_same_items(tmp_path):
+    """With --source-lang the rows are joined as they are read, not first spooled to learn
+    the languages: the same items and rows, and the same lines skipped, now in file order; the
+    first bad row in file order is the one raised, a duplicate in the first file before a
+    broken row in the second (spooled, every row is mapped before any is joined)."""
+    from audit.readers import ReadOptions, parse_mapping
+
+    mapping = parse_mapping("id=id,question=q,answer=ans")
+    folder = _tables(tmp_path / "t", '{"id": "a", "q": "A en", "ans": "1"}\n{"id": "a", "q": "A en again", "ans": "1"}\n{"id": "b", "q": "B en", "ans": "2"}\n', '{"id": "b", "q": "B fr", "ans": "2"}\n{"id": "a", "ans": "1"}\n{"id": "a", "q": "A fr", "ans": "1"}\n')
+    spooled = load_benchmark(folder, "per-language", skip_bad_rows=True, options=ReadOptions(mapping=mapping))
+    given = load_benchmark(folder, "per-language", skip_bad_rows=True, options=ReadOptions(mapping=mapping, source_lang="en"))
+    assert [repr(item) for item in given.items] == [repr(item) for item in spooled.items]
+    assert sorted(given.skipped) == sorted(spooled.skipped) and len(given.skipped) == 2
+    assert ["duplicate language 'en'" in given.skipped[0], "field 'q'" in given.skipped[1]] == [True, True]
+    with pytest.raises(BenchmarkError, match="duplicate language 'en' for item 'a'"):
+        list(load_benchmark(folder, "per-language", options=ReadOptions(mapping=mapping, source_lang="en")).items)
+    with pytest.raises(BenchmarkError, match=r"fr\.jsonl:2: field 'q'"):
+        list(load_benchmark(folder, "per-language", options=ReadOptions(mapping=mapping)).items)

@@ -237,18 +237,25 @@ class TableSpec:
 
 
 def read_tables(files: list[tuple[Path, str | None]], spec: TableSpec, sink: Sink, origin: Path) -> Iterable[Item]:
-    """Join the mapped rows of every file into items, in order of each item's first row.  The
-    rows are read once to learn every language (the source is English where no column or option
-    names it and English is among them), then joined: both passes through temporary files
-    (`Packed`, `group_pieces`), so reading holds no row for long whatever the benchmark's size."""
-    seen = _Seen()
-    spooled = Packed.of(_mapped(files, spec, sink, seen))
-    default_source = spec.source_lang or ("en" if "en" in seen.languages else None)
-    if seen.unsourced and default_source is None:
-        raise BenchmarkError(origin, message=f"which language is the source? none of {', '.join(sorted(seen.languages))} is 'en'; give --source-lang or map source_lang")
-    resolved = (_sourced(spooled[k], default_source) for k in range(len(spooled)))
+    """Join the mapped rows of every file into items, in order of each item's first row,
+    through temporary files (`_resolved`, `group_pieces`): reading holds no row for long."""
+    resolved = _resolved(files, spec, sink, origin)
     drafts = group_pieces(str(origin), resolved, sink, spec.mapping.lang or "lang", spec.mapping.source_lang or "source_lang")
     return finish_items(map(with_kind(*_kind(spec.mapping), spec.source_required), drafts), spec.mapping.source_lang, sink)
+
+
+def _resolved(files: list[tuple[Path, str | None]], spec: TableSpec, sink: Sink, origin: Path) -> Iterator[Piece]:
+    """Every row's piece with its source language.  Unless it is given, the rows are spooled
+    (`Packed`) to learn every language first: English is the source where no column names one
+    and English is among them."""
+    if spec.source_lang:
+        return (_sourced(piece, spec.source_lang) for piece in _mapped(files, spec, sink, _Seen()))
+    seen = _Seen()
+    spooled = Packed.of(_mapped(files, spec, sink, seen))
+    default_source = "en" if "en" in seen.languages else None
+    if seen.unsourced and default_source is None:
+        raise BenchmarkError(origin, message=f"which language is the source? none of {', '.join(sorted(seen.languages))} is 'en'; give --source-lang or map source_lang")
+    return (_sourced(spooled[k], default_source) for k in range(len(spooled)))
 
 
 @dataclass
