@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 
 from audit.items import Variant
-from audit.readers import BenchmarkError, load_benchmark
+from audit.readers import BenchmarkError, ReadOptions, load_benchmark
 from audit.readers.common import Draft, Piece, Sink
 from audit.readers.grouping import group_pieces
 
@@ -194,3 +194,46 @@ def test_a_given_source_joins_per_language_tables_in_one_pass_to_the_same_items(
         list(load_benchmark(folder, "per-language", options=ReadOptions(mapping=mapping, source_lang="en")).items)
     with pytest.raises(BenchmarkError, match=r"fr\.jsonl:2: field 'q'"):
         list(load_benchmark(folder, "per-language", options=ReadOptions(mapping=mapping)).items)
+
+
+def test_squad_style_files_are_joined_one_file_at_a_time(tmp_path):
+    """Ten languages' files of 1 MB of paragraphs each: reading them holds about one file's
+    questions, not all ten (before, every file's questions were held until the last was read)."""
+    from audit.readers.common import ReadOptions
+    from audit.readers.squad import read_squad
+
+    for lang in ("en", "de", "fr", "es", "it", "pt", "ru", "tr", "vi", "zh"):
+        paragraphs = [{"context": f"{lang} {p} " + "x" * 10_000, "qas": [{"id": f"q{p}", "question": f"Q{p} {lang}", "answers": [{"text": "x", "answer_start": 0}]}]} for p in range(100)]
+        (tmp_path / f"xquad.{lang}.json").write_text(json.dumps({"data": [{"title": "T", "paragraphs": paragraphs}]}), encoding="utf-8")
+    tracemalloc.start()
+    try:
+        items = [(item.item_id, sorted(item.variants), item.source_lang) for item in read_squad(tmp_path, ReadOptions(), Sink(skip=False))]
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert items[0] == ("q0", sorted(["en", "de", "fr", "es", "it", "pt", "ru", "tr", "vi", "zh"]), "en") and len(items) == 100
+    assert peak < 4 << 20, f"{peak / 2**20:.1f} MiB held while reading 10 MB of files"
+
+
+def _squad(path, ids: list[str]) -> None:
+    paragraphs = [{"context": "c", "qas": [{"id": item, "question": f"Q {item}", "answers": [{"text": "a", "answer_start": 0}]}]} for item in ids]
+    path.write_text(json.dumps({"data": [{"title": "T", "paragraphs": paragraphs}]}), encoding="utf-8")
+
+
+def test_squad_style_questions_given_twice_or_without_a_source_are_named(tmp_path):
+    """A second question with an id in one language names the file that first gave it; an
+    item with no source language (no English, none given) is refused before any item is
+    made, naming the question and the languages it has."""
+    (tmp_path / "dup").mkdir()
+    _squad(tmp_path / "dup" / "q.de.json", ["a", "b"])
+    _squad(tmp_path / "dup" / "q.en.json", ["b", "a", "b"])
+    report = load_benchmark(tmp_path / "dup", skip_bad_rows=True)
+    assert [item.item_id for item in report.items] == ["a", "b"] and report.items[0].source_lang == "en"
+    assert report.skipped == [f"{tmp_path / 'dup' / 'q.en.json'}: field 'qas[id=b]': a second 'en' question with this id (first in {tmp_path / 'dup' / 'q.en.json'})"]
+    assert report.items[1].origin.rows == ((str(tmp_path / "dup" / "q.de.json"), 2), (str(tmp_path / "dup" / "q.en.json"), 1))
+    (tmp_path / "none").mkdir()
+    _squad(tmp_path / "none" / "q.de.json", ["a", "b"])
+    _squad(tmp_path / "none" / "q.fr.json", ["b"])
+    with pytest.raises(BenchmarkError, match=r"question 'a'\)\? the files name de; give --source-lang"):
+        load_benchmark(tmp_path / "none")
+    assert [item.source_lang for item in load_benchmark(tmp_path / "none", options=ReadOptions(source_lang="de")).items] == ["de", "de"]

@@ -1,7 +1,7 @@
 """Rows of a row-per-language format joined into items through a temporary file.
 
-ECLeKTic's long CSV, per-language tables and JSONL with a line per language put an item's
-languages anywhere in the file, so no item is whole until the last row.  Holding every row's
+ECLeKTic's long CSV, per-language tables, JSONL with a line per language, X-CSR, mLAMA and
+SQuAD-style files put an item's languages anywhere, so no item is whole until the last row.  Holding every row's
 variant until then made reading grow with the benchmark (a 150 MB CSV took 215 MiB), so each
 kept row is pickled into an unnamed temporary file as it comes, and what stays in memory is a
 few numbers per row (its item, language, line and where its pickle ends) and per item (its id,
@@ -44,9 +44,9 @@ class Grouping:
     """Pieces (one language of one item each) checked as `add` receives them, the way
     `group_pieces` says, and kept pickled; `drafts` gives the items made of them."""
 
-    def __init__(self, path: str, sink: Sink, lang_field: str, source_field: str, duplicate: Callable[[Piece, int], BenchmarkError] | None = None) -> None:
+    def __init__(self, path: str, sink: Sink, lang_field: str, source_field: str, duplicate: Callable[[Piece, Piece], BenchmarkError] | None = None) -> None:
         self.path, self.sink, self.lang_field, self.source_field = path, sink, lang_field, source_field
-        # The error for a language given twice, from the row and the line first giving it.
+        # The error for a language given twice, from the row and the kept row first giving it.
         self.duplicate = duplicate or self._duplicate
         self._file = tempfile.TemporaryFile(prefix="audit-rows-")  # noqa: SIM115 (closed when the drafts are made, or by close())
         self._numbers: dict[str, int] = {}
@@ -72,7 +72,7 @@ class Grouping:
             return
         lang = self._languages.setdefault(piece.lang, len(self._languages))
         if held.languages >> lang & 1:
-            self.sink.reject(self.duplicate(piece, self._first_line(number, lang)))
+            self.sink.reject(self.duplicate(piece, self._read(self._first_row(number, lang))))
             return
         held.languages |= 1 << lang
         if len(self._items) > held.first_row:
@@ -80,8 +80,8 @@ class Grouping:
             piece.item_meta = {}
         self._keep(piece, number, lang)
 
-    def _duplicate(self, piece: Piece, first_line: int) -> BenchmarkError:
-        return BenchmarkError(self.path, piece.line, self.lang_field, f"duplicate language '{piece.lang}' for item '{piece.item_id}' (first on line {first_line})")
+    def _duplicate(self, piece: Piece, first: Piece) -> BenchmarkError:
+        return BenchmarkError(self.path, piece.line, self.lang_field, f"duplicate language '{piece.lang}' for item '{piece.item_id}' (first on line {first.line})")
 
     def _keep(self, piece: Piece, number: int, lang: int) -> None:
         self._size += self._file.write(pickle.dumps(piece, protocol=pickle.HIGHEST_PROTOCOL))
@@ -90,7 +90,7 @@ class Grouping:
         self._lines.append(piece.line)
         self._ends.append(self._size)
         if self._firsts is not None:
-            self._firsts[(number, lang)] = piece.line
+            self._firsts[(number, lang)] = len(self._items) - 1
 
     def _differing_meta(self, piece: Piece, held: _Held) -> None:
         """A later row's item-level fields that differ from the first row's go into its
@@ -102,13 +102,20 @@ class Grouping:
             if first.get(name) != value:
                 piece.variant.meta[name] = value
 
-    def _first_line(self, number: int, lang: int) -> int:
-        """The line of the row that first gave this item this language: found from the kept
-        rows when the first duplicate turns up, and kept up to date from then on (a file with
-        no duplicates never builds it)."""
+    def _first_row(self, number: int, lang: int) -> int:
+        """The kept row that first gave this item this language: found from the kept rows when
+        the first duplicate turns up, and kept up to date from then on (a file with no
+        duplicates never builds it)."""
         if self._firsts is None:
-            self._firsts = {(item, language): line for item, language, line in zip(self._items, self._langs, self._lines, strict=True)}
+            self._firsts = {(item, language): row for row, (item, language) in enumerate(zip(self._items, self._langs, strict=True))}
         return self._firsts[(number, lang)]
+
+    def languages(self) -> Iterator[tuple[str, list[str]]]:
+        """Each item's id and languages so far, in order of its first row (a reader that picks
+        an item's source by its languages checks them all before any item is made)."""
+        names = list(self._languages)
+        for held in self._held:
+            yield held.item_id, [name for number, name in enumerate(names) if held.languages >> number & 1]
 
     def _read(self, row: int) -> Piece:
         self._file.flush()

@@ -60,7 +60,7 @@ def read_mlama(source: Path, options: ReadOptions, sink: Sink) -> Iterable[Item]
     return finish_items(map(with_kind(ItemKind.CLOZE, MLAMA_MASK), grouping.drafts()), None, sink)
 
 
-def _second_fact(piece: Piece, first_line: int) -> BenchmarkError:
+def _second_fact(piece: Piece, first: Piece) -> BenchmarkError:
     return BenchmarkError(piece.file, piece.line, "sub_uri", f"a second {piece.lang} fact {piece.item_id} in this file")
 
 

@@ -17,8 +17,9 @@ from pathlib import Path
 
 from audit.errors import json_problem, text_lines
 from audit.items import Item, Variant
-from audit.readers.common import BenchmarkError, Cell, Draft, ReadOptions, Record, Sink, finish_items, language_code, text_field, type_name
+from audit.readers.common import BenchmarkError, Cell, Draft, Piece, ReadOptions, Record, Sink, finish_items, language_code, text_field, type_name
 from audit.readers.folders import check_all_read
+from audit.readers.grouping import Grouping
 from audit.readers.tables import is_glob, language_of
 
 # TyDi QA GoldP names each question's language in its id (`finnish-123-0`).
@@ -59,35 +60,40 @@ def squad_files(source: Path) -> list[Path]:
 
 
 def read_squad(source: Path, options: ReadOptions, sink: Sink) -> Iterable[Item]:
+    """Each file's questions joined by id through a temporary file (`Grouping`), one file
+    parsed at a time, so no file's questions are held once the next is read."""
     files = squad_files(source)
     if not files:
         raise BenchmarkError(source, message="no *.json files")
     check_all_read(source, files, "SQuAD-style JSON documents")
     roles = [_file_role(file, len(files), options) for file in files]
     known = _known_source(files)
-    questions: dict[str, dict[str, tuple[Path, _Question]]] = {}
-    for file, (file_lang, fields) in zip(files, roles, strict=True):
-        for item_id, question in _questions(file, file_lang, sink):
-            question.variant.field_languages = dict(fields)
-            by_lang = questions.setdefault(item_id, {})
-            if question.lang in by_lang:
-                hint = " (MLQA: pass a glob that picks one file per question language)" if fields or _MLQA.match(file.name) else ""
-                sink.reject(BenchmarkError(file, None, f"qas[id={item_id}]", f"a second '{question.lang}' question with this id (first in {by_lang[question.lang][0]}){hint}"))
-                continue
-            by_lang[question.lang] = (file, question)
-    named = all(lang is not None for lang, _ in roles)
+    grouping = Grouping(str(source), sink, "lang", "source_lang", duplicate=_second_question)
+    try:
+        for file, (file_lang, fields) in zip(files, roles, strict=True):
+            for item_id, question in _questions(file, file_lang, sink):
+                question.variant.field_languages = dict(fields)
+                grouping.add(Piece(question.ordinal, item_id, "", question.lang, question.variant, file=str(file)))
+        named = all(lang is not None for lang, _ in roles)
+        given = options.source_lang or known
+        sources = {item_id: _source_of(source, item_id, langs, given, named) for item_id, langs in grouping.languages()} if not given else None
+    except BaseException:
+        grouping.close()
+        raise
     if known and not options.source_lang and all(lang != known for lang, _ in roles):
         sink.notes.append(f"source language: {known}, the language this benchmark was translated from (none of its files is in it); give --source-lang if these questions were written in their own language")
-    drafts = []
-    for item_id, by_lang in questions.items():
-        source_lang = _source_of(source, item_id, list(by_lang), options.source_lang or known, named)
-        first = next(iter(by_lang.values()))[1]
-        draft = Draft(str(source), item_id, source_lang, [first.ordinal], source_required=source_lang in by_lang)
-        for lang, (file, question) in by_lang.items():
-            draft.variants[lang] = question.variant
-            draft.rows.append((str(file), question.ordinal))
-        drafts.append(draft)
-    return finish_items(drafts, None, sink)
+    return finish_items((_sourced(draft, given or sources[draft.item_id]) for draft in grouping.drafts()), None, sink)
+
+
+def _sourced(draft: Draft, source_lang: str) -> Draft:
+    """The draft with its source language, and its first question's place as its line."""
+    draft.source_lang, draft.source_required, draft.lines = source_lang, source_lang in draft.variants, draft.lines[:1]
+    return draft
+
+
+def _second_question(piece: Piece, first: Piece) -> BenchmarkError:
+    hint = " (MLQA: pass a glob that picks one file per question language)" if piece.variant.field_languages or _MLQA.match(Path(piece.file or "").name) else ""
+    return BenchmarkError(piece.file, None, f"qas[id={piece.item_id}]", f"a second '{piece.lang}' question with this id (first in {first.file}){hint}")
 
 
 def _file_role(file: Path, count: int, options: ReadOptions) -> tuple[str | None, dict[str, str]]:
