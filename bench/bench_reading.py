@@ -10,7 +10,8 @@ this working tree and by a baseline commit interleaved in one run.
 
 `bmlama-tables` reads BMLAMA-17's files as per-language tables (`--format per-language`, no
 `zh.tsv`, whose header names `Ans` twice), `bmlama-tables-en` the same with the source
-language given, which joins the rows as they are read.
+language given, which joins the rows as they are read.  `xquad` reads the XQuAD subset in
+tests/fixtures/xquad with each file's articles repeated.
 
 Each read runs in a process of its own started in its code's tree (the baseline checked out
 with `git worktree add` under bench/work/, as bench_throughput.py does); peak memory is the
@@ -51,6 +52,7 @@ HOW = {
     "eclektic-csv": ["eclektic-csv"],
     "bmlama-tables": ["per-language", "question=Prompt,answer=Ans", ""],
     "bmlama-tables-en": ["per-language", "question=Prompt,answer=Ans", "en"],
+    "xquad": ["squad"],
 }
 
 
@@ -95,14 +97,32 @@ def repeated(benchmark: str, shared: Path, work: Path, times: int) -> Path:
     if benchmark == "bmlama":
         source = shared / "data" / "bench" / "bmlama" / "BMLAMA17"
         return source if times == 1 else repeated_bmlama(source, work / f"BMLAMA17x{times}", times)
+    if benchmark == "xquad":
+        return repeated_xquad(ROOT / "tests" / "fixtures" / "xquad", work / f"xquad-x{times}", times)
     if benchmark.startswith("bmlama-tables"):
         return repeated_bmlama(shared / "data" / "bench" / "bmlama" / "BMLAMA17", work / f"BMLAMA16-tables-x{times}", times, skip=("zh.tsv",))
     return repeated_eclektic(shared / "data" / "bench" / "eclektic" / "eclektic_long_subset.csv", work / f"eclektic_long_x{times}.csv", times)
 
 
+def repeated_xquad(source: Path, target: Path, times: int) -> Path:
+    """The XQuAD subset the tests read (35 questions in six languages) with each file's articles
+    `times` over, each copy's question ids suffixed with its number (34 times is about XQuAD's
+    1,190 questions)."""
+    target.mkdir(parents=True, exist_ok=True)
+    for file in sorted(source.glob("xquad.*.json")):
+        articles = json.loads(file.read_text(encoding="utf-8"))["data"]
+        copies = []
+        for copy in range(times):
+            for article in articles:
+                paragraphs = [dict(p, qas=[dict(qa, id=f"{qa['id']}-{copy}") for qa in p["qas"]]) for p in article["paragraphs"]]
+                copies.append(dict(article, paragraphs=paragraphs))
+        (target / file.name).write_text(json.dumps({"version": "1.1", "data": copies}, ensure_ascii=False), encoding="utf-8")
+    return target
+
+
 def table(results: dict) -> str:
     base, new = (code["label"] for code in results["codes"])
-    name = {"bmlama": "BMLAMA-17", "eclektic-csv": "ECLeKTic long CSV", "bmlama-tables": "BMLAMA-16 as tables", "bmlama-tables-en": "BMLAMA-16 as tables, source given"}[results.get("benchmark", "bmlama")]
+    name = {"bmlama": "BMLAMA-17", "eclektic-csv": "ECLeKTic long CSV", "bmlama-tables": "BMLAMA-16 as tables", "bmlama-tables-en": "BMLAMA-16 as tables, source given", "xquad": "XQuAD subset (SQuAD-style JSON)"}[results.get("benchmark", "bmlama")]
     lines = [f"| {name} read | items | {base} CPU s / wall s / peak | {new} CPU s / wall s / peak | new/base peak | same items |", "|---|---|---|---|---|---|"]
     for row in results["rows"]:
         cells = [f"{row[label]['cpu_s']} / {row[label]['wall_s']} / {mib(row[label]['peak_pss_bytes'])}" for label in (base, new)]
