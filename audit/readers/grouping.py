@@ -1,12 +1,13 @@
 """Rows of a row-per-language format joined into items through a temporary file.
 
 ECLeKTic's long CSV, per-language tables, JSONL with a line per language, X-CSR, mLAMA and
-SQuAD-style files put an item's languages anywhere, so no item is whole until the last row.  Holding every row's
-variant until then made reading grow with the benchmark (a 150 MB CSV took 215 MiB), so each
-kept row is pickled into an unnamed temporary file as it comes, and what stays in memory is a
-few numbers per row (its item, language, line and where its pickle ends) and per item (its id,
-source language, languages so far, a digest of its item-level fields).  The items are then
-made one at a time, in order of each item's first row, from their rows read back.
+SQuAD-style files put an item's languages anywhere, so no item is whole until the last row.
+Holding every row's variant until then made reading grow with the benchmark (a 150 MB CSV took
+215 MiB), so each kept row is pickled into an unnamed temporary file as it comes, and what
+stays in memory is a few numbers per row (its item, language, line and where its pickle ends)
+and per item (its id, source language, languages so far, a digest of its item-level fields).
+The items are then made one at a time, in order of each item's first row, from their rows
+read back.
 """
 from __future__ import annotations
 

@@ -82,10 +82,10 @@ def read_squad(source: Path, options: ReadOptions, sink: Sink) -> Iterable[Item]
         raise
     if known and not options.source_lang and all(lang != known for lang, _ in roles):
         sink.notes.append(f"source language: {known}, the language this benchmark was translated from (none of its files is in it); give --source-lang if these questions were written in their own language")
-    return finish_items((_sourced(draft, given or sources[draft.item_id]) for draft in grouping.drafts()), None, sink)
+    return finish_items((_with_source(draft, given or sources[draft.item_id]) for draft in grouping.drafts()), None, sink)
 
 
-def _sourced(draft: Draft, source_lang: str) -> Draft:
+def _with_source(draft: Draft, source_lang: str) -> Draft:
     """The draft with its source language, and its first question's place as its line."""
     draft.source_lang, draft.source_required, draft.lines = source_lang, source_lang in draft.variants, draft.lines[:1]
     return draft
