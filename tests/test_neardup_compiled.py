@@ -1,8 +1,10 @@
 """The compiled near-duplicate steps (`audit._neardup`) against plain numpy computed here: the
 LSH band lookups, the signature agreement behind the estimates, and the tokens, on indexes
-built from the demo corpus's real text and on the ECLeKTic sample's questions and passages."""
+built from the demo corpus's real text and on the ECLeKTic sample's questions and passages;
+and the fewest shingles a containment needs, against counting them up from one."""
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +18,7 @@ from audit.index.build import build_index
 from audit.neardup import NearDuplicateIndex, NearDupParams, add_neardup
 from audit.neardup.family import band_keys
 from audit.neardup.tokens import _MIX, _POWERS, SEPARATOR, WORD, ShingleSizes, _code_points, _fmix64, code_points, folded, shingle_keys, shingle_strings, tokenize
-from audit.neardup.verify import SetAside, _among, field_shingles
+from audit.neardup.verify import FieldShingles, SetAside, _among, field_shingles
 from audit.readers import load_benchmark
 
 # Text in a script none of the indexed documents is written in: its chunks meet no window.
@@ -323,3 +325,18 @@ def test_chunk_minima_equal_numpy(index, texts):
         assert np.array_equal(found, np.lib.stride_tricks.sliding_window_view(values, span, axis=0).min(axis=-1))
     with pytest.raises(ValueError, match="sliding_min needs"):
         _neardup.sliding_min(np.zeros((3, 2), dtype=np.uint32), 3, 2, 4)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_fewest_shingles_reaching_a_containment_are_found_from_a_lower_bound(seed):
+    """`FieldShingles.reach` starts its search near count x containment: the same answer as
+    counting up from one shingle, for every count and for containments as rules and rounded
+    figures give them."""
+    rng = random.Random(seed)
+    for _ in range(3000):
+        count = rng.randint(1, 3000)
+        containment = rng.choice([rng.random(), round(rng.random(), 4), round(rng.random(), 2), 0.0, 1.0, 1.2, rng.randint(1, count) / count])
+        shingles = FieldShingles(None, ["s"] * count, count, None, None, 0, count)
+        expected = next((n for n in range(1, count + 1) if round(n / count, 4) >= containment), count + 1)
+        assert shingles.reach(containment) == expected, (count, containment)
+    assert FieldShingles(None, [], 0, None, None, 0, 0).reach(0.5) == 1 and FieldShingles(None, ["s"], 1, None, None, 0, 1).reach(None) == 1

@@ -75,11 +75,14 @@ class FieldShingles:
         return {text: number for number, text in enumerate(self.texts[: self.rare])}
 
     def reach(self, containment: float | None) -> int:
-        """The fewest shingles giving at least `containment` (as figures round it); 1 when none."""
+        """The fewest shingles giving at least `containment` (as figures round it); 1 when none.
+        Rounding to 4 places adds at most 0.00005, so no n below count * (containment - 0.0001)
+        qualifies: the search starts there rather than at 1."""
         count = len(self.texts)
         if containment is None or not count:
             return 1
-        return next((n for n in range(1, count + 1) if round(n / count, 4) >= containment), count + 1)
+        start = max(1, int(count * (containment - 0.0001)))
+        return next((n for n in range(start, count + 1) if round(n / count, 4) >= containment), count + 1)
 
 
 def field_shingles(text: str, sizes: np.ndarray, exclude: SetAside, common: Callable[[list[str]], set[str]] | None) -> FieldShingles:
