@@ -35,8 +35,7 @@ from bench_throughput import ROOT, Code, measured, mib, repeated_bmlama, repeate
 # Run in the code's tree: reads the benchmark packed and prints how many items and a digest.
 READ = """
 import hashlib, sys
-from audit.readers import load_benchmark
-from audit.readers import ReadOptions, parse_mapping
+from audit.readers import ReadOptions, load_benchmark, parse_mapping
 options = ReadOptions(mapping=parse_mapping(sys.argv[3]), source_lang=sys.argv[4] or None) if len(sys.argv) > 3 else None
 items = load_benchmark(sys.argv[1], sys.argv[2], packed=True, options=options).items
 digest = hashlib.sha256()
