@@ -340,3 +340,22 @@ def test_the_fewest_shingles_reaching_a_containment_are_found_from_a_lower_bound
         expected = next((n for n in range(1, count + 1) if round(n / count, 4) >= containment), count + 1)
         assert shingles.reach(containment) == expected, (count, containment)
     assert FieldShingles(None, [], 0, None, None, 0, 0).reach(0.5) == 1 and FieldShingles(None, ["s"], 1, None, None, 0, 1).reach(None) == 1
+
+
+def test_stretches_read_at_once_equal_each_documents_text_sliced(tmp_path):
+    """`LocalIndex.text_spans`, which verification reads its candidate stretches with, on an
+    index of several shards: each span is its document's bytes from start to end, cut at the
+    document's end, in the order asked (spans of several shards mixed, empty, past the end)."""
+    write_jsonl(tmp_path / "docs.jsonl", plants.host_rows(40_000))
+    build_index([tmp_path / "docs.jsonl"], tmp_path / "index", memory_bytes=1 << 16)
+    assert len(list((tmp_path / "index").glob("table.*"))) > 4
+    corpus = LocalIndex(tmp_path / "index")
+    texts = dict(corpus.documents())
+    rng = random.Random(7)
+    spans = []
+    for _ in range(500):
+        document = rng.randrange(len(texts))
+        start = rng.randrange(len(texts[document]) + 20)
+        spans.append((document, start, start + rng.choice([0, 1, 7, 300, 5_000])))
+    assert corpus.text_spans(spans) == [texts[document][start:end] for document, start, end in spans]
+    assert corpus.text_spans([]) == []

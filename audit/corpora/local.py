@@ -246,9 +246,15 @@ class LocalIndex:
                 found[position] = text
         return found
 
-    def text_span(self, document: int, start: int, end: int) -> bytes:
-        """Bytes `start` to `end` of a document's text, cut at its end."""
-        return self.surrounding(Occurrence(document, start), 0, end - start)
+    def text_spans(self, spans: Sequence[tuple[int, int, int]]) -> list[bytes]:
+        """Bytes `start` to `end` of each (document, start, end)'s text, cut at its end: each
+        group asked once for all of its spans (`surroundings`), since the near-duplicate check
+        reads a few dozen stretches a field and a remote group answers each call over the wire."""
+        if not spans:
+            return []
+        longest = max(end - start for _, start, end in spans)
+        found = self.surroundings([Occurrence(document, start) for document, start, _ in spans], 0, longest)
+        return [text[: end - start] for text, (_, start, end) in zip(found, spans, strict=True)]
 
     def document_hit(self, occurrence: Occurrence, length_bytes: int, context_chars: int) -> DocumentHit:
         reach = 4 * context_chars

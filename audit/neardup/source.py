@@ -31,8 +31,8 @@ class Texts(Protocol):
         """(document number, stored text) of documents `start` to `stop` - 1, in order."""
         ...
 
-    def text_span(self, document: int, start: int, end: int) -> bytes:
-        """Bytes `start` to `end` of a document's text (cut at the document's end)."""
+    def text_spans(self, spans: Sequence[tuple[int, int, int]]) -> list[bytes]:
+        """Bytes `start` to `end` of each (document, start, end)'s text (cut at the document's end)."""
         ...
 
     def count(self, text: str) -> int:

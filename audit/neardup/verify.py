@@ -174,7 +174,8 @@ def verify(
     around: dict[int, list[tuple[int, int]]] = {}
     for document, offset, length in zip(rows["document"].tolist(), rows["offset"].tolist(), rows["length"].tolist(), strict=True):
         around.setdefault(document, []).append((offset - pad, offset + length + pad))
-    regions = [_region(corpus, document, max(0, start), end) for document, ranges in around.items() for start, end in merged(ranges)]
+    spans = [(document, max(0, start), end) for document, ranges in around.items() for start, end in merged(ranges)]
+    regions = [_region(document, start, raw) for (document, start, _), raw in zip(spans, corpus.text_spans(spans), strict=True)]
     shingled = _shingle_regions([text for _, _, text in regions], sizes, shingles)
     at = np.flatnonzero(shingled.ids >= 0)
     pairs = np.unique(shingled.owner[at].astype(np.int64) * (len(shingles.texts) + 1) + shingled.ids[at])
@@ -201,9 +202,9 @@ def _could_place(best: dict[int, Match], bound: int, limit: int, allowed: Callab
     return len(counts) < limit or bound > counts[limit - 1]
 
 
-def _region(corpus: Texts, document: int, start: int, end: int) -> tuple[int, int, str]:
-    """(document, byte offset, text) of a stretch of a document, starting on a character."""
-    raw = corpus.text_span(document, start, end)
+def _region(document: int, start: int, raw: bytes) -> tuple[int, int, str]:
+    """(document, byte offset, text) of a stretch of a document read from `start`, from its
+    first whole character."""
     skip = 0
     while skip < len(raw) and raw[skip] & 0xC0 == 0x80:
         skip += 1
