@@ -13,9 +13,10 @@ from collections.abc import Iterator
 import pytest
 
 from audit.items import Variant
-from audit.readers import BenchmarkError, ReadOptions, load_benchmark
+from audit.readers import BenchmarkError, ReadOptions, load_benchmark, parse_mapping
 from audit.readers.common import Draft, Piece, Sink
 from audit.readers.grouping import group_pieces
+from audit.readers.squad import read_squad
 
 LANGS = ("en", "fr", "de", "ja", "sw", "zh")
 
@@ -159,8 +160,6 @@ def test_a_per_language_table_joins_by_id_and_names_the_kept_rows(tmp_path):
     folder.mkdir()
     (folder / "en.jsonl").write_text('{"id": "a", "q": "A en", "ans": "1"}\n{"id": "b", "q": "B en", "ans": "2"}\n', encoding="utf-8")
     (folder / "fr.jsonl").write_text('{"id": "b", "q": "B fr", "ans": "2"}\n{"id": "b", "q": "B fr again", "ans": "2"}\n{"id": "a", "q": "A fr", "ans": "1"}\n', encoding="utf-8")
-    from audit.readers import ReadOptions, parse_mapping
-
     report = load_benchmark(folder, "per-language", skip_bad_rows=True, options=ReadOptions(mapping=parse_mapping("id=id,question=q,answer=ans")))
     assert [item.item_id for item in report.items] == ["a", "b"]
     b = report.items[1]
@@ -181,8 +180,6 @@ def test_a_given_source_joins_per_language_tables_in_one_pass_to_the_same_items(
     the languages: the same items and rows, and the same lines skipped, now in file order; the
     first bad row in file order is the one raised, a duplicate in the first file before a
     broken row in the second (spooled, every row is mapped before any is joined)."""
-    from audit.readers import ReadOptions, parse_mapping
-
     mapping = parse_mapping("id=id,question=q,answer=ans")
     folder = _tables(tmp_path / "t", '{"id": "a", "q": "A en", "ans": "1"}\n{"id": "a", "q": "A en again", "ans": "1"}\n{"id": "b", "q": "B en", "ans": "2"}\n', '{"id": "b", "q": "B fr", "ans": "2"}\n{"id": "a", "ans": "1"}\n{"id": "a", "q": "A fr", "ans": "1"}\n')
     spooled = load_benchmark(folder, "per-language", skip_bad_rows=True, options=ReadOptions(mapping=mapping))
@@ -199,9 +196,6 @@ def test_a_given_source_joins_per_language_tables_in_one_pass_to_the_same_items(
 def test_squad_style_files_are_joined_one_file_at_a_time(tmp_path):
     """Ten languages' files of 1 MB of paragraphs each: reading them holds about one file's
     questions, not all ten (before, every file's questions were held until the last was read)."""
-    from audit.readers.common import ReadOptions
-    from audit.readers.squad import read_squad
-
     for lang in ("en", "de", "fr", "es", "it", "pt", "ru", "tr", "vi", "zh"):
         paragraphs = [{"context": f"{lang} {p} " + "x" * 10_000, "qas": [{"id": f"q{p}", "question": f"Q{p} {lang}", "answers": [{"text": "x", "answer_start": 0}]}]} for p in range(100)]
         (tmp_path / f"xquad.{lang}.json").write_text(json.dumps({"data": [{"title": "T", "paragraphs": paragraphs}]}), encoding="utf-8")
