@@ -163,11 +163,12 @@ def normalized_manifest(line: bytes) -> dict:
 
 
 def same_audits(first: Path, second: Path) -> dict:
-    """Whether two audit files hold the same manifest (apart from `created`/`command`) and the
-    same records, parsed line by line (`records`), and whether their record lines are the
-    same bytes (`bytes`: false where one code writes compact lines and the other spaced)."""
+    """Whether two audit files hold the same records, parsed line by line (`records`), and the
+    same record lines byte for byte (`bytes`: false where one code writes compact lines and the
+    other spaced); and which manifest keys differ apart from `created`/`command` (`manifest`:
+    a code that knows more signals lists more `signal_runs`), reported beside the records."""
     with open(first, "rb") as a, open(second, "rb") as b:
-        same_manifest = normalized_manifest(a.readline()) == normalized_manifest(b.readline())
+        one, other = normalized_manifest(a.readline()), normalized_manifest(b.readline())
         same_records = same_bytes = True
         for line_a, line_b in itertools.zip_longest(a, b):
             if line_a != line_b:
@@ -175,7 +176,7 @@ def same_audits(first: Path, second: Path) -> dict:
                 if line_a is None or line_b is None or orjson.loads(line_a) != orjson.loads(line_b):
                     same_records = False
                     break
-    return {"records": same_manifest and same_records, "bytes": same_manifest and same_bytes}
+    return {"records": same_records, "bytes": same_bytes, "manifest": sorted(k for k in one.keys() | other.keys() if one.get(k) != other.get(k))}
 
 
 def same_directory(first: Path, second: Path) -> bool:
@@ -323,9 +324,13 @@ def measure_all(codes: list[Code], chosen: list[Workload], args: argparse.Namesp
 
 
 def audits(row: dict) -> str:
-    """The audit comparison's cell: records equal, and in brackets whether the bytes were."""
+    """The audit comparison's cell: records equal, in brackets whether the bytes were, and the
+    manifest keys that differ, if any."""
     same = row.get("audits")
-    return f"{same['records']} ({same['bytes']})" if same else ""
+    if not same:
+        return ""
+    differing = same.get("manifest", [])
+    return f"{same['records']} ({same['bytes']})" + (f"; manifest differs in {', '.join(differing)}" if differing else "")
 
 
 def mib(n: float) -> str:
