@@ -23,6 +23,12 @@ INSTALL_HINT = 'pip install "corpus-audit[ray]"'
 # so on a loaded head); a new connection gets a new one.
 CONNECT_ATTEMPTS = 3
 PROXY_FAILURE = "Initialization failure from server"
+# Seconds a Ray Client connection may take to come back after its stream breaks before the
+# head's proxy cleans its session up (Ray's default is 30): on a loaded two-core machine a
+# reconnection came later than that, and the run failed with "a session that has already
+# been cleaned up".  The client sends it to the head when it connects; a value in the
+# environment wins.
+CLIENT_RECONNECT_GRACE_S = 120
 
 
 class ExecutorError(AuditError):
@@ -89,8 +95,9 @@ def _auth_token_available() -> bool:
 def connect(executor: Executor) -> ModuleType:
     """Ray, initialised for `executor` (once per process): the cluster it names, `$RAY_ADDRESS`,
     or a new one on this machine.  Usage reports stay off: the tool never phones home."""
-    # Ray reads these when it is first imported.
+    # Ray reads these when it is first imported, or (the grace period) when a client connects.
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    os.environ.setdefault("RAY_CLIENT_RECONNECT_GRACE_PERIOD", str(CLIENT_RECONNECT_GRACE_S))
     if executor.address and "RAY_AUTH_MODE" not in os.environ and _auth_token_available():
         # Ray Client sends the cluster's token only when told to; `ray start` makes one by default.
         os.environ["RAY_AUTH_MODE"] = "token"

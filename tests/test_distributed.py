@@ -96,6 +96,23 @@ def test_an_unreachable_cluster_is_one_clear_line(sharded: Path, local_audit, tm
     assert failed.wait(timeout=120) == 2 and b"--actors applies to a Ray executor" in failed.stdout.read()
 
 
+def test_a_ray_client_is_given_two_minutes_to_reconnect_unless_told_otherwise():
+    """The grace period the client sends the head when it connects (set before Ray reads it,
+    even for a cluster that turns out unreachable); a value the user set is kept."""
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    script = (
+        "import os\nfrom audit.executors import Executor, ExecutorError, ExecutorKind, connect\n"
+        f"try:\n    connect(Executor(ExecutorKind.RAY, 'ray://127.0.0.1:{port}'))\nexcept ExecutorError:\n    pass\n"
+        "print(os.environ['RAY_CLIENT_RECONNECT_GRACE_PERIOD'])"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "RAY_CLIENT_RECONNECT_GRACE_PERIOD"}
+    for given, expected in ((None, "120"), ("7", "7")):
+        run = subprocess.run([sys.executable, "-c", script], env=env | ({"RAY_CLIENT_RECONNECT_GRACE_PERIOD": given} if given else {}), capture_output=True, text=True, timeout=120)
+        assert run.returncode == 0 and run.stdout.split() == [expected], run.stderr
+
+
 def test_shards_are_grouped_contiguously_by_bytes():
     assert contiguous_groups([10, 10, 10, 10], 2) == [[0, 1], [2, 3]]
     assert contiguous_groups([30, 1, 1, 1], 2) == [[0], [1, 2, 3]]
@@ -153,10 +170,8 @@ def test_a_damaged_shard_is_named_when_the_actors_open(sharded: Path, ray_execut
 
 def audit(bench: Path, index: Path, out: Path, *extra: str, cache: Path | None = None) -> subprocess.Popen:
     """`audit check` in a process of its own, run outside the checkout so that it imports the
-    installed package.  The client gives the head's proxy 120 s, not Ray's 30, to wait for it
-    to reconnect after its stream breaks: on a loaded two-core machine a reconnection once came
-    after the proxy had cleaned the session up ("a session that has already been cleaned up")."""
-    env = dict(os.environ, COLUMNS="200", RAY_CLIENT_RECONNECT_GRACE_PERIOD="120") | ({"AUDIT_CACHE_DIR": str(cache)} if cache else {})
+    installed package, with Ray Client's reconnection grace period as `audit` sets it."""
+    env = {k: v for k, v in os.environ.items() if k != "RAY_CLIENT_RECONNECT_GRACE_PERIOD"} | {"COLUMNS": "200"} | ({"AUDIT_CACHE_DIR": str(cache)} if cache else {})
     return subprocess.Popen(
         [sys.executable, "-m", "audit.cli", "check", str(bench), "--corpus", str(index), "--out", str(out), "--no-report", *extra],
         stdout=subprocess.PIPE,
