@@ -86,8 +86,6 @@ class AuditStream:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self.count = 0
-        # Bytes of records written so far: where the next block's lines start, after the manifest line.
-        self.written = 0
         self._digest = hashlib.sha256()
         self._body = BodyStream(self.path)
 
@@ -98,15 +96,11 @@ class AuditStream:
     def __exit__(self, *exc: object) -> None:
         self._body.__exit__(*exc)
 
-    def add(self, lines: bytes, count: int) -> int:
-        """`count` records, as `record_lines` makes them; returns where their lines start in
-        the file's records (the bytes after the manifest line)."""
-        at = self.written
+    def add(self, lines: bytes, count: int) -> None:
+        """`count` records, as `record_lines` makes them."""
         self._digest.update(lines)
         self._body.write(lines)
         self.count += count
-        self.written += len(lines)
-        return at
 
     def finish(self, manifest: AuditManifest | JsonObject) -> AuditFile:
         """The file in place, returned with its records read from disk when iterated."""

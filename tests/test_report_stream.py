@@ -4,14 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
-from audit.auditfile import AuditFile, AuditFileError, AuditStream, StoredRecords, read_audit, record_lines
+from audit.auditfile import AuditFile, AuditStream, StoredRecords, read_audit, record_lines
 from audit.evaluate.stratify import ExposureReader, read_exposure
 from audit.evidence import Evidence
 from audit.exposure import decide
 from audit.policyfile import compile_policy
-from audit.report.build import RecordPass, read_records
+from audit.report.build import read_records
 from audit.report.itemrecords import ItemRecords
 
 
@@ -91,54 +89,3 @@ def test_the_report_of_a_stored_audit_holds_no_record(planted_audit):
     for records in (read.records, read_records(held, str(path)).records):
         with records.reading() as records_of:
             assert records_of(item_id) == expected
-
-
-def _fed_as_written(path: Path, records: list[dict], blocks: int, manifest: dict) -> tuple[AuditFile, RecordPass]:
-    """The records written in `blocks` blocks, each fed to a report's pass as a check feeds it."""
-    reading = RecordPass({"policy": manifest["policy"]})
-    size = -(-len(records) // blocks)
-    with AuditStream(path) as stream:
-        for start in range(0, len(records), size):
-            lines = record_lines(records[start : start + size])
-            reading.add_lines(lines, stream.add(lines, len(records[start : start + size])))
-        return stream.finish(manifest), reading
-
-
-def test_records_counted_as_they_are_written_read_as_the_file_read_back(planted_audit, tmp_path: Path):
-    held = read_audit(planted_audit["audit"])
-    manifest = {key: value for key, value in held.manifest.items() if key not in ("record", "schema_version", "records", "records_sha256")}
-    written, reading = _fed_as_written(tmp_path / "fed.audit.jsonl", held.records, 7, manifest)
-    fed, reread = reading.finish(written, "fed"), read_records(written, "fed")
-    assert fed.sections == reread.sections and fed.sections["exposure"]["items"]
-    assert (fed.labels.overall, fed.labels.by_signal, fed.labels.by_source) == (reread.labels.overall, reread.labels.by_signal, reread.labels.by_source)
-    # The places kept as the lines were written are where the file holds them.
-    assert [list(array) for array in fed.records.runs] == [list(array) for array in reread.records.runs]
-    with fed.records.reading() as records_of:
-        for item_id in fed.records.item_ids():
-            assert records_of(item_id) == [record for record in held.records if record["item_id"] == item_id]
-
-
-def test_a_record_refused_as_it_is_written_is_named_when_the_report_is_made(planted_audit, tmp_path: Path):
-    held = read_audit(planted_audit["audit"])
-    manifest = {key: value for key, value in held.manifest.items() if key not in ("record", "schema_version", "records", "records_sha256")}
-    records = [dict(record) for record in held.records]
-    records[5]["exposure"] = "leaked"
-    written, reading = _fed_as_written(tmp_path / "bad.audit.jsonl", records, 3, manifest)
-    # The file is whole, and the report says which record it could not read.
-    assert len((tmp_path / "bad.audit.jsonl").read_bytes().splitlines()) == 1 + len(records)
-    with pytest.raises(AuditFileError, match=r"^bad: audit record 7: field 'exposure'.*'leaked'"):
-        reading.finish(written, "bad")
-
-
-def test_the_report_a_check_writes_is_the_one_audit_report_writes_from_its_file(planted_audit, tmp_path: Path):
-    from click.testing import CliRunner
-
-    from audit.cli import main
-
-    again = tmp_path / "again.report"
-    result = CliRunner().invoke(main, ["report", "--audit", str(planted_audit["audit"]), "--out", str(again)])
-    assert result.exit_code == 0, result.output
-    checked = sorted(path.relative_to(planted_audit["report"]) for path in planted_audit["report"].rglob("*") if path.is_file())
-    assert checked == sorted(path.relative_to(again) for path in again.rglob("*") if path.is_file()) and len(checked) > 3
-    for name in checked:
-        assert (planted_audit["report"] / name).read_bytes() == (again / name).read_bytes(), name

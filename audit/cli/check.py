@@ -27,9 +27,7 @@ from audit.corpora.client import InfiniGramClient
 from audit.exposure import Knowledge, Membership
 from audit.items import LoadReport
 from audit.outputs import OutputError, check_directory_target
-from audit.policyfile import Policy
 from audit.readers import FORMATS
-from audit.report.build import RecordPass
 from audit.report.pages import ItemsById
 from audit.report.render import REPORT, write_report
 from audit.run import AuditRequest, Note, RequestError, run_audit
@@ -123,19 +121,8 @@ class ConsoleProgress(RunProgress):
     """A run's progress on the terminal: what was read, notes in yellow, a bar for index
     builds, one per prepare step, and the check's bar (with the requests of API corpora)."""
 
-    def __init__(self, report: bool = False) -> None:
+    def __init__(self) -> None:
         self.benchmark: LoadReport | None = None
-        # The report's pass over the records, fed as they are written, when a report is wanted.
-        self.reporting: RecordPass | None = None
-        self._report = report
-
-    def judged_by(self, policy: Policy) -> None:
-        if self._report:
-            self.reporting = RecordPass({"policy": {"settings": policy.settings}})
-
-    def written(self, lines: bytes, at: int) -> None:
-        if self.reporting is not None:
-            self.reporting.add_lines(lines, at)
 
     def read(self, report: LoadReport) -> None:
         self.benchmark = report
@@ -213,11 +200,11 @@ def check(with_report: bool, report_dir: Path | None, strict: bool, **fields: ob
     the evidence of every signal."""
     started = time.perf_counter()
     _recordable(click.get_current_context().params)
+    progress = ConsoleProgress()
     try:
         request = AuditRequest.of(**fields)
         inputs = request.inputs()
         report_dir = _report_target(request, inputs, report_dir) if with_report else None
-        progress = ConsoleProgress(report=report_dir is not None)
         written = run_audit(request, progress=progress, command=["audit", *sys.argv[1:]])
     except RequestError as error:
         raise InputError(str(error)) from None
@@ -225,7 +212,7 @@ def check(with_report: bool, report_dir: Path | None, strict: bool, **fields: ob
     _warn_failed_sources(written.failures, len(written.records))
     KEPT.append(f"the audit file {out} was written whole")
     if report_dir is not None and (items := progress.release_items()) is not None:
-        _write_report(report_dir, written, out, items, inputs, progress.reporting)
+        _write_report(report_dir, written, out, items, inputs)
     summary = written.manifest["summary"]
     _print_summary(summary, out, time.perf_counter() - started)
     if report_dir is not None:
@@ -247,13 +234,13 @@ def _report_target(request: AuditRequest, inputs: list[Path], report_dir: Path |
     return report_dir
 
 
-def _write_report(report_dir: Path, written: AuditFile, out: Path, items: ItemsById, inputs: list[Path], reading: RecordPass | None) -> None:
+def _write_report(report_dir: Path, written: AuditFile, out: Path, items: ItemsById, inputs: list[Path]) -> None:
     """The exposure report beside the audit file, which is kept whatever happens to it."""
     try:
         with step(f"writing the report {report_dir}"):
-            # The records stay on disk: the report counted them as they were written, and
-            # each provenance page reads its own item's lines back.
-            write_report(report_dir, written, str(out), items, inputs=inputs, reading=reading)
+            # The records stay on disk: the report reads them once, keeping counts, and each
+            # provenance page reads its own item's lines back.
+            write_report(report_dir, written, str(out), items, inputs=inputs)
     except OutputError as error:
         raise InputError(f"{error} (the audit file {out} was written)") from None
     except OSError as error:

@@ -133,9 +133,7 @@ def read_exposure(audit: AuditFile) -> Exposure:
 class ExposureReader:
     """`read_exposure` one record at a time: each record's evidence is judged as it comes and
     only its labels are kept, so a benchmark of any size is labelled without holding its
-    evidence.  Records are judged by the manifest's policy; the signals and corpora it names
-    are read by `finish`, so a reader of records as they are written starts from the policy
-    alone and is given the whole manifest (`manifest`) when the file is."""
+    evidence."""
 
     def __init__(self, manifest: dict[str, Json]) -> None:
         self.manifest = manifest

@@ -7,8 +7,6 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-import orjson
-
 from audit.auditfile import AuditFile, AuditFileError
 from audit.evaluate.stratify import KNOWLEDGE_STRATA, KNOWN, NOT_KNOWN, STRATA, UNDETERMINED, UNSEEN, Exposure, ExposureError, ExposureReader
 from audit.labels import LabelTable, Variants
@@ -195,70 +193,28 @@ class ReadAudit:
     records: ItemRecords
 
 
-class RecordPass:
-    """The report's one pass over an audit's records, fed a record at a time: each is judged,
-    counted and dropped, and its item keeps where it lies in the file.  Fed from the file
-    (`read_records`), or by a check from the lines it writes (`add_lines`), so the report of a
-    check reads back only each page's own lines.  `manifest` may be only what is known before
-    the records (its policy); `finish` is given the audit whole."""
-
-    def __init__(self, manifest: JsonObject, audit: AuditFile | None = None) -> None:
-        self.reader, self.elsewhere, self.judged, self.premise, self.scores = ExposureReader(manifest), SeenElsewhere(), Calibration(), Premise(), MembershipScores()
-        self.rows, self.records = ExposureRows(self.reader.variants), ItemRecords(audit, self.reader.variants)
-        self.number = 1
-        # The first record refused while lines were fed, raised by `finish`: the check that
-        # wrote them goes on, and its audit file is kept whole.
-        self.refused: ExposureError | None = None
-
-    def add(self, record: JsonObject, where: tuple[int, int] | JsonObject) -> None:
-        self.number += 1
-        self.reader.add(record, self.number)
-        for section in (self.rows, self.elsewhere, self.judged, self.premise, self.scores):
-            section.add(record)
-        self.records.keep(record["item_id"], where)
-
-    def add_lines(self, lines: bytes, at: int) -> None:
-        """A block of record lines that starts `at` bytes after the manifest line."""
-        if self.refused is not None:
-            return
-        try:
-            for line in lines.splitlines(keepends=True):
-                self.add(orjson.loads(line), (at, len(line)))
-                at += len(line)
-        except (ExposureError, orjson.JSONDecodeError) as error:
-            self.refused = error if isinstance(error, ExposureError) else ExposureError(f"audit record {self.number}: {error}")
-
-    def finish(self, audit: AuditFile, audit_path: str) -> ReadAudit:
-        """The sections, from the records fed and the whole audit's manifest."""
-        if self.refused is not None:
-            raise AuditFileError(f"{audit_path}: {self.refused}")
-        if self.records.audit is None:
-            self.records.placed(audit)
-        try:
-            self.reader.manifest = audit.manifest
-            labels = self.reader.finish()
-        except ExposureError as error:
-            raise AuditFileError(f"{audit_path}: {error}") from None
-        self.records.finish()
-        languages = list(self.rows.languages)
-        sections = {
-            "exposure": self.rows.section(audit.manifest, labels, self.elsewhere.section()),
-            "knowledge": knowledge_section(audit.manifest, labels, languages, self.judged.section()),
-            "premise": self.premise.section(audit.manifest),
-            "membership": self.scores.section(audit.manifest, labels, languages),
-        }
-        return ReadAudit(labels, sections, self.records)
-
-
 def read_records(audit: AuditFile, audit_path: str) -> ReadAudit:
-    """One pass over the records, holding none of them when they are read from disk."""
-    reading = RecordPass(audit.manifest, audit)
+    """One pass over the records, holding none of them when they are read from disk: each is
+    judged, counted and dropped, and its item keeps where it lies in the file."""
+    reader, elsewhere, judged, premise, scores = ExposureReader(audit.manifest), SeenElsewhere(), Calibration(), Premise(), MembershipScores()
+    rows, records = ExposureRows(reader.variants), ItemRecords(audit, reader.variants)
     try:
-        for record, where in reading.records.located():
-            reading.add(record, where)
+        for number, (record, where) in enumerate(records.located(), start=2):
+            reader.add(record, number)
+            for section in (rows, elsewhere, judged, premise, scores):
+                section.add(record)
+            records.keep(record["item_id"], where)
+        labels = reader.finish()
+        records.finish()
     except ExposureError as error:
         raise AuditFileError(f"{audit_path}: {error}") from None
-    return reading.finish(audit, audit_path)
+    sections = {
+        "exposure": rows.section(audit.manifest, labels, elsewhere.section()),
+        "knowledge": knowledge_section(audit.manifest, labels, list(rows.languages), judged.section()),
+        "premise": premise.section(audit.manifest),
+        "membership": scores.section(audit.manifest, labels, list(rows.languages)),
+    }
+    return ReadAudit(labels, sections, records)
 
 
 def report_data(audit: AuditFile, audit_path: str, evaluation: JsonObject | None, read: ReadAudit) -> JsonObject:

@@ -1,9 +1,9 @@
 """Each item's records for its provenance page, without holding them all.
 
 An audit this process has just written is read from disk (`StoredRecords`): the report keeps
-only where each item's lines lie (counted as the check wrote them, or as the file is read),
-and whoever renders the page reads them back, so the report of a benchmark of any size is
-rendered in flat memory, by workers that each read their own items.  An audit already held in memory (one `read_audit` read) keeps its records as they are.
+only where each item's lines lie, and whoever renders the page reads them back, so the report
+of a benchmark of any size is rendered in flat memory, by workers that each read their own
+items.  An audit already held in memory (one `read_audit` read) keeps its records as they are.
 """
 from __future__ import annotations
 
@@ -24,12 +24,9 @@ class ItemRecords:
     runs of lines in the file, kept in arrays by the items' numbers (`Variants`, shared with
     the labels), or the records themselves."""
 
-    def __init__(self, audit: AuditFile | None, variants: Variants | None = None) -> None:
-        """`audit` None: the records come as a check writes them, `keep` is given where each
-        lies among the records, and `placed` names the file once it is whole."""
+    def __init__(self, audit: AuditFile, variants: Variants | None = None) -> None:
         self.audit = audit
-        self.path = audit.records.path if audit is not None and isinstance(audit.records, StoredRecords) else None
-        self.holding = audit is not None and self.path is None
+        self.path = audit.records.path if isinstance(audit.records, StoredRecords) else None
         self.variants = variants if variants is not None else Variants()
         self.held: list[list[JsonObject]] = []
         # Per run: its item's number, offset and length; per item, its last run (-1: none).
@@ -39,7 +36,6 @@ class ItemRecords:
 
     def located(self) -> Iterator[tuple[JsonObject, tuple[int, int] | JsonObject]]:
         """The audit's records, each with what `keep` takes of it."""
-        assert self.audit is not None, "records kept as they were written are not read back"
         if isinstance(self.audit.records, StoredRecords):
             yield from self.audit.records.located()
         else:
@@ -48,7 +44,7 @@ class ItemRecords:
 
     def keep(self, item_id: str, where: tuple[int, int] | JsonObject) -> None:
         item = self.variants.item(item_id)
-        if self.holding:
+        if self.path is None:
             while len(self.held) <= item:
                 self.held.append([])
             self.held[item].append(where)
@@ -71,15 +67,6 @@ class ItemRecords:
         """Sort the runs by item once, here, before the page workers fork."""
         self.runs_of(0)
 
-    def placed(self, audit: AuditFile) -> None:
-        """The file the records kept as they were written (`audit` None) went to, now whole:
-        their places, counted from the first record, move past its manifest line."""
-        assert self.audit is None and isinstance(audit.records, StoredRecords), "only records kept as written are placed"
-        self.audit, self.path = audit, audit.records.path
-        with open(self.path, "rb") as handle:
-            manifest_line = len(handle.readline())
-        np.frombuffer(self.runs[1], dtype=np.int64)[:] += manifest_line
-
     def runs_of(self, item: int) -> list[tuple[int, int]]:
         """Item number `item`'s runs, in the file's order."""
         if self._by_item is None:
@@ -90,7 +77,7 @@ class ItemRecords:
 
     def check_unchanged(self) -> None:
         """Refuse an audit file changed since it was checked (`StoredRecords.check_unchanged`)."""
-        if self.audit is not None and isinstance(self.audit.records, StoredRecords):
+        if isinstance(self.audit.records, StoredRecords):
             self.audit.records.check_unchanged()
 
     def item_ids(self) -> list[str]:
@@ -100,10 +87,9 @@ class ItemRecords:
     def reading(self) -> Iterator[Callable[[str], list[JsonObject]]]:
         """A function from an item id to its records, read back from the file (opened once for
         every item asked within the block) when they are not held."""
-        if self.holding:
+        if self.path is None:
             yield lambda item_id: self.held[self.variants.item_number[item_id]]
             return
-        assert self.path is not None, "records kept as they were written are read once the file is placed"
         with open(self.path, "rb") as handle:
 
             def records(item_id: str) -> list[JsonObject]:

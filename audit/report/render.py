@@ -21,7 +21,7 @@ from audit.items import Item
 from audit.outputs import commit_directory, discard_staging, staging_directory
 from audit.records import Json, JsonObject
 from audit.report import inert
-from audit.report.build import RecordPass, read_records, report_data
+from audit.report.build import read_records, report_data
 from audit.report.itemrows import dump
 from audit.report.pages import ItemsById, inherited, pages_of, write_pages
 
@@ -190,16 +190,14 @@ def write_report(
     item_pages: Path | None = None,
     inputs: Iterable[Path] = (),
     workers: int | None = None,
-    reading: RecordPass | None = None,
 ) -> JsonObject:
     """Render the whole report into `out` and return report.json's data.  An existing `out` is
     replaced only if it is a report this tool wrote and holds none of `inputs`.  With
     `item_pages` (another report's directory) its provenance pages are linked, not written.
     The figures are drawn and the pages rendered by `workers` forked processes (default: the
-    available cores); with one, the pages are rendered here while one process draws.  With
-    `reading` (the records fed to it as a check wrote them) the records are not read again."""
+    available cores); with one, the pages are rendered here while one process draws."""
     out = Path(out)
-    read = reading.finish(audit, audit_path) if reading is not None else read_records(audit, audit_path)
+    read = read_records(audit, audit_path)
     data = report_data(audit, audit_path, evaluation, read)
     if item_pages is not None:
         link_item_pages(data, Path(item_pages).absolute(), out)

@@ -102,7 +102,6 @@ def run_audit(request: AuditRequest, *, progress: Progress = QUIET, opener: Open
     opener = opener or RegistryOpener(request, where)
     reading = read(request, opener)
     progress.read(reading.report)
-    progress.judged_by(reading.policy)
     planned = open_sources(request, opener, reading, progress)
     prepare(planned.runners, reading, progress)
     with AuditStream(request.target) as stream:
@@ -205,6 +204,6 @@ def check(request: AuditRequest, where: Executor, opener: Opener, reading: Readi
     tally = Tally()
     with executor, progress.checking(description, total, planned.clients) as advance:
         for outcome in executor.checked(reading.report.items, advance):
-            progress.written(outcome.lines, stream.add(outcome.lines, outcome.variants))
+            stream.add(outcome.lines, outcome.variants)
             tally.merge(outcome.tally)
     return Checked([s.info for s in planned.sources], planned.runs, planned.links, request.as_of, planned.prober, executor.recorded, tally)

@@ -9,7 +9,6 @@ from enum import StrEnum
 
 from audit.corpora.client import InfiniGramClient
 from audit.items import LoadReport
-from audit.policyfile import Policy
 
 # An index build's progress: (stage, done, total).
 BuildHook = Callable[[str, int, int], None]
@@ -36,14 +35,6 @@ class Progress:
 
     def read(self, report: LoadReport) -> None:
         """The benchmark was read (before any corpus is opened)."""
-
-    def judged_by(self, policy: Policy) -> None:
-        """The policy the records will be decided by, before any is written."""
-
-    def written(self, lines: bytes, at: int) -> None:
-        """A block of record lines as the audit file holds them, `at` bytes after its manifest
-        line: whoever reports on the run can read the records as they come, instead of reading
-        the whole file back once it is written."""
 
     def note(self, note: Note) -> None:
         """A note, in the order the run meets it."""
