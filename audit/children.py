@@ -97,6 +97,34 @@ def frozen_for_fork() -> Iterator[None]:
         gc.unfreeze()
 
 
+# Allocations of container objects between two collections of the youngest generation while
+# items are checked: Python's 700 collected about 850 times on a 4,608-variant benchmark, half
+# a second of a 20 s check, and almost nothing a signal allocates outlives its field.
+CHECK_YOUNG_COLLECTION = 10_000
+
+
+_SPACED: list[tuple[int, int, int]] = []  # the thresholds as each open block found them: the first are put back
+_SPACED_LOCK = threading.Lock()
+
+
+@contextmanager
+def spaced_collections(young: int = CHECK_YOUNG_COLLECTION) -> Iterator[None]:
+    """The youngest generation collected every `young` allocations inside this block (and in
+    processes forked inside it); the older generations' thresholds are kept.  Blocks may
+    overlap (a server's checks, each on its own thread): the thresholds are put back when the
+    last one ends."""
+    with _SPACED_LOCK:
+        _SPACED.append(gc.get_threshold())
+        gc.set_threshold(max(young, _SPACED[-1][0]), *_SPACED[0][1:])
+    try:
+        yield
+    finally:
+        with _SPACED_LOCK:
+            before = _SPACED.pop()
+            if not _SPACED:
+                gc.set_threshold(*before)
+
+
 class WorkerPool(ProcessPoolExecutor):
     """A process pool whose workers are set up by `worker_setup`, and which, left by an
     exception (an interruption, a failed task), kills its workers instead of waiting for their

@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
 from audit.auditfile import AuditFile, AuditStream, is_audit_file
+from audit.children import spaced_collections
 from audit.corpora.apirun import api_clients, budget_stops, limit_requests
 from audit.corpora.base import Corpus
 from audit.corpora.client import InfiniGramClient
@@ -202,7 +203,7 @@ def check(request: AuditRequest, where: Executor, opener: Opener, reading: Readi
     executor = choose_executor(where, workers, ItemWork(planned.runners, reading.policy, reading.langs), sources, reading.report.items, fork=opener.fork)
     description = f"checking against {', '.join(s.info.name for s in sources)}{executor.where}"
     tally = Tally()
-    with executor, progress.checking(description, total, planned.clients) as advance:
+    with spaced_collections(), executor, progress.checking(description, total, planned.clients) as advance:
         for outcome in executor.checked(reading.report.items, advance):
             stream.add(outcome.lines, outcome.variants)
             tally.merge(outcome.tally)
