@@ -137,7 +137,7 @@ static PyMethodDef methods[] = {
      "the shard-local document and the byte offset in it of each distinct rank numpy's "
      "linspace(lo, hi - 1, count).round() picks."},
     {"restricted_longest", restricted_longest, METH_VARARGS,
-     "restricted_longest(shards, query, upper, (few, first_look, scan_cap)) -> (low, high): "
+     "restricted_longest(shards, query, upper, (first_look, scan_cap)) -> (low, high): "
      "bytes of int64, per character start, the longest match in allowed documents; shards are "
      "(data, table, ratio, offsets, allowed[, directory, lengths, ranks]), upper the unrestricted "
      "lengths, lengths and ranks the shard's own (`longest_char_ranks`)."},

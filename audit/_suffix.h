@@ -122,7 +122,7 @@ PyObject *longest_char_ranks(PyObject *self, PyObject *args);
 /* _suffix_documents.c */
 PyObject *document_directory(PyObject *self, PyObject *args);
 int parse_directory(PyObject *obj, Py_ssize_t size, Py_buffer *view, Documents *d);
-int any_allowed_in(const uint8_t *table, int ratio, const Documents *d, const uint8_t *allowed, Py_ssize_t lo, Py_ssize_t hi, Py_ssize_t most);
+Py_ssize_t allowed_rank_in(const uint8_t *table, int ratio, const Documents *d, const uint8_t *allowed, Py_ssize_t lo, Py_ssize_t hi, Py_ssize_t most);
 PyObject *any_allowed(PyObject *self, PyObject *args);
 PyObject *sample_ranks(PyObject *self, PyObject *args);
 

@@ -81,19 +81,20 @@ static inline Py_ssize_t spread_rank(Py_ssize_t lo, Py_ssize_t hi, Py_ssize_t pi
     return k == picks - 1 && picks > 1 ? hi - 1 : (Py_ssize_t)nearbyint(scaled + first);
 }
 
-/* Whether a rank of [lo, hi) points into a document `allowed` marks (`audit.corpora.inlanguage`):
- * every rank when the range holds at most `most`, else `most` ranks `spread_rank` picks. */
-int any_allowed_in(const uint8_t *table, int ratio, const Documents *d, const uint8_t *allowed,
-                   Py_ssize_t lo, Py_ssize_t hi, Py_ssize_t most)
+/* The first rank read of [lo, hi) that points into a document `allowed` marks
+ * (`audit.corpora.inlanguage`), or -1: every rank read, in order, when the range holds at most
+ * `most`, else `most` ranks `spread_rank` picks. */
+Py_ssize_t allowed_rank_in(const uint8_t *table, int ratio, const Documents *d, const uint8_t *allowed,
+                           Py_ssize_t lo, Py_ssize_t hi, Py_ssize_t most)
 {
     Py_ssize_t picks = hi - lo <= most ? hi - lo : most;
     Shard s = {NULL, 0, table, 0, ratio};
     for (Py_ssize_t k = 0; k < picks; k++) {
         Py_ssize_t rank = hi - lo > most ? spread_rank(lo, hi, picks, k) : lo + k;
         if (allowed[document_of(d, (int64_t)pointer_at(&s, rank))])
-            return 1;
+            return rank;
     }
-    return 0;
+    return -1;
 }
 
 PyObject *any_allowed(PyObject *self, PyObject *args)
@@ -113,7 +114,7 @@ PyObject *any_allowed(PyObject *self, PyObject *args)
         bad = 2;
     else if (lo < hi) {
         Py_BEGIN_ALLOW_THREADS
-        found = any_allowed_in(table.buf, ratio, &d, allowed.buf, lo, hi, most);
+        found = allowed_rank_in(table.buf, ratio, &d, allowed.buf, lo, hi, most) >= 0;
         Py_END_ALLOW_THREADS
     }
     if (held > 0)

@@ -58,16 +58,52 @@ static void range_around(const Shard *s, const uint8_t *pattern, Py_ssize_t m, P
     }
 }
 
-/* How `holds` reads a range: ranks read whole up to `few`, else `first_look` then `scan_cap`
- * ranks sampled. */
+/* How `holds` reads a range: whole up to `scan_cap` ranks (past `first_look`, `first_look`
+ * ranks sampled first), else `first_look` then `scan_cap` ranks sampled. */
 typedef struct {
-    Py_ssize_t few, first_look, scan_cap;
+    Py_ssize_t first_look, scan_cap;
 } Reading;
+
+/* What the checks at one character start learned of one shard: a run of ranks [none_lo,
+ * none_hi) read whole and found to hold no allowed document, and a rank found in one (-1:
+ * none yet).  The prefixes a start's search asks are all of one pattern, so their ranges nest
+ * (a shorter prefix's holds a longer one's): after a length is refused, every shorter one asked
+ * next reads only the ranks around that run, and after one is held, a longer one whose range
+ * still holds that rank is held at once.  Both give what reading the whole range would. */
+typedef struct {
+    Py_ssize_t none_lo, none_hi, allowed;
+} Known;
+
+/* Whether an allowed document holds a rank of [lo, hi), a range `holds` reads whole (at most
+ * `scan_cap` ranks): one of more than `first_look` ranks is sampled first, as before reading
+ * it whole, since a common language's documents are found at once that way. */
+static int read_whole(const Restricted *s, const Reading *r, Py_ssize_t lo, Py_ssize_t hi, Known *seen)
+{
+    const uint8_t *table = s->shard.table;
+    int ratio = s->shard.ratio;
+    if (seen->allowed >= lo && seen->allowed < hi)
+        return 1;
+    Py_ssize_t found = hi - lo > r->first_look ? allowed_rank_in(table, ratio, &s->documents, s->allowed, lo, hi, r->first_look) : -1;
+    if (found < 0 && seen->none_lo < seen->none_hi && lo <= seen->none_lo && seen->none_hi <= hi) {
+        found = allowed_rank_in(table, ratio, &s->documents, s->allowed, lo, seen->none_lo, hi - lo);
+        if (found < 0)
+            found = allowed_rank_in(table, ratio, &s->documents, s->allowed, seen->none_hi, hi, hi - lo);
+    } else if (found < 0)
+        found = allowed_rank_in(table, ratio, &s->documents, s->allowed, lo, hi, hi - lo);
+    if (found >= 0) {
+        seen->allowed = found;
+        return 1;
+    }
+    seen->none_lo = lo;
+    seen->none_hi = hi;
+    return 0;
+}
 
 /* Whether an allowed document holds pattern[0:m], the prefix asked at character start `at`:
  * 1, 0, or -1 when a sampled range found none (a sampled answer cannot tell absence from what
- * the sample missed).  A shard whose own longest match there is shorter than m holds none. */
-static int holds(const Restricted *shards, Py_ssize_t count, const Reading *r, const uint8_t *pattern, Py_ssize_t m, Py_ssize_t at)
+ * the sample missed).  A shard whose own longest match there is shorter than m holds none.
+ * A range of at most `scan_cap` ranks is read whole (`read_whole`), a larger one sampled. */
+static int holds(const Restricted *shards, Py_ssize_t count, const Reading *r, const uint8_t *pattern, Py_ssize_t m, Py_ssize_t at, Known *known)
 {
     int open = 0;
     for (Py_ssize_t k = 0; k < count; k++) {
@@ -79,44 +115,46 @@ static int holds(const Restricted *shards, Py_ssize_t count, const Reading *r, c
             continue;
         else
             range_around(&s->shard, pattern, m, (Py_ssize_t)s->ranks[at], &lo, &hi);
-        Py_ssize_t width = hi - lo;
-        if (width <= 0)
+        if (hi <= lo)
             continue;
-        const uint8_t *table = s->shard.table;
-        int ratio = s->shard.ratio;
-        if (width <= r->few) {
-            if (any_allowed_in(table, ratio, &s->documents, s->allowed, lo, hi, r->few))
+        if (hi - lo <= r->scan_cap) {
+            if (read_whole(s, r, lo, hi, &known[k]))
                 return 1;
             continue;
         }
-        if (any_allowed_in(table, ratio, &s->documents, s->allowed, lo, hi, r->first_look))
+        const uint8_t *table = s->shard.table;
+        int ratio = s->shard.ratio;
+        Py_ssize_t found = allowed_rank_in(table, ratio, &s->documents, s->allowed, lo, hi, r->first_look);
+        if (found < 0)
+            found = allowed_rank_in(table, ratio, &s->documents, s->allowed, lo, hi, r->scan_cap);
+        if (found >= 0) {
+            known[k].allowed = found;
             return 1;
-        if (width <= r->first_look)
-            continue;
-        if (any_allowed_in(table, ratio, &s->documents, s->allowed, lo, hi, r->scan_cap))
-            return 1;
-        if (width > r->scan_cap)
-            open = 1;
+        }
+        open = 1;
     }
     return open ? -1 : 0;
 }
 
 /* The largest n in [floor, top] an allowed document holds (floor is known to), trying top
- * first, then halving; *open is set when a check above the answer stayed open. */
+ * first, then halving; *open is set when a check above the answer stayed open.  `known` (one
+ * per shard) starts empty: what this start's checks learn. */
 static Py_ssize_t restricted_search(const Restricted *shards, Py_ssize_t count, const Reading *r, const uint8_t *pattern,
-                                    Py_ssize_t floor, Py_ssize_t top, Py_ssize_t at, int *open)
+                                    Py_ssize_t floor, Py_ssize_t top, Py_ssize_t at, int *open, Known *known)
 {
     *open = 0;
     if (top <= floor)
         return top;
-    int first = holds(shards, count, r, pattern, top, at);
+    for (Py_ssize_t k = 0; k < count; k++)
+        known[k] = (Known){0, 0, -1};
+    int first = holds(shards, count, r, pattern, top, at, known);
     if (first == 1)
         return top;
     *open = first == -1;
     Py_ssize_t lo = floor, hi = top - 1;
     while (lo < hi) {
         Py_ssize_t middle = (lo + hi + 1) >> 1;
-        int answer = holds(shards, count, r, pattern, middle, at);
+        int answer = holds(shards, count, r, pattern, middle, at, known);
         if (answer == 1)
             lo = middle;
         else {
@@ -130,7 +168,7 @@ static Py_ssize_t restricted_search(const Restricted *shards, Py_ssize_t count, 
 /* Every start's search, each floored by the previous start's length less the bytes between
  * them (a suffix of a string found is found), from the unrestricted length `tops[k]` down. */
 static void restricted_pass(const Restricted *shards, Py_ssize_t count, const Reading *r, const uint8_t *q, Py_ssize_t n,
-                            const Py_ssize_t *positions, Py_ssize_t starts, const int64_t *tops, int64_t *lows, int64_t *highs)
+                            const Py_ssize_t *positions, Py_ssize_t starts, const int64_t *tops, int64_t *lows, int64_t *highs, Known *known)
 {
     Py_ssize_t previous = 0, at = 0;
     for (Py_ssize_t k = 0; k < starts; k++) {
@@ -143,7 +181,7 @@ static void restricted_pass(const Restricted *shards, Py_ssize_t count, const Re
         floor = floor < top ? floor : top;
         floor = floor > 0 ? floor : 0;
         int open;
-        Py_ssize_t length = restricted_search(shards, count, r, q + i, floor, top, k, &open);
+        Py_ssize_t length = restricted_search(shards, count, r, q + i, floor, top, k, &open, known);
         lows[k] = length;
         highs[k] = open ? top : length;
         previous = length;
@@ -228,18 +266,20 @@ PyObject *restricted_longest(PyObject *self, PyObject *args)
     PyObject *list;
     Py_buffer query, upper;
     Reading r;
-    if (!PyArg_ParseTuple(args, "Oy*y*(nnn)", &list, &query, &upper, &r.few, &r.first_look, &r.scan_cap))
+    if (!PyArg_ParseTuple(args, "Oy*y*(nn)", &list, &query, &upper, &r.first_look, &r.scan_cap))
         return NULL;
     PyObject *result = NULL, *low = NULL, *high = NULL;
     Py_ssize_t *positions = NULL, count = 0, starts = 0;
     Restricted *shards = NULL;
+    Known *known = NULL;
     PyObject *items = PySequence_Fast(list, "shards must be a sequence");
     if (items == NULL)
         goto done;
     count = PySequence_Fast_GET_SIZE(items);
     shards = PyMem_Calloc(count > 0 ? count : 1, sizeof(Restricted));
     positions = PyMem_Malloc((query.len > 0 ? query.len : 1) * sizeof(Py_ssize_t));
-    if (shards == NULL || positions == NULL) {
+    known = PyMem_Malloc((count > 0 ? count : 1) * sizeof(Known));
+    if (shards == NULL || positions == NULL || known == NULL) {
         PyErr_NoMemory();
         goto done;
     }
@@ -247,7 +287,7 @@ PyObject *restricted_longest(PyObject *self, PyObject *args)
         if (parse_restricted(PySequence_Fast_GET_ITEM(items, k), &shards[k]) < 0)
             goto done;
     starts = character_starts(query.buf, query.len, positions);
-    if (upper.len != starts * (Py_ssize_t)sizeof(int64_t) || r.few < 1 || r.first_look < 1 || r.scan_cap < 1) {
+    if (upper.len != starts * (Py_ssize_t)sizeof(int64_t) || r.first_look < 1 || r.scan_cap < 1) {
         PyErr_SetString(PyExc_ValueError, "upper must hold one int64 per character start, every reading cap at least 1");
         goto done;
     }
@@ -261,7 +301,7 @@ PyObject *restricted_longest(PyObject *self, PyObject *args)
         goto done;
     int64_t *lows = (int64_t *)PyBytes_AS_STRING(low), *highs = (int64_t *)PyBytes_AS_STRING(high);
     Py_BEGIN_ALLOW_THREADS
-    restricted_pass(shards, count, &r, query.buf, query.len, positions, starts, upper.buf, lows, highs);
+    restricted_pass(shards, count, &r, query.buf, query.len, positions, starts, upper.buf, lows, highs, known);
     Py_END_ALLOW_THREADS
     result = PyTuple_Pack(2, low, high);
 done:
@@ -271,6 +311,7 @@ done:
     if (shards != NULL)
         release_restricted(shards, count);
     PyMem_Free(positions);
+    PyMem_Free(known);
     PyBuffer_Release(&query);
     PyBuffer_Release(&upper);
     return result;

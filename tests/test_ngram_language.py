@@ -305,7 +305,6 @@ def test_a_capped_scan_gives_bounds_that_hold_the_true_figure(corpus, monkeypatc
     truth_count, truth_lengths = exact.count_range(" de "), exact.match_lengths(text).lengths
     monkeypatch.setattr(inlanguage, "SCAN_CAP", 4)
     monkeypatch.setattr(inlanguage, "FIRST_LOOK", 2)
-    monkeypatch.setattr(inlanguage, "FEW", 1)
     monkeypatch.setattr(inlanguage, "TEXT_CAP", 0)
     capped = LocalIndex(corpus.path).in_language(frozenset({"es"}), unknown=False)
     low, high = capped.count_range(" de ")

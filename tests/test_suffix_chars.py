@@ -187,19 +187,18 @@ def test_a_sample_of_ranks_is_numpys_linspace_read_in_the_shard(shard):
         _suffix.sample_ranks(shard.table[:-1], shard.ratio, shard.offsets, 0, 3, 1)
 
 
-def reference_holds(shard, mask: np.ndarray, pattern: bytes, caps: tuple[int, int, int]) -> bool | None:
-    """Whether an allowed document holds the pattern, by the reading rules in plain Python."""
-    few, first_look, scan_cap = caps
+def reference_holds(shard, mask: np.ndarray, pattern: bytes, caps: tuple[int, int]) -> bool | None:
+    """Whether an allowed document holds the pattern, by the reading rules in plain Python,
+    each length's range read afresh: whole up to `scan_cap` ranks, else `first_look` then
+    `scan_cap` ranks sampled (None: none found among them)."""
+    first_look, scan_cap = caps
     lo, hi = _suffix.find_range(shard.data, shard.table, shard.ratio, pattern)
     if hi <= lo:
         return False
-    if hi - lo <= few:
+    if hi - lo <= scan_cap:
         return bool(mask[documents_of(shard, np.arange(lo, hi, dtype=np.int64))].any())
-    for most in (first_look, scan_cap):
-        if mask[documents_of(shard, sampled_ranks(lo, hi, most))].any():
-            return True
-        if hi - lo <= most:
-            return False
+    if any(mask[documents_of(shard, sampled_ranks(lo, hi, most))].any() for most in (first_look, scan_cap)):
+        return True
     return None
 
 
@@ -233,7 +232,7 @@ def shard_tuple(shard, mask: np.ndarray, query: bytes, helped: bool) -> tuple:
 
 
 @pytest.mark.parametrize("helped", [False, True])
-@pytest.mark.parametrize("caps", [(16, 256, 1 << 16), (2, 3, 9), (1, 1, 2)])
+@pytest.mark.parametrize("caps", [(256, 1 << 16), (3, 9), (1, 4), (1, 2)])
 @pytest.mark.parametrize("lang", ["ja", "hi", "he"])
 def test_restricted_search_follows_the_reading_rules(index, shard, rows, caps, lang, helped):
     mask = np.array([row["lang"] == lang for row in rows])
@@ -290,7 +289,7 @@ def test_restricted_lengths_are_those_of_the_allowed_documents_alone(shard, rows
     allowed = b"\xff".join(row["text"].encode() for row in rows if row["lang"] == lang)
     for query in queries(rows)[:8]:
         upper = np.frombuffer(_suffix.longest_char_matches(shard.data, shard.table, shard.ratio, query), dtype=np.int64)
-        low, high = _suffix.restricted_longest([(shard.data, shard.table, shard.ratio, shard.offsets, mask)], query, upper, (16, 256, 1 << 16))
+        low, high = _suffix.restricted_longest([(shard.data, shard.table, shard.ratio, shard.offsets, mask)], query, upper, (256, 1 << 16))
         want = brute_longest(allowed, query, char_starts(query).tolist())
         assert np.frombuffer(low, dtype=np.int64).tolist() == want == np.frombuffer(high, dtype=np.int64).tolist(), (lang, query.decode())
 
@@ -315,16 +314,16 @@ def test_bad_arguments_are_refused(shard):
     with pytest.raises(ValueError):
         _suffix.any_allowed(shard.table, shard.ratio, shard.offsets, np.zeros(3, dtype=bool), 0, 1, 1)
     with pytest.raises(ValueError):
-        _suffix.restricted_longest([], b"abc", np.zeros(2, dtype=np.int64), (1, 1, 1))
+        _suffix.restricted_longest([], b"abc", np.zeros(2, dtype=np.int64), (1, 1))
     mask = np.ones(len(shard.offsets), dtype=bool)
     upper = np.zeros(3, dtype=np.int64)
     bare = (shard.data, shard.table, shard.ratio, shard.offsets, mask)
     with pytest.raises(ValueError, match="go together"):
-        _suffix.restricted_longest([(*bare, None, upper.tobytes(), None)], b"abc", upper, (1, 1, 1))
+        _suffix.restricted_longest([(*bare, None, upper.tobytes(), None)], b"abc", upper, (1, 1))
     with pytest.raises(ValueError, match="one int64 per character start"):
-        _suffix.restricted_longest([(*bare, None, upper[:2].tobytes(), upper[:2].tobytes())], b"abc", upper, (1, 1, 1))
+        _suffix.restricted_longest([(*bare, None, upper[:2].tobytes(), upper[:2].tobytes())], b"abc", upper, (1, 1))
     with pytest.raises(ValueError, match="each rank in the shard"):
-        _suffix.restricted_longest([(*bare, None, np.ones(3, dtype=np.int64).tobytes(), np.full(3, len(shard.data), dtype=np.int64).tobytes())], b"abc", upper, (1, 1, 1))
+        _suffix.restricted_longest([(*bare, None, np.ones(3, dtype=np.int64).tobytes(), np.full(3, len(shard.data), dtype=np.int64).tobytes())], b"abc", upper, (1, 1))
     with pytest.raises(ValueError):
         _suffix.longest_char_matches(shard.data, b"\x00" * 3, shard.ratio, b"abc")
 

@@ -45,8 +45,6 @@ from audit.index.doclangs import RECORD, TABLE, UNKNOWN, DocumentLanguages, How
 SCAN_CAP = 1 << 16
 # Ranks read first when only "is any allowed?" is asked: most ranges answer from these.
 FIRST_LOOK = 256
-# A range of at most this many ranks is read whole, without building the allowed text.
-FEW = 16
 # Allowed-document masks kept per shard group (one per set of languages asked).
 MASKS_KEPT = 64
 # Allowed documents of a shard up to this many bytes get their own small index (see `_small_index`).
@@ -186,7 +184,8 @@ class ShardQueries:
         it open.  A shard's allowed documents, where small, are asked through their own index
         (`_small_index`, `_exact_parts`), exactly; the others in C (`_suffix.restricted_longest`): at each
         start, from the unrestricted length down, each length checked shard by shard (ranks
-        read whole up to `FEW`, else `FIRST_LOOK` then `SCAN_CAP` ranks sampled)."""
+        read whole up to `SCAN_CAP`, else `FIRST_LOOK` then `SCAN_CAP` of them sampled; what
+        one length's check read is not read again for the next)."""
         unrestricted = self.char_matches(query)
         upper = unrestricted.best
         low = high = np.zeros(len(upper), dtype=np.int64)
@@ -199,7 +198,7 @@ class ShardQueries:
             if rest is not None:
                 large.append((shard.data, shard.table, shard.ratio, shard.offsets, rest, self._directory(k), *unrestricted.per_shard[k]))
         if large:
-            found_low, found_high = _suffix.restricted_longest(large, query, upper, (FEW, FIRST_LOOK, SCAN_CAP))
+            found_low, found_high = _suffix.restricted_longest(large, query, upper, (FIRST_LOOK, SCAN_CAP))
             low = np.maximum(low, np.frombuffer(found_low, dtype=np.int64))
             high = np.maximum(high, np.frombuffer(found_high, dtype=np.int64))
         return low, high
