@@ -63,8 +63,8 @@ def _floor(figures: dict[str, Json], config: NgramConfig) -> None:
 
 def measure(corpus: Corpus, field: FieldText, config: NgramConfig, rules: Sequence[Rule], budget: Budget, sourced: bool = True) -> tuple[Evidence, FieldMatch]:
     """One normalised field's figures over whatever documents `corpus` answers for; without
-    the documents behind the longest match unless `sourced` (figures that only stand beside
-    another count's, as `any_language`, need none)."""
+    the documents behind the longest match and the matched spans unless `sourced` (figures
+    that only stand beside another count's, as `any_language`, need neither)."""
     text, script, size, shared = field.text, field.script, field.size, field.shared
     asked_before = budget.asked
     found = FieldMatch.of(text, corpus.match_lengths(text, questions_for(rules, text, size, budget)))
@@ -83,8 +83,9 @@ def measure(corpus: Corpus, field: FieldText, config: NgramConfig, rules: Sequen
         "window_unit": "char" if script in UNSEGMENTED_SCRIPTS else "word",
         "window_size": size,
         **coverage,
-        "spans": [list(s) for s in found.maximal_spans(config.span_min_chars) if shared is None or shared.unshared(s[0], s[1] - s[0])][: config.max_spans],
     }
+    if sourced:
+        figures["spans"] = [list(s) for s in found.maximal_spans(config.span_min_chars) if shared is None or shared.unshared(s[0], s[1] - s[0])][: config.max_spans]
     if shared is not None:
         figures["shared_with_source"] = shared.intervals()
         figures["shared_chars"] = sum(shared.chars)

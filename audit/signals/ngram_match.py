@@ -167,7 +167,8 @@ def window_figures(match: FieldMatch, size: int, shared: SharedText | None = Non
     every = windows(match.text, size)
     spans = [span for span in every if shared is None or span not in shared.windows]
     found = sum(1 for start, end in spans if match.lengths[start] >= end - start)
-    undecided = sum(1 for start, end in spans if match.lengths[start] < end - start <= match.most(start))
+    # Only a bounded backend leaves a window undecided: exact lengths settle every one.
+    undecided = sum(1 for start, end in spans if match.lengths[start] < end - start <= match.most(start)) if match.highest is not None else 0
     low, high = _ratio(found, len(spans)), _ratio(found + undecided, len(spans))
     figures: dict[str, Json] = {"windows": len(spans), "windows_found": found}
     if match.coverage is not None and spans:
