@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -11,7 +12,7 @@ from click.testing import CliRunner
 from manual import README, page
 
 from audit.auditfile import AuditFileError, read_audit, write_audit
-from audit.cli import main
+from audit.cli import COMMANDS, main
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "audit" / "data" / "demo" / "eclektic_sample.csv.gz"
@@ -216,3 +217,23 @@ def test_the_committed_example_is_what_its_documented_command_writes(cache, demo
     for name in names:
         before, after = (without_run(m, (report_dir(a) / name).read_text(encoding="utf-8")) for m, a in ((old, committed), (new, fresh)))
         assert before == after, f"reports/demo/{report_dir(committed).name}/{name} is stale: regenerate it with the command in reports/README.md"
+
+
+def _imported_by(*args: str) -> set[str]:
+    """The `audit` modules a fresh process holds after running the command line with `args`."""
+    script = "import sys; from audit.cli import main\ntry: main(sys.argv[1:], prog_name='audit')\nexcept SystemExit: pass\nprint(*(m for m in sys.modules if m.startswith('audit')), file=sys.stderr)"
+    done = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, check=True, cwd=ROOT)
+    return set(done.stderr.splitlines()[-1].split())
+
+
+def test_a_command_imports_its_own_module_only():
+    """`audit --version` or `audit formats` answers without importing every signal, corpus and
+    renderer (half a second of every command when they were all imported up front)."""
+    assert not {m for m in _imported_by("--version") if m.startswith("audit.cli.") and m != "audit.cli.shell"}
+    formats = _imported_by("formats")
+    assert "audit.cli.formats" in formats and not formats & {"audit.cli.check", "audit.run", "audit.signals", "audit.report.render"}
+    listed = _imported_by("--help")
+    assert {f"audit.cli.{module}" for module, _ in COMMANDS.values()} <= listed
+    probe = CliRunner().invoke(main, ["probe", "--help"])
+    assert probe.exit_code == 0 and "plant" in probe.output and "serve-model" in probe.output
+    assert CliRunner().invoke(main, ["no-such-command"]).exit_code == 2
