@@ -37,8 +37,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_core import SAMPLE
 from bench_report import synthetic_benchmark
-from bench_throughput import ROOT, Code, baseline_tree, build_extension, git
+from bench_throughput import ROOT, Code, Workload, baseline_tree, build_extension, git, run_check
 
 SIGNAL_PARTS = {
     "n-gram signal": ("ngram", "eclektic"),
@@ -141,6 +142,8 @@ def main() -> None:
     build_extension(ROOT)
     head = git("rev-parse", "HEAD") + ("+changes" if git("status", "--porcelain", "--untracked-files=no") else "")
     codes = [Code("baseline", base_tree, git("rev-parse", "HEAD", cwd=base_tree), args.work / "cache-baseline"), Code("new", ROOT, head, args.work / "cache-new")]
+    for code in codes:  # each builds its demo index in its cache, untimed (a fresh work directory has none)
+        run_check(code, Workload("warm-up", SAMPLE, 468, "demo"), False, 2, args.work)
     rounds: dict[str, list[dict]] = {code.label: [] for code in codes}
     for n in range(args.rounds):
         for code in codes if n % 2 == 0 else codes[::-1]:
