@@ -219,20 +219,21 @@ def test_the_committed_example_is_what_its_documented_command_writes(cache, demo
         assert before == after, f"reports/demo/{report_dir(committed).name}/{name} is stale: regenerate it with the command in reports/README.md"
 
 
-def _imported_by(*args: str) -> set[str]:
-    """The `audit` modules a fresh process holds after running the command line with `args`."""
+def _imported_by(where: Path, *args: str) -> set[str]:
+    """The `audit` modules a fresh process holds after running the command line with `args`
+    (run in `where`, so the package is the installed one, not a checkout's sources)."""
     script = "import sys; from audit.cli import main\ntry: main(sys.argv[1:], prog_name='audit')\nexcept SystemExit: pass\nprint(*(m for m in sys.modules if m.startswith('audit')), file=sys.stderr)"
-    done = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, check=True, cwd=ROOT)
+    done = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, check=True, cwd=where)
     return set(done.stderr.splitlines()[-1].split())
 
 
-def test_a_command_imports_its_own_module_only():
+def test_a_command_imports_its_own_module_only(tmp_path: Path):
     """`audit --version` or `audit formats` answers without importing every signal, corpus and
     renderer (half a second of every command when they were all imported up front)."""
-    assert not {m for m in _imported_by("--version") if m.startswith("audit.cli.") and m != "audit.cli.shell"}
-    formats = _imported_by("formats")
+    assert not {m for m in _imported_by(tmp_path, "--version") if m.startswith("audit.cli.") and m != "audit.cli.shell"}
+    formats = _imported_by(tmp_path, "formats")
     assert "audit.cli.formats" in formats and not formats & {"audit.cli.check", "audit.run", "audit.signals", "audit.report.render"}
-    listed = _imported_by("--help")
+    listed = _imported_by(tmp_path, "--help")
     assert {f"audit.cli.{module}" for module, _ in COMMANDS.values()} <= listed
     probe = CliRunner().invoke(main, ["probe", "--help"])
     assert probe.exit_code == 0 and "plant" in probe.output and "serve-model" in probe.output
