@@ -59,7 +59,8 @@ static void range_around(const Shard *s, const uint8_t *pattern, Py_ssize_t m, P
 }
 
 /* How `holds` reads a range: whole up to `scan_cap` ranks (past `first_look`, `first_look`
- * ranks sampled first), else `first_look` then `scan_cap` ranks sampled. */
+ * ranks sampled first) or `first_look` where that is larger, else `first_look` then `scan_cap`
+ * ranks sampled. */
 typedef struct {
     Py_ssize_t first_look, scan_cap;
 } Reading;
@@ -125,6 +126,8 @@ static int holds(const Restricted *shards, Py_ssize_t count, const Reading *r, c
         const uint8_t *table = s->shard.table;
         int ratio = s->shard.ratio;
         Py_ssize_t found = allowed_rank_in(table, ratio, &s->documents, s->allowed, lo, hi, r->first_look);
+        if (found < 0 && hi - lo <= r->first_look)
+            continue; /* a first look larger than the scan cap read it whole */
         if (found < 0)
             found = allowed_rank_in(table, ratio, &s->documents, s->allowed, lo, hi, r->scan_cap);
         if (found >= 0) {

@@ -189,13 +189,13 @@ def test_a_sample_of_ranks_is_numpys_linspace_read_in_the_shard(shard):
 
 def reference_holds(shard, mask: np.ndarray, pattern: bytes, caps: tuple[int, int]) -> bool | None:
     """Whether an allowed document holds the pattern, by the reading rules in plain Python,
-    each length's range read afresh: whole up to `scan_cap` ranks, else `first_look` then
-    `scan_cap` ranks sampled (None: none found among them)."""
+    each length's range read afresh: whole up to `scan_cap` ranks (or `first_look`, where it is
+    larger), else `first_look` then `scan_cap` ranks sampled (None: none found among them)."""
     first_look, scan_cap = caps
     lo, hi = _suffix.find_range(shard.data, shard.table, shard.ratio, pattern)
     if hi <= lo:
         return False
-    if hi - lo <= scan_cap:
+    if hi - lo <= max(first_look, scan_cap):
         return bool(mask[documents_of(shard, np.arange(lo, hi, dtype=np.int64))].any())
     if any(mask[documents_of(shard, sampled_ranks(lo, hi, most))].any() for most in (first_look, scan_cap)):
         return True
@@ -232,7 +232,7 @@ def shard_tuple(shard, mask: np.ndarray, query: bytes, helped: bool) -> tuple:
 
 
 @pytest.mark.parametrize("helped", [False, True])
-@pytest.mark.parametrize("caps", [(256, 1 << 16), (3, 9), (1, 4), (1, 2)])
+@pytest.mark.parametrize("caps", [(256, 1 << 16), (3, 9), (1, 4), (1, 2), (5, 2)])
 @pytest.mark.parametrize("lang", ["ja", "hi", "he"])
 def test_restricted_search_follows_the_reading_rules(index, shard, rows, caps, lang, helped):
     mask = np.array([row["lang"] == lang for row in rows])
