@@ -75,22 +75,26 @@ typedef struct {
     Py_ssize_t none_lo, none_hi, allowed;
 } Known;
 
+/* `allowed_rank_in` over one shard's ranks [lo, hi), reading at most `most` of them. */
+static inline Py_ssize_t allowed_rank(const Restricted *s, Py_ssize_t lo, Py_ssize_t hi, Py_ssize_t most)
+{
+    return allowed_rank_in(s->shard.table, s->shard.ratio, &s->documents, s->allowed, lo, hi, most);
+}
+
 /* Whether an allowed document holds a rank of [lo, hi), a range `holds` reads whole (at most
  * `scan_cap` ranks): one of more than `first_look` ranks is sampled first, as before reading
  * it whole, since a common language's documents are found at once that way. */
 static int read_whole(const Restricted *s, const Reading *r, Py_ssize_t lo, Py_ssize_t hi, Known *seen)
 {
-    const uint8_t *table = s->shard.table;
-    int ratio = s->shard.ratio;
     if (seen->allowed >= lo && seen->allowed < hi)
         return 1;
-    Py_ssize_t found = hi - lo > r->first_look ? allowed_rank_in(table, ratio, &s->documents, s->allowed, lo, hi, r->first_look) : -1;
+    Py_ssize_t found = hi - lo > r->first_look ? allowed_rank(s, lo, hi, r->first_look) : -1;
     if (found < 0 && seen->none_lo < seen->none_hi && lo <= seen->none_lo && seen->none_hi <= hi) {
-        found = allowed_rank_in(table, ratio, &s->documents, s->allowed, lo, seen->none_lo, hi - lo);
+        found = allowed_rank(s, lo, seen->none_lo, hi - lo);
         if (found < 0)
-            found = allowed_rank_in(table, ratio, &s->documents, s->allowed, seen->none_hi, hi, hi - lo);
+            found = allowed_rank(s, seen->none_hi, hi, hi - lo);
     } else if (found < 0)
-        found = allowed_rank_in(table, ratio, &s->documents, s->allowed, lo, hi, hi - lo);
+        found = allowed_rank(s, lo, hi, hi - lo);
     if (found >= 0) {
         seen->allowed = found;
         return 1;
@@ -123,13 +127,11 @@ static int holds(const Restricted *shards, Py_ssize_t count, const Reading *r, c
                 return 1;
             continue;
         }
-        const uint8_t *table = s->shard.table;
-        int ratio = s->shard.ratio;
-        Py_ssize_t found = allowed_rank_in(table, ratio, &s->documents, s->allowed, lo, hi, r->first_look);
+        Py_ssize_t found = allowed_rank(s, lo, hi, r->first_look);
         if (found < 0 && hi - lo <= r->first_look)
             continue; /* a first look larger than the scan cap read it whole */
         if (found < 0)
-            found = allowed_rank_in(table, ratio, &s->documents, s->allowed, lo, hi, r->scan_cap);
+            found = allowed_rank(s, lo, hi, r->scan_cap);
         if (found >= 0) {
             known[k].allowed = found;
             return 1;
