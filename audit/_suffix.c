@@ -128,8 +128,12 @@ static PyMethodDef methods[] = {
      "document_directory(offsets, size) -> bytes of int64: [shift, e_0 .. e_blocks], e_j the last "
      "document whose offset is at most j << shift; narrows any_allowed's and restricted_longest's "
      "lookup of a pointer's document."},
+    {"block_verdicts", block_verdicts, METH_VARARGS,
+     "block_verdicts(allowed, directory) -> bytes: per block of a document_directory, 1 when every "
+     "document a pointer in it can be in is allowed, 0 when none is, 2 when some are (then the "
+     "pointer's document is looked up); spares any_allowed and restricted_longest that lookup."},
     {"any_allowed", any_allowed, METH_VARARGS,
-     "any_allowed(table, ratio, offsets, allowed, lo, hi, most[, directory]) -> bool: whether a rank "
+     "any_allowed(table, ratio, offsets, allowed, lo, hi, most[, directory, verdicts]) -> bool: whether a rank "
      "of [lo, hi) (every one, or `most` spread as numpy's linspace spreads them) points into a "
      "document whose `allowed` byte is set; offsets are int64, one per document."},
     {"sample_ranks", sample_ranks, METH_VARARGS,
@@ -139,8 +143,9 @@ static PyMethodDef methods[] = {
     {"restricted_longest", restricted_longest, METH_VARARGS,
      "restricted_longest(shards, query, upper, (first_look, scan_cap)) -> (low, high): "
      "bytes of int64, per character start, the longest match in allowed documents; shards are "
-     "(data, table, ratio, offsets, allowed[, directory, lengths, ranks]), upper the unrestricted "
-     "lengths, lengths and ranks the shard's own (`longest_char_ranks`)."},
+     "(data, table, ratio, offsets, allowed[, directory, lengths, ranks, verdicts]), upper the "
+     "unrestricted lengths, lengths and ranks the shard's own (`longest_char_ranks`), verdicts "
+     "block_verdicts(allowed, directory)."},
     {NULL, NULL, 0, NULL},
 };
 

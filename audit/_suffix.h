@@ -109,6 +109,23 @@ static inline Py_ssize_t document_of(const Documents *d, int64_t pointer)
     return base[0] <= pointer ? base - d->offsets : d->documents - 1;
 }
 
+/* What `block_verdicts` says of a directory block: every document a pointer in it can be in is
+ * allowed (1), none is (0), or some are (MIXED: the pointer's document is looked up). */
+#define MIXED 2
+
+/* Whether the document a pointer is in is allowed: its block's verdict where there is one and
+ * it is not MIXED (nearly every block: a corpus's neighbouring documents share a language), else
+ * `allowed` of `document_of`.  `verdicts`, where not NULL, belongs to `d`'s directory. */
+static inline int allowed_at(const Documents *d, const uint8_t *allowed, const uint8_t *verdicts, int64_t pointer)
+{
+    if (verdicts != NULL && pointer >= 0 && (pointer >> d->shift) < d->blocks) {
+        uint8_t verdict = verdicts[pointer >> d->shift];
+        if (verdict != MIXED)
+            return verdict;
+    }
+    return allowed[document_of(d, pointer)];
+}
+
 /* _suffix.c */
 int parse_shard(PyObject *data_obj, PyObject *table_obj, int ratio, Py_buffer *data, Py_buffer *table, Shard *shard);
 void range_of(const Shard *s, const uint8_t *pattern, Py_ssize_t m, Py_ssize_t *lo_out, Py_ssize_t *hi_out);
@@ -122,7 +139,10 @@ PyObject *longest_char_ranks(PyObject *self, PyObject *args);
 /* _suffix_documents.c */
 PyObject *document_directory(PyObject *self, PyObject *args);
 int parse_directory(PyObject *obj, Py_ssize_t size, Py_buffer *view, Documents *d);
-Py_ssize_t allowed_rank_in(const uint8_t *table, int ratio, const Documents *d, const uint8_t *allowed, Py_ssize_t lo, Py_ssize_t hi, Py_ssize_t most);
+PyObject *block_verdicts(PyObject *self, PyObject *args);
+int parse_verdicts(PyObject *obj, const Documents *d, Py_buffer *view, const uint8_t **verdicts);
+Py_ssize_t allowed_rank_in(const uint8_t *table, int ratio, const Documents *d, const uint8_t *allowed, const uint8_t *verdicts,
+                           Py_ssize_t lo, Py_ssize_t hi, Py_ssize_t most);
 PyObject *any_allowed(PyObject *self, PyObject *args);
 PyObject *sample_ranks(PyObject *self, PyObject *args);
 

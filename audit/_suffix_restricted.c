@@ -4,15 +4,16 @@
 #include "_suffix.h"
 
 /* One shard as the language-restricted search reads it: its suffix array, its documents and
- * whether each is allowed, and optionally its own unrestricted answer per character start
+ * whether each is allowed (and optionally the verdicts of its directory's blocks,
+ * `block_verdicts`), and optionally its own unrestricted answer per character start
  * (`longest_char_ranks`: a length and a rank whose suffix starts with that many bytes), from
  * which each shorter prefix's range is found around that rank. */
 typedef struct {
     Shard shard;
     Documents documents;
-    const uint8_t *allowed;
-    const int64_t *lengths, *ranks; /* NULL: search each range from scratch */
-    Py_buffer views[7];
+    const uint8_t *allowed, *verdicts; /* verdicts NULL: every rank's document looked up */
+    const int64_t *lengths, *ranks;    /* NULL: search each range from scratch */
+    Py_buffer views[8];
     int held;
 } Restricted;
 
@@ -78,7 +79,7 @@ typedef struct {
 /* `allowed_rank_in` over one shard's ranks [lo, hi), reading at most `most` of them. */
 static inline Py_ssize_t allowed_rank(const Restricted *s, Py_ssize_t lo, Py_ssize_t hi, Py_ssize_t most)
 {
-    return allowed_rank_in(s->shard.table, s->shard.ratio, &s->documents, s->allowed, lo, hi, most);
+    return allowed_rank_in(s->shard.table, s->shard.ratio, &s->documents, s->allowed, s->verdicts, lo, hi, most);
 }
 
 /* Whether an allowed document holds a rank of [lo, hi), a range `holds` reads whole (at most
@@ -202,15 +203,15 @@ static void release_restricted(Restricted *shards, Py_ssize_t count)
     PyMem_Free(shards);
 }
 
-/* Read one (data, table, ratio, offsets, allowed[, directory, lengths, ranks]) tuple into `s`;
- * the optional parts may be None. */
+/* Read one (data, table, ratio, offsets, allowed[, directory, lengths, ranks, verdicts]) tuple
+ * into `s`; the optional parts may be None, and verdicts need the directory. */
 static int parse_restricted(PyObject *item, Restricted *s)
 {
-    PyObject *data_obj, *table_obj, *offsets_obj, *allowed_obj, *directory = Py_None, *lengths = Py_None, *ranks = Py_None;
+    PyObject *data_obj, *table_obj, *offsets_obj, *allowed_obj, *directory = Py_None, *lengths = Py_None, *ranks = Py_None, *verdicts = Py_None;
     int ratio;
     s->held = 0;
     s->lengths = s->ranks = NULL;
-    if (!PyArg_ParseTuple(item, "OOiOO|OOO", &data_obj, &table_obj, &ratio, &offsets_obj, &allowed_obj, &directory, &lengths, &ranks))
+    if (!PyArg_ParseTuple(item, "OOiOO|OOOO", &data_obj, &table_obj, &ratio, &offsets_obj, &allowed_obj, &directory, &lengths, &ranks, &verdicts))
         return -1;
     if (parse_shard(data_obj, table_obj, ratio, &s->views[0], &s->views[1], &s->shard) < 0)
         return -1;
@@ -229,6 +230,9 @@ static int parse_restricted(PyObject *item, Restricted *s)
     }
     int got = parse_directory(directory, s->shard.size, &s->views[s->held], &s->documents);
     if (got < 0)
+        return -1;
+    s->held += got;
+    if ((got = parse_verdicts(verdicts, &s->documents, &s->views[s->held], &s->verdicts)) < 0)
         return -1;
     s->held += got;
     if ((lengths == Py_None) != (ranks == Py_None)) {

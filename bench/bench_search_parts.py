@@ -3,11 +3,13 @@ tree against a baseline commit, alternately in one run, on the fields of the ECL
 benchmark and of BMLAMA-17.
 
     python bench/bench_search_parts.py --baseline 705abb2            # 7 rounds, about 5 minutes
+    python bench/bench_search_parts.py --baseline 705abb2 --index bench/work/index-100MiB
 
 A whole `audit check` varies by 10-15% from run to run on a shared 2-core machine, more than a
 change to one part saves; each part timed by itself in a process of its own, best of several
 rounds, does not.  Per code (its tree on PYTHONPATH, its extension built in place, its own cache
-with the demo index), a child process reads the first `--items` items of the benchmark
+with the demo index, or with `--index` the index given, the same for both: the ~100 MiB one
+bench_throughput.py builds has ranges about four times longer), a child process reads the first `--items` items of the benchmark
 (bench_report.py's, 12 languages, long passages) and, for every field, as the n-gram signal
 asks them:
 
@@ -58,8 +60,9 @@ def shingles(text: str) -> list[str]:
     return sorted(grams)
 
 
-def child(bench: Path, items: int, bmlama: Path, bmlama_items: int) -> None:
-    """One round in the code on PYTHONPATH: the seconds of each part and the digest of its answers."""
+def child(bench: Path, items: int, bmlama: Path, bmlama_items: int, searched: Path | None) -> None:
+    """One round in the code on PYTHONPATH, on `searched` or else the code's demo index: the
+    seconds of each part and the digest of its answers."""
     import glob
     import os
 
@@ -68,7 +71,7 @@ def child(bench: Path, items: int, bmlama: Path, bmlama_items: int) -> None:
     from audit.corpora.local import LocalIndex
     from audit.text import normalize
 
-    index = LocalIndex(Path(glob.glob(os.path.join(os.environ["AUDIT_CACHE_DIR"], "indexes", "demo-*[0-9a-f]"))[0]))
+    index = LocalIndex(searched or Path(glob.glob(os.path.join(os.environ["AUDIT_CACHE_DIR"], "indexes", "demo-*[0-9a-f]"))[0]))
     fields = []
     with open(bench, encoding="utf-8") as lines:
         for line in lines:
@@ -114,6 +117,7 @@ def signals(index: object, benchmarks: dict[str, tuple[Path, str | None, int]], 
 
 def one_round(code: Code, bench: Path, args: argparse.Namespace) -> dict:
     command = [sys.executable, str(Path(__file__).resolve()), "--child", str(bench), "--items", str(args.items), "--bmlama", str(args.bmlama), "--bmlama-items", str(args.bmlama_items)]
+    command += ["--index", str(args.index)] if args.index else []
     done = subprocess.run(command, env=code.env(), cwd=code.tree, capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"{code.label} failed:\n{done.stderr[-3000:]}")
@@ -128,11 +132,14 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=39, help="benchmark items read (12 languages, 3 fields each)")
     parser.add_argument("--bmlama", type=Path, default=ROOT.parent / "shared" / "data" / "bench" / "bmlama" / "BMLAMA17", help="BMLAMA-17's directory of per-language TSV files")
     parser.add_argument("--bmlama-items", type=int, default=300, help="BMLAMA-17 items read (17 languages each)")
+    parser.add_argument("--index", type=Path, help="an index directory both codes search instead of their own demo index "
+                        "(bench_throughput.py's ~100 MiB one is WORK/index-100MiB)")  # fmt: skip
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        child(args.child, args.items, args.bmlama, args.bmlama_items)
+        child(args.child, args.items, args.bmlama, args.bmlama_items, args.index)
         return
+    args.index = args.index.absolute() if args.index else None
     args.work = args.work.absolute()
     args.work.mkdir(parents=True, exist_ok=True)
     bench = args.work / "eclektic384.jsonl"

@@ -161,8 +161,10 @@ def test_any_allowed_reads_the_ranks_numpy_picks(shard):
         allowed[picked] = False
         assert not _suffix.any_allowed(shard.table, shard.ratio, shard.offsets, allowed, lo, hi, most)
         assert not _suffix.any_allowed(shard.table, shard.ratio, shard.offsets, allowed, lo, hi, most, directory)
+        assert not _suffix.any_allowed(shard.table, shard.ratio, shard.offsets, allowed, lo, hi, most, directory, _suffix.block_verdicts(allowed, directory))
         allowed[one] = True
         assert _suffix.any_allowed(shard.table, shard.ratio, shard.offsets, allowed, lo, hi, most, directory)
+        assert _suffix.any_allowed(shard.table, shard.ratio, shard.offsets, allowed, lo, hi, most, directory, _suffix.block_verdicts(allowed, directory))
 
 
 def test_a_sample_of_ranks_is_numpys_linspace_read_in_the_shard(shard):
@@ -223,12 +225,13 @@ def reference_restricted(shard, mask, query: bytes, upper: list[int], caps) -> t
 
 
 def shard_tuple(shard, mask: np.ndarray, query: bytes, helped: bool) -> tuple:
-    """A shard as `restricted_longest` reads it: bare, or with its document directory and its
-    own lengths and ranks, whose answers must be the same."""
+    """A shard as `restricted_longest` reads it: bare, or with its document directory, its
+    own lengths and ranks and its blocks' verdicts, whose answers must be the same."""
     if not helped:
         return (shard.data, shard.table, shard.ratio, shard.offsets, mask)
     lengths, ranks = _suffix.longest_char_ranks(shard.data, shard.table, shard.ratio, query)
-    return (shard.data, shard.table, shard.ratio, shard.offsets, mask, _suffix.document_directory(shard.offsets, len(shard.data)), lengths, ranks)
+    directory = _suffix.document_directory(shard.offsets, len(shard.data))
+    return (shard.data, shard.table, shard.ratio, shard.offsets, mask, directory, lengths, ranks, _suffix.block_verdicts(mask, directory))
 
 
 @pytest.mark.parametrize("helped", [False, True])
@@ -281,6 +284,60 @@ def test_a_document_directory_gives_every_pointer_its_document(shard, rows):
             assert not _suffix.any_allowed(shard.table, shard.ratio, shard.offsets, ~allowed, rank, rank + 1, 1, directory)
     with pytest.raises(ValueError, match="directory"):
         _suffix.any_allowed(shard.table, shard.ratio, shard.offsets, np.ones(len(shard.offsets), dtype=bool), 0, 1, 1, directory[8:])
+
+
+def reference_verdicts(shard, mask: np.ndarray) -> list[int]:
+    """Per directory block, by numpy: 1 or 0 when the documents a pointer in it can be in
+    (those from the last starting at or before the block's start to the last starting at or
+    before the next block's) all have that mask value, else 2; 2 before the first document."""
+    shift = int(np.frombuffer(_suffix.document_directory(shard.offsets, len(shard.data)), dtype=np.int64)[0])
+    starts = np.arange((len(shard.data) >> shift) + 2, dtype=np.int64) << shift
+    last = np.searchsorted(shard.offsets, starts, side="right") - 1
+    found = []
+    for j in range(len(starts) - 1):
+        values = set(mask[max(last[j], 0) : max(last[j + 1], 0) + 1].tolist())
+        found.append(2 if last[j] < 0 or len(values) > 1 else int(values.pop()))
+    return found
+
+
+def test_block_verdicts_answer_for_every_pointer_of_their_block(shard, rows):
+    """A block judged all allowed or none holds only pointers into documents of that mask
+    value, for a language's documents (kept together: nearly every block judged), scattered
+    documents, all and none; each verdict is numpy's over the block's documents."""
+    directory = _suffix.document_directory(shard.offsets, len(shard.data))
+    shift = int(np.frombuffer(directory, dtype=np.int64)[0])
+    pointers = np.arange(len(shard.data), dtype=np.int64)
+    documents = np.searchsorted(shard.offsets, pointers, side="right") - 1
+    rng = np.random.default_rng(11)
+    masks = [np.array([row["lang"] == lang for row in rows]) for lang in ("ja", "he", "ko")]
+    masks += [rng.random(len(rows)) < 0.1, np.ones(len(rows), dtype=bool), np.zeros(len(rows), dtype=bool)]
+    for number, mask in enumerate(masks):
+        verdicts = np.frombuffer(_suffix.block_verdicts(mask, directory), dtype=np.uint8)
+        assert verdicts.tolist() == reference_verdicts(shard, mask)
+        judged = verdicts[pointers >> shift] != 2
+        assert (mask[documents[judged]] == verdicts[pointers[judged] >> shift].astype(bool)).all()
+        if number < 3 or number > 3:
+            assert (verdicts != 2).mean() > 0.9, "a language's documents lie together: nearly every block is judged"
+        else:
+            assert (verdicts == 2).any() and (verdicts != 2).any()
+
+
+def test_block_verdicts_must_be_their_directorys(shard, rows):
+    directory = _suffix.document_directory(shard.offsets, len(shard.data))
+    mask = np.array([row["lang"] == "ja" for row in rows])
+    verdicts = _suffix.block_verdicts(mask, directory)
+    with pytest.raises(ValueError, match="directory"):
+        _suffix.any_allowed(shard.table, shard.ratio, shard.offsets, mask, 0, 5, 5, None, verdicts)
+    with pytest.raises(ValueError, match="verdicts"):
+        _suffix.any_allowed(shard.table, shard.ratio, shard.offsets, mask, 0, 5, 5, directory, verdicts[:-1])
+    query = queries(rows)[0]
+    upper = _suffix.longest_char_matches(shard.data, shard.table, shard.ratio, query)
+    with pytest.raises(ValueError, match="directory"):
+        _suffix.restricted_longest([(shard.data, shard.table, shard.ratio, shard.offsets, mask, None, None, None, verdicts)], query, upper, (4, 8))
+    with pytest.raises(ValueError, match="directory"):
+        _suffix.block_verdicts(mask[:-2], directory)
+    with pytest.raises(ValueError, match="directory"):
+        _suffix.block_verdicts(mask, directory[:8])
 
 
 @pytest.mark.parametrize("lang", ["zh", "ko", "he"])

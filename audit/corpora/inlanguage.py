@@ -15,7 +15,9 @@ index's `doclangs` table), so every figure a signal reads has a restricted form 
 
 A range is checked by its positions' documents (pointers -> documents by a search of the
 offsets, narrowed in C to one block's documents by `_suffix.document_directory` -> language codes): vectorised for counts and occurrences, in C for the longest
-matches (`_suffix.restricted_longest`, a whole query in one call).  A range of more than `SCAN_CAP` positions (a common short n-gram) is not
+matches (`_suffix.restricted_longest`, a whole query in one call), where a block whose documents
+are all allowed or all not (`_suffix.block_verdicts`: nearly every block, since a corpus's
+neighbouring documents share a language) answers without the search.  A range of more than `SCAN_CAP` positions (a common short n-gram) is not
 read whole: `SCAN_CAP` ranks spread evenly over it are.  What that leaves open is never read
 as absence: a capped count becomes [allowed among those read, range less disallowed among
 those read], and a longest match whose check stayed open is reported with the unrestricted
@@ -101,6 +103,20 @@ class ShardQueries:
             codes = [np.ascontiguousarray(table["code"][s.first_document : s.first_document + len(s.offsets)]) for s in self.shards]
             self._codes = codes
         return codes
+
+    def _verdicts(self, k: int, allowed: np.ndarray, mask: np.ndarray) -> bytes | None:
+        """`_suffix.block_verdicts` of shard k's directory for the documents of the `allowed`
+        languages, made once per set of languages; None when `mask` is not their mask (it
+        lets in some documents of other languages: then every rank's document is looked up)."""
+        if mask is not self._allowed(k, allowed, NO_DOCUMENTS):
+            return None
+        verdicts = self.__dict__.setdefault("_verdicts_kept", {})
+        key = (k, allowed.tobytes())
+        if key not in verdicts:
+            if len(verdicts) > MASKS_KEPT:
+                verdicts.clear()
+            verdicts[key] = _suffix.block_verdicts(mask, self._directory(k))
+        return verdicts[key]
 
     def _allowed(self, k: int, allowed: np.ndarray, extra: np.ndarray) -> np.ndarray:
         """Per document of shard k, whether it counts: computed once per set of languages and
@@ -196,7 +212,7 @@ class ShardQueries:
             for found in exact + [longest_in_text(text, query) for text in texts]:
                 low, high = np.maximum(low, found), np.maximum(high, found)
             if rest is not None:
-                large.append((shard.data, shard.table, shard.ratio, shard.offsets, rest, self._directory(k), *unrestricted.per_shard[k]))
+                large.append((shard.data, shard.table, shard.ratio, shard.offsets, rest, self._directory(k), *unrestricted.per_shard[k], self._verdicts(k, allowed, rest)))
         if large:
             found_low, found_high = _suffix.restricted_longest(large, query, upper, (FIRST_LOOK, SCAN_CAP))
             low = np.maximum(low, np.frombuffer(found_low, dtype=np.int64))
