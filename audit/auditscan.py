@@ -13,6 +13,7 @@ from pathlib import Path
 from audit.auditacross import Across
 from audit.auditfile import (
     EXPOSURE,
+    LINES_BUFFER,
     AuditFile,
     AuditFileError,
     StoredRecords,
@@ -38,7 +39,7 @@ def scan_audit(path: Path) -> tuple[AuditFile, Across]:
     if special_kind(path):
         raise AuditFileError(f"{path}: not a regular file (a device, pipe or socket); an audit file is one `audit check` wrote")
     try:
-        with open(path, "rb") as handle:
+        with open(path, "rb", buffering=LINES_BUFFER) as handle:
             lines = split_lines(handle)
             first = next(lines, None)
             manifest = check_manifest_line(path, parse_line(path, 1, first)) if first is not None else None

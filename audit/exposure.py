@@ -16,6 +16,7 @@ again, by the calibrated thresholds of `[membership.thresholds]`, into `membersh
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TypeAlias
@@ -183,6 +184,49 @@ def _languages_seen(found: Evidence, rules: list[Rule], own_fired: bool, lang: s
     return seen
 
 
+def _applicable(policy: Policy, found: Evidence) -> list[Rule]:
+    """The rules that judge this piece of evidence: none when it is absent."""
+    table = policy.rules.get(found.signal, {}).get(found.field)
+    return table.for_source(found.source) if table and found.status != ABSENT else []
+
+
+def said_alone(policy: Policy, found: Evidence) -> Outcome | None:
+    """What one piece of corpus evidence says by itself, as `decide` weighs it: FIRED when a
+    rule fires on it; else UNDECIDED when its source failed or a bounded figure left a rule
+    undecided; else PASSED when a check was made; None when no rule applies.  The report
+    judges every signal and every source of every variant alone: this gives `decide`'s tag
+    (by `exposure_of`) without building the checks that tell why."""
+    applicable = _applicable(policy, found)
+    if not applicable:
+        return None
+    if found.status in (FAILED, Status.UNKNOWN):
+        return Outcome.UNDECIDED
+    figures = found.figures
+    bounds = figures.get("bounds", {})
+    said = None
+    for rule in applicable:
+        value = figures.get(rule.figure)
+        if value is None:
+            continue
+        outcome = Outcome.PASSED if _below_floor(found, rule) else judge(rule, value, tuple(bounds[rule.figure]) if rule.figure in bounds else None)
+        if outcome is Outcome.FIRED:
+            return outcome
+        if said is not Outcome.UNDECIDED:
+            said = outcome
+    return said
+
+
+def exposure_of(said: Iterable[Outcome | None]) -> Exposure:
+    """The tag of a variant whose pieces of evidence said `said` (`said_alone`): any rule that
+    fired makes it `seen`, anything undecided (or nothing judged at all) `unknown`."""
+    outcomes = set(said)
+    if Outcome.FIRED in outcomes:
+        return SEEN
+    if Outcome.UNDECIDED in outcomes or Outcome.PASSED not in outcomes:
+        return UNKNOWN
+    return UNSEEN
+
+
 def _decide(policy: Policy, evidence: list[Evidence], lang: str | None) -> Decision:
     """Apply every rule to each piece of evidence of one language variant, on its own.
 
@@ -191,13 +235,11 @@ def _decide(policy: Policy, evidence: list[Evidence], lang: str | None) -> Decis
     fired, for `unseen` every check made (a figure the field is too short to carry passes,
     with `"status": "below_floor"`), for `unknown` the failed sources and the rules a bounded
     figure left undecided (`"status": "bounded"`)."""
-    rules = policy.rules
     fired, passed, undecided = [], [], []
     seen_in: set[str] = set()
     for found in evidence:
-        table = rules.get(found.signal, {}).get(found.field)
-        applicable = table.for_source(found.source) if table else []
-        if not applicable or found.status == ABSENT:
+        applicable = _applicable(policy, found)
+        if not applicable:
             continue
         where = {"signal": found.signal, "source": found.source, "field": found.field}
         if "form" in found.figures:

@@ -18,8 +18,8 @@ from manual import page
 
 from audit.auditfile import SCHEMA_VERSION, read_audit
 from audit.cli import main
-from audit.evidence import Evidence, EvidenceError
-from audit.exposure import SEEN, UNKNOWN, UNSEEN, decide
+from audit.evidence import ABSENT, FAILED, Evidence, EvidenceError, Status
+from audit.exposure import SEEN, UNKNOWN, UNSEEN, decide, exposure_of, said_alone
 from audit.index.build import build_index
 from audit.policyfile import Policy, PolicyError, compile_policy, load_policy
 from audit.readers import load_benchmark
@@ -90,6 +90,44 @@ def test_at_most_and_categorical_rules():
     article = lambda exists: Evidence("langlinks", "enwiki-2026-11", "title", figures={"article_exists": exists})  # noqa: E731
     assert decide(rules, [article(True)]).exposure == SEEN
     assert decide(rules, [article(False)]).exposure == UNSEEN
+
+
+MIXED = policy({
+    "ngram": {"context": {"coverage": 0.5, "exact_count": 2, "source:olmo": {"coverage": 0.2}, "source:dolma": {"coverage": False}}},
+    "logprobs": {"context": {"perplexity": {"<=": 12.0}, "verdict": "known"}},
+})
+
+
+def random_piece(rng: random.Random) -> Evidence:
+    """Evidence of every kind `decide` meets: figures missing, bounded or below their floor,
+    sources with scoped rules or none, failed, unknown and absent pieces."""
+    signal = rng.choice(["ngram", "logprobs", "minhash"])
+    status = rng.choice([Status.OK] * 6 + [FAILED, Status.UNKNOWN, ABSENT])
+    names = {"ngram": ["coverage", "exact_count"], "logprobs": ["perplexity", "verdict"], "minhash": ["containment"]}[signal]
+    figures: dict = {}
+    for name in names:
+        if rng.random() < 0.8:
+            figures[name] = rng.choice(["known", "not_known"]) if name == "verdict" else round(rng.uniform(0, 20 if name in ("perplexity", "exact_count") else 1), 2)
+    numeric = [name for name in figures if name != "verdict"]
+    if numeric and rng.random() < 0.3:
+        low = rng.uniform(0, 10)
+        figures["bounds"] = {rng.choice(numeric): [round(low, 2), round(low + rng.uniform(0, 10), 2)]}
+    if figures and rng.random() < 0.2:
+        figures["below_floor"] = [rng.choice(list(figures))]
+    return Evidence(signal, rng.choice(["olmo", "dolma", "c4"]), rng.choice(["context", "question"]), status=status, figures=figures)
+
+
+def test_each_piece_judged_alone_tags_any_group_of_pieces_as_decide_does():
+    """The report tags every signal and source of every variant alone from each piece's own
+    outcome; that must be `decide`'s tag of the same pieces, for every kind of evidence."""
+    rng = random.Random(7)
+    tags = set()
+    for _ in range(3000):
+        pieces = [random_piece(rng) for _ in range(rng.randint(0, 5))]
+        expected = decide(MIXED, pieces).exposure
+        assert exposure_of(said_alone(MIXED, piece) for piece in pieces) == expected, pieces
+        tags.add(expected)
+    assert tags == {SEEN, UNSEEN, UNKNOWN}
 
 
 def test_a_policy_file_states_every_kind_of_rule(tmp_path: Path):

@@ -20,9 +20,10 @@ from itertools import combinations
 from audit.auditfile import AuditFile
 from audit.errors import AuditError
 from audit.evidence import Evidence, EvidenceError, Json
-from audit.exposure import SEEN, UNKNOWN, UNSEEN, Knowledge, Membership, decide
+from audit.exposure import SEEN, UNKNOWN, UNSEEN, Knowledge, Membership, decide, exposure_of, said_alone
 from audit.labels import LabelTable, Variants
 from audit.policyfile import compile_policy
+from audit.rules import Outcome
 from audit.signals import KNOWLEDGE_SIGNALS, MODEL_SIGNALS
 
 STRATA = (SEEN, UNSEEN, UNKNOWN)
@@ -174,18 +175,23 @@ class ExposureReader:
         entries = [_evidence(entry, number) for entry in record.get("evidence") or []]
         self.models.update(dict.fromkeys(e.signal for e in entries if e.signal in KNOWLEDGE_SIGNALS))
         corpus = [e for e in entries if e.signal not in MODEL_SIGNALS]
-        self._judge_alone(pair, corpus, "signal", self.found_signals, self.own_signal)
-        self._judge_alone(pair, corpus, "source", self.found_sources, self.own_source)
+        # Each piece is judged once; a signal's (a source's) tag is then that of its pieces.
+        said = [said_alone(self.policy, e) for e in corpus] if self.policy is not None else None
+        self._judge_alone(pair, [e.signal for e in corpus], said, self.found_signals, self.own_signal)
+        self._judge_alone(pair, [e.source for e in corpus], said, self.found_sources, self.own_source)
         return item_id, lang
 
-    def _judge_alone(self, pair: tuple[int, int], evidence: list[Evidence], keep: str, found: dict[str, None], own: dict[str, Labels]) -> None:
-        names = list(dict.fromkeys(getattr(e, keep) for e in evidence))
+    def _judge_alone(self, pair: tuple[int, int], names: list[str], said: list[Outcome | None] | None, found: dict[str, None], own: dict[str, Labels]) -> None:
         found.update(dict.fromkeys(names))
-        if self.policy is not None:
-            for name in names:
-                if name not in own:
-                    own[name] = LabelTable(self.variants, STRATA)
-                own[name].set(*pair, decide(self.policy, [e for e in evidence if getattr(e, keep) == name]).exposure)
+        if said is None:
+            return
+        grouped: dict[str, list[Outcome | None]] = {}
+        for name, outcome in zip(names, said, strict=True):
+            grouped.setdefault(name, []).append(outcome)
+        for name, outcomes in grouped.items():
+            if name not in own:
+                own[name] = LabelTable(self.variants, STRATA)
+            own[name].set(*pair, exposure_of(outcomes))
 
     def finish(self) -> Exposure:
         named = self.manifest.get("signals") or []

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from jinja2 import Environment, Template
 
-from audit.children import WorkerPool
+from audit.children import WorkerPool, collected_by_hand
 from audit.evaluate.stratify import Exposure
 from audit.items import Item, PackedItems
 from audit.outputs import writing
@@ -83,9 +83,10 @@ def inherited(pages: Pages | None) -> Iterator[None]:
 def render_pages(pages: Pages, item_ids: list[str]) -> int:
     """The pages of `item_ids`, each written to a hidden sibling and renamed into place.  A
     system error (a full disk) stays the system's, naming the file; any other names the page."""
-    with pages.records.reading() as records:
+    with pages.records.reading() as records, collected_by_hand() as collect:
         for item_id in item_ids:
             _render_page(pages, item_id, records)
+            collect()
     return len(item_ids)
 
 
