@@ -135,8 +135,8 @@ def collected_by_hand() -> Iterator[Callable[[], object]]:
     youngest generation, for the caller to call when a unit of work (a report's page) ends
     and its reference cycles (Jinja's contexts) are garbage.  Left to Python, collections in
     the middle of a page move its live objects to the older generations, where the cycles
-    pile up between ever longer full collections: a sixth of the pages' time on BMLAMA-17's
-    report.  Blocks may overlap (a server's reports, each on its own thread)."""
+    pile up between ever longer full collections: about a tenth of the pages' time on
+    BMLAMA-17's report.  Blocks may overlap (a server's reports, each on its own thread)."""
     with _BY_HAND_LOCK:
         _BY_HAND.append(gc.isenabled())
         gc.disable()

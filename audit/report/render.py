@@ -22,6 +22,7 @@ from audit.outputs import commit_directory, discard_staging, staging_directory
 from audit.records import Json, JsonObject
 from audit.report import inert
 from audit.report.build import read_records, report_data
+from audit.report.checks import checks_html
 from audit.report.itemrows import dump
 from audit.report.pages import ItemsById, inherited, pages_of, write_pages
 
@@ -60,6 +61,7 @@ def _environment() -> Environment:
     environment.filters["ci"] = lambda c: "–" if not c else f"[{c[0]:.3f}, {c[1]:.3f}]"
     environment.filters["figure"] = _figure
     environment.filters["flat"] = _flat
+    environment.filters["checks"] = checks_html
     environment.filters["web_url"] = inert.web_url
     environment.filters["page_href"] = inert.page_href
     environment.filters["md"] = inert.markdown_text
