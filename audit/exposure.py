@@ -16,7 +16,7 @@ again, by the calibrated thresholds of `[membership.thresholds]`, into `membersh
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TypeAlias
@@ -190,6 +190,21 @@ def _applicable(policy: Policy, found: Evidence) -> list[Rule]:
     return table.for_source(found.source) if table and found.status != ABSENT else []
 
 
+def _judged(found: Evidence, rules: list[Rule]) -> Iterator[tuple[Rule, Json, Outcome, bool]]:
+    """Each rule whose figure this evidence has: the figure, the rule's outcome, and whether
+    the field is too short for the figure (then it passes: it cannot carry a decision)."""
+    figures = found.figures
+    bounds = figures.get("bounds", {})
+    for rule in rules:
+        value = figures.get(rule.figure)
+        if value is None:
+            continue
+        if _below_floor(found, rule):
+            yield rule, value, Outcome.PASSED, True
+        else:
+            yield rule, value, judge(rule, value, tuple(bounds[rule.figure]) if rule.figure in bounds else None), False
+
+
 def said_alone(policy: Policy, found: Evidence) -> Outcome | None:
     """What one piece of corpus evidence says by itself, as `decide` weighs it: FIRED when a
     rule fires on it; else UNDECIDED when its source failed or a bounded figure left a rule
@@ -201,14 +216,8 @@ def said_alone(policy: Policy, found: Evidence) -> Outcome | None:
         return None
     if found.status in (FAILED, Status.UNKNOWN):
         return Outcome.UNDECIDED
-    figures = found.figures
-    bounds = figures.get("bounds", {})
     said = None
-    for rule in applicable:
-        value = figures.get(rule.figure)
-        if value is None:
-            continue
-        outcome = Outcome.PASSED if _below_floor(found, rule) else judge(rule, value, tuple(bounds[rule.figure]) if rule.figure in bounds else None)
+    for _, _, outcome, _ in _judged(found, applicable):
         if outcome is Outcome.FIRED:
             return outcome
         if said is not Outcome.UNDECIDED:
@@ -247,23 +256,17 @@ def _decide(policy: Policy, evidence: list[Evidence], lang: str | None) -> Decis
         if found.status in (FAILED, Status.UNKNOWN):
             undecided.append({**where, "status": found.status, "error": found.error})
             continue
-        bounds = found.figures.get("bounds", {})
         before = len(fired)
-        for rule in applicable:
-            value = found.figures.get(rule.figure)
-            if value is None:
-                continue
+        for rule, value, outcome, floored in _judged(found, applicable):
             check = {**where, "figure": rule.figure, "op": rule.op.value, "value": value, "threshold": rule.value}
-            if _below_floor(found, rule):
+            if floored:
                 passed.append(_floor_check(found, rule, check))
-                continue
-            outcome = judge(rule, value, tuple(bounds[rule.figure]) if rule.figure in bounds else None)
-            if outcome is Outcome.FIRED:
+            elif outcome is Outcome.FIRED:
                 fired.append(check)
             elif outcome is Outcome.PASSED:
                 passed.append(check)
             else:
-                undecided.append({**check, "status": outcome.value, "bounds": list(bounds[rule.figure])})
+                undecided.append({**check, "status": outcome.value, "bounds": list(found.figures["bounds"][rule.figure])})
         seen_in |= _languages_seen(found, applicable, len(fired) > before, lang)
     languages = sorted(seen_in)
     if fired:
