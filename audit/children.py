@@ -24,7 +24,6 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import contextmanager
 from multiprocessing.context import BaseContext
-from multiprocessing.pool import TERMINATE, Pool
 from types import TracebackType
 from typing import ParamSpec, TypeVar
 
@@ -65,7 +64,7 @@ def worker_setup(parent: int) -> None:
 
 
 def pool_options() -> dict[str, Callable[[int], None] | tuple[int]]:
-    """`initializer` and `initargs` for a ProcessPoolExecutor or multiprocessing Pool."""
+    """`initializer` and `initargs` for a ProcessPoolExecutor."""
     return {"initializer": worker_setup, "initargs": (os.getpid(),)}
 
 
@@ -163,9 +162,13 @@ class WorkerPool(ProcessPoolExecutor):
 
     def __exit__(self, kind: type[BaseException] | None, value: BaseException | None, traceback: TracebackType | None) -> bool | None:
         if kind is not None:
-            self._kill_workers()
-            self.shutdown(wait=True, cancel_futures=True)
+            self.end()
         return super().__exit__(kind, value, traceback)
+
+    def end(self) -> None:
+        """Kill the workers, busy or idle, and shut the pool down without waiting for any task."""
+        self._kill_workers()
+        self.shutdown(wait=True, cancel_futures=True)
 
     def _kill_workers(self) -> None:
         """Kill the workers and reap them.  One killed while writing a result leaves half a
@@ -185,23 +188,6 @@ class WorkerPool(ProcessPoolExecutor):
         for process in processes:
             process.join()
         self._result_queue._writer.close()
-
-
-def end_pool(pool: Pool) -> None:
-    """End a multiprocessing pool at once: stop it from starting new workers, kill the ones it
-    has and forget it.  Its own `terminate` first drains the task queue under a lock a dead
-    worker may still hold, joins a thread that may be blocked writing to a pipe nobody reads
-    any more, and joins workers it only asked to stop; each can wait forever, and once the
-    results are in (or after an interruption) nothing in the pool is wanted."""
-    pool._state = TERMINATE
-    pool._worker_handler._state = TERMINATE
-    pool._change_notifier.put(None)
-    pool._worker_handler.join()
-    for process in pool._pool:
-        process.kill()
-    for process in pool._pool:
-        process.join()
-    pool._terminate.cancel()
 
 
 _received: list[int] = []

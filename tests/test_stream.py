@@ -100,9 +100,9 @@ def _deaf_and_slow_after_the_first(item: Item, lang: str) -> list[Evidence]:
 
 
 def test_a_forked_pool_is_left_at_once_whatever_its_workers_are_doing():
-    """Leaving a forked executor kills its workers, busy or idle: `Pool.terminate` only asks
-    them to stop (SIGTERM), then waits for each, and a worker that does not stop (here it
-    ignores the signal and is ten minutes into an item nobody will read) held the whole run.
+    """Leaving a forked executor kills its workers, busy or idle: a pool that only asks them to
+    stop (SIGTERM), then waits for each, is held by a worker that does not stop (here it
+    ignores the signal and is ten minutes into an item nobody will read).
     The pool runs on a thread here, so that a wait that never ends fails the test instead of
     holding the suite."""
     items = load_benchmark(ECLEKTIC_CSV).items[:4]
@@ -112,7 +112,7 @@ def test_a_forked_pool_is_left_at_once_whatever_its_workers_are_doing():
 
     def run() -> None:
         with executor:
-            workers.extend(process.pid for process in executor._pool._pool)
+            workers.extend(executor.pids)
             outcomes.append(next(executor.checked(items)))
         left.set()
 

@@ -18,10 +18,9 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack
-from multiprocessing.pool import Pool
 from types import TracebackType
 
-from audit.children import end_pool, frozen_for_fork, pool_options, sigint_blocked
+from audit.children import WorkerPool, frozen_for_fork
 from audit.corpora.local import LocalIndex
 from audit.evidence import Evidence
 from audit.executors import Executor, connect
@@ -129,38 +128,56 @@ class Forked(VariantExecutor):
     from there, and its outcome comes back as lines and counts.  So the parent writes nothing
     it shares with its children: pickling each item as it was sent wrote the reference counts
     of its objects, and every page written was copied while the children kept the old one
-    (117 MiB more by the end of BMLAMA-17).  The pool is ended by killing its workers
-    (`end_pool`), also when every result is in and they are idle: `Pool.terminate` joined a
-    worker it had not signalled, still waiting on the task queue whose lock `terminate` holds,
-    and waited forever (seen twice in a loaded test run)."""
+    (117 MiB more by the end of BMLAMA-17).  At most `ahead` items are in the pool before the
+    oldest is yielded.  The pool is a `WorkerPool`, not multiprocessing's `Pool`: that pool's
+    thread minding its workers woke for every message on the result pipe and, until the
+    result thread had read the message, woke again at once, 456,000 times on BMLAMA-17, half
+    the parent's CPU.  Leaving kills the workers, busy or idle (`WorkerPool.end`)."""
 
     def __init__(self, work: ItemWork, workers: int, items: Sequence[Item]) -> None:
         super().__init__(work, workers)
         self.items = items
-        self._pool: Pool | None = None
+        self._pool: WorkerPool | None = None
         self._frozen = ExitStack()
 
     def __enter__(self) -> Forked:
         _FORKED.append((self.work, PackedItems.of(self.items)))
         self._frozen.enter_context(frozen_for_fork())  # the items and opened indexes stay shared
-        with sigint_blocked():
-            self._pool = multiprocessing.get_context("fork").Pool(self.workers, **pool_options())
+        self._pool = WorkerPool(self.workers, multiprocessing.get_context("fork"))
+        # The workers fork at the first task: here, before a progress display starts its thread.
+        self._pool.submit(os.getpid).result()
         return self
 
     def __exit__(self, kind: type[BaseException] | None, value: BaseException | None, traceback: TracebackType | None) -> None:
         _FORKED.clear()
         self._frozen.close()
         if self._pool is not None:
-            end_pool(self._pool)
+            self._pool.end()
             self._pool = None
+
+    @property
+    def pids(self) -> list[int]:
+        """The workers' process ids."""
+        return [process.pid for process in (self._pool._processes or {}).values()] if self._pool else []
 
     def checked(self, items: Sequence[Item], on_done: Advance = no_progress) -> Iterator[ItemOutcome]:
         if self._pool is None:
             raise RuntimeError("a forked executor checks once entered")
         if items is not self.items:
             raise ValueError("a forked executor checks the items it was made with, which its workers hold")
-        for checked in self._pool.imap(_check_forked, range(len(items)), chunksize=1):
-            yield _advance(on_done, checked)
+        pool, ahead = self._pool, max(MIN_AHEAD, FORKED_AHEAD * self.workers)
+        pending: deque[Future[ItemOutcome]] = deque()
+        for position in range(len(items)):
+            pending.append(pool.submit(_check_forked, position))
+            if len(pending) > ahead:
+                yield _advance(on_done, pending.popleft().result())
+        while pending:
+            yield _advance(on_done, pending.popleft().result())
+
+
+# Items per worker a forked pool holds before yielding the oldest: a slow item does not leave
+# the other workers idle, and the outcomes waiting behind it are a few lines each.
+FORKED_AHEAD = 8
 
 
 def _shipped_evidence(token: str, shipped: list[object], tasks: list[Task]) -> list[list[list[Evidence]]]:
