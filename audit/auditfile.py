@@ -10,7 +10,7 @@ from __future__ import annotations
 import glob
 import hashlib
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, overload
@@ -83,11 +83,13 @@ class AuditStream:
     and digest are kept, and `finish` puts the manifest before them in one atomic write, so
     memory stays flat however long the benchmark, and the target is never a partial file."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, also: Callable[[bytes], None] | None = None) -> None:
         self.path = Path(path)
         self.count = 0
         self._digest = hashlib.sha256()
         self._body = BodyStream(self.path)
+        # Handed each block of lines once written (the report reading them as they come).
+        self._also = also
 
     def __enter__(self) -> AuditStream:
         self._body.__enter__()
@@ -101,6 +103,8 @@ class AuditStream:
         self._digest.update(lines)
         self._body.write(lines)
         self.count += count
+        if self._also is not None:
+            self._also(lines)
 
     def finish(self, manifest: AuditManifest | JsonObject) -> AuditFile:
         """The file in place, returned with its records read from disk when iterated."""

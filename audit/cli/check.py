@@ -28,6 +28,8 @@ from audit.exposure import Knowledge, Membership
 from audit.items import LoadReport
 from audit.outputs import OutputError, check_directory_target
 from audit.readers import FORMATS
+from audit.report.aswritten import ReadAsWritten
+from audit.report.build import ReadAudit
 from audit.report.pages import ItemsById
 from audit.report.render import REPORT, write_report
 from audit.run import AuditRequest, Note, RequestError, run_audit
@@ -205,14 +207,15 @@ def check(with_report: bool, report_dir: Path | None, strict: bool, **fields: ob
         request = AuditRequest.of(**fields)
         inputs = request.inputs()
         report_dir = _report_target(request, inputs, report_dir) if with_report else None
-        written = run_audit(request, progress=progress, command=["audit", *sys.argv[1:]])
+        as_written = ReadAsWritten() if report_dir is not None else None
+        written = run_audit(request, progress=progress, command=["audit", *sys.argv[1:]], lines=as_written)
     except RequestError as error:
         raise InputError(str(error)) from None
     out = request.target
     _warn_failed_sources(written.failures, len(written.records))
     KEPT.append(f"the audit file {out} was written whole")
     if report_dir is not None and (items := progress.release_items()) is not None:
-        _write_report(report_dir, written, out, items, inputs)
+        _write_report(report_dir, written, out, items, inputs, as_written.read(written) if as_written is not None else None)
     summary = written.manifest["summary"]
     _print_summary(summary, out, time.perf_counter() - started)
     if report_dir is not None:
@@ -234,13 +237,13 @@ def _report_target(request: AuditRequest, inputs: list[Path], report_dir: Path |
     return report_dir
 
 
-def _write_report(report_dir: Path, written: AuditFile, out: Path, items: ItemsById, inputs: list[Path]) -> None:
+def _write_report(report_dir: Path, written: AuditFile, out: Path, items: ItemsById, inputs: list[Path], read: ReadAudit | None) -> None:
     """The exposure report beside the audit file, which is kept whatever happens to it."""
     try:
         with step(f"writing the report {report_dir}"):
-            # The records stay on disk: the report reads them once, keeping counts, and each
-            # provenance page reads its own item's lines back.
-            write_report(report_dir, written, str(out), items, inputs=inputs)
+            # The records stay on disk: the report's pass over them was made as they were
+            # written (`read`), or is made now, and each provenance page reads its own item's lines back.
+            write_report(report_dir, written, str(out), items, inputs=inputs, read=read)
     except OutputError as error:
         raise InputError(f"{error} (the audit file {out} was written)") from None
     except OSError as error:

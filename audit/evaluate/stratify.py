@@ -193,7 +193,11 @@ class ExposureReader:
                 own[name] = LabelTable(self.variants, STRATA)
             own[name].set(*pair, exposure_of(outcomes))
 
-    def finish(self) -> Exposure:
+    def finish(self, manifest: dict[str, Json] | None = None) -> Exposure:
+        """The labels; the signals and sources named are those of `manifest` when given (the
+        audit file's own, when its records were read as they were written), else the one read with."""
+        if manifest is not None:
+            self.manifest = manifest
         named = self.manifest.get("signals") or []
         signals = list(dict.fromkeys([*(s for s in named if s not in MODEL_SIGNALS), *self.found_signals]))
         models = list(dict.fromkeys([*(s for s in named if s in KNOWLEDGE_SIGNALS), *self.models]))

@@ -193,28 +193,47 @@ class ReadAudit:
     records: ItemRecords
 
 
+class RecordsReading:
+    """The report's pass over the records, one record at a time: each is judged, counted and
+    dropped, and its item keeps where its line lies (`where`: the byte offset and length, or
+    the record itself when the audit is held in memory).  `audit` is None while the file is
+    still being written (`audit.report.aswritten`); its records are then placed at the end."""
+
+    def __init__(self, manifest: JsonObject, audit: AuditFile | None) -> None:
+        self.reader = ExposureReader(manifest)
+        self.rows = ExposureRows(self.reader.variants)
+        self.elsewhere, self.judged, self.premise, self.scores = SeenElsewhere(), Calibration(), Premise(), MembershipScores()
+        self.records = ItemRecords(audit, self.reader.variants)
+
+    def add(self, record: JsonObject, where: tuple[int, int] | JsonObject, number: int) -> None:
+        """One record, `number` its line in the file (for errors)."""
+        self.reader.add(record, number)
+        for section in (self.rows, self.elsewhere, self.judged, self.premise, self.scores):
+            section.add(record)
+        self.records.keep(record["item_id"], where)
+
+    def finish(self, manifest: JsonObject) -> ReadAudit:
+        """The labels and sections, under the audit file's own manifest."""
+        labels = self.reader.finish(manifest)
+        self.records.finish()
+        sections = {
+            "exposure": self.rows.section(manifest, labels, self.elsewhere.section()),
+            "knowledge": knowledge_section(manifest, labels, list(self.rows.languages), self.judged.section()),
+            "premise": self.premise.section(manifest),
+            "membership": self.scores.section(manifest, labels, list(self.rows.languages)),
+        }
+        return ReadAudit(labels, sections, self.records)
+
+
 def read_records(audit: AuditFile, audit_path: str) -> ReadAudit:
-    """One pass over the records, holding none of them when they are read from disk: each is
-    judged, counted and dropped, and its item keeps where it lies in the file."""
-    reader, elsewhere, judged, premise, scores = ExposureReader(audit.manifest), SeenElsewhere(), Calibration(), Premise(), MembershipScores()
-    rows, records = ExposureRows(reader.variants), ItemRecords(audit, reader.variants)
+    """One pass over the records, holding none of them when they are read from disk."""
+    reading = RecordsReading(audit.manifest, audit)
     try:
-        for number, (record, where) in enumerate(records.located(), start=2):
-            reader.add(record, number)
-            for section in (rows, elsewhere, judged, premise, scores):
-                section.add(record)
-            records.keep(record["item_id"], where)
-        labels = reader.finish()
-        records.finish()
+        for number, (record, where) in enumerate(reading.records.located(), start=2):
+            reading.add(record, where, number)
+        return reading.finish(audit.manifest)
     except ExposureError as error:
         raise AuditFileError(f"{audit_path}: {error}") from None
-    sections = {
-        "exposure": rows.section(audit.manifest, labels, elsewhere.section()),
-        "knowledge": knowledge_section(audit.manifest, labels, list(rows.languages), judged.section()),
-        "premise": premise.section(audit.manifest),
-        "membership": scores.section(audit.manifest, labels, list(rows.languages)),
-    }
-    return ReadAudit(labels, sections, records)
 
 
 def report_data(audit: AuditFile, audit_path: str, evaluation: JsonObject | None, read: ReadAudit) -> JsonObject:

@@ -24,9 +24,11 @@ class ItemRecords:
     runs of lines in the file, kept in arrays by the items' numbers (`Variants`, shared with
     the labels), or the records themselves."""
 
-    def __init__(self, audit: AuditFile, variants: Variants | None = None) -> None:
+    def __init__(self, audit: AuditFile | None, variants: Variants | None = None) -> None:
+        # No audit yet: its lines are kept as they are written, and `placed` in the file at the end.
         self.audit = audit
-        self.path = audit.records.path if isinstance(audit.records, StoredRecords) else None
+        self.stored = audit is None or isinstance(audit.records, StoredRecords)
+        self.path = audit.records.path if audit is not None and isinstance(audit.records, StoredRecords) else None
         self.variants = variants if variants is not None else Variants()
         self.held: list[list[JsonObject]] = []
         # Per run: its item's number, offset and length; per item, its last run (-1: none).
@@ -36,15 +38,27 @@ class ItemRecords:
 
     def located(self) -> Iterator[tuple[JsonObject, tuple[int, int] | JsonObject]]:
         """The audit's records, each with what `keep` takes of it."""
+        if self.audit is None:
+            raise ValueError("records kept as they are written are not read back before they are placed")
         if isinstance(self.audit.records, StoredRecords):
             yield from self.audit.records.located()
         else:
             for record in self.audit.records:
                 yield record, record
 
+    def placed(self, audit: AuditFile, shift: int) -> None:
+        """Lines kept as they were written (offsets in the records alone) placed in `audit`,
+        where they lie `shift` bytes further on, after its manifest line."""
+        if not isinstance(audit.records, StoredRecords):
+            raise ValueError("lines kept as written are placed in a file")
+        self.audit, self.path = audit, audit.records.path
+        offsets = self.runs[1]
+        for run in range(len(offsets)):
+            offsets[run] += shift
+
     def keep(self, item_id: str, where: tuple[int, int] | JsonObject) -> None:
         item = self.variants.item(item_id)
-        if self.path is None:
+        if not self.stored:
             while len(self.held) <= item:
                 self.held.append([])
             self.held[item].append(where)
@@ -77,7 +91,7 @@ class ItemRecords:
 
     def check_unchanged(self) -> None:
         """Refuse an audit file changed since it was checked (`StoredRecords.check_unchanged`)."""
-        if isinstance(self.audit.records, StoredRecords):
+        if self.audit is not None and isinstance(self.audit.records, StoredRecords):
             self.audit.records.check_unchanged()
 
     def item_ids(self) -> list[str]:
@@ -87,9 +101,11 @@ class ItemRecords:
     def reading(self) -> Iterator[Callable[[str], list[JsonObject]]]:
         """A function from an item id to its records, read back from the file (opened once for
         every item asked within the block) when they are not held."""
-        if self.path is None:
+        if not self.stored:
             yield lambda item_id: self.held[self.variants.item_number[item_id]]
             return
+        if self.path is None:
+            raise ValueError("records kept as they are written are read back once placed")
         with open(self.path, "rb") as handle:
 
             def records(item_id: str) -> list[JsonObject]:

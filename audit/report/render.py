@@ -21,7 +21,7 @@ from audit.items import Item
 from audit.outputs import commit_directory, discard_staging, staging_directory
 from audit.records import Json, JsonObject
 from audit.report import inert
-from audit.report.build import read_records, report_data
+from audit.report.build import ReadAudit, read_records, report_data
 from audit.report.checks import checks_html
 from audit.report.itemrows import dump
 from audit.report.pages import ItemsById, inherited, pages_of, write_pages
@@ -192,14 +192,16 @@ def write_report(
     item_pages: Path | None = None,
     inputs: Iterable[Path] = (),
     workers: int | None = None,
+    read: ReadAudit | None = None,
 ) -> JsonObject:
     """Render the whole report into `out` and return report.json's data.  An existing `out` is
     replaced only if it is a report this tool wrote and holds none of `inputs`.  With
     `item_pages` (another report's directory) its provenance pages are linked, not written.
     The figures are drawn and the pages rendered by `workers` forked processes (default: the
-    available cores); with one, the pages are rendered here while one process draws."""
+    available cores); with one, the pages are rendered here while one process draws.  `read`
+    is the pass over the records when it was made as they were written (`aswritten`)."""
     out = Path(out)
-    read = read_records(audit, audit_path)
+    read = read if read is not None else read_records(audit, audit_path)
     data = report_data(audit, audit_path, evaluation, read)
     if item_pages is not None:
         link_item_pages(data, Path(item_pages).absolute(), out)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from typing import Protocol
 
 from audit.auditfile import AuditFile, AuditStream, is_audit_file
 from audit.children import spaced_collections
@@ -96,16 +97,29 @@ def preflight(request: AuditRequest) -> Executor:
     return where
 
 
-def run_audit(request: AuditRequest, *, progress: Progress = QUIET, opener: Opener | None = None, command: list[str] | None = None) -> WrittenAudit:
+class LinesReader(Protocol):
+    """Reads the audit's record lines as they are written (the report's pass, made meanwhile)."""
+
+    def start(self, policy: Policy) -> None: ...
+
+    def add(self, lines: bytes) -> None: ...
+
+
+def run_audit(
+    request: AuditRequest, *, progress: Progress = QUIET, opener: Opener | None = None, command: list[str] | None = None, lines: LinesReader | None = None
+) -> WrittenAudit:
     """The audit file `request` asks for, written to `request.target` and returned as read
-    back.  `command` is recorded in the manifest (the Python API's call by default)."""
+    back.  `command` is recorded in the manifest (the Python API's call by default); `lines`
+    is handed every block of record lines as it is written."""
     where = preflight(request)
     opener = opener or RegistryOpener(request, where)
     reading = read(request, opener)
     progress.read(reading.report)
     planned = open_sources(request, opener, reading, progress)
     prepare(planned.runners, reading, progress)
-    with AuditStream(request.target) as stream:
+    if lines is not None:
+        lines.start(reading.policy)
+    with AuditStream(request.target, lines.add if lines is not None else None) as stream:
         checked = check(request, where, opener, reading, planned, progress, stream)
         for line in budget_stops(planned.sources):
             progress.note(Note(NoteKind.NOTE, line))

@@ -1,0 +1,107 @@
+"""The report's pass over the records made while `audit check` writes them: the same report as
+the pass over the file, and never a cause of a lost check."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import audit.report.render as render
+from audit.auditfile import AuditStream, read_audit, record_lines
+from audit.cli import main
+from audit.policyfile import load_policy
+from audit.readers import load_benchmark
+from audit.report.aswritten import ReadAsWritten
+from audit.report.build import read_records
+from audit.report.render import write_report
+from audit.run import AuditRequest, run_audit
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {str(path.relative_to(folder)): path.read_bytes() for path in sorted(folder.rglob("*")) if path.is_file()}
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_the_pass_made_as_the_check_writes_gives_the_report_of_the_file(planted_audit, tmp_path: Path, monkeypatch, workers: int):
+    monkeypatch.setenv("AUDIT_CACHE_DIR", str(tmp_path / "cache"))
+    request = AuditRequest.of(benchmark=planted_audit["bench"], corpora=[str(planted_audit["index"])], workers=workers, out=tmp_path / "a.audit.jsonl")
+    as_written = ReadAsWritten()
+    written = run_audit(request, lines=as_written)
+    read = as_written.read(written)
+    assert read is not None and as_written.failed is None
+    again = read_records(written, str(request.target))
+    labels, whole = read.labels, again.labels
+    assert (labels.overall, labels.by_signal, labels.by_source, labels.signals, labels.sources, labels.judged) == (
+        whole.overall, whole.by_signal, whole.by_source, whole.signals, whole.sources, whole.judged,
+    )  # fmt: skip
+    assert list(labels.overall) == list(whole.overall) and read.records.item_ids() == again.records.item_ids()
+    # Each item's lines are found where the file holds them, after its manifest line.
+    with read.records.reading() as mine, again.records.reading() as theirs:
+        assert all(mine(item_id) == theirs(item_id) for item_id in again.records.item_ids())
+    items = load_benchmark(planted_audit["bench"]).items
+    write_report(tmp_path / "as-written", written, str(request.target), items, read=read)
+    write_report(tmp_path / "from-file", written, str(request.target), items)
+    made, reread = _files(tmp_path / "as-written"), _files(tmp_path / "from-file")
+    assert len(made) > 10 and made == reread
+
+
+def test_audit_check_reports_from_the_pass_it_made_as_it_wrote(planted_audit, tmp_path: Path, monkeypatch):
+    """`audit check` does not read its own file again before the pages; its report is the
+    bytes `audit report` writes of that file."""
+    monkeypatch.setenv("AUDIT_CACHE_DIR", str(tmp_path / "cache"))
+    out = tmp_path / "b.audit.jsonl"
+
+    def refused(*args: object) -> None:
+        raise AssertionError("the report read the records again")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(render, "read_records", refused)
+        result = CliRunner().invoke(main, ["check", str(planted_audit["bench"]), "--corpus", str(planted_audit["index"]), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    again = CliRunner().invoke(main, ["report", "--audit", str(out), "--out", str(tmp_path / "again")])
+    assert again.exit_code == 0, again.output
+    made = _files(tmp_path / "b.report")
+    assert len(made) > 10 and made == _files(tmp_path / "again")
+
+
+def _written(path: Path, as_written: ReadAsWritten, blocks: list[bytes], counts: list[int], policy_settings: dict | None = None):
+    with AuditStream(path, as_written.add) as stream:
+        for block, count in zip(blocks, counts, strict=True):
+            stream.add(block, count)
+        return stream.finish({"tool": "test", "policy": {"settings": policy_settings}})
+
+
+def test_a_line_the_pass_cannot_read_stops_the_pass_not_the_writing(planted_audit, tmp_path: Path):
+    records = read_audit(planted_audit["audit"]).records
+    policy = load_policy(None)
+    as_written = ReadAsWritten()
+    as_written.start(policy)
+    good, bad = record_lines(records[:3]), b'{"record": "exposure", "item_id": "x"\n'
+    written = _written(tmp_path / "c.audit.jsonl", as_written, [good, bad, record_lines(records[3:5])], [3, 1, 2], policy.settings)
+    assert as_written.failed is not None and as_written.failed.startswith("line 5:")
+    # The file holds every line written all the same; the report is left to read it.
+    assert written.manifest["records"] == 6 and (tmp_path / "c.audit.jsonl").read_bytes().count(b"\n") == 7
+    assert as_written.read(written) is None
+
+
+def test_a_pass_under_another_policy_or_short_of_lines_gives_nothing(planted_audit, tmp_path: Path):
+    records = read_audit(planted_audit["audit"]).records
+    policy = load_policy(None)
+    as_written = ReadAsWritten()
+    as_written.start(policy)
+    other = dict(policy.settings, rules=[])
+    written = _written(tmp_path / "d.audit.jsonl", as_written, [record_lines(records[:4])], [4], other)
+    assert as_written.failed is None and as_written.read(written) is None
+    # Lines written past the pass (none handed to it) leave it short: nothing either.
+    short = ReadAsWritten()
+    short.start(policy)
+    with AuditStream(tmp_path / "e.audit.jsonl") as stream:
+        stream.add(record_lines(records[:2]), 2)
+        short.add(record_lines(records[:1]))
+        written = stream.finish({"tool": "test", "policy": {"settings": policy.settings}})
+    assert short.read(written) is None
+    # Never started (a check that asked for no report): nothing, and lines are ignored.
+    idle = ReadAsWritten()
+    idle.add(record_lines(records[:1]))
+    assert idle.read(written) is None
