@@ -3,7 +3,10 @@ MLQA's cross-lingual files, MGSM, mLAMA and X-CSR, from real rows (fixtures/SOUR
 from __future__ import annotations
 
 import json
+import random
 import shutil
+from datetime import date, time, timedelta
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -371,3 +374,29 @@ def test_mlama_fact_given_twice_is_named_and_the_first_kept(tmp_path):
     item = next(i for i in report.items if i.item_id == item_id)
     assert len(report.skipped) == 1 and item.variants["zh"].subject != "again"
     assert (str(facts), 1) in item.origin.rows and item.meta["relation"] == "P19"
+
+
+def _random_cell(rng: random.Random, depth: int = 0) -> object:
+    """A value of any shape a reader hands on, a lone surrogate sometimes in a string or a key."""
+    texts = ["plain", "ünïcode ☃", "中文", "x\ud800", "\udc00y", "", "🙂"]
+    scalars = [lambda: rng.choice(texts), lambda: rng.randint(-5, 5), lambda: 2**70, lambda: rng.random(), lambda: None, lambda: True,
+               lambda: b"by\xfftes", lambda: Decimal("1.5"), lambda: date(2024, 1, 2), lambda: time(3, 4), lambda: timedelta(days=1)]
+    if depth < 3 and rng.random() < 0.5:
+        if rng.random() < 0.5:
+            return {rng.choice([*texts, 7]): _random_cell(rng, depth + 1) for _ in range(rng.randint(0, 3))}
+        made = [_random_cell(rng, depth + 1) for _ in range(rng.randint(0, 3))]
+        return tuple(made) if rng.random() < 0.3 else made
+    return rng.choice(scalars)()
+
+
+def test_the_surrogate_check_in_c_agrees_with_the_walk():
+    """orjson's refusal answers for the items it can encode; everything else is walked."""
+    from audit.readers.common import _holds_surrogate, _walked_surrogate
+
+    rng = random.Random(11)
+    answers = []
+    for _ in range(3000):
+        value = _random_cell(rng)
+        answers.append(_walked_surrogate(value))
+        assert _holds_surrogate(value) == answers[-1], value
+    assert 300 < sum(answers) < 2700

@@ -18,6 +18,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import TypeVar
 
+import orjson
 from pydantic import JsonValue
 
 from audit.errors import LocatedError, json_problem, text_lines
@@ -257,14 +258,25 @@ _VARIANT_FIELDS = tuple(f.name for f in dataclasses.fields(Variant))
 
 
 def _holds_surrogate(value: Cell) -> bool:
-    """Whether a lone surrogate is anywhere in a value: the walk every item takes, so it names
-    nothing (`_surrogate_in` names the field of the rare one that holds one)."""
+    """Whether a lone surrogate is anywhere in a value: the check every item takes, so it names
+    nothing (`_surrogate_in` names the field of the rare one that holds one).  orjson refuses a
+    lone surrogate in any string, keys too, so a value it encodes holds none: one call in C
+    answers for nearly every item, and the walk runs only for what it cannot encode."""
+    try:
+        orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
+        return False
+    except TypeError:
+        return _walked_surrogate(value)
+
+
+def _walked_surrogate(value: Cell) -> bool:
+    """`_holds_surrogate` by walking the value."""
     if isinstance(value, str):
         return _SURROGATE.search(value) is not None
     if isinstance(value, dict):
-        return any(_SURROGATE.search(str(key)) is not None or _holds_surrogate(item) for key, item in value.items())
+        return any(_SURROGATE.search(str(key)) is not None or _walked_surrogate(item) for key, item in value.items())
     if isinstance(value, list | tuple):
-        return any(_holds_surrogate(item) for item in value)
+        return any(_walked_surrogate(item) for item in value)
     return False
 
 
