@@ -27,6 +27,8 @@ from multiprocessing.context import BaseContext
 from types import TracebackType
 from typing import ParamSpec, TypeVar
 
+from audit.errors import AuditError
+
 PR_SET_PDEATHSIG = 1
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -146,6 +148,22 @@ def collected_by_hand() -> Iterator[Callable[[], object]]:
             enabled = _BY_HAND.pop()
             if not _BY_HAND and enabled:
                 gc.enable()
+
+
+class WorkerDied(AuditError):
+    """A worker process ended in the middle of the work (killed: often the system out of
+    memory), so its results will never come."""
+
+
+def how_ended(exitcodes: list[int | None]) -> str:
+    """How dead workers ended, in words: a signal by name, or an exit status."""
+    if not exitcodes:
+        return "cause unknown"
+    code = exitcodes[0]
+    if code is not None and code < 0:
+        name = signal.Signals(-code).name if -code in signal.valid_signals() else f"signal {-code}"
+        return f"killed by {name}" + (", which the system sends when memory runs out" if -code == signal.SIGKILL else "")
+    return f"exit status {code}"
 
 
 class WorkerPool(ProcessPoolExecutor):

@@ -17,6 +17,7 @@ import pytest
 from conftest import ECLEKTIC_CSV
 
 from audit.auditfile import AuditStream, read_audit, record_lines
+from audit.children import WorkerDied
 from audit.corpora.local import LocalIndex
 from audit.evidence import Evidence
 from audit.items import Item, PackedItems
@@ -206,3 +207,56 @@ def test_a_forked_pool_reads_its_items_from_one_buffer_packed_before_the_fork():
         with pytest.raises(ValueError, match="the items it was made with"):
             next(executor.checked(list(items)))
         assert [o.variants for o in executor.checked(items)] == [1] * 5
+
+
+THIRD = load_benchmark(ECLEKTIC_CSV).items[2].item_id
+
+
+def _killed_on_the_third(item: Item, lang: str) -> list[Evidence]:
+    """A worker killed as the system kills one out of memory, on the third item."""
+    if item.item_id == THIRD:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return _slow_for_early_items(item, lang)
+
+
+def test_a_worker_killed_mid_check_is_named_not_waited_for():
+    """A dead worker's item never comes back: the check ends at once with the cause."""
+    items = load_benchmark(ECLEKTIC_CSV).items[:6]
+    outcomes, errors = [], []
+
+    def run() -> None:
+        try:
+            with Forked(ItemWork([_killed_on_the_third], load_policy(None), ["en"]), 2, items) as executor:
+                outcomes.extend(executor.checked(items))
+        except WorkerDied as error:
+            errors.append(error)
+
+    runner = threading.Thread(target=run, daemon=True)
+    runner.start()
+    runner.join(120)
+    assert not runner.is_alive(), "the check waited for an item a dead worker held"
+    assert [str(e) for e in errors] == ["a worker process checking items died (killed by SIGKILL, which the system sends when memory runs out)"]
+    # Only items before the dead one, in order (one still running elsewhere is lost with the pool).
+    assert len(outcomes) <= 2 and [o.variants for o in outcomes] == [1] * len(outcomes)
+
+
+def test_audit_check_says_a_worker_died_in_one_line_and_writes_nothing(planted_audit, tmp_path: Path, monkeypatch):
+    from click.testing import CliRunner
+
+    from audit.cli import main
+
+    monkeypatch.setenv("AUDIT_CACHE_DIR", str(tmp_path / "cache"))
+    third = load_benchmark(planted_audit["bench"]).items[2].item_id
+    real = ItemWork.__call__
+
+    def dying(self: ItemWork, item: Item) -> object:
+        if item.item_id == third:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real(self, item)
+
+    monkeypatch.setattr(ItemWork, "__call__", dying)
+    out = tmp_path / "dead.audit.jsonl"
+    result = CliRunner().invoke(main, ["check", str(planted_audit["bench"]), "--corpus", str(planted_audit["index"]), "--workers", "2", "--out", str(out)])
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert "a worker process checking items died (killed by SIGKILL" in result.output and "no audit file was written" in result.output
+    assert not out.exists() and not [p.name for p in tmp_path.iterdir() if p.name != "cache"]

@@ -19,6 +19,7 @@ from rich.text import Text
 
 from audit.auditfile import AuditFile
 from audit.bars import console, progress_display, step
+from audit.children import WorkerDied
 from audit.cli.common import build_progress_display
 from audit.cli.shell import KEPT, InputError, system_error
 from audit.corpora.apirun import check_display
@@ -211,6 +212,8 @@ def check(with_report: bool, report_dir: Path | None, strict: bool, **fields: ob
         written = run_audit(request, progress=progress, command=["audit", *sys.argv[1:]], lines=as_written)
     except RequestError as error:
         raise InputError(str(error)) from None
+    except WorkerDied as error:
+        raise click.ClickException(f"{error}; no audit file was written") from None
     out = request.target
     _warn_failed_sources(written.failures, len(written.records))
     KEPT.append(f"the audit file {out} was written whole")

@@ -11,16 +11,19 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 import threading
 import uuid
 from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import ExitStack
+from multiprocessing.process import BaseProcess
 from types import TracebackType
 
-from audit.children import WorkerPool, frozen_for_fork
+from audit.children import WorkerDied, WorkerPool, frozen_for_fork, how_ended
 from audit.corpora.local import LocalIndex
 from audit.evidence import Evidence
 from audit.executors import Executor, connect
@@ -138,6 +141,7 @@ class Forked(VariantExecutor):
         super().__init__(work, workers)
         self.items = items
         self._pool: WorkerPool | None = None
+        self._processes: list[BaseProcess] = []
         self._frozen = ExitStack()
 
     def __enter__(self) -> Forked:
@@ -146,6 +150,7 @@ class Forked(VariantExecutor):
         self._pool = WorkerPool(self.workers, multiprocessing.get_context("fork"))
         # The workers fork at the first task: here, before a progress display starts its thread.
         self._pool.submit(os.getpid).result()
+        self._processes = list((self._pool._processes or {}).values())
         return self
 
     def __exit__(self, kind: type[BaseException] | None, value: BaseException | None, traceback: TracebackType | None) -> None:
@@ -158,14 +163,28 @@ class Forked(VariantExecutor):
     @property
     def pids(self) -> list[int]:
         """The workers' process ids."""
-        return [process.pid for process in (self._pool._processes or {}).values()] if self._pool else []
+        return [process.pid for process in self._processes]
 
     def checked(self, items: Sequence[Item], on_done: Advance = no_progress) -> Iterator[ItemOutcome]:
         if self._pool is None:
             raise RuntimeError("a forked executor checks once entered")
         if items is not self.items:
             raise ValueError("a forked executor checks the items it was made with, which its workers hold")
-        pool, ahead = self._pool, max(MIN_AHEAD, FORKED_AHEAD * self.workers)
+        try:
+            yield from self._in_order(self._pool, items, on_done)
+        except BrokenProcessPool:
+            raise WorkerDied(f"a worker process checking items died ({how_ended(self._causes())})") from None
+
+    def _causes(self) -> list[int | None]:
+        """The exit codes of the workers that died of something else than the SIGTERM the pool
+        sends the others once one is gone; each waited for a moment, since the pool may report
+        the loss before the dead worker is reaped."""
+        for process in self._processes:
+            process.join(DEAD_WORKER_WAIT)
+        return [p.exitcode for p in self._processes if p.exitcode not in (None, 0, -signal.SIGTERM)]
+
+    def _in_order(self, pool: WorkerPool, items: Sequence[Item], on_done: Advance) -> Iterator[ItemOutcome]:
+        ahead = max(MIN_AHEAD, FORKED_AHEAD * self.workers)
         pending: deque[Future[ItemOutcome]] = deque()
         for position in range(len(items)):
             pending.append(pool.submit(_check_forked, position))
@@ -178,6 +197,8 @@ class Forked(VariantExecutor):
 # Items per worker a forked pool holds before yielding the oldest: a slow item does not leave
 # the other workers idle, and the outcomes waiting behind it are a few lines each.
 FORKED_AHEAD = 8
+# Seconds a dead pool's workers are waited for, to say how the first of them ended.
+DEAD_WORKER_WAIT = 2.0
 
 
 def _shipped_evidence(token: str, shipped: list[object], tasks: list[Task]) -> list[list[list[Evidence]]]:
