@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import contextmanager
 from multiprocessing.context import BaseContext
+from multiprocessing.process import BaseProcess
 from types import TracebackType
 from typing import ParamSpec, TypeVar
 
@@ -182,6 +183,11 @@ class WorkerPool(ProcessPoolExecutor):
         if kind is not None:
             self.end()
         return super().__exit__(kind, value, traceback)
+
+    def workers(self) -> list[BaseProcess]:
+        """The worker processes started so far; a caller that wants them after the pool is shut
+        down keeps this list, since the pool forgets them."""
+        return list((self._processes or {}).values())
 
     def end(self) -> None:
         """Kill the workers, busy or idle, and shut the pool down without waiting for any task."""

@@ -92,3 +92,29 @@ def test_a_report_of_records_left_on_disk_is_the_report_of_records_held(planted_
     assert render(planted_audit, stored, workers=workers, stored=True) == {"error": None}
     assert files(held) == files(stored) and len(files(held)) > 39
     assert all(filecmp.cmp(held / name, stored / name, shallow=False) for name in files(held))
+
+
+def test_a_page_worker_killed_ends_audit_report_with_one_line(planted_audit, tmp_path: Path, monkeypatch):
+    """Any command whose pool loses a worker says so in one line, not a traceback."""
+    import signal
+
+    from click.testing import CliRunner
+
+    import audit.report.pages as pages
+    from audit.cli import main
+    from audit.report.render import available_cores
+
+    if available_cores() < 2:
+        pytest.skip("the pages render in this process on one core")
+    parent, real = os.getpid(), pages._render_page
+
+    def killed(*args: object) -> None:
+        if os.getpid() != parent:
+            os.kill(os.getpid(), signal.SIGKILL)
+        real(*args)
+
+    monkeypatch.setattr(pages, "_render_page", killed)
+    result = CliRunner().invoke(main, ["report", "--audit", str(planted_audit["audit"]), "--out", str(tmp_path / "report")])
+    assert result.exit_code == 1 and "Traceback" not in result.output, result.output
+    assert "a worker process died (killed, often by the system when memory runs out); nothing written" in result.output
+    assert not (tmp_path / "report").exists() and not list(tmp_path.iterdir())

@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 import re
 import sqlite3
+from concurrent.futures.process import BrokenProcessPool
 from signal import SIGINT, Signals
 
 import click
@@ -48,7 +49,8 @@ def kept() -> str:
 
 class Commands(click.Group):
     """Reports a file the system refused (no room, no permission) as one line naming the file,
-    never as a traceback; and an interruption (SIGINT, SIGTERM) as one line saying what was kept."""
+    never as a traceback; a worker process killed under any command as one line saying what was
+    kept; and an interruption (SIGINT, SIGTERM) as one line saying what was kept."""
 
     def invoke(self, ctx: click.Context) -> object:
         KEPT.clear()
@@ -66,6 +68,11 @@ class Commands(click.Group):
                 if (signum := received()) is not None:
                     raise Stopped(signum, kept()) from None
                 raise click.ClickException(system_error(error)) from None
+            except BrokenProcessPool:
+                # A pool's worker was killed (a forked check names how: `WorkerDied`).
+                if (signum := received()) is not None:
+                    raise Stopped(signum, kept()) from None
+                raise click.ClickException(f"a worker process died (killed, often by the system when memory runs out); {kept()}") from None
 
 
 def system_error(error: OSError | sqlite3.OperationalError) -> str:

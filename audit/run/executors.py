@@ -150,7 +150,7 @@ class Forked(VariantExecutor):
         self._pool = WorkerPool(self.workers, multiprocessing.get_context("fork"))
         # The workers fork at the first task: here, before a progress display starts its thread.
         self._pool.submit(os.getpid).result()
-        self._processes = list((self._pool._processes or {}).values())
+        self._processes = self._pool.workers()
         return self
 
     def __exit__(self, kind: type[BaseException] | None, value: BaseException | None, traceback: TracebackType | None) -> None:
