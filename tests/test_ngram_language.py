@@ -313,3 +313,15 @@ def test_a_capped_scan_gives_bounds_that_hold_the_true_figure(corpus, monkeypatc
     assert all(a <= b <= c for a, b, c in zip(found.lengths, truth_lengths, found.upper(), strict=True))
     question = field(run(corpus, Item("pt", "pt", {"pt": Variant(question=text)}), "pt", CONFIG), "question")
     assert question.figures["exact_count"] == 1
+
+
+def test_a_quotation_too_short_to_identify_is_read_in_its_window(corpus, monkeypatch):
+    """A match with too few letters to identify (one Cyrillic letter and a year) is let in by
+    the window around it in the Portuguese page quoting it; with no window to read, it is not."""
+    short = Item("ru-short", "ru", {"ru": Variant(question="в 1147")})
+    question = field(run(corpus, short, "ru", CONFIG), "question")
+    assert question.figures["exact_count"] == 1 and question.figures["languages"] == {"ru": 1}
+    (entry,) = question.provenance
+    assert (entry["language"], entry["language_by"]) == ("ru", "window")
+    monkeypatch.setattr("audit.signals.ngram_language.MAX_WINDOWS", 0)
+    assert field(run(corpus, short, "ru", CONFIG), "question").figures["exact_count"] == 0

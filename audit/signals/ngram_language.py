@@ -125,20 +125,22 @@ class Scope:
         view = cast(LanguageView, self.view)
         documents = occurrences.documents
         foreign = view.table.flags(("quoting", self.lang, script), partial(_foreign, lang=self.lang, script=script))
-        quoting = foreign[view.table.codes[documents]]
-        found: set[int] = set()
-        read = 0
         # The sample is in document order: each document once, the lowest first.
-        for document in dict.fromkeys(documents[quoting].tolist()):
-            identified = _identify(text)
-            if identified is None and read < MAX_WINDOWS:
-                read += 1
-                hit = self.corpus.document_hit(occurrences.first_in(document), len(text.encode("utf-8")), WINDOW_CHARS)
-                identified = _identify(hit.snippet)
-            if identified is not None and same_language(identified, self.lang):
-                found.add(document)
+        candidates = list(dict.fromkeys(documents[foreign[view.table.codes[documents]]].tolist()))
+        if not candidates:
+            return self
+        identified = _identify(text)
+        if identified is not None:
+            found = set(candidates) if same_language(identified, self.lang) else set()
+        else:
+            found = {document for document in candidates[:MAX_WINDOWS] if self._window_is_mine(text, occurrences, document)}
         return replace(self, view=view.with_documents(frozenset(found))) if found else self
 
+    def _window_is_mine(self, text: str, occurrences: Sampled, document: int) -> bool:
+        """Whether the window around `text`'s first occurrence in `document` reads as this language."""
+        hit = self.corpus.document_hit(occurrences.first_in(document), len(text.encode("utf-8")), WINDOW_CHARS)
+        identified = _identify(hit.snippet)
+        return identified is not None and same_language(identified, self.lang)
 
 
 def _foreign(language: str, lang: str, script: str) -> bool:
