@@ -230,6 +230,13 @@ def test_a_damaged_table_is_refused_naming_the_file_and_rewritten_with_force(dem
     (index / "doclangs.json").write_bytes(b"x" * len(header))
     with pytest.raises(IndexOpenError, match=r"doclangs\.json"):
         LocalIndex(index)
+    named = json.loads(header)["languages"]
+    for languages in ([*named[:-1], named[1]], [*named[:-1], 7], [*named[:-1], ""]):
+        damaged = json.dumps({**json.loads(header), "languages": languages}).encode()
+        (index / "doclangs.json").write_bytes(damaged.ljust(len(header)))  # the manifest's size kept
+        with pytest.raises(IndexOpenError, match=r"doclangs\.json: its languages are not distinct names"):
+            LocalIndex(index)
+    (index / "doclangs.json").write_bytes(b"x" * len(header))
     refused = CliRunner().invoke(main, ["index", "languages", str(index)])
     assert refused.exit_code == 2 and "already has a language table" in refused.output
     assert (index / "doclangs.json").read_bytes() == b"x" * len(header)

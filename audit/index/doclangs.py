@@ -143,6 +143,9 @@ def read_table(directory: Path, documents: int) -> DocumentLanguages | None:
         languages, identifier = meta["languages"], meta.get("identifier", {})
         if meta.get("format") != FORMAT or not isinstance(languages, list) or not languages or languages[0] != UNKNOWN:
             raise ValueError("not a document-language header this version reads")
+        # Two codes of one name would split its documents; a query asks for the name's code.
+        if not all(isinstance(name, str) and name for name in languages) or len(set(languages)) != len(languages):
+            raise ValueError("its languages are not distinct names")
     except (OSError, ValueError, KeyError, TypeError) as error:
         raise LanguageTableError(f"{header_path}: {error}") from None
     try:
