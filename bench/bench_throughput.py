@@ -189,13 +189,22 @@ def same_directory(first: Path, second: Path) -> bool:
 
 def same_reports(codes: list[Code], audit: Path, work: Path) -> dict:
     """The one audit file rendered by `audit report` of both codes: identical directories?
-    With each render's time, the report alone."""
-    outs, timed = [], {}
-    for code in codes:
-        out = work / "runs" / f"{audit.name}.{code.label}.rendered"
-        timed[code.label] = measured([sys.executable, "-m", "audit.cli", "report", "--audit", str(audit), "--out", str(out)], code.env(), out.with_suffix(".log"), code.tree)
-        outs.append(out)
-    return {"identical": same_directory(*outs), "render": timed}
+    With each render's time, the report alone.  Each code renders twice, in the order A B B A,
+    and its faster render is the one shown: the first render after the checks pays for their
+    writing back to disk (one run's identical code took 28.6 s first and 22.9 s second)."""
+    outs: dict[str, Path] = {}
+    timed: dict[str, dict] = {}
+    for turn, code in enumerate([*codes, *reversed(codes)]):
+        out = work / "runs" / f"{audit.name}.{code.label}.rendered{turn}"
+        shutil.rmtree(out, ignore_errors=True)
+        run = measured([sys.executable, "-m", "audit.cli", "report", "--audit", str(audit), "--out", str(out)], code.env(), out.with_suffix(".log"), code.tree)
+        if code.label not in timed or run["wall_s"] < timed[code.label]["wall_s"]:
+            timed[code.label] = run
+        if code.label in outs:
+            shutil.rmtree(out)
+        else:
+            outs[code.label] = out
+    return {"identical": same_directory(*outs.values()), "render": timed}
 
 
 def same_filters(codes: list[Code], audit: Path, work: Path) -> dict:
