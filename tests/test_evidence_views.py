@@ -56,3 +56,27 @@ def test_the_ngram_view_marks_the_matched_segments(view):
     html = str(view("ngram")(evidence))
     assert '<div class="text">plain &lt;b&gt; <mark>matched</mark></div>' in html
     assert "exact 2 · longest 5 chars (50.0%) · coverage 25.0% of 4 3-word windows" in html
+
+
+def test_a_page_lists_every_source_under_each_field_first_met_and_says_when_one_has_none():
+    """Fields in the order first met across a signal's sources; under each, every source of the
+    signal in its order, with its evidence on that field in the recorded order, or a line
+    saying it has none."""
+    from audit.report.itempage import by_field, grouped_evidence
+
+    def entry(source: str, field: str, n: int) -> dict:
+        return {"signal": "ngram", "source": source, "field": field, "status": "failed", "error": f"failure-{n}"}
+
+    recorded = [entry("a", "question", 1), entry("b", "answer", 2), entry("a", "context", 3), entry("b", "question", 4), entry("a", "question", 5)]
+    grouped = grouped_evidence(recorded, None)
+    shown = by_field(grouped)
+    assert [(signal, [(field, [(source, [e["error"] for e in on]) for source, on in sources]) for field, sources in fields]) for signal, fields in shown] == [
+        ("ngram", [("question", [("a", ["failure-1", "failure-5"]), ("b", ["failure-4"])]), ("context", [("a", ["failure-3"]), ("b", [])]), ("answer", [("a", []), ("b", ["failure-2"])])]),
+    ]
+    language = {"lang": "fr", "role": "source", "exposure": "unknown", "decided_by": [], "seen_in_languages": None, "knowledge": None,
+                "knowledge_decided_by": [], "alone": {"signal": {}, "source": {}}, "signals": shown}  # fmt: skip
+    page = {"item_id": "q1", "source_lang": "fr", "item_exposure": "unknown", "seen_in": None, "asked_in": ["fr"], "languages": [language]}
+    html = _environment().get_template("item.html.j2").render(page=page, data={"audit": {"signal_runs": []}})
+    assert html.count("no ngram evidence on") == 2
+    assert "no ngram evidence on context from b" in html and "no ngram evidence on answer from a" in html
+    assert [html.index(f"failure-{n}") for n in (1, 5, 4, 3, 2)] == sorted(html.index(f"failure-{n}") for n in (1, 5, 4, 3, 2))

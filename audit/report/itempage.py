@@ -62,9 +62,20 @@ def grouped_evidence(evidence: list[JsonObject], variant: Variant | None) -> dic
     return grouped
 
 
-def _fields(by_source: dict[str, list[JsonObject]]) -> list[str]:
-    """The fields a signal's evidence is on, in the order first met across its sources."""
-    return list(dict.fromkeys(entry["field"] for entries in by_source.values() for entry in entries))
+def by_field(grouped: dict[str, dict[str, list[JsonObject]]]) -> list[tuple[str, list[tuple[str, list[tuple[str, list[JsonObject]]]]]]]:
+    """[(signal, [(field, [(source, evidence on that field), ...]), ...]), ...]: each signal's
+    fields in the order first met across its sources, and under each field every source of the
+    signal (one without evidence on the field shows so).  Grouped here, once, rather than by
+    the page filtering every source's evidence for every field."""
+    shown = []
+    for signal, by_source in grouped.items():
+        fields = dict.fromkeys(entry["field"] for entries in by_source.values() for entry in entries)
+        on_field: dict[tuple[str, str], list[JsonObject]] = {}
+        for source, entries in by_source.items():
+            for entry in entries:
+                on_field.setdefault((entry["field"], source), []).append(entry)
+        shown.append((signal, [(field, [(source, on_field.get((field, source), [])) for source in by_source]) for field in fields]))
+    return shown
 
 
 def item_page(item: Item | None, records: list[JsonObject], labels: Exposure) -> JsonObject:
@@ -87,8 +98,7 @@ def item_page(item: Item | None, records: list[JsonObject], labels: Exposure) ->
                     "signal": {signal: labels.signal_label(signal, *key) for signal in labels.by_signal},
                     "source": {source: labels.source_label(source, *key) for source in labels.by_source},
                 },
-                "signals": grouped,
-                "fields": {signal: _fields(by_source) for signal, by_source in grouped.items()},
+                "signals": by_field(grouped),
             }
         )
     first = records[0]
