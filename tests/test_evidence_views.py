@@ -1,6 +1,7 @@
 """Each signal's evidence on a provenance page is drawn by the `show(evidence)` macro of its
-template; a signal without one gets the default's.  These pin that contract, which a new
-signal's template must keep, and that a view escapes what it is given."""
+template, or by its view in Python (`PYTHON_VIEWS`); a signal without either gets the
+default's.  These pin that contract, which a new signal's view must keep, and that a view
+escapes what it is given."""
 from __future__ import annotations
 
 from importlib import resources
@@ -8,9 +9,10 @@ from importlib import resources
 import pytest
 from jinja2.runtime import Macro
 
-from audit.report.render import _environment
+from audit.report.render import PYTHON_VIEWS, _environment
 
 TEMPLATES = sorted(path.name.removesuffix(".html.j2") for path in resources.files("audit.report").joinpath("templates", "evidence").iterdir() if path.name.endswith(".html.j2"))
+VIEWS = TEMPLATES + sorted(PYTHON_VIEWS)
 HOSTILE = "<script>alert(1)</script>"
 
 
@@ -20,7 +22,13 @@ def view():
 
 
 def test_the_package_ships_the_default_view_and_the_signals_own():
-    assert {"_default", "ngram", "minhash", "langlinks", "probe"} <= set(TEMPLATES)
+    assert {"_default", "minhash", "langlinks", "probe"} <= set(TEMPLATES)
+    assert set(PYTHON_VIEWS) == {"ngram"}
+    assert not set(TEMPLATES) & set(PYTHON_VIEWS)
+
+
+def test_a_python_view_is_the_one_its_signal_gets(view):
+    assert view("ngram") is PYTHON_VIEWS["ngram"]
 
 
 @pytest.mark.parametrize("signal", TEMPLATES)
@@ -36,7 +44,7 @@ def test_a_signal_without_a_template_is_shown_by_the_default(view):
     assert view("pageviews") is not view("ngram")
 
 
-@pytest.mark.parametrize("signal", TEMPLATES)
+@pytest.mark.parametrize("signal", VIEWS)
 def test_a_view_escapes_every_string_of_the_evidence(view, signal):
     evidence = {
         "signal": signal, "source": HOSTILE, "field": "question", "status": "failed", "error": HOSTILE,

@@ -7,20 +7,21 @@ shows as nothing, as a template shows an undefined name.
 """
 from __future__ import annotations
 
-from markupsafe import Markup, escape
+from markupsafe import Markup
 
 from audit.records import Json
+from audit.report.escaping import html_text
 
 BELOW_FLOOR = "; not decided: the field is below its floor"
 
 
 def _shown(check: dict[str, Json], key: str) -> str:
-    return escape(check.get(key, ""))
+    return html_text(check.get(key, ""))
 
 
 def _bound(bounds: Json, index: int) -> str:
     try:
-        return escape(bounds[index])  # type: ignore[index]
+        return html_text(bounds[index])  # type: ignore[index]
     except (TypeError, LookupError):
         return ""
 
@@ -30,7 +31,7 @@ def _check(check: Json) -> str:
     if not isinstance(check, dict):
         return ""
     figure = check.get("figure")
-    rule = f"{_shown(check, 'signal')}.{_shown(check, 'field')}{f'.{escape(figure)}' if figure else ''}"
+    rule = f"{_shown(check, 'signal')}.{_shown(check, 'field')}{f'.{html_text(figure)}' if figure else ''}"
     source = _shown(check, "source")
     bounds = check.get("bounds")
     if bounds:
@@ -40,7 +41,7 @@ def _check(check: Json) -> str:
         floor = BELOW_FLOOR if check.get("status") == "below_floor" else ""
         return f"<code>{rule} = {_shown(check, 'value')}</code> in {source} ({_shown(check, 'op')} {_shown(check, 'threshold')}{floor})"
     if check.get("error"):
-        return f"<code>{rule}</code> failed in {source}: {escape(check['error'])}"
+        return f"<code>{rule}</code> failed in {source}: {html_text(check['error'])}"
     return _shown(check, "reason")
 
 

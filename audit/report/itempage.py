@@ -36,7 +36,7 @@ def _prepare_ngram(evidence: JsonObject, variant: Variant | None) -> JsonObject:
     which the evidence carries): cut that text into highlighted segments (a match of the whole
     text counts as one span)."""
     figures = evidence.get("figures") or {}
-    prepared = dict(evidence, figures={k: v for k, v in figures.items() if k != "spans"})
+    prepared = dict(evidence)
     if "text" in figures or evidence["field"] in TEXT_FIELDS:
         raw = figures.get("text") or (variant.text(evidence["field"]) if variant else None)
         text = normalize(raw) if raw else ""

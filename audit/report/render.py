@@ -13,17 +13,18 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from jinja2 import Environment, PackageLoader, select_autoescape
-from jinja2.runtime import Macro
+from markupsafe import Markup
 
 from audit.auditfile import AuditFile
 from audit.children import WorkerPool, frozen_for_fork
 from audit.items import Item
 from audit.outputs import commit_directory, discard_staging, staging_directory
 from audit.records import Json, JsonObject
-from audit.report import inert
+from audit.report import inert, ngramview
 from audit.report.build import ReadAudit, read_records, report_data
 from audit.report.checks import checks_html
 from audit.report.itemrows import dump
+from audit.report.languageview import language_sections
 from audit.report.pages import ItemsById, inherited, pages_of, write_pages
 
 DEFAULT_EVIDENCE = "evidence/_default.html.j2"
@@ -70,18 +71,24 @@ def _environment() -> Environment:
     environment.globals["md_page"] = inert.markdown_page
     environment.globals["content_policy"] = inert.POLICY
     environment.globals["evidence_view"] = _evidence_views(environment)
+    environment.globals["language_sections"] = language_sections
     return environment
 
 
-def _evidence_views(environment: Environment) -> Callable[[str], Macro]:
+# Views written in Python, for the evidence a large page shows most of (`ngramview`).
+PYTHON_VIEWS: dict[str, Callable[[JsonObject], Markup]] = {"ngram": ngramview.show}
+
+
+def _evidence_views(environment: Environment) -> Callable[[str], Callable[[JsonObject], Markup]]:
     """A signal's evidence is shown by the `show(evidence)` macro of its own template,
     `evidence/SIGNAL.html.j2`, when it brings one, else of the default: adding a signal's view
     is adding that one file.  A macro, not an include: an include copies the page's whole
-    context for each piece of evidence, which was a tenth of a large report's time."""
+    context for each piece of evidence, which was a tenth of a large report's time.  The
+    n-gram signal's view is Python's (`PYTHON_VIEWS`), called the same way."""
     known = set(environment.list_templates())
-    views: dict[str, Macro] = {}
+    views: dict[str, Callable[[JsonObject], Markup]] = dict(PYTHON_VIEWS)
 
-    def view(signal: str) -> Macro:
+    def view(signal: str) -> Callable[[JsonObject], Markup]:
         if signal not in views:
             own = f"evidence/{signal}.html.j2"
             views[signal] = environment.get_template(own if own in known else DEFAULT_EVIDENCE).module.show
