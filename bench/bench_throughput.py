@@ -31,6 +31,7 @@ import filecmp
 import itertools
 import json
 import os
+import re
 import resource
 import shutil
 import subprocess
@@ -139,6 +140,20 @@ def check_command(workload: Workload, out: Path, report: bool, workers: int) -> 
     return command + workload.options + (["--report-dir", str(out.with_suffix(".report"))] if report else ["--no-report"])
 
 
+# The steps a check's output times: the check itself (per corpus) and the report after it.
+STEP = re.compile(rb"^(checking against .*|writing the report .*): done in ([0-9.]+) s", re.MULTILINE)
+
+
+def steps(log: Path) -> dict[str, float]:
+    """Seconds of the check and of the report, as the run's own output says them: the check's
+    share of a run with the report, which the run's wall time alone does not show."""
+    found: dict[str, float] = {}
+    for name, seconds in STEP.findall(log.read_bytes()):
+        key = "report_s" if name.startswith(b"writing") else "check_s"
+        found[key] = round(found.get(key, 0.0) + float(seconds), 2)
+    return found
+
+
 def run_check(code: Code, workload: Workload, report: bool, workers: int, work: Path) -> dict:
     out = work / "runs" / f"{workload.name}.{code.label}.{'report' if report else 'plain'}.audit.jsonl"
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -148,6 +163,7 @@ def run_check(code: Code, workload: Workload, report: bool, workers: int, work: 
     shutil.rmtree(out.with_suffix(".report"), ignore_errors=True)
     os.sync()
     result = measured(check_command(workload, out, report, workers), code.env(), out.with_suffix(".log"), code.tree)
+    result |= steps(out.with_suffix(".log"))
     result["cpu_ms_per_variant"] = round(1000 * result["cpu_s"] / workload.variants, 2)
     result["variants_per_s"] = round(workload.variants / result["wall_s"], 1)
     print(f"  {workload.name} {code.label} {'report' if report else 'no report'}: {json.dumps(result)}", file=sys.stderr)
@@ -326,10 +342,12 @@ def measure_all(codes: list[Code], chosen: list[Workload], args: argparse.Namesp
         print(f"{workload.name} ({workload.variants:,} variants) ...", file=sys.stderr)
         for report in (False, True) if workload.with_report else (False,):
             runs: dict[str, list[dict]] = {code.label: [] for code in codes}
+            sequence = []
             for repeat in range(args.repeat):
                 for code in codes if repeat % 2 == 0 else codes[::-1]:
                     runs[code.label].append(run_check(code, workload, report, args.workers, args.work))
-            row = {"workload": workload.name, "variants": workload.variants, "report": report} | {label: summary(r) for label, r in runs.items()}
+                    sequence.append({"code": code.label} | {k: runs[code.label][-1][k] for k in ("wall_s", "cpu_s", "check_s", "report_s") if k in runs[code.label][-1]})
+            row = {"workload": workload.name, "variants": workload.variants, "report": report, "sequence": sequence} | {label: summary(r) for label, r in runs.items()}
             base, new = row[codes[0].label], row[codes[1].label]
             row["ratio"] = {key: ratio(new[key], base[key]) for key in ("cpu_s", "wall_s", "peak_pss_bytes")}
             if report or not workload.with_report:
@@ -356,6 +374,17 @@ def mib(n: float) -> str:
     return f"{n / 2**20:,.0f} MiB"
 
 
+def sequences(rows: list[dict]) -> list[str]:
+    """Each run with the report in the order run: the wall time, and the check's and the
+    report's seconds, since the machine's speed drifts from run to run."""
+    lines = []
+    for row in rows:
+        if row["report"] and row.get("sequence"):
+            shown = ", ".join(f"{run['code']} {run.get('check_s', '?')} + {run.get('report_s', '?')} ({run['wall_s']})" for run in row["sequence"])
+            lines += ["", f"{row['workload']} with the report, each run in order, check s + report s (wall s): {shown}."]
+    return lines
+
+
 def table(results: dict) -> str:
     base, new = results["codes"]
     lines = [
@@ -378,6 +407,7 @@ def table(results: dict) -> str:
             for row in done:
                 runs = [row[key][timing][c["label"]] for c in results["codes"]]
                 lines.append(f"| {row['workload']} | " + " | ".join(f"{r['wall_s']} s / {r['cpu_s']} s / {mib(r['peak_pss_bytes'])}" for r in runs) + f" | {row[key]['identical']} |")
+    lines += sequences(results["rows"])
     ig = results["infinigram_demo_index"]
     lines += ["", f"infini-gram's indexer on the 23 MiB demo corpus: {ig['wall_s']} s wall, {ig['cpu_s']} s CPU, peak {mib(ig['peak_pss_bytes'])}."]
     if results.get("phases"):
