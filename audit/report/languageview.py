@@ -20,7 +20,6 @@ from audit.report.escaping import html_text
 View = Callable[[JsonObject], Markup]
 
 
-
 def _joined(values: Json) -> str:
     """`{{ values | join(", ") or "no language" }}`."""
     return ", ".join(html_text(value) for value in values) if isinstance(values, list) and values else "no language"

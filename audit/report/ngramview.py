@@ -19,7 +19,6 @@ from audit.report.inert import web_url
 CO_OCCURRENCE = ("question+answer", "subject+answer")
 
 
-
 def _get(mapping: Json, key: str) -> Json:
     return mapping.get(key) if isinstance(mapping, dict) else None
 
