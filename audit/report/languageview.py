@@ -61,7 +61,7 @@ def _field(signal: str, field: str, sources: list[tuple[str, list[JsonObject]]],
     for source, entries in sources:
         parts.append(f'          <div class="source" data-source="{html_text(source)}">\n            <div class="source-name">{html_text(source)}</div>\n')
         if entries:
-            parts.extend(str(show(evidence)) for evidence in entries)
+            parts.extend(show(evidence) for evidence in entries)
         else:
             parts.append(f'            <div class="muted">no {html_text(signal)} evidence on {html_text(field)} from {html_text(source)}</div>\n')
         parts.append("          </div>\n")
