@@ -22,13 +22,14 @@ def view():
 
 
 def test_the_package_ships_the_default_view_and_the_signals_own():
-    assert {"_default", "minhash", "langlinks", "probe"} <= set(TEMPLATES)
-    assert set(PYTHON_VIEWS) == {"ngram"}
+    assert {"_default", "langlinks", "probe"} <= set(TEMPLATES)
+    assert set(PYTHON_VIEWS) == {"ngram", "minhash"}
     assert not set(TEMPLATES) & set(PYTHON_VIEWS)
 
 
-def test_a_python_view_is_the_one_its_signal_gets(view):
-    assert view("ngram") is PYTHON_VIEWS["ngram"]
+@pytest.mark.parametrize("signal", sorted(PYTHON_VIEWS))
+def test_a_python_view_is_the_one_its_signal_gets(view, signal):
+    assert view(signal) is PYTHON_VIEWS[signal]
 
 
 @pytest.mark.parametrize("signal", TEMPLATES)

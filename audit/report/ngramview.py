@@ -14,22 +14,9 @@ from markupsafe import Markup
 
 from audit.records import Json, JsonObject
 from audit.report.escaping import html_text
-from audit.report.inert import web_url
+from audit.report.viewparts import at, document_name, documents, failed, line_of, pct, snippet
 
 CO_OCCURRENCE = ("question+answer", "subject+answer")
-
-
-def _get(mapping: Json, key: str) -> Json:
-    return mapping.get(key) if isinstance(mapping, dict) else None
-
-
-def _at(mapping: Json, key: str) -> str:
-    """`{{ mapping.key }}`: escaped, nothing when the key is missing."""
-    return html_text(mapping[key]) if isinstance(mapping, dict) and key in mapping else ""
-
-
-def _pct(value: Json) -> str:
-    return "–" if not isinstance(value, int | float) else f"{100 * value:.1f}%"
 
 
 def _listed(values: Json, quoted: bool = False) -> str:
@@ -39,38 +26,25 @@ def _listed(values: Json, quoted: bool = False) -> str:
     return ", ".join(f"“{html_text(value)}”" for value in values) if quoted else ", ".join(html_text(value) for value in values)
 
 
-def _snippet(doc: JsonObject) -> str:
-    """The document's text around the match, the match marked."""
-    snippet, match = doc.get("snippet"), doc.get("snippet_match")
-    text = snippet if isinstance(snippet, str) else ""
-    start, end = (match[0], match[1]) if isinstance(match, list | tuple) and len(match) == 2 else (0, 0)
-    return f'<div class="snippet">…{html_text(text[:start])}<mark>{html_text(text[start:end])}</mark>{html_text(text[end:])}…</div>\n'
-
-
-def _failed(evidence: JsonObject) -> str:
-    error = evidence.get("error")
-    return f'<div class="figures-line muted">{_at(evidence, "status")}{f": {html_text(error)}" if error else ""}</div>\n'
-
-
 def _options(evidence: JsonObject, f: JsonObject) -> str:
     if f.get("shared_with_source"):
-        line = f"all {_at(f, 'options')} options are written as in the source language: not looked up."
+        line = f"all {at(f, 'options')} options are written as in the source language: not looked up."
     else:
         counts = _listed(f.get("option_counts"))
-        line = f"{_at(f, 'documents')} document(s) hold all {_at(f, 'options')} options within {_at(f, 'window_bytes')} bytes (each occurs {counts} times)."
-    return f'<div class="figures-line muted">{line}</div>\n' + "".join(_snippet(doc) for doc in _documents(evidence))
+        line = f"{at(f, 'documents')} document(s) hold all {at(f, 'options')} options within {at(f, 'window_bytes')} bytes (each occurs {counts} times)."
+    return f'<div class="figures-line muted">{line}</div>\n' + "".join(snippet(doc) for doc in documents(evidence))
 
 
 def _co_occurrence(evidence: JsonObject, f: JsonObject) -> str:
     anchors = f.get("anchors")
-    named = ", ".join(f"“{_at(anchor, 'text')}”" for anchor in anchors) if isinstance(anchors, list) and anchors else "no anchor"
+    named = ", ".join(f"“{at(anchor, 'text')}”" for anchor in anchors) if isinstance(anchors, list) and anchors else "no anchor"
     shared = f.get("anchors_shared_with_source")
     aside = f"Set aside (shared with the source text): {_listed(shared, quoted=True)}." if shared else ""
     head = (
-        f'<div class="figures-line muted">{_at(f, "form")} “{_at(f, "answer")}” occurs {_at(f, "answer_count")} times; '
-        f"{_at(f, 'documents')} document(s) hold it within {_at(f, 'window_bytes')} bytes of\n{named}.\n{aside}</div>\n"
+        f'<div class="figures-line muted">{at(f, "form")} “{at(f, "answer")}” occurs {at(f, "answer_count")} times; '
+        f"{at(f, 'documents')} document(s) hold it within {at(f, 'window_bytes')} bytes of\n{named}.\n{aside}</div>\n"
     )
-    return head + "".join(_snippet(doc) for doc in _documents(evidence))
+    return head + "".join(snippet(doc) for doc in documents(evidence))
 
 
 def _bounds(bounds: Json) -> str:
@@ -87,38 +61,22 @@ def _get_index(values: Json, index: int) -> Json:
 def _found_in(doc: JsonObject) -> str:
     """Where a document behind the longest match lies: its link or name, file, line and byte."""
     where = doc.get("metadata")
-    m = _get(where, "metadata") or {}
-    url = web_url(_get(m, "url"))
-    title, name = _get(m, "title"), _get(m, "id")
-    if url:
-        shown = f'<a href="{html_text(url)}">{html_text(title or name or _get(m, "url"))}</a>'
-    else:
-        raw = _get(m, "url")
-        code = f' <code class="url">{html_text(raw)}</code>' if raw else ""
-        shown = f"{html_text(title or name or 'untitled')}{code}"
-    line = _get(where, "linenum")
-    number = html_text(line + 1) if isinstance(line, int) else ""
     return (
-        f'  <div class="muted doc">found in document {_at(doc, "document")}:\n{shown}'
-        f'    <code>{_at(where, "path")}:{number}</code> at byte {_at(doc, "offset")}\n  </div>\n  {_snippet(doc)}'
+        f'  <div class="muted doc">found in document {at(doc, "document")}:\n{document_name(where)}'
+        f"    {line_of(where)} at byte {at(doc, 'offset')}\n  </div>\n  {snippet(doc)}"
     )
 
 
 def _matches(evidence: JsonObject, f: JsonObject) -> str:
     form = f"{html_text(f['form'])}: " if f.get("form") else ""
     line = (
-        f'<div class="figures-line muted">{form}exact {_at(f, "exact_count")} · longest {_at(f, "longest_match_chars")} chars '
-        f"({_pct(f.get('longest_match_fraction'))}) · coverage {_pct(f.get('coverage'))} of {_at(f, 'windows')} "
-        f"{_at(f, 'window_size')}-{_at(f, 'window_unit')} windows{_bounds(f.get('bounds'))}</div>\n"
+        f'<div class="figures-line muted">{form}exact {at(f, "exact_count")} · longest {at(f, "longest_match_chars")} chars '
+        f"({pct(f.get('longest_match_fraction'))}) · coverage {pct(f.get('coverage'))} of {at(f, 'windows')} "
+        f"{at(f, 'window_size')}-{at(f, 'window_unit')} windows{_bounds(f.get('bounds'))}</div>\n"
     )
     segments = evidence.get("segments")
     text = "".join(f"<mark>{html_text(piece)}</mark>" if matched else html_text(piece) for piece, matched in segments) if segments else ""
-    return line + (f'<div class="text">{text}</div>' if segments else "") + "".join(_found_in(doc) for doc in _documents(evidence))
-
-
-def _documents(evidence: JsonObject) -> list[JsonObject]:
-    documents = evidence.get("provenance")
-    return [doc for doc in documents if isinstance(doc, dict)] if isinstance(documents, list) else []
+    return line + (f'<div class="text">{text}</div>' if segments else "") + "".join(_found_in(doc) for doc in documents(evidence))
 
 
 def show(evidence: JsonObject) -> Markup:
@@ -126,7 +84,7 @@ def show(evidence: JsonObject) -> Markup:
     f = evidence.get("figures")
     f = f if isinstance(f, dict) else {}
     if evidence.get("status") != "ok":
-        return Markup(_failed(evidence))
+        return Markup(failed(evidence))
     if evidence.get("field") == "options":
         return Markup(_options(evidence, f))
     if evidence.get("field") in CO_OCCURRENCE:

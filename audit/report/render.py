@@ -20,7 +20,7 @@ from audit.children import WorkerPool, frozen_for_fork
 from audit.items import Item
 from audit.outputs import commit_directory, discard_staging, staging_directory
 from audit.records import Json, JsonObject
-from audit.report import inert, ngramview
+from audit.report import inert, minhashview, ngramview
 from audit.report.build import ReadAudit, read_records, report_data
 from audit.report.checks import checks_html
 from audit.report.itemrows import dump
@@ -75,8 +75,8 @@ def _environment() -> Environment:
     return environment
 
 
-# Views written in Python, for the evidence a large page shows most of (`ngramview`).
-PYTHON_VIEWS: dict[str, Callable[[JsonObject], Markup]] = {"ngram": ngramview.show}
+# Views written in Python, for the evidence a large page shows most of (`ngramview`, `minhashview`).
+PYTHON_VIEWS: dict[str, Callable[[JsonObject], Markup]] = {"ngram": ngramview.show, "minhash": minhashview.show}
 
 
 def _evidence_views(environment: Environment) -> Callable[[str], Callable[[JsonObject], Markup]]:
@@ -84,7 +84,7 @@ def _evidence_views(environment: Environment) -> Callable[[str], Callable[[JsonO
     `evidence/SIGNAL.html.j2`, when it brings one, else of the default: adding a signal's view
     is adding that one file.  A macro, not an include: an include copies the page's whole
     context for each piece of evidence, which was a tenth of a large report's time.  The
-    n-gram signal's view is Python's (`PYTHON_VIEWS`), called the same way."""
+    n-gram and near-duplicate signals' views are Python's (`PYTHON_VIEWS`), called the same way."""
     known = set(environment.list_templates())
     views: dict[str, Callable[[JsonObject], Markup]] = dict(PYTHON_VIEWS)
 
