@@ -147,3 +147,19 @@ def test_the_oldest_fields_go_once_the_kept_bytes_pass_the_limit():
     assert calls == [1]
     twice(memo, key("huge"), Budget(), lambda: answer({"text": "a" * (4 * size)}))
     assert len(memo) == 3
+
+
+def test_a_copy_keeps_every_field_of_the_evidence():
+    """`_copy` names Evidence's fields one by one (a `dataclasses.replace` costs twice as much a
+    repeat): a field Evidence gains must be copied too, not left at its default."""
+    from dataclasses import fields
+
+    from audit.signals.ngram_memo import _copy
+
+    values = {f.name: f"value of {f.name}" for f in fields(Evidence)} | {"figures": {"n": [1]}, "provenance": [{"document": 3}]}
+    evidence = Evidence(**values)
+    copied, match = _copy((evidence, "match"))
+    assert match == "match"
+    assert {f.name: getattr(copied, f.name) for f in fields(Evidence)} == values
+    assert copied.figures is not evidence.figures and copied.provenance is not evidence.provenance
+    assert copied.figures["n"] is evidence.figures["n"]
