@@ -37,6 +37,8 @@ int parse_shard(PyObject *data_obj, PyObject *table_obj, int ratio, Py_buffer *d
     shard->table = table->buf;
     shard->count = data->len;
     shard->ratio = ratio;
+    shard->keys = NULL;
+    shard->samples = 0;
     return 0;
 }
 
@@ -115,6 +117,10 @@ static PyMethodDef methods[] = {
      "casing_counts(shards, surfaces) -> bytes of int64: per str of surfaces, the occurrences of "
      "it as written, lower-cased and capitalised (each distinct spelling once), summed over shards, "
      "a list of (data, table, ratio)."},
+    {"shard_keys", shard_keys, METH_VARARGS,
+     "shard_keys(data, table, ratio) -> bytes: the shard's sampled keys, which longest_matches, "
+     "longest_char_matches, longest_char_ranks and casing_counts take as a last argument (or "
+     "shard tuple member) to narrow each search before reading the suffix array; the same answers."},
     {"longest_matches", longest_matches, METH_VARARGS,
      "longest_matches(data, table, ratio, query) -> bytes of int64: for each byte position l, "
      "the length of the longest prefix of query[l:] found in the shard."},
@@ -151,4 +157,10 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_suffix", NULL, -1, methods};
 
-PyMODINIT_FUNC PyInit__suffix(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__suffix(void)
+{
+    PyObject *m = PyModule_Create(&module);
+    if (m != NULL && (PyModule_AddIntConstant(m, "KEY_STEP", KEY_STEP) < 0 || PyModule_AddIntConstant(m, "KEY_BYTES", KEY_BYTES) < 0))
+        Py_CLEAR(m);
+    return m;
+}

@@ -26,12 +26,19 @@
 /* How many searches run in lockstep (_suffix_longest.c, _suffix_counts.c). */
 #define LANES 32
 
+/* A shard's sampled keys (_suffix_keys.c): the suffix at every KEY_STEP-th rank, its first
+ * KEY_BYTES - 1 bytes and how many of those it has, KEY_BYTES a rank. */
+#define KEY_STEP 256
+#define KEY_BYTES 16
+
 typedef struct {
     const uint8_t *data;
     Py_ssize_t size;
     const uint8_t *table;
     Py_ssize_t count;
     int ratio;
+    const uint8_t *keys; /* NULL: not sampled */
+    Py_ssize_t samples;
 } Shard;
 
 static inline Py_ssize_t pointer_at(const Shard *s, Py_ssize_t rank)
@@ -69,6 +76,80 @@ static inline int compare_at(const Shard *s, Py_ssize_t start, const uint8_t *pa
     if (i == available)
         return -1;
     return suffix[i] < pattern[i] ? -1 : 1;
+}
+
+/* A search of a shard's sampled keys for where a search for a pattern starts (the lower
+ * bound's range): samples [a, b) are not yet placed, those before a sort before the pattern,
+ * la and lb are the common prefixes with samples a - 1 and b, and after and within bracket
+ * the upper bound as `range_of`'s do.  The samples lie in a few contiguous megabytes, where
+ * the same steps in the suffix array cost two cache misses each (the pointer, then the text it
+ * points to), so only the last few steps read the table.  The samples are searched straight
+ * through (`sampled_start`): run a step at a time in lanes, as the table is, they were slower
+ * (bench/bench_search_parts.py). */
+typedef struct {
+    Py_ssize_t a, b, la, lb, mid, after, within;
+} KeySearch;
+
+/* Choose the next sample and prefetch the keys of the two that can follow it; 0 when the
+ * search of the samples is over. */
+static inline int key_probe(KeySearch *k, const Shard *s)
+{
+    if (k->a >= k->b)
+        return 0;
+    k->mid = k->a + (k->b - k->a) / 2;
+    PREFETCH(s->keys + (k->a + (k->mid - k->a) / 2) * KEY_BYTES);
+    PREFETCH(s->keys + (k->mid + 1 + (k->b - k->mid - 1) / 2) * KEY_BYTES);
+    return 1;
+}
+
+/* Compare the pattern with the chosen sample's key (in the text when the key is equal to it
+ * as far as the key reaches) and move the bounds; then `key_probe`. */
+static inline int key_step(KeySearch *k, const Shard *s, const uint8_t *pattern, Py_ssize_t m)
+{
+    const uint8_t *key = s->keys + k->mid * KEY_BYTES;
+    Py_ssize_t width = key[KEY_BYTES - 1] < KEY_BYTES - 1 ? key[KEY_BYTES - 1] : KEY_BYTES - 1;
+    Py_ssize_t limit = width < m ? width : m, i = k->la < k->lb ? k->la : k->lb, lcp, rank = k->mid * KEY_STEP;
+    int c;
+    while (i < limit && key[i] == pattern[i])
+        i++;
+    if (i == m)
+        c = 0, lcp = m;
+    else if (i < limit)
+        c = key[i] < pattern[i] ? -1 : 1, lcp = i;
+    else if (width < KEY_BYTES - 1)
+        c = -1, lcp = i; /* the suffix ends here */
+    else
+        c = compare_at(s, pointer_at(s, rank), pattern, m, i, &lcp);
+    if (c < 0) {
+        k->a = k->mid + 1;
+        k->la = lcp;
+    } else {
+        if (c > 0 && rank < k->after)
+            k->after = rank;
+        if (c == 0 && rank + 1 > k->within)
+            k->within = rank + 1;
+        k->b = k->mid;
+        k->lb = lcp;
+    }
+    return key_probe(k, s);
+}
+
+/* Where the search in the suffix array for pattern[0:m] starts: [*lo, *hi) holds the lower
+ * bound, and *lcp_lo, *lcp_hi are the true common prefixes with ranks *lo - 1 and *hi (0
+ * where there is none), as a search from [0, count) has them when it has narrowed to the same
+ * range; so every answer is the same with or without the keys.  `k` keeps the upper bound's
+ * bracket (after, within). */
+static inline void sampled_start(KeySearch *k, const Shard *s, const uint8_t *pattern, Py_ssize_t m, Py_ssize_t *lo, Py_ssize_t *hi,
+                                 Py_ssize_t *lcp_lo, Py_ssize_t *lcp_hi)
+{
+    *k = (KeySearch){0, s->samples, 0, 0, 0, s->count, 0};
+    if (key_probe(k, s))
+        while (key_step(k, s, pattern, m))
+            ;
+    *lo = k->a ? (k->a - 1) * KEY_STEP + 1 : 0;
+    *lcp_lo = k->a ? k->la : 0;
+    *hi = k->b < s->samples ? k->b * KEY_STEP : s->count;
+    *lcp_hi = k->b < s->samples ? k->lb : 0;
 }
 
 static inline int compare_prefix(const Shard *s, Py_ssize_t rank, const uint8_t *pattern,
@@ -125,6 +206,10 @@ static inline int allowed_at(const Documents *d, const uint8_t *allowed, const u
     }
     return allowed[document_of(d, pointer)];
 }
+
+/* _suffix_keys.c */
+int parse_keys(PyObject *obj, Py_buffer *view, Shard *shard);
+PyObject *shard_keys(PyObject *self, PyObject *args);
 
 /* _suffix.c */
 int parse_shard(PyObject *data_obj, PyObject *table_obj, int ratio, Py_buffer *data, Py_buffer *table, Shard *shard);

@@ -65,6 +65,12 @@ static void count_lanes(const Shard *s, const uint8_t *const *patterns, const Py
             if (lane->stage == 0) {
                 while (next < count) {
                     *lane = (CountLane){patterns[next], lengths[next], 0, s->count, 0, 0, 0, 0, next, 0, 0, s->count, 0, 0};
+                    if (s->keys != NULL) {
+                        KeySearch keys;
+                        sampled_start(&keys, s, lane->pattern, lane->m, &lane->lo, &lane->hi, &lane->lcp_lo, &lane->lcp_hi);
+                        lane->after = keys.after;
+                        lane->within = keys.within;
+                    }
                     next++;
                     if (count_probe(lane, s)) {
                         busy++;
@@ -224,23 +230,29 @@ PyObject *casing_counts(PyObject *self, PyObject *args)
         goto done;
     Py_ssize_t spellings = n ? ends[n - 1] : 0;
     for (Py_ssize_t k = 0; k < PyList_GET_SIZE(shards); k++) {
-        PyObject *data_obj, *table_obj;
+        PyObject *data_obj, *table_obj, *keys_obj = NULL;
         int ratio;
-        Py_buffer data, table;
+        Py_buffer data, table, keys;
         Shard shard;
         PyObject *item = PyList_GET_ITEM(shards, k);
-        if (!PyTuple_Check(item) || !PyArg_ParseTuple(item, "OOi", &data_obj, &table_obj, &ratio)) {
+        if (!PyTuple_Check(item) || !PyArg_ParseTuple(item, "OOi|O", &data_obj, &table_obj, &ratio, &keys_obj)) {
             if (!PyErr_Occurred())
-                PyErr_Format(PyExc_TypeError, "shard %zd is not a (data, table, ratio) tuple", k);
+                PyErr_Format(PyExc_TypeError, "shard %zd is not a (data, table, ratio[, keys]) tuple", k);
             goto done;
         }
         if (parse_shard(data_obj, table_obj, ratio, &data, &table, &shard) < 0)
             goto done;
+        if (parse_keys(keys_obj, &keys, &shard) < 0) {
+            PyBuffer_Release(&data);
+            PyBuffer_Release(&table);
+            goto done;
+        }
         Py_BEGIN_ALLOW_THREADS
         count_lanes(&shard, patterns, lengths, spellings, found);
         for (Py_ssize_t j = 0; j < spellings; j++)
             counts[j] += found[j];
         Py_END_ALLOW_THREADS
+        PyBuffer_Release(&keys);
         PyBuffer_Release(&data);
         PyBuffer_Release(&table);
     }

@@ -29,6 +29,17 @@ static inline int lane_probe(Lane *lane, const Shard *s)
     return 1;
 }
 
+/* Write the answer of a lane whose search is over: rank lo - 1 was the last probe below (or
+ * the sample below where the search started), rank lo the last at or above. */
+static inline void lane_answer(const Lane *lane, int64_t *lengths, int64_t *ranks)
+{
+    int below = lane->lcp_lo > lane->lcp_hi;
+    Py_ssize_t length = below ? lane->lcp_lo : lane->lcp_hi;
+    lengths[lane->slot] = length;
+    if (ranks != NULL)
+        ranks[lane->slot] = length == 0 ? -1 : below ? lane->lo - 1 : lane->lo;
+}
+
 /* The answers for `count` start positions of query q (n bytes): lengths[k] is the length of
  * the longest prefix of q[positions[k]:] found in the shard, each 0 <= positions[k] < n, and
  * (unless `ranks` is NULL) ranks[k] a rank whose suffix starts with that prefix (-1 for none):
@@ -52,13 +63,15 @@ static void longest_at(const Shard *s, const uint8_t *q, Py_ssize_t n, const Py_
                     lane->hi = s->count;
                     lane->lcp_lo = lane->lcp_hi = 0;
                     lane->slot = next++;
+                    if (s->keys != NULL) {
+                        KeySearch keys;
+                        sampled_start(&keys, s, lane->pattern, lane->m, &lane->lo, &lane->hi, &lane->lcp_lo, &lane->lcp_hi);
+                    }
                     if (lane_probe(lane, s)) {
                         busy++;
                         break;
                     }
-                    lengths[lane->slot] = 0; /* an empty shard */
-                    if (ranks != NULL)
-                        ranks[lane->slot] = -1;
+                    lane_answer(lane, lengths, ranks); /* an empty shard, or the samples found the rank */
                 }
             } else if (lane->stage == 1) {
                 /* The table entry has arrived: fetch the first suffix byte not known equal. */
@@ -76,12 +89,7 @@ static void longest_at(const Shard *s, const uint8_t *q, Py_ssize_t n, const Py_
                     lane->lcp_hi = lcp;
                 }
                 if (!lane_probe(lane, s)) {
-                    /* Rank lo - 1 was the last probe below, rank lo the last at or above. */
-                    int below = lane->lcp_lo > lane->lcp_hi;
-                    Py_ssize_t length = below ? lane->lcp_lo : lane->lcp_hi;
-                    lengths[lane->slot] = length;
-                    if (ranks != NULL)
-                        ranks[lane->slot] = length == 0 ? -1 : below ? lane->lo - 1 : lane->lo;
+                    lane_answer(lane, lengths, ranks);
                     lane->stage = 0;
                     busy--;
                     j--; /* refill this lane at once */
@@ -98,14 +106,20 @@ static void longest_at(const Shard *s, const uint8_t *q, Py_ssize_t n, const Py_
  * tuple of those and the bytes of the ranks. */
 static PyObject *longest_over(PyObject *args, Py_ssize_t (*choose)(const uint8_t *, Py_ssize_t, Py_ssize_t *), int with_ranks)
 {
-    PyObject *data_obj, *table_obj;
+    PyObject *data_obj, *table_obj, *keys_obj = NULL;
     int ratio;
-    Py_buffer data, table, query;
+    Py_buffer data, table, query, keys;
     Shard shard;
-    if (!PyArg_ParseTuple(args, "OOiy*", &data_obj, &table_obj, &ratio, &query))
+    if (!PyArg_ParseTuple(args, "OOiy*|O", &data_obj, &table_obj, &ratio, &query, &keys_obj))
         return NULL;
     if (parse_shard(data_obj, table_obj, ratio, &data, &table, &shard) < 0) {
         PyBuffer_Release(&query);
+        return NULL;
+    }
+    if (parse_keys(keys_obj, &keys, &shard) < 0) {
+        PyBuffer_Release(&query);
+        PyBuffer_Release(&data);
+        PyBuffer_Release(&table);
         return NULL;
     }
     Py_ssize_t n = query.len, count = 0;
@@ -134,6 +148,7 @@ static PyObject *longest_over(PyObject *args, Py_ssize_t (*choose)(const uint8_t
     Py_XDECREF(found);
     PyMem_Free(positions);
 done:
+    PyBuffer_Release(&keys);
     PyBuffer_Release(&query);
     PyBuffer_Release(&data);
     PyBuffer_Release(&table);

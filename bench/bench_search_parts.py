@@ -82,7 +82,8 @@ def child(bench: Path, items: int, bmlama: Path, bmlama_items: int, searched: Pa
     views: dict[str, LanguageView] = {}
     seconds = dict.fromkeys(PARTS, 0.0)
     digests = {part: hashlib.sha256() for part in PARTS}
-    shards = [(shard.data, shard.table, shard.ratio) for group in index.groups for shard in group.shards]
+    # Each code's shards as its own index passes them: with their sampled keys where it has them.
+    shards = [(shard.data, shard.table, shard.ratio, *([shard.keys] if hasattr(shard, "keys") else [])) for group in index.groups for shard in group.shards]
 
     def timed(part: str, ask: Callable[..., object], *args: object) -> None:
         started = time.process_time()

@@ -67,14 +67,21 @@ class CharMatches(NamedTuple):
 
 
 class SmallIndex(NamedTuple):
-    """Some documents' text joined by the document separator, and its suffix array."""
+    """Some documents' text joined by the document separator, its suffix array and that
+    array's sampled keys (`_suffix.shard_keys`)."""
 
     text: bytes
     table: bytes
+    keys: bytes
+
+    @classmethod
+    def of(cls, text: bytes) -> SmallIndex:
+        table = _sorted_suffixes(text) if text else b""
+        return cls(text, table, _suffix.shard_keys(text, table, 4))
 
     @property
     def size(self) -> int:
-        return len(self.text) + len(self.table)
+        return len(self.text) + len(self.table) + len(self.keys)
 
 
 class ShardQueries:
@@ -161,7 +168,7 @@ class ShardQueries:
         built = None
         if int((ends[chosen] - starts[chosen]).sum()) <= TEXT_CAP:
             text = b"\xff".join(shard.data[int(starts[d]) : int(ends[d])] for d in chosen)
-            built = SmallIndex(text, _sorted_suffixes(text) if text else b"")
+            built = SmallIndex.of(text)
         kept[key] = built
         held = sum(entry.size for entry in kept.values() if entry is not None)
         while held > SMALL_KEPT and len(kept) > 1:
@@ -208,7 +215,7 @@ class ShardQueries:
         large = []
         for k, shard in enumerate(self.shards):
             small, texts, rest = self._exact_parts(k, allowed, extra)
-            exact = [np.frombuffer(_suffix.longest_char_matches(index.text, index.table, 4, query), dtype=np.int64) for index in small if index.text]
+            exact = [np.frombuffer(_suffix.longest_char_matches(index.text, index.table, 4, query, index.keys), dtype=np.int64) for index in small if index.text]
             for found in exact + [longest_in_text(text, query) for text in texts]:
                 low, high = np.maximum(low, found), np.maximum(high, found)
             if rest is not None:

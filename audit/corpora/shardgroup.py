@@ -34,7 +34,7 @@ class ShardGroup(ShardQueries):
     def longest_match_bytes(self, query: bytes) -> np.ndarray:
         best = np.zeros(len(query), dtype=np.int64)
         for shard in self.shards:
-            found = np.frombuffer(_suffix.longest_matches(shard.data, shard.table, shard.ratio, query), dtype=np.int64)
+            found = np.frombuffer(_suffix.longest_matches(shard.data, shard.table, shard.ratio, query, shard.keys), dtype=np.int64)
             np.maximum(best, found, out=best)
         return best
 
@@ -53,7 +53,7 @@ class ShardGroup(ShardQueries):
         best = np.zeros(char_count(query), dtype=np.int64)
         per_shard = []
         for shard in self.shards:
-            lengths, ranks = _suffix.longest_char_ranks(shard.data, shard.table, shard.ratio, query)
+            lengths, ranks = _suffix.longest_char_ranks(shard.data, shard.table, shard.ratio, query, shard.keys)
             np.maximum(best, np.frombuffer(lengths, dtype=np.int64), out=best)
             per_shard.append((lengths, ranks))
         best.setflags(write=False)
@@ -64,7 +64,7 @@ class ShardGroup(ShardQueries):
 
     def casing_counts(self, texts: list[str]) -> np.ndarray:
         """Each text's occurrences in its casings together (`LocalIndex.casing_counts`), in one call."""
-        return np.frombuffer(_suffix.casing_counts([(shard.data, shard.table, shard.ratio) for shard in self.shards], texts), dtype=np.int64)
+        return np.frombuffer(_suffix.casing_counts([(shard.data, shard.table, shard.ratio, shard.keys) for shard in self.shards], texts), dtype=np.int64)
 
     def ranges(self, pattern: bytes) -> list[tuple[int, int]]:
         """Each shard's suffix-array range of the pattern."""

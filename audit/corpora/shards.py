@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import mmap
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
 
+from audit import _suffix
 from audit.corpora.soundness import foreign_files, suffix_order_problem
 from audit.errors import AuditError
 from audit.index.format import INDEX_FILE, KINDS, MANIFEST, IndexManifest, pointer_width, read_manifest
@@ -48,6 +50,13 @@ class Shard:
     metadata: mmap.mmap | None
     metaoff: np.ndarray | None
     first_document: int
+
+    @cached_property
+    def keys(self) -> bytes:
+        """The suffix array's sampled keys (`_suffix.shard_keys`), made on the first search
+        (tens of milliseconds for a 100 MiB shard): the searches given them start a few steps
+        from their answer, with the same answers."""
+        return _suffix.shard_keys(self.data, self.table, self.ratio)
 
     def pointers(self, ranks: np.ndarray) -> np.ndarray:
         """The suffix array's entries at `ranks`: read as words where a pointer is one."""
