@@ -9,7 +9,12 @@ setup(
             depends=["audit/_suffix.h"],
             extra_compile_args=["-O3", "-fvisibility=hidden"],  # the files share functions; the module exports only PyInit
         ),
-        Extension("audit._neardup", sources=["audit/_neardup.c"], extra_compile_args=["-O3"]),
+        Extension(
+            "audit._neardup",
+            sources=["audit/_neardup.c", "audit/_neardup_regions.c"],
+            depends=["audit/_neardup.h"],
+            extra_compile_args=["-O3", "-fvisibility=hidden"],
+        ),
         Extension("audit._spans", sources=["audit/_spans.c"], extra_compile_args=["-O3"]),
         Extension("audit._chars", sources=["audit/_chars.c"], extra_compile_args=["-O3"]),
     ]

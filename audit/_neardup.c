@@ -17,21 +17,17 @@
  * values pick out the runs that agree with it, and a sweep over the chunks adds those up.
  *
  * `tokens`, `shingle_keys`: a text's tokens and their hashes, cut in one pass over its code
- * points, and the key of the shingle starting at each token.  `among`: which shingle keys are
- * a field's, through a hash table of the field's keys.  `shingle_strings`: the shingles' texts
+ * points, and the key of the shingle starting at each token.  `shingle_strings`: the shingles' texts
  * that verification compares (a slice of the text when their tokens are one space apart), and
  * `folded`, the case-folded text they are cut from.  `sliding_min`: a field's chunk
- * signatures, the minimum of every window of permuted shingle hashes.
+ * signatures, the minimum of every window of permuted shingle hashes.  `region_shingles`
+ * (_neardup_regions.c): all of that for the stretches of documents verification reads, at once.
  *
  * Arrays are passed as contiguous buffers (numpy arrays, memory maps) and checked against the
  * shapes given; results come back as bytearrays for numpy to view.  The GIL is released around
  * the loops that do not touch Python objects.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-#include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
+#include "_neardup.h"
 
 /* Bits sorted per radix pass: 256 counters, cheap to clear for the few hundred keys of a band. */
 #define DIGIT_BITS 8
@@ -454,37 +450,11 @@ done:
     return result;
 }
 
-/* Token kinds, as audit.neardup.tokens learns them per code point. */
-#define SEPARATOR 0
-#define WORD 1
-#define CHARACTER 2
-#define UNSEEN 255
-#define CODE_POINTS 0x110000
-#define POWERS 64
-
-static inline uint64_t fmix64(uint64_t h)
-{
-    h ^= h >> 33;
-    h *= 0xFF51AFD7ED558CCDULL;
-    h ^= h >> 33;
-    h *= 0xC4CEB9FE1A85EC53ULL;
-    return h ^ (h >> 33);
-}
-
-typedef struct {
-    const uint32_t *points;
-    Py_ssize_t n;
-    const uint8_t *kind;
-    const uint32_t *fold;
-    const uint8_t *script;
-    const uint64_t *powers;
-} Text;
-
 /* Cut `t` into tokens (a run of word characters, or one unsegmented-script character) and hash
  * each: the sum of (folded code point + 1) x powers[position in token, at most 63], xor its
  * length times the mixing constant, through MurmurHash3's finaliser.  Returns the count, or -1
  * at a code point whose kind is not learned yet. */
-static Py_ssize_t cut_tokens(const Text *t, int64_t *starts, int64_t *ends, uint64_t *hashes, uint8_t *scripts)
+Py_ssize_t cut_tokens(const Text *t, int64_t *starts, int64_t *ends, uint64_t *hashes, uint8_t *scripts)
 {
     const uint64_t mix = 0x9E3779B97F4A7C15ULL;
     Py_ssize_t count = 0, i = 0;
@@ -608,20 +578,13 @@ static PyObject *shingle_keys(PyObject *self, PyObject *args)
         goto done;
     uint64_t *key = (uint64_t *)PyByteArray_AS_STRING(keys);
     uint8_t *ok = (uint8_t *)PyByteArray_AS_STRING(valid);
-    const uint64_t *hash = hashes.buf, mix = 0x9E3779B97F4A7C15ULL;
+    const uint64_t *hash = hashes.buf;
     const int64_t *limit = limited ? limits.buf : NULL;
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t i = 0; i < n; i++) {
         int64_t k = size[script[i]], end = limit ? limit[i] : n;
         ok[i] = i + k <= end && i + k <= n;
-        uint64_t combined = 0;
-        if (ok[i]) {
-            combined = hash[i];
-            for (int64_t step = 1; step < k; step++)
-                combined = combined * mix + hash[i + step];
-            combined ^= (uint64_t)k;
-        }
-        key[i] = fmix64(combined);
+        key[i] = shingle_key(hash, i, k, ok[i]);
     }
     Py_END_ALLOW_THREADS
     result = PyTuple_Pack(2, keys, valid);
@@ -633,57 +596,6 @@ done:
     PyBuffer_Release(&sizes);
     if (limited && limits.obj)
         PyBuffer_Release(&limits);
-    return result;
-}
-
-/* among(values, keys) -> bytes of bool: which uint64 values are among the keys, through an
- * open-addressing table of the keys (a field's few hundred), one probe or two a value. */
-static PyObject *among(PyObject *self, PyObject *args)
-{
-    Py_buffer values, keys;
-    if (!PyArg_ParseTuple(args, "y*y*", &values, &keys))
-        return NULL;
-    PyObject *result = NULL;
-    uint64_t *table = NULL;
-    uint8_t *used = NULL;
-    Py_ssize_t n = values.len / 8, m = keys.len / 8;
-    if (values.itemsize != 8 || values.len % 8 || keys.itemsize != 8 || keys.len % 8) {
-        PyErr_SetString(PyExc_ValueError, "among needs uint64 values and keys");
-        goto done;
-    }
-    size_t slots = 16;
-    while (slots < (size_t)m * 2)
-        slots *= 2;
-    table = malloc(slots * sizeof(uint64_t));
-    used = calloc(slots, 1);
-    if (!table || !used) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    if (!(result = PyByteArray_FromStringAndSize(NULL, n)))
-        goto done;
-    uint8_t *found = (uint8_t *)PyByteArray_AS_STRING(result);
-    const uint64_t *key = keys.buf, *value = values.buf;
-    Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t j = 0; j < m; j++) {
-        size_t at = fmix64(key[j]) & (slots - 1);
-        while (used[at] && table[at] != key[j])
-            at = (at + 1) & (slots - 1);
-        used[at] = 1;
-        table[at] = key[j];
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        size_t at = fmix64(value[i]) & (slots - 1);
-        while (used[at] && table[at] != value[i])
-            at = (at + 1) & (slots - 1);
-        found[i] = used[at];
-    }
-    Py_END_ALLOW_THREADS
-done:
-    free(table);
-    free(used);
-    PyBuffer_Release(&values);
-    PyBuffer_Release(&keys);
     return result;
 }
 
@@ -925,7 +837,6 @@ static PyMethodDef methods[] = {
     {"shingle_keys", shingle_keys, METH_VARARGS,
      "shingle_keys(hashes, scripts, sizes, limits) -> (keys, valid): the key of the shingle starting "
      "at each token and whether one starts there (bytes of uint64 and bool)."},
-    {"among", among, METH_VARARGS, "among(values, keys) -> bytes of bool: which uint64 values are among the keys."},
     {"sliding_min", sliding_min, METH_VARARGS,
      "sliding_min(values, rows, perm, width) -> bytes of uint32: per column, the minimum of every `width` consecutive rows."},
     {"folded", folded, METH_VARARGS, "folded(text, kind, fold) -> str: the text case-folded, or None when a character is not learned yet."},
@@ -936,6 +847,11 @@ static PyMethodDef methods[] = {
      "first_shingles(strings, keys, starts, stops, text, exclude) -> (distinct, surfaces, keys, own): the distinct "
      "strings in first-occurrence order, the surface text[starts[i]:stops[i]] of each first occurrence, their "
      "uint64 keys and whether `exclude` lacks them (bytes)."},
+    {"region_shingles", region_shingles, METH_VARARGS,
+     "region_shingles(raws, kind, fold, script, powers, sizes, keys, texts) -> (texts, skips, char_starts, "
+     "first, starts, ends, hashes, scripts, keys, valid, ids, bounds): the stretches verification reads, "
+     "decoded, tokenised, shingled and matched with the field's shingles `texts` (keys aligned), or None "
+     "when a code point's kind is not learned yet."},
     {NULL, NULL, 0, NULL},
 };
 

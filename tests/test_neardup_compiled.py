@@ -18,7 +18,7 @@ from audit.index.build import build_index
 from audit.neardup import NearDuplicateIndex, NearDupParams, add_neardup
 from audit.neardup.family import band_keys
 from audit.neardup.tokens import _MIX, _POWERS, SEPARATOR, WORD, ShingleSizes, _code_points, _fmix64, code_points, folded, shingle_keys, shingle_strings, tokenize
-from audit.neardup.verify import FieldShingles, SetAside, _among, field_shingles
+from audit.neardup.verify import FieldShingles, SetAside, field_shingles
 from audit.readers import load_benchmark
 
 # Text in a script none of the indexed documents is written in: its chunks meet no window.
@@ -297,16 +297,6 @@ def test_field_shingles_equal_python(texts):
         _neardup.first_shingles([], no_keys, no_keys, no_keys, "", ["a"])
     with pytest.raises(ValueError, match="not within the text"):
         _neardup.first_shingles(["a"], np.zeros(1, dtype=np.uint64), np.array([0]), np.array([5]), "a", frozenset())
-
-
-def test_among_equals_isin(index):
-    keys = np.asarray(index.store.keys[0]).astype(np.uint64)
-    rng = np.random.default_rng(3)
-    wanted = np.unique(rng.choice(keys, 300))
-    values = np.concatenate([keys[:5000], rng.integers(0, 1 << 63, 2000, dtype=np.uint64), np.zeros(3, dtype=np.uint64)])
-    for some in (wanted, wanted[:1], np.zeros(0, dtype=np.uint64), np.array([0], dtype=np.uint64)):
-        assert np.array_equal(_among(values, some), np.isin(values, some))
-        assert not len(_among(values[:0], some))
 
 
 def test_chunk_minima_equal_numpy(index, texts):

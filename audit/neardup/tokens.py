@@ -211,6 +211,22 @@ def folded(text: str) -> str:
     return fold
 
 
+def shingle_regions(raws: list[bytes], sizes: np.ndarray, keys: np.ndarray, texts: list[str]) -> tuple:
+    """Stretches of documents (bytes read from anywhere in them) decoded from their first whole
+    character, joined by newlines, tokenised and shingled as `tokenize` and `shingle_keys` do
+    (no shingle reaching into the next stretch), with the id of the shingle of `texts` (their
+    `keys` aligned) that each position's shingle text is, and per stretch how many distinct
+    ones it holds: `audit._neardup.region_shingles`, whose tuple this returns."""
+    table = _code_points()
+    sizes = np.ascontiguousarray(sizes, dtype=np.int64)
+    keys = np.ascontiguousarray(keys, dtype=np.uint64)
+    found = _neardup.region_shingles(raws, table.kind, table.fold, table.script, _POWERS, sizes, keys, texts)
+    if found is None:  # a code point not met before: learned, then the stretches are cut again
+        table.learn(code_points("\n".join(raw.decode("utf-8", "ignore") for raw in raws)))
+        found = _neardup.region_shingles(raws, table.kind, table.fold, table.script, _POWERS, sizes, keys, texts)
+    return found
+
+
 def shingle_strings(fold: str, tokens: Tokens, sizes: np.ndarray, at: np.ndarray) -> list[str]:
     """The text of the shingles starting at tokens `at` of a text whose `folded` form is
     `fold`: its tokens, case-folded, one space between them.  What verification compares;

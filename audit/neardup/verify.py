@@ -16,7 +16,7 @@ import numpy as np
 
 from audit import _neardup, _spans
 from audit.neardup.source import Texts
-from audit.neardup.tokens import Shingled, Tokens, folded, shingle_keys, shingle_strings, tokenize
+from audit.neardup.tokens import Shingled, Tokens, folded, shingle_keys, shingle_regions, shingle_strings, tokenize
 from audit.ranges import merged
 
 # Shingle texts of a match kept for its provenance.
@@ -53,8 +53,8 @@ class SetAside:
 @dataclass(frozen=True)
 class FieldShingles:
     """A field's distinct shingles as evidence: their texts, the `rare` ones first (a rare
-    shingle's id is its place in `texts`; only they can match), the rare ones' keys, the keys
-    of what was set aside (shared with the source variant: out of the figures; common in the
+    shingle's id is its place in `texts`; only they can match), the rare ones' keys (distinct,
+    sorted; and `rare_keys`, one per rare text in its order), the keys of what was set aside (shared with the source variant: out of the figures; common in the
     corpus: in the field's count but never matched), and the field's shingle positions (the
     width of the span it is compared with)."""
 
@@ -65,14 +65,11 @@ class FieldShingles:
     set_aside_keys: np.ndarray
     shared: int
     positions: int
+    rare_keys: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint64))
 
     @property
     def common(self) -> int:
         return len(self.texts) - self.rare
-
-    @property
-    def ids(self) -> dict[str, int]:
-        return {text: number for number, text in enumerate(self.texts[: self.rare])}
 
     def reach(self, containment: float | None) -> int:
         """The fewest shingles giving at least `containment` (as figures round it); 1 when none.
@@ -111,47 +108,39 @@ def field_shingles(text: str, sizes: np.ndarray, exclude: SetAside, common: Call
         set_aside_keys=np.union1d(exclude.keys, distinct_keys[often]) if often else exclude.keys,
         shared=len(distinct) - len(own),
         positions=int(valid.sum()),
+        rare_keys=distinct_keys[rare],
     )
 
 
 @dataclass(frozen=True)
 class _Regions:
-    """Stretches of documents shingled in one pass: tokens and shingle keys of all of them,
-    which stretch each token belongs to (`owner`), each stretch's
-    first token (`first`, one more entry at the end) and first character in the joined text,
-    and per token the id of the field shingle it starts (-1: none, checked on text)."""
+    """Stretches of documents shingled in one pass (`shingle_regions`): each one's text, from
+    its first whole character (`skips` bytes in), the tokens and shingle keys of all of them
+    joined by newlines, each stretch's first token (`first`, one more entry at the end) and
+    first character in the joined text, per token the id of the field shingle it starts (-1:
+    none, checked on text), and per stretch how many distinct field shingles it holds."""
 
+    texts: list[str]
+    skips: np.ndarray
     tokens: Tokens
     keys: np.ndarray
     valid: np.ndarray
-    owner: np.ndarray
     first: np.ndarray
     char_start: np.ndarray
     ids: np.ndarray
+    bounds: np.ndarray
 
 
-def _shingle_regions(texts: list[str], sizes: np.ndarray, shingles: FieldShingles) -> _Regions:
+def _shingle_regions(raws: list[bytes], sizes: np.ndarray, shingles: FieldShingles) -> _Regions:
     """Shingles of every stretch, none reaching across from one into the next; positions whose
-    key is a field shingle's are compared with the field's shingle texts."""
-    lengths = np.array([len(t) for t in texts], dtype=np.int64)
-    char_start = np.cumsum(lengths + 1) - (lengths + 1)
-    joined = "\n".join(texts)
-    tokens = tokenize(joined)
-    # Stretches start on increasing characters: a stretch's first token is the first starting there.
-    first = np.append(np.searchsorted(tokens.starts, char_start, "left"), len(tokens))
-    owner = np.repeat(np.arange(len(texts)), np.diff(first))
-    keys, valid = shingle_keys(tokens, sizes, first[1:][owner])
-    fold = folded(joined)
-    proposed = np.flatnonzero(valid & _among(keys, shingles.keys))
-    ids = np.full(len(tokens), -1, dtype=np.int64)
-    wanted = shingles.ids
-    ids[proposed] = [wanted.get(s, -1) for s in shingle_strings(fold, tokens, sizes, proposed)]
-    return _Regions(tokens, keys, valid, owner, first, char_start, ids)
-
-
-def _among(values: np.ndarray, keys: np.ndarray) -> np.ndarray:
-    """Which of the uint64 `values` are among `keys` (`np.isin`, through a hash table in C)."""
-    return np.frombuffer(_neardup.among(np.ascontiguousarray(values, dtype=np.uint64), np.ascontiguousarray(keys, dtype=np.uint64)), dtype=bool)
+    key is a rare field shingle's are compared with its text (`tokens.shingle_regions`)."""
+    texts, skips, char_start, first, starts, ends, hashes, scripts, keys, valid, ids, bounds = shingle_regions(raws, sizes, shingles.rare_keys, shingles.texts[: shingles.rare])
+    int64 = np.dtype(np.int64)
+    tokens = Tokens(np.frombuffer(starts, dtype=int64), np.frombuffer(ends, dtype=int64), np.frombuffer(hashes, dtype=np.uint64), np.frombuffer(scripts, dtype=np.uint8))
+    return _Regions(
+        texts, np.frombuffer(skips, dtype=int64), tokens, np.frombuffer(keys, dtype=np.uint64), np.frombuffer(valid, dtype=bool),
+        np.frombuffer(first, dtype=int64), np.frombuffer(char_start, dtype=int64), np.frombuffer(ids, dtype=int64), np.frombuffer(bounds, dtype=int64),
+    )  # fmt: skip
 
 
 def verify(
@@ -175,22 +164,20 @@ def verify(
     for document, offset, length in zip(rows["document"].tolist(), rows["offset"].tolist(), rows["length"].tolist(), strict=True):
         around.setdefault(document, []).append((offset - pad, offset + length + pad))
     spans = [(document, max(0, start), end) for document, ranges in around.items() for start, end in merged(ranges)]
-    regions = [_region(document, start, raw) for (document, start, _), raw in zip(spans, corpus.text_spans(spans), strict=True)]
-    shingled = _shingle_regions([text for _, _, text in regions], sizes, shingles)
-    at = np.flatnonzero(shingled.ids >= 0)
-    pairs = np.unique(shingled.owner[at].astype(np.int64) * (len(shingles.texts) + 1) + shingled.ids[at])
-    bounds = np.bincount(pairs // (len(shingles.texts) + 1), minlength=len(regions))
+    shingled = _shingle_regions(corpus.text_spans(spans), sizes, shingles)
+    bounds = shingled.bounds
     best: dict[int, Match] = {}
     for number in np.argsort(-bounds, kind="stable").tolist():
         bound = int(bounds[number])
-        document = regions[number][0]
+        document = spans[number][0]
         ok = allowed is None or allowed(document)
         wanted_any, wanted_allowed = _could_place(best, bound, limit, None), _could_place(best, bound, limit, allowed)
         if not bound or (bound < reach and not wanted_any and not wanted_allowed):
             break
         if bound < reach and not wanted_any and not ok:
             continue
-        span = _best_span(shingled, number, regions[number], shingles, sizes)
+        region = (document, spans[number][1] + int(shingled.skips[number]), shingled.texts[number])
+        span = _best_span(shingled, number, region, shingles, sizes)
         held = best.get(document)
         if span is not None and (held is None or (span.containment, span.jaccard) > (held.containment, held.jaccard)):
             best[document] = span
@@ -200,15 +187,6 @@ def verify(
 def _could_place(best: dict[int, Match], bound: int, limit: int, allowed: Callable[[int], bool] | None) -> bool:
     counts = sorted((m.shingles for d, m in best.items() if allowed is None or allowed(d)), reverse=True)
     return len(counts) < limit or bound > counts[limit - 1]
-
-
-def _region(document: int, start: int, raw: bytes) -> tuple[int, int, str]:
-    """(document, byte offset, text) of a stretch of a document read from `start`, from its
-    first whole character."""
-    skip = 0
-    while skip < len(raw) and raw[skip] & 0xC0 == 0x80:
-        skip += 1
-    return document, start + skip, raw[skip:].decode("utf-8", "ignore")
 
 
 def _best_span(shingled: _Regions, number: int, region: tuple[int, int, str], shingles: FieldShingles, sizes: np.ndarray) -> Match | None:
