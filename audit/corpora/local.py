@@ -248,13 +248,18 @@ class LocalIndex:
 
     def text_spans(self, spans: Sequence[tuple[int, int, int]]) -> list[bytes]:
         """Bytes `start` to `end` of each (document, start, end)'s text, cut at its end: each
-        group asked once for all of its spans (`surroundings`), since the near-duplicate check
-        reads a few dozen stretches a field and a remote group answers each call over the wire."""
+        group asked once for all of its spans (`ShardGroup.spans`), since the near-duplicate
+        check reads a few dozen stretches a field and a remote group answers each call over the wire."""
         if not spans:
             return []
-        longest = max(end - start for _, start, end in spans)
-        found = self.surroundings([Occurrence(document, start) for document, start, _ in spans], 0, longest)
-        return [text[: end - start] for text, (_, start, end) in zip(found, spans, strict=True)]
+        documents, starts, ends = np.array(spans, dtype=np.int64).reshape(-1, 3).T
+        owners = np.searchsorted(np.asarray(self.group_starts, dtype=np.int64), documents, side="right") - 1
+        found: list[bytes] = [b""] * len(documents)
+        for group in np.unique(owners).tolist():
+            at = np.flatnonzero(owners == group)
+            for position, text in zip(at.tolist(), self._ask_group(group, "spans", documents[at], starts[at], ends[at]), strict=True):
+                found[position] = text
+        return found
 
     def document_hit(self, occurrence: Occurrence, length_bytes: int, context_chars: int) -> DocumentHit:
         reach = 4 * context_chars

@@ -139,6 +139,24 @@ class ShardGroup(ShardQueries):
                 found[position] = data[low:high]
         return found
 
+    def spans(self, documents: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> list[bytes]:
+        """Bytes `starts` to `ends` of each document's text (offsets in it), cut at its end: the
+        stretches around a field's candidate windows that near-duplicate verification reads,
+        a few dozen a field, their bounds worked out for all at once."""
+        found: list[bytes] = [b""] * len(documents)
+        firsts = np.array([shard.first_document for shard in self.shards], dtype=np.int64)
+        owners = np.searchsorted(firsts, documents, side="right") - 1
+        for k in np.unique(owners).tolist():
+            shard, at = self.shards[k], np.flatnonzero(owners == k)
+            local = documents[at] - shard.first_document
+            begin = shard.offsets[local].astype(np.int64) + 1
+            end = np.where(local + 1 < len(shard.offsets), shard.offsets[np.minimum(local + 1, len(shard.offsets) - 1)].astype(np.int64), len(shard.data))
+            lows, highs = np.minimum(end, begin + starts[at]).tolist(), np.minimum(end, begin + ends[at]).tolist()
+            data = shard.data
+            for position, low, high in zip(at.tolist(), lows, highs, strict=True):
+                found[position] = data[low:high]
+        return found
+
     def excerpt(self, occurrence: Occurrence, before: int, after: int) -> tuple[bytes, dict]:
         """`surrounding` and the document's metadata in one call: provenance costs one round
         trip to a remote group, not two."""
