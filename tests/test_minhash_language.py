@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from conftest import CORPUS, FIXTURES, strip_table, write_jsonl
 
+from audit.corpora.base import UnknownLanguage
 from audit.corpora.local import LocalIndex
 from audit.index.build import build_index
 from audit.index.doclangs import DocumentLanguages, How
@@ -21,6 +22,7 @@ from audit.neardup.rarity import CommonShingles
 from audit.neardup.tokens import folded, shingle_strings
 from audit.readers import load_benchmark
 from audit.signals import minhash
+from audit.signals.minhash_language import DocumentFilter
 from audit.text import normalize
 
 # The Chinese Wikipedia page of the demo corpus on which the XCOPA question below "matched" at
@@ -173,6 +175,22 @@ def test_an_index_without_a_language_table_counts_every_document(tmp_path: Path)
     figures = question_evidence(index, question_item(GERMAN, "de"), "de").figures
     assert figures["containment"] >= 0.5
     assert figures["language"] == {"lang": "de", "by": "unavailable", "unknown_language": "count", "unknown_documents": 1}
+
+
+def test_documents_asked_at_once_count_as_asked_one_by_one():
+    """`DocumentFilter.many`, which a query ranks its candidates' documents with, against
+    `counts` for every document: language tags with regions and in other cases, documents of
+    unknown language counted or not, and no table at all."""
+    names = ["und", "de", "de-CH", "fr", "ZH-hant", "zh"]
+    codes = np.array([0, 1, 2, 3, 4, 5, 0, 3, 1, 5, 2], dtype=np.uint16)
+    table = DocumentLanguages(names, codes, np.zeros(len(codes), dtype=np.uint8))
+    documents = np.array([*range(len(codes)), 3, 0, 10], dtype=np.int64)
+    for lang in ("de", "de-AT", "fr", "zh", "zh-Hans", "en"):
+        for unknown in UnknownLanguage:
+            for chosen in (table, None):
+                asked = DocumentFilter(lang, chosen, unknown)
+                assert asked.many(documents).tolist() == [asked(d) for d in documents.tolist()], (lang, unknown, chosen is None)
+    assert DocumentFilter("de", table, UnknownLanguage.COUNT).many(documents).sum() == 8
 
 
 # 3. Short fields and common shingles.

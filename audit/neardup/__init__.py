@@ -61,7 +61,7 @@ read from the corpus).
 """
 from audit.neardup.bands import BandStore, MappedBands
 from audit.neardup.build import add_neardup, sketch_documents
-from audit.neardup.index import ESTIMATED, NearDuplicateIndex, QueryResult, load_redis
+from audit.neardup.index import ESTIMATED, DocumentSet, NearDuplicateIndex, QueryResult, load_redis
 from audit.neardup.redis_bands import RedisBands, redis_settings
 from audit.neardup.source import Texts
 from audit.neardup.store import (
@@ -83,7 +83,7 @@ from audit.neardup.verify import FieldShingles, Match, field_shingles
 
 __all__ = [
     "ARRAYS", "ESTIMATED", "FORMAT", "FORMAT_VERSION", "MANIFEST_NAME", "NEARDUP_DIR", "SCRIPT_NAMES", "TOKENS_VERSION", "WINDOW_DTYPE",
-    "BandStore", "FieldShingles", "MappedBands", "Match", "NearDupError", "NearDupManifest", "NearDupParams", "NearDuplicateIndex", "ProgressHook", "QueryResult",
+    "BandStore", "DocumentSet", "FieldShingles", "MappedBands", "Match", "NearDupError", "NearDupManifest", "NearDupParams", "NearDuplicateIndex", "ProgressHook", "QueryResult",
     "RedisBands", "ShingleSizes", "Shingled", "Sketcher", "Texts", "Tokens", "add_neardup", "check_expected", "field_shingles", "load_redis",
     "manifest_digest", "redis_settings", "shingle_hashes", "shingle_keys", "shingle_text", "sketch_documents", "tokenize",
 ]  # fmt: skip

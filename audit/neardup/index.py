@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import Generic, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
@@ -38,6 +38,16 @@ C = TypeVar("C", bound=Texts)
 
 # LSH candidates of a query compared signature by signature, the most band collisions first.
 ESTIMATED = 256
+
+
+@runtime_checkable
+class DocumentSet(Protocol):
+    """Which documents count for a query, asked of one document or of an array of them at
+    once (`many`): a query ranks a few hundred windows' documents before it verifies any."""
+
+    def __call__(self, document: int) -> bool: ...
+
+    def many(self, documents: np.ndarray) -> np.ndarray: ...
 
 
 @dataclass
@@ -196,7 +206,7 @@ class NearDuplicateIndex(Generic[C]):
         exclude: Sequence[str] | SetAside = (),
         candidates: int = 50,
         limit: int = 3,
-        allowed: Callable[[int], bool] | None = None,
+        allowed: Callable[[int], bool] | DocumentSet | None = None,
         reach: float | None = None,
         common: Callable[[list[str]], set[str]] | None = None,
     ) -> QueryResult:
@@ -239,16 +249,21 @@ class NearDuplicateIndex(Generic[C]):
         result.reaching = [m for m in every if m.shingles >= least]
         return result
 
-    def _to_verify(self, found: np.ndarray, ranked: np.ndarray, candidates: int, allowed: Callable[[int], bool] | None) -> np.ndarray:
+    def _to_verify(self, found: np.ndarray, ranked: np.ndarray, candidates: int, allowed: Callable[[int], bool] | DocumentSet | None) -> np.ndarray:
         """The best `candidates` of the ranked windows, and, when only some documents count,
         the best `candidates` of those too: copies in the field's own language are verified
-        even when windows in other languages outrank them."""
+        even when windows in other languages outrank them.  A `DocumentSet` is asked of all
+        their documents at once."""
         pick = np.zeros(len(ranked), dtype=bool)
         pick[:candidates] = True
         if allowed is not None:
-            documents = self.windows["document"][found[ranked]].tolist()
-            counts = {document: allowed(document) for document in dict.fromkeys(documents)}
-            pick[[at for at, document in enumerate(documents) if counts[document]][:candidates]] = True
+            documents = self.windows["document"][found[ranked]]
+            if isinstance(allowed, DocumentSet):
+                counts = allowed.many(documents)
+            else:
+                asked = {document: allowed(document) for document in dict.fromkeys(documents.tolist())}
+                counts = np.array([asked[document] for document in documents.tolist()], dtype=bool)
+            pick[np.flatnonzero(counts)[:candidates]] = True
         return ranked[pick]
 
 

@@ -132,7 +132,7 @@ def field_evidence(index: NearDuplicateIndex, source: str, name: str, raw: str, 
     text = normalize(raw)
     documents = asked.documents
     result = index.query(
-        text, exclude=asked.shared, candidates=config.candidates, limit=config.provenance_docs, allowed=documents.counts, reach=_reach(asked.rules), common=asked.common
+        text, exclude=asked.shared, candidates=config.candidates, limit=config.provenance_docs, allowed=documents, reach=_reach(asked.rules), common=asked.common
     )
     result = _with_quotations(index, result, documents, config.snippet_chars)
     script = dominant_script(text)

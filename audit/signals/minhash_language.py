@@ -15,6 +15,8 @@ import functools
 from collections import Counter
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from audit.corpora.base import UnknownLanguage
 from audit.corpora.local import LocalIndex
 from audit.evidence import Json
@@ -59,6 +61,17 @@ class DocumentFilter:
         if language == UNKNOWN:
             return self.unknown is UnknownLanguage.COUNT or self.table is None
         return primary(language) == primary(self.lang)
+
+    __call__ = counts
+
+    def many(self, documents: np.ndarray) -> np.ndarray:
+        """`counts` of each of an array of documents, through the table's per-language flags
+        (worked out once per field language), as a near-duplicate query asks them."""
+        if self.table is None:
+            return np.ones(len(documents), dtype=bool)
+        own, count_unknown = primary(self.lang), self.unknown is UnknownLanguage.COUNT
+        flags = self.table.flags(("minhash", own, count_unknown), lambda name: count_unknown if name == UNKNOWN else primary(name) == own)
+        return flags[self.table.codes[documents]]
 
     def describe(self, counted: list[Match]) -> dict[str, Json]:
         """`figures.language`: how documents were put in languages, and how many of those that
