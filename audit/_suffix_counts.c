@@ -158,6 +158,45 @@ static int ascii_casings(const uint8_t *surface, Py_ssize_t m, uint8_t *arena, c
     return n;
 }
 
+/* Per code point: 0 not asked yet, 1 left alone by str.lower and str.upper, 2 changed by one.
+ * Filled in, with the GIL held, as surfaces bring code points (a static table: untouched pages
+ * take no memory). */
+static uint8_t case_state[0x110000];
+
+/* Whether str.lower and str.upper leave the character alone, asked of Python's own methods the
+ * first time; -1 with an exception set. */
+static int caseless_char(Py_UCS4 c)
+{
+    if (case_state[c] == 0) {
+        PyObject *ch = PyUnicode_FromOrdinal(c), *lower = NULL, *upper = NULL;
+        if (ch != NULL && (lower = PyObject_CallMethod(ch, "lower", NULL)) != NULL)
+            upper = PyObject_CallMethod(ch, "upper", NULL);
+        if (upper != NULL)
+            case_state[c] = PyUnicode_Compare(lower, ch) == 0 && PyUnicode_Compare(upper, ch) == 0 ? 1 : 2;
+        Py_XDECREF(ch);
+        Py_XDECREF(lower);
+        Py_XDECREF(upper);
+        if (upper == NULL)
+            return -1;
+    }
+    return case_state[c] == 1;
+}
+
+/* Whether every character of the surface is caseless: then its lower-cased and capitalised
+ * spellings are itself (str.lower's only context rule, the final sigma, is for a cased
+ * letter), and it is counted as written, without making them.  -1 with an exception set. */
+static int caseless(PyObject *surface)
+{
+    int width = PyUnicode_KIND(surface);
+    const void *data = PyUnicode_DATA(surface);
+    for (Py_ssize_t i = 0; i < PyUnicode_GET_LENGTH(surface); i++) {
+        int found = caseless_char(PyUnicode_READ(width, data, i));
+        if (found <= 0)
+            return found;
+    }
+    return 1;
+}
+
 /* Bytes `spell_all` writes ASCII spellings into: two per character of each ASCII surface. */
 static Py_ssize_t arena_size(PyObject *surfaces)
 {
@@ -170,7 +209,8 @@ static Py_ssize_t arena_size(PyObject *surfaces)
     return size;
 }
 
-/* Each surface's spellings as UTF-8 (`casings`, or `ascii_casings` into `arena`): pointers and
+/* Each surface's spellings as UTF-8 (`casings`, or `ascii_casings` into `arena`, or the surface
+ * alone where it is `caseless`): pointers and
  * lengths into str objects kept in `keep` (an ASCII str's own bytes are its UTF-8), and per
  * surface the end of its spellings in `ends`.  0, or -1 with an exception. */
 static int spell_all(PyObject *surfaces, PyObject *keep, uint8_t *arena, const uint8_t **patterns, Py_ssize_t *lengths, Py_ssize_t *ends)
@@ -188,6 +228,17 @@ static int spell_all(PyObject *surfaces, PyObject *keep, uint8_t *arena, const u
                 return -1;
             total += ascii_casings(PyUnicode_1BYTE_DATA(surface), m, arena, patterns + total, lengths + total);
             arena += 2 * m;
+            ends[k] = total;
+            continue;
+        }
+        int alone = caseless(surface);
+        if (alone < 0)
+            return -1;
+        if (alone) {
+            const char *utf8 = PyList_Append(keep, surface) < 0 ? NULL : PyUnicode_AsUTF8AndSize(surface, &lengths[total]);
+            if (utf8 == NULL)
+                return -1;
+            patterns[total++] = (const uint8_t *)utf8;
             ends[k] = total;
             continue;
         }

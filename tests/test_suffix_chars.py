@@ -15,6 +15,7 @@ import pytest
 from conftest import write_jsonl
 
 from audit import _chars, _suffix
+from audit.corpora.inlanguage import SmallIndex
 from audit.corpora.local import LocalIndex
 from audit.corpora.shardread import char_count, char_starts
 from audit.index.build import build_index
@@ -467,7 +468,8 @@ def test_surfaces_are_counted_in_their_casings_as_python_spells_them(index, shar
     rng = random.Random(11)
     texts = [row["text"] for row in rows]
     picked = [text[at : at + rng.randint(1, 14)] for text in texts for at in rng.sample(range(max(1, len(text) - 14)), 2)]
-    tricky = ["", "İstanbul", "ǅemal", "ΣΟΦΊΑΣ", "Straße", "ﬁne", "THE", "the", "The", "tHE", "1990", "𝄞x", "@Z[`a{", "zebra", "Z", "ÿes"]
+    tricky = ["", "İstanbul", "ǅemal", "ΣΟΦΊΑΣ", "Straße", "ﬁne", "THE", "the", "The", "tHE", "1990", "𝄞x", "@Z[`a{", "zebra", "Z", "ÿes",
+              "ßa", "\u0345", "日本\u0345", "ﬓ", "ა", "ᲐᲑ", "ꭰ", "𐐨𐐩", "ǈ", "日本語", "ไทย", "עברית", "한국어 a", "中文Ａ", "ǰ"]  # fmt: skip
     surfaces = picked + tricky + [t.upper() for t in picked[:20]] + [t.lower() for t in picked[:20]]
     count = lambda text: len(occurrences(bytes(shard.data), text.encode("utf-8"))) if text else len(shard.data)  # noqa: E731
     one = np.frombuffer(_suffix.casing_counts([(shard.data, shard.table, shard.ratio)], surfaces), dtype=np.int64).tolist()
@@ -483,6 +485,22 @@ def test_surfaces_are_counted_in_their_casings_as_python_spells_them(index, shar
         _suffix.casing_counts([[shard.data, shard.table, shard.ratio]], ["a"])
     with pytest.raises(ValueError, match="table has"):
         _suffix.casing_counts([(shard.data, shard.table[:-4], shard.ratio)], ["a"])
+
+
+def test_cased_letters_beyond_ascii_are_counted_in_every_casing():
+    """Surfaces of cased letters outside ASCII (Latin, Greek, Georgian, Cherokee, Deseret,
+    titlecase digraphs, a combining mark with an upper case) are spelled with str's methods;
+    caseless ones (Han, Thai, Hebrew, Hangul) are counted as written.  Text holding every
+    spelling, so a casing left out changes a count."""
+    text = ("straße STRASSE Strasse Ssa ßa İstanbul i̇stanbul σοφίας ΣΟΦΊΑΣ Σοφίας ა Ა ꭰ Ꭰ 𐐨𐐩 𐐀𐐩 "
+            "ǅemal ǆemal Ǆemal ͅ Ι 日本語 ไทย עברית 한국어 中文Ａ 中文ａ").encode()  # fmt: skip
+    index = SmallIndex.of(text)
+    surfaces = ["STRAßE", "Straße", "ßa", "İstanbul", "ΣΟΦΊΑΣ", "σοφίας", "ა", "Ა", "ꭰ", "Ꭰ", "𐐨𐐩", "𐐀𐐩", "ǅemal", "ǆEMAL", "ͅ", "日本語", "ไทย", "עברית", "한국어", "中文Ａ"]
+    count = lambda surface: len(occurrences(text, surface.encode("utf-8")))  # noqa: E731
+    got = np.frombuffer(_suffix.casing_counts([(index.text, index.table, 4, index.keys)], surfaces), dtype=np.int64).tolist()
+    want = [casing_reference(count, surface) for surface in surfaces]
+    assert got == want
+    assert want[surfaces.index("ΣΟΦΊΑΣ")] > count("ΣΟΦΊΑΣ") and want[surfaces.index("Ა")] > 1 and want[surfaces.index("ͅ")] == 2
 
 
 @pytest.mark.parametrize("ratio", range(1, 9))
