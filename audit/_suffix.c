@@ -38,7 +38,7 @@ int parse_shard(PyObject *data_obj, PyObject *table_obj, int ratio, Py_buffer *d
     shard->count = data->len;
     shard->ratio = ratio;
     shard->keys = NULL;
-    shard->samples = 0;
+    shard->samples = shard->key_step = 0;
     return 0;
 }
 
@@ -118,7 +118,7 @@ static PyMethodDef methods[] = {
      "it as written, lower-cased and capitalised (each distinct spelling once), summed over shards, "
      "a list of (data, table, ratio)."},
     {"shard_keys", shard_keys, METH_VARARGS,
-     "shard_keys(data, table, ratio) -> bytes: the shard's sampled keys, which longest_matches, "
+     "shard_keys(data, table, ratio, step) -> bytes: the shard's sampled keys, every step-th suffix's, which longest_matches, "
      "longest_char_matches, longest_char_ranks and casing_counts take as a last argument (or "
      "shard tuple member) to narrow each search before reading the suffix array; the same answers."},
     {"longest_matches", longest_matches, METH_VARARGS,
@@ -160,7 +160,7 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_suffix", NULL, -1, 
 PyMODINIT_FUNC PyInit__suffix(void)
 {
     PyObject *m = PyModule_Create(&module);
-    if (m != NULL && (PyModule_AddIntConstant(m, "KEY_STEP", KEY_STEP) < 0 || PyModule_AddIntConstant(m, "KEY_BYTES", KEY_BYTES) < 0))
+    if (m != NULL && PyModule_AddIntConstant(m, "KEY_BYTES", KEY_BYTES) < 0)
         Py_CLEAR(m);
     return m;
 }

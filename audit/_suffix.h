@@ -26,9 +26,8 @@
 /* How many searches run in lockstep (_suffix_longest.c, _suffix_counts.c). */
 #define LANES 32
 
-/* A shard's sampled keys (_suffix_keys.c): the suffix at every KEY_STEP-th rank, its first
+/* A shard's sampled keys (_suffix_keys.c): the suffix at every key_step-th rank, its first
  * KEY_BYTES - 1 bytes and how many of those it has, KEY_BYTES a rank. */
-#define KEY_STEP 256
 #define KEY_BYTES 16
 
 typedef struct {
@@ -38,7 +37,7 @@ typedef struct {
     Py_ssize_t count;
     int ratio;
     const uint8_t *keys; /* NULL: not sampled */
-    Py_ssize_t samples;
+    Py_ssize_t samples, key_step;
 } Shard;
 
 static inline Py_ssize_t pointer_at(const Shard *s, Py_ssize_t rank)
@@ -108,7 +107,7 @@ static inline int key_step(KeySearch *k, const Shard *s, const uint8_t *pattern,
 {
     const uint8_t *key = s->keys + k->mid * KEY_BYTES;
     Py_ssize_t width = key[KEY_BYTES - 1] < KEY_BYTES - 1 ? key[KEY_BYTES - 1] : KEY_BYTES - 1;
-    Py_ssize_t limit = width < m ? width : m, i = k->la < k->lb ? k->la : k->lb, lcp, rank = k->mid * KEY_STEP;
+    Py_ssize_t limit = width < m ? width : m, i = k->la < k->lb ? k->la : k->lb, lcp, rank = k->mid * s->key_step;
     int c;
     while (i < limit && key[i] == pattern[i])
         i++;
@@ -146,9 +145,9 @@ static inline void sampled_start(KeySearch *k, const Shard *s, const uint8_t *pa
     if (key_probe(k, s))
         while (key_step(k, s, pattern, m))
             ;
-    *lo = k->a ? (k->a - 1) * KEY_STEP + 1 : 0;
+    *lo = k->a ? (k->a - 1) * s->key_step + 1 : 0;
     *lcp_lo = k->a ? k->la : 0;
-    *hi = k->b < s->samples ? k->b * KEY_STEP : s->count;
+    *hi = k->b < s->samples ? k->b * s->key_step : s->count;
     *lcp_hi = k->b < s->samples ? k->lb : 0;
 }
 

@@ -2,7 +2,8 @@
 same answers as those that search the whole suffix array, on real text and on text built to
 defeat them (runs of one byte, where the keys of many samples are equal as far as they reach,
 suffixes shorter than a key, patterns sorting before and after every suffix, NUL and 0xff
-bytes), and the keys are what they say: the first bytes of every `KEY_STEP`-th suffix."""
+bytes), and the keys are what they say: the first bytes of every step-th suffix, at a step
+that keeps a large index's keys within their budget."""
 from __future__ import annotations
 
 import gzip
@@ -17,6 +18,7 @@ from conftest import write_jsonl
 from audit import _suffix
 from audit.corpora.inlanguage import SmallIndex
 from audit.corpora.local import LocalIndex
+from audit.corpora.shards import KEYS_BUDGET, LEAST_KEY_STEP, key_step
 from audit.index.build import build_index
 
 DEMO = Path(__file__).resolve().parent.parent / "audit" / "data" / "demo" / "corpus"
@@ -40,7 +42,7 @@ def shard(tmp_path_factory, texts):
     root = tmp_path_factory.mktemp("keys")
     build_index([write_jsonl(root / "docs.jsonl", [{"text": text} for text in texts])], root / "index")
     found = LocalIndex(root / "index").groups[0].shards[0]
-    assert len(found.data) > 100 * _suffix.KEY_STEP
+    assert len(found.data) > 100 * found.key_step
     return found
 
 
@@ -84,8 +86,10 @@ def test_casings_counted_from_the_keys_are_those_counted_without(shard, texts):
 
 
 def test_the_keys_are_the_first_bytes_of_every_sampled_suffix(shard):
-    keys = np.frombuffer(shard.keys, dtype=np.uint8).reshape(-1, _suffix.KEY_BYTES)
-    step, width = _suffix.KEY_STEP, _suffix.KEY_BYTES - 1
+    header, *rows = np.frombuffer(shard.keys, dtype=np.uint8).reshape(-1, _suffix.KEY_BYTES)
+    keys = np.array(rows)
+    step, width = shard.key_step, _suffix.KEY_BYTES - 1
+    assert int.from_bytes(bytes(header[:8]), "little") == step == LEAST_KEY_STEP and not header[8:].any()
     assert len(keys) == -(-len(shard.data) // step)
     pointers = shard.pointers(np.arange(0, len(shard.data), step))
     data = bytes(shard.data)
@@ -98,7 +102,7 @@ def test_the_keys_are_the_first_bytes_of_every_sampled_suffix(shard):
 def test_a_shard_with_fewer_suffixes_than_a_step_has_one_key(texts):
     for text in (b"", b"z", texts[0].encode("utf-8")[:100], b"\xffab\xffabc"):
         index = SmallIndex.of(text)
-        assert len(index.keys) == (_suffix.KEY_BYTES if text else 0)
+        assert len(index.keys) == _suffix.KEY_BYTES * (2 if text else 1)
         for name in SEARCHES:
             for query in (b"", b"a", b"ab", b"abcd", b"\xff", text[3:40], text + b"!"):
                 search = getattr(_suffix, name)
@@ -116,8 +120,27 @@ def test_a_sampled_suffix_shorter_than_its_key_sorts_before_the_patterns_it_begi
         assert np.frombuffer(found[0] if name == "longest_char_ranks" else found, dtype=np.int64)[0] == 5
 
 
+@pytest.mark.parametrize("step", [1, 3, 1000, 10**6])
+def test_any_step_gives_the_same_answers(shard, texts, step):
+    keys = _suffix.shard_keys(shard.data, shard.table, shard.ratio, step)
+    for query in patterns(texts)[::5]:
+        assert keyed_and_plain(shard, "longest_char_ranks", query, keys)[0] == keyed_and_plain(shard, "longest_char_ranks", query, None)[1]
+    surfaces = ["the", "The", "a" * 20, "日本", "zzzz"]
+    assert _suffix.casing_counts([(shard.data, shard.table, shard.ratio, keys)], surfaces) == _suffix.casing_counts([(shard.data, shard.table, shard.ratio)], surfaces)
+
+
+def test_a_large_index_samples_fewer_suffixes_within_the_budget():
+    assert key_step(0) == key_step(10**6) == LEAST_KEY_STEP
+    for suffixes in (10**9, 10**11, 2 * 10**12):
+        step = key_step(suffixes)
+        assert suffixes // step * _suffix.KEY_BYTES <= KEYS_BUDGET < suffixes // (step // 2) * _suffix.KEY_BYTES
+
+
 def test_keys_of_another_size_are_refused(shard):
-    for wrong in (shard.keys[:-1], shard.keys + b"\x00" * _suffix.KEY_BYTES, b""):
+    with pytest.raises(ValueError, match="at least 1"):
+        _suffix.shard_keys(shard.data, shard.table, shard.ratio, 0)
+    other = _suffix.shard_keys(shard.data, shard.table, shard.ratio, 512)
+    for wrong in (shard.keys[:-1], shard.keys + b"\x00" * _suffix.KEY_BYTES, b"", bytes(len(shard.keys)), other[:8] + shard.keys[8:]):
         with pytest.raises(ValueError, match="keys have"):
             _suffix.longest_char_matches(shard.data, shard.table, shard.ratio, b"abc", wrong)
         with pytest.raises(ValueError, match="keys have"):

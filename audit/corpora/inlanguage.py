@@ -40,7 +40,7 @@ import pydivsufsort
 from audit import _chars, _suffix
 from audit.corpora.base import CorpusInfo, DocumentHit, LanguageBy, MatchLengths, MatchQuestions, Occurrence, Sampled
 from audit.corpora.shardread import char_count, char_lengths
-from audit.corpora.shards import Shard
+from audit.corpora.shards import LEAST_KEY_STEP, Shard
 from audit.index.doclangs import RECORD, TABLE, UNKNOWN, DocumentLanguages, How
 
 # Positions of one suffix-array range read to find allowed documents; a larger range is sampled.
@@ -77,7 +77,7 @@ class SmallIndex(NamedTuple):
     @classmethod
     def of(cls, text: bytes) -> SmallIndex:
         table = _sorted_suffixes(text) if text else b""
-        return cls(text, table, _suffix.shard_keys(text, table, 4))
+        return cls(text, table, _suffix.shard_keys(text, table, 4, LEAST_KEY_STEP))
 
     @property
     def size(self) -> int:

@@ -11,7 +11,7 @@ from audit import _suffix
 from audit.corpora.base import Occurrence
 from audit.corpora.inlanguage import CharMatches, ShardQueries
 from audit.corpora.shardread import ShardDocument, char_count, count_next, pointer_at
-from audit.corpora.shards import Shard, map_shards
+from audit.corpora.shards import Shard, key_step, map_shards
 
 # Queries whose character-start lengths a group keeps (`longest_char_bytes`).
 RECENT_KEPT = 8
@@ -26,6 +26,9 @@ class ShardGroup(ShardQueries):
     def __init__(self, path: str | Path, numbers: list[int], first_documents: list[int]) -> None:
         self.path = Path(path)
         self.shards = map_shards(self.path, numbers, first_documents)
+        step = key_step(sum(len(shard.data) for shard in self.shards))
+        for shard in self.shards:
+            shard.key_step = step
         self._recent: dict[bytes, CharMatches] = {}
 
     def count_bytes(self, pattern: bytes) -> int:

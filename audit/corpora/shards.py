@@ -37,6 +37,21 @@ def _map(path: Path) -> mmap.mmap:
         return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
 
 
+# Sampled keys (`_suffix.shard_keys`): every LEAST_KEY_STEP-th suffix's at most, and no more
+# than KEYS_BUDGET bytes for a group of shards mapped in one process (a step twice as long
+# halves them): the keys of a large index cost a few more steps of each search, not its memory.
+LEAST_KEY_STEP = 256
+KEYS_BUDGET = 64 << 20
+
+
+def key_step(suffixes: int) -> int:
+    """The step of the sampled keys of shards holding `suffixes` suffixes in all."""
+    step = LEAST_KEY_STEP
+    while suffixes // step * _suffix.KEY_BYTES > KEYS_BUDGET:
+        step *= 2
+    return step
+
+
 # Pointer widths numpy reads as one little-endian word.
 _WORDS = {1: np.dtype("u1"), 2: np.dtype("<u2"), 4: np.dtype("<u4"), 8: np.dtype("<u8")}
 
@@ -50,13 +65,15 @@ class Shard:
     metadata: mmap.mmap | None
     metaoff: np.ndarray | None
     first_document: int
+    key_step: int = LEAST_KEY_STEP
 
     @cached_property
     def keys(self) -> bytes:
-        """The suffix array's sampled keys (`_suffix.shard_keys`), made on the first search
-        (tens of milliseconds for a 100 MiB shard): the searches given them start a few steps
-        from their answer, with the same answers."""
-        return _suffix.shard_keys(self.data, self.table, self.ratio)
+        """The suffix array's sampled keys, every `key_step`-th suffix's
+        (`_suffix.shard_keys`), made on the first search (tens of milliseconds for a 100 MiB
+        shard): the searches given them start a few steps from their answer, with the same
+        answers."""
+        return _suffix.shard_keys(self.data, self.table, self.ratio, self.key_step)
 
     def pointers(self, ranks: np.ndarray) -> np.ndarray:
         """The suffix array's entries at `ranks`: read as words where a pointer is one."""
