@@ -125,22 +125,8 @@ class ShardGroup(ShardQueries):
 
     def surroundings(self, documents: np.ndarray, offsets: np.ndarray, before: int, after: int) -> list[bytes]:
         """`surrounding` of each (document, offset) of these shards, the bounds worked out
-        for all at once: a pair check reads hundreds of places of its rarest string."""
-        found: list[bytes] = [b""] * len(documents)
-        firsts = np.array([shard.first_document for shard in self.shards], dtype=np.int64)
-        owners = np.searchsorted(firsts, documents, side="right") - 1
-        for k in np.unique(owners).tolist():
-            shard, at = self.shards[k], np.flatnonzero(owners == k)
-            local = documents[at] - shard.first_document
-            following = np.minimum(local + 1, len(shard.offsets) - 1)
-            start = shard.offsets[local].astype(np.int64) + 1
-            end = np.where(local + 1 < len(shard.offsets), shard.offsets[following].astype(np.int64), len(shard.data))
-            place = start + offsets[at]
-            lows, highs = np.maximum(start, place - before).tolist(), np.minimum(end, place + after).tolist()
-            data = shard.data
-            for position, low, high in zip(at.tolist(), lows, highs, strict=True):
-                found[position] = data[low:high]
-        return found
+        for all at once (`spans`): a pair check reads hundreds of places of its rarest string."""
+        return self.spans(documents, np.maximum(offsets - before, 0), offsets + after)
 
     def spans(self, documents: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> list[bytes]:
         """Bytes `starts` to `ends` of each document's text (offsets in it), cut at its end: the
