@@ -53,10 +53,11 @@ class SetAside:
 @dataclass(frozen=True)
 class FieldShingles:
     """A field's distinct shingles as evidence: their texts, the `rare` ones first (a rare
-    shingle's id is its place in `texts`; only they can match), the rare ones' keys (distinct,
-    sorted; and `rare_keys`, one per rare text in its order), the keys of what was set aside (shared with the source variant: out of the figures; common in the
-    corpus: in the field's count but never matched), and the field's shingle positions (the
-    width of the span it is compared with)."""
+    shingle's id is its place in `texts`; only they can match), the rare ones' keys (distinct
+    and sorted; `rare_keys` has one per rare text, in its order), the keys of what was set
+    aside (shared with the source variant: out of the figures; common in the corpus: in the
+    field's count but never matched), and the field's shingle positions (the width of the
+    span it is compared with)."""
 
     shingled: Shingled
     texts: list[str]
