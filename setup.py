@@ -11,7 +11,7 @@ setup(
         ),
         Extension(
             "audit._neardup",
-            sources=["audit/_neardup.c", "audit/_neardup_regions.c"],
+            sources=["audit/_neardup.c", "audit/_neardup_field.c", "audit/_neardup_regions.c"],
             depends=["audit/_neardup.h"],
             extra_compile_args=["-O3", "-fvisibility=hidden"],
         ),

@@ -640,7 +640,7 @@ done:
 
 /* The text of one shingle: tokens first..first+n-1 of `fold`, one space between them.  Tokens
  * one space apart in the text are one slice of it; others are joined. */
-static PyObject *shingle_text(PyObject *fold, const int64_t *starts, const int64_t *ends, Py_ssize_t first, Py_ssize_t n)
+PyObject *shingle_text(PyObject *fold, const int64_t *starts, const int64_t *ends, Py_ssize_t first, Py_ssize_t n)
 {
     int contiguous = 1;
     for (Py_ssize_t j = first; j + 1 < first + n && contiguous; j++)
@@ -703,68 +703,6 @@ done:
     PyBuffer_Release(&ends);
     PyBuffer_Release(&at);
     PyBuffer_Release(&sizes);
-    return result;
-}
-
-/* first_shingles(strings, keys, starts, stops, text, exclude) -> (distinct, surfaces, keys, own):
- * a field's distinct shingle texts in the order they first occur, each with the surface form of
- * its first occurrence (text[starts[i]:stops[i]]), its 64-bit key (bytes of uint64), and whether
- * the `exclude` set lacks it (bytes of bool): what `audit.neardup.verify.field_shingles` sorts
- * into rare, common and shared, made in one pass. */
-static PyObject *first_shingles(PyObject *self, PyObject *args)
-{
-    PyObject *strings, *text, *exclude, *seen = NULL, *distinct = NULL, *surfaces = NULL, *keys_out = NULL, *own = NULL, *result = NULL;
-    Py_buffer keys, starts, stops;
-    if (!PyArg_ParseTuple(args, "O!y*y*y*UO", &PyList_Type, &strings, &keys, &starts, &stops, &text, &exclude))
-        return NULL;
-    Py_ssize_t n = PyList_GET_SIZE(strings), length = PyUnicode_GET_LENGTH(text), count = 0;
-    const uint64_t *k = keys.buf;
-    const int64_t *s = starts.buf, *e = stops.buf;
-    if (!PyAnySet_Check(exclude)) {
-        PyErr_SetString(PyExc_TypeError, "first_shingles needs a set or frozenset of texts to exclude");
-        goto done;
-    }
-    if (keys.itemsize != 8 || keys.len != n * 8 || starts.len != n * 8 || stops.len != n * 8) {
-        PyErr_SetString(PyExc_ValueError, "first_shingles needs a uint64 key, an int64 start and an int64 stop per string");
-        goto done;
-    }
-    if (!(seen = PyDict_New()) || !(distinct = PyList_New(0)) || !(surfaces = PyList_New(0)) ||
-        !(keys_out = PyBytes_FromStringAndSize(NULL, n * 8)) || !(own = PyBytes_FromStringAndSize(NULL, n)))
-        goto done;
-    uint64_t *kept = (uint64_t *)PyBytes_AS_STRING(keys_out);
-    char *mine = PyBytes_AS_STRING(own);
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *string = PyList_GET_ITEM(strings, i);
-        int known = PyDict_Contains(seen, string);
-        if (known < 0)
-            goto done;
-        if (known)
-            continue;
-        if (s[i] < 0 || s[i] > e[i] || e[i] > length) {
-            PyErr_Format(PyExc_ValueError, "surface %zd is not within the text", i);
-            goto done;
-        }
-        PyObject *surface = PyUnicode_Substring(text, s[i], e[i]);
-        int excluded = surface == NULL ? -1 : PySet_Contains(exclude, string);
-        if (excluded < 0 || PyDict_SetItem(seen, string, Py_None) < 0 || PyList_Append(distinct, string) < 0 || PyList_Append(surfaces, surface) < 0) {
-            Py_XDECREF(surface);
-            goto done;
-        }
-        Py_DECREF(surface);
-        kept[count] = k[i];
-        mine[count++] = !excluded;
-    }
-    if (_PyBytes_Resize(&keys_out, count * 8) == 0 && _PyBytes_Resize(&own, count) == 0)
-        result = PyTuple_Pack(4, distinct, surfaces, keys_out, own);
-done:
-    Py_XDECREF(seen);
-    Py_XDECREF(distinct);
-    Py_XDECREF(surfaces);
-    Py_XDECREF(keys_out);
-    Py_XDECREF(own);
-    PyBuffer_Release(&keys);
-    PyBuffer_Release(&starts);
-    PyBuffer_Release(&stops);
     return result;
 }
 
@@ -843,10 +781,11 @@ static PyMethodDef methods[] = {
     {"shingle_strings", shingle_strings, METH_VARARGS,
      "shingle_strings(fold, starts, ends, at, sizes) -> list of str: the shingles starting at tokens `at`, "
      "their tokens one space apart."},
-    {"first_shingles", first_shingles, METH_VARARGS,
-     "first_shingles(strings, keys, starts, stops, text, exclude) -> (distinct, surfaces, keys, own): the distinct "
-     "strings in first-occurrence order, the surface text[starts[i]:stops[i]] of each first occurrence, their "
-     "uint64 keys and whether `exclude` lacks them (bytes)."},
+    {"field_shingles", field_shingles, METH_VARARGS,
+     "field_shingles(text, kind, fold, script, powers, sizes, exclude) -> (starts, ends, hashes, scripts, keys, "
+     "valid, low, distinct, surfaces, distinct_keys, own): a field's tokens and shingle keys, and its distinct "
+     "shingle texts in first-occurrence order with their first surface forms, keys, and the numbers of those "
+     "`exclude` lacks; None when a code point's kind is not learned yet."},
     {"region_shingles", region_shingles, METH_VARARGS,
      "region_shingles(raws, kind, fold, script, powers, sizes, keys, texts) -> (texts, skips, char_starts, "
      "first, starts, ends, hashes, scripts, keys, valid, ids, bounds): the stretches verification reads, "

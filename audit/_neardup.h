@@ -54,6 +54,10 @@ typedef struct {
 
 /* _neardup.c */
 Py_ssize_t cut_tokens(const Text *t, int64_t *starts, int64_t *ends, uint64_t *hashes, uint8_t *scripts);
+PyObject *shingle_text(PyObject *fold, const int64_t *starts, const int64_t *ends, Py_ssize_t first, Py_ssize_t n);
+
+/* _neardup_field.c */
+PyObject *field_shingles(PyObject *self, PyObject *args);
 
 /* _neardup_regions.c */
 PyObject *region_shingles(PyObject *self, PyObject *args);

@@ -17,7 +17,7 @@ from audit.index import plants
 from audit.index.build import build_index
 from audit.neardup import NearDuplicateIndex, NearDupParams, add_neardup
 from audit.neardup.family import band_keys
-from audit.neardup.tokens import _MIX, _POWERS, SEPARATOR, WORD, ShingleSizes, _code_points, _fmix64, code_points, folded, shingle_keys, shingle_strings, tokenize
+from audit.neardup.tokens import _MIX, _POWERS, _U32, SEPARATOR, WORD, ShingleSizes, _code_points, _fmix64, code_points, folded, shingle_keys, shingle_strings, tokenize
 from audit.neardup.verify import FieldShingles, SetAside, field_shingles
 from audit.readers import load_benchmark
 
@@ -269,34 +269,48 @@ def reference_field_shingles(text: str, sizes: np.ndarray, exclude: SetAside, co
     rare = [s for s in own if first[s][1] not in frequent]
     often = [s for s in own if first[s][1] in frequent]
     set_aside = sorted(set(exclude.keys.tolist()) | {first[s][0] for s in often})
-    return rare + often, len(rare), sorted({first[s][0] for s in rare}), set_aside, len(first) - len(own)
+    return rare + often, len(rare), sorted({first[s][0] for s in rare}), set_aside, len(first) - len(own), [first[s][0] for s in rare]
+
+
+def same_shingled(found: FieldShingles, text: str, sizes: np.ndarray) -> bool:
+    """The field's tokens, keys and hashes as `tokenize` and `shingle_keys` make them."""
+    tokens = tokenize(text)
+    keys, valid = shingle_keys(tokens, sizes)
+    got = found.shingled
+    same_tokens = all(np.array_equal(getattr(got.tokens, name), getattr(tokens, name)) for name in ("starts", "ends", "hashes", "scripts"))
+    return same_tokens and np.array_equal(got.keys, keys) and np.array_equal(got.valid, valid) and np.array_equal(got.hashes, (keys & _U32).astype(np.uint32)) and found.positions == int(valid.sum())
 
 
 def test_field_shingles_equal_python(texts):
-    """The compiled first-occurrence table (`_neardup.first_shingles`) sorts a field's shingles
-    as plain Python does, with a source's shingles excluded and some surface forms common."""
-    sizes = ShingleSizes().table()
+    """The compiled field pass (`_neardup.field_shingles`) cuts a field and sorts its shingles
+    as the separate steps and plain Python do, with a source's shingles excluded and some
+    surface forms common; on text with lone surrogates, characters never met before, only
+    separators, and nothing."""
+    sizes = ShingleSizes(default=3, thai=2).table()
     common = lambda surfaces: {s for s in surfaces if len(s) % 3 == 0 or s[:1].isupper()}  # noqa: E731
     repeated = "The cat sat on the mat. the CAT sat on The Mat, and the cat sat on the mat again."
+    unseen = "".join(chr(0xF0000 + n) for n in range(8)) + " and \ud800 lone \udfff surrogates in ไทยภาษา"
+    odd = [unseen, " ,.;\t\n ", "one two", "one two three", "x", "ÄÖÜ äöü ÄÖÜ äöü ÄÖÜ"]
     cases = 0
-    for text, source in zip([*texts[:40], repeated, ""], [repeated, *texts[:40], "x"], strict=True):
+    for text, source in zip([*texts[:40], repeated, "", *odd], [repeated, *texts[:40], "x", *odd[::-1]], strict=True):
         source_shingles = field_shingles(source, sizes, SetAside(), None)
         exclude = SetAside(frozenset(source_shingles.texts), source_shingles.keys)
         for cut in (None, common):
             found = field_shingles(text, sizes, exclude, cut)
-            texts_, rare, keys, set_aside, shared = reference_field_shingles(text, sizes, exclude, cut or (lambda surfaces: set()))
+            texts_, rare, keys, set_aside, shared, rare_keys = reference_field_shingles(text, sizes, exclude, cut or (lambda surfaces: set()))
             assert (found.texts, found.rare, found.keys.tolist(), found.set_aside_keys.tolist(), found.shared) == (texts_, rare, keys, set_aside, shared)
+            assert found.rare_keys.tolist() == rare_keys and same_shingled(found, text, sizes)
             cases += bool(found.common) + bool(found.shared)
     assert cases > 20
     mat = field_shingles(repeated, sizes, SetAside(), common)
     assert mat.texts.count("the cat sat") == 1 and "the cat sat" not in mat.texts[: mat.rare], "its first surface form, 'The cat sat', is common"
-    no_keys = np.zeros(0, dtype=np.uint64)
-    with pytest.raises(ValueError, match="a uint64 key"):
-        _neardup.first_shingles(["a"], no_keys, no_keys.view(np.int64), no_keys.view(np.int64), "a", frozenset())
+    table = _code_points()
     with pytest.raises(TypeError, match="set or frozenset"):
-        _neardup.first_shingles([], no_keys, no_keys, no_keys, "", ["a"])
-    with pytest.raises(ValueError, match="not within the text"):
-        _neardup.first_shingles(["a"], np.zeros(1, dtype=np.uint64), np.array([0]), np.array([5]), "a", frozenset())
+        _neardup.field_shingles("a b c", table.kind, table.fold, table.script, _POWERS, sizes, ["a b c"])
+    with pytest.raises(ValueError, match="has no shingle size"):
+        _neardup.field_shingles("a b c", table.kind, table.fold, table.script, _POWERS, sizes[:1], frozenset())
+    with pytest.raises(ValueError, match="per-code-point tables"):
+        _neardup.field_shingles("a b c", table.kind[:5], table.fold, table.script, _POWERS, sizes, frozenset())
 
 
 def test_chunk_minima_equal_numpy(index, texts):

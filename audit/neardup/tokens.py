@@ -227,6 +227,20 @@ def shingle_regions(raws: list[bytes], sizes: np.ndarray, keys: np.ndarray, text
     return found
 
 
+def field_cut(text: str, sizes: np.ndarray, exclude: frozenset[str]) -> tuple:
+    """A field's tokens and shingle keys (as `tokenize` and `shingle_keys` make them), and its
+    distinct shingle texts (as `shingle_strings` writes them) in first-occurrence order, with
+    their first surface forms, their keys, and the numbers of those `exclude` lacks:
+    `audit._neardup.field_shingles`, whose tuple this returns."""
+    table = _code_points()
+    sizes = np.ascontiguousarray(sizes, dtype=np.int64)
+    found = _neardup.field_shingles(text, table.kind, table.fold, table.script, _POWERS, sizes, exclude)
+    if found is None:  # a code point not met before: learned, then the text is cut again
+        table.learn(code_points(text))
+        found = _neardup.field_shingles(text, table.kind, table.fold, table.script, _POWERS, sizes, exclude)
+    return found
+
+
 def shingle_strings(fold: str, tokens: Tokens, sizes: np.ndarray, at: np.ndarray) -> list[str]:
     """The text of the shingles starting at tokens `at` of a text whose `folded` form is
     `fold`: its tokens, case-folded, one space between them.  What verification compares;

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from audit import _neardup, _spans
+from audit import _spans
 from audit.neardup.source import Texts
-from audit.neardup.tokens import Shingled, Tokens, folded, shingle_keys, shingle_regions, shingle_strings, tokenize
+from audit.neardup.tokens import Shingled, Tokens, field_cut, shingle_regions
 from audit.ranges import merged
 
 # Shingle texts of a match kept for its provenance.
@@ -88,27 +88,22 @@ def field_shingles(text: str, sizes: np.ndarray, exclude: SetAside, common: Call
     whose surface form in the field `common` says the corpus holds too often to mean anything
     stay in the field's count but cannot match, so setting them aside can only lower a
     containment, never raise it.  Equal shingle texts have equal keys; the surface form asked
-    about is the first occurrence's (`_neardup.first_shingles`)."""
-    tokens = tokenize(text)
-    keys, valid = shingle_keys(tokens, sizes)
-    shingled = Shingled(tokens, (keys & np.uint64(0xFFFFFFFF)).astype(np.uint32), valid, keys)
-    at = np.flatnonzero(valid)
-    strings = shingle_strings(folded(text), tokens, sizes, at)
-    ends = tokens.ends[np.minimum(at + sizes[tokens.scripts[at]] - 1, len(tokens) - 1)] if len(at) else at
-    distinct, surfaces, found, kept = _neardup.first_shingles(strings, keys[at], tokens.starts[at], np.ascontiguousarray(ends, dtype=np.int64), text, exclude.texts)
-    own = np.flatnonzero(np.frombuffer(kept, dtype=bool)).tolist()
+    about is the first occurrence's, all made in one compiled pass (`tokens.field_cut`)."""
+    starts, ends, hashes, scripts, keys, valid, low, distinct, surfaces, found, own = field_cut(text, sizes, exclude.texts)
+    int64, valid, keys = np.dtype(np.int64), np.frombuffer(valid, dtype=bool), np.frombuffer(keys, dtype=np.uint64)
+    tokens = Tokens(np.frombuffer(starts, dtype=int64), np.frombuffer(ends, dtype=int64), np.frombuffer(hashes, dtype=np.uint64), np.frombuffer(scripts, dtype=np.uint8))
     frequent = common([surfaces[k] for k in own]) if common and own else set()
     rare = [k for k in own if surfaces[k] not in frequent] if frequent else own
     often = [k for k in own if surfaces[k] in frequent] if frequent else []
     distinct_keys = np.frombuffer(found, dtype=np.uint64)
     return FieldShingles(
-        shingled=shingled,
+        shingled=Shingled(tokens, np.frombuffer(low, dtype=np.uint32), valid, keys),
         texts=[distinct[k] for k in rare + often],
         rare=len(rare),
         keys=np.unique(distinct_keys[rare]),
         set_aside_keys=np.union1d(exclude.keys, distinct_keys[often]) if often else exclude.keys,
         shared=len(distinct) - len(own),
-        positions=int(valid.sum()),
+        positions=int(np.count_nonzero(valid)),
         rare_keys=distinct_keys[rare],
     )
 
