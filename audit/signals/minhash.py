@@ -177,8 +177,7 @@ def _checked(index: NearDuplicateIndex, source: str, checked: Checked, asked: Fi
 
 class MinhashRun:
     """The signal on one index, with what stays the same from variant to variant made once:
-    whether the index was built as the policy expects, and the common-shingle counts, kept
-    across variants (the same shingles recur in language after language, item after item)."""
+    whether the index was built as the policy expects, and the common-shingle cut's limit."""
 
     def __init__(self, index: NearDuplicateIndex, config: MinhashConfig, rules: Mapping[str, Sequence[Rule]]) -> None:
         self.index, self.config, self.rules = index, config, rules
