@@ -599,6 +599,29 @@ done:
     return result;
 }
 
+/* `text` with every code point replaced by its simple case fold, or None when a code point's
+ * kind is not learned yet; the string is immutable and held by the caller, so it is read without
+ * the GIL. */
+PyObject *fold_text(PyObject *text, const uint8_t *kinds, const uint32_t *folds)
+{
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    Py_UCS4 *out = malloc((size_t)(n ? n : 1) * sizeof(Py_UCS4));
+    if (!out)
+        return PyErr_NoMemory();
+    int width = PyUnicode_KIND(text), learned = 1;
+    const void *data = PyUnicode_DATA(text);
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n && learned; i++) {
+        Py_UCS4 c = PyUnicode_READ(width, data, i);
+        learned = kinds[c] != UNSEEN;
+        out[i] = folds[c];
+    }
+    Py_END_ALLOW_THREADS
+    PyObject *result = learned ? PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, out, n) : Py_NewRef(Py_None);
+    free(out);
+    return result;
+}
+
 /* folded(text, kind, fold) -> str, or None when some character's kind is not learned yet:
  * every character replaced by its simple case fold (one code point for one, so token offsets
  * stay valid). */
@@ -608,31 +631,10 @@ static PyObject *folded(PyObject *self, PyObject *args)
     Py_buffer kind, fold;
     if (!PyArg_ParseTuple(args, "Uy*y*", &text, &kind, &fold))
         return NULL;
-    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
-    Py_UCS4 *out = NULL;
-    if (kind.len != CODE_POINTS || fold.len != CODE_POINTS * 4) {
+    if (kind.len != CODE_POINTS || fold.len != CODE_POINTS * 4)
         PyErr_SetString(PyExc_ValueError, "folded needs the per-code-point kind and fold tables");
-        goto done;
-    }
-    if (!(out = malloc((size_t)(n ? n : 1) * sizeof(Py_UCS4)))) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    const uint8_t *kinds = kind.buf;
-    const uint32_t *folds = fold.buf;
-    int width = PyUnicode_KIND(text), learned = 1;
-    const void *data = PyUnicode_DATA(text);
-    /* The string is immutable and referenced by the arguments: read without the GIL. */
-    Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t i = 0; i < n && learned; i++) {
-        Py_UCS4 c = PyUnicode_READ(width, data, i);
-        learned = kinds[c] != UNSEEN;
-        out[i] = folds[c];
-    }
-    Py_END_ALLOW_THREADS
-    result = learned ? PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, out, n) : Py_NewRef(Py_None);
-done:
-    free(out);
+    else
+        result = fold_text(text, kind.buf, fold.buf);
     PyBuffer_Release(&kind);
     PyBuffer_Release(&fold);
     return result;

@@ -54,6 +54,7 @@ typedef struct {
 
 /* _neardup.c */
 Py_ssize_t cut_tokens(const Text *t, int64_t *starts, int64_t *ends, uint64_t *hashes, uint8_t *scripts);
+PyObject *fold_text(PyObject *text, const uint8_t *kinds, const uint32_t *folds);
 PyObject *shingle_text(PyObject *fold, const int64_t *starts, const int64_t *ends, Py_ssize_t first, Py_ssize_t n);
 
 /* _neardup_field.c */

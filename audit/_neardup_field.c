@@ -67,19 +67,6 @@ static int keyed(Cut *c, Py_ssize_t count, const int64_t *size, Py_ssize_t nsize
     return 0;
 }
 
-/* The text with every code point replaced by its simple case fold (`audit.neardup.tokens.folded`). */
-static PyObject *fold_of(const Cut *c, Py_ssize_t n, const uint32_t *fold)
-{
-    Py_UCS4 *out = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(Py_UCS4));
-    if (!out)
-        return PyErr_NoMemory();
-    for (Py_ssize_t i = 0; i < n; i++)
-        out[i] = fold[c->points[i]];
-    PyObject *result = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, out, n);
-    PyMem_Free(out);
-    return result;
-}
-
 /* The field's distinct shingles in first-occurrence order: their texts, the surface form of each
  * first occurrence, their keys (bytes of uint64), and the numbers of those `exclude` lacks. */
 typedef struct {
@@ -158,7 +145,7 @@ PyObject *field_shingles(PyObject *self, PyObject *args)
         result = Py_NewRef(Py_None);
         goto done;
     }
-    if (keyed(&c, count, sizes.buf, sizes.len / 8) < 0 || !(folded = fold_of(&c, n, fold.buf))
+    if (keyed(&c, count, sizes.buf, sizes.len / 8) < 0 || !(folded = fold_text(text, kind.buf, fold.buf))
         || firsts_of(&c, count, sizes.buf, text, folded, exclude, &f) < 0)
         goto done;
     result = Py_BuildValue("(NNNNNNNOOOO)", PyByteArray_FromStringAndSize((char *)c.starts, count * 8),
