@@ -227,18 +227,32 @@ def shingle_regions(raws: list[bytes], sizes: np.ndarray, keys: np.ndarray, text
     return found
 
 
-def field_cut(text: str, sizes: np.ndarray, exclude: frozenset[str]) -> tuple:
-    """A field's tokens and shingle keys (as `tokenize` and `shingle_keys` make them), and its
-    distinct shingle texts (as `shingle_strings` writes them) in first-occurrence order, with
-    their first surface forms, their keys, and the numbers of those `exclude` lacks:
-    `audit._neardup.field_shingles`, whose tuple this returns."""
+@dataclass(frozen=True)
+class FieldCut:
+    """A field as a query needs it: its shingled tokens, and its distinct shingle texts (as
+    `shingle_strings` writes them) in first-occurrence order with the surface form of each first
+    occurrence and its key (`keys`), and the numbers of those the set-aside texts lack (`own`)."""
+
+    shingled: Shingled
+    distinct: list[str]
+    surfaces: list[str]
+    keys: np.ndarray
+    own: list[int]
+
+
+def field_cut(text: str, sizes: np.ndarray, exclude: frozenset[str]) -> FieldCut:
+    """`text` cut as `tokenize` and `shingle_keys` cut it, its distinct shingles picked out, in
+    one compiled pass (`audit._neardup.field_shingles`)."""
     table = _code_points()
     sizes = np.ascontiguousarray(sizes, dtype=np.int64)
     found = _neardup.field_shingles(text, table.kind, table.fold, table.script, _POWERS, sizes, exclude)
     if found is None:  # a code point not met before: learned, then the text is cut again
         table.learn(code_points(text))
         found = _neardup.field_shingles(text, table.kind, table.fold, table.script, _POWERS, sizes, exclude)
-    return found
+    starts, ends, hashes, scripts, keys, valid, low, distinct, surfaces, distinct_keys, own = found
+    tokens = Tokens(np.frombuffer(starts, dtype=np.int64), np.frombuffer(ends, dtype=np.int64), np.frombuffer(hashes, dtype=np.uint64), np.frombuffer(scripts, dtype=np.uint8))
+    shingled = Shingled(tokens, np.frombuffer(low, dtype=np.uint32), np.frombuffer(valid, dtype=bool), np.frombuffer(keys, dtype=np.uint64))
+    return FieldCut(shingled, distinct, surfaces, np.frombuffer(distinct_keys, dtype=np.uint64), own)
 
 
 def shingle_strings(fold: str, tokens: Tokens, sizes: np.ndarray, at: np.ndarray) -> list[str]:

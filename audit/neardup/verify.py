@@ -89,21 +89,19 @@ def field_shingles(text: str, sizes: np.ndarray, exclude: SetAside, common: Call
     stay in the field's count but cannot match, so setting them aside can only lower a
     containment, never raise it.  Equal shingle texts have equal keys; the surface form asked
     about is the first occurrence's, all made in one compiled pass (`tokens.field_cut`)."""
-    starts, ends, hashes, scripts, keys, valid, low, distinct, surfaces, found, own = field_cut(text, sizes, exclude.texts)
-    int64, valid, keys = np.dtype(np.int64), np.frombuffer(valid, dtype=bool), np.frombuffer(keys, dtype=np.uint64)
-    tokens = Tokens(np.frombuffer(starts, dtype=int64), np.frombuffer(ends, dtype=int64), np.frombuffer(hashes, dtype=np.uint64), np.frombuffer(scripts, dtype=np.uint8))
+    cut = field_cut(text, sizes, exclude.texts)
+    distinct, surfaces, distinct_keys, own = cut.distinct, cut.surfaces, cut.keys, cut.own
     frequent = common([surfaces[k] for k in own]) if common and own else set()
     rare = [k for k in own if surfaces[k] not in frequent] if frequent else own
     often = [k for k in own if surfaces[k] in frequent] if frequent else []
-    distinct_keys = np.frombuffer(found, dtype=np.uint64)
     return FieldShingles(
-        shingled=Shingled(tokens, np.frombuffer(low, dtype=np.uint32), valid, keys),
+        shingled=cut.shingled,
         texts=[distinct[k] for k in rare + often],
         rare=len(rare),
         keys=np.unique(distinct_keys[rare]),
         set_aside_keys=np.union1d(exclude.keys, distinct_keys[often]) if often else exclude.keys,
         shared=len(distinct) - len(own),
-        positions=int(np.count_nonzero(valid)),
+        positions=int(np.count_nonzero(cut.shingled.valid)),
         rare_keys=distinct_keys[rare],
     )
 
