@@ -227,7 +227,7 @@ def test_a_common_shingle_does_not_carry_a_question(english: Path):
     assert plain["containment"] >= 0.5 and "below_floor" not in plain, "with every shingle counted, the question would be seen"
     cut = CommonShingles(LocalIndex(english), minhash.Common().per_million_bytes, minhash.Common().at_least)
     assert cut(["the name of", "name of the"]) == {"the name of", "name of the"}
-    assert cut(['The name of', 'Zebra quartz lamp', 'name of the']) == {'The name of', 'name of the'}, 'counted in their casings, the rare one left out'
+    assert cut(["The name of", "Zebra quartz lamp", "name of the"]) == {"The name of", "name of the"}, "counted in their casings, the rare one left out"
     figures = question_evidence(english, item, "en").figures
     assert figures["shingles_common"] >= 2
     assert figures["containment"] < 0.5 or "containment" in figures["below_floor"]
