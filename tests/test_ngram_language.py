@@ -325,3 +325,35 @@ def test_a_quotation_too_short_to_identify_is_read_in_its_window(corpus, monkeyp
     assert (entry["language"], entry["language_by"]) == ("ru", "window")
     monkeypatch.setattr("audit.signals.ngram_language.MAX_WINDOWS", 0)
     assert field(run(corpus, short, "ru", CONFIG), "question").figures["exact_count"] == 0
+
+
+def test_a_match_met_again_is_let_in_from_the_kept_answer(corpus, monkeypatch):
+    """A template's match met item after item lets in the documents found the first time,
+    without reading its windows again; a cold index lets in the same ones, and a match with
+    another sample is worked out afresh."""
+    from audit.signals import ngram_language
+
+    short = Item("ru-short", "ru", {"ru": Variant(question="в 1147")})
+    first = field(run(corpus, short, "ru", CONFIG), "question")
+    read: list[int] = []
+    window_is_mine = ngram_language.Scope._window_is_mine
+    monkeypatch.setattr(ngram_language.Scope, "_window_is_mine", lambda self, text, found, document: read.append(document) or window_is_mine(self, text, found, document))
+    again = field(run(corpus, short, "ru", CONFIG), "question")
+    assert read == [] and (again.figures, again.provenance) == (first.figures, first.provenance)
+    cold = field(run(LocalIndex(corpus.path), short, "ru", CONFIG), "question")
+    assert len(read) == 1 and (cold.figures, cold.provenance) == (first.figures, first.provenance)
+    other = Item("ru-other", "ru", {"ru": Variant(question="м в 1147")})
+    assert field(run(corpus, other, "ru", CONFIG), "question").figures["languages"] == {"ru": 1} and len(read) == 2
+
+
+def test_the_kept_quotations_are_bounded(corpus, monkeypatch):
+    """Past `QUOTES_KEPT` answers the view forgets them rather than grow with the benchmark."""
+    from audit.corpora.base import in_language
+    from audit.signals import ngram_language
+
+    monkeypatch.setattr(ngram_language, "QUOTES_KEPT", 2)
+    fresh = LocalIndex(corpus.path)
+    view = in_language(fresh, frozenset({"ru"}), CONFIG.unknown)[0]
+    for number, text in enumerate(("в 1147", "Юрием 1147", "князем 1147", "в 1147")):
+        run(fresh, Item(f"ru-{number}", "ru", {"ru": Variant(question=text)}), "ru", CONFIG)
+        assert 1 <= len(view.quoted) <= 2

@@ -313,6 +313,9 @@ class LanguageView:
         self.allowed = np.array(sorted(self.table.code(name) for name in names), dtype=np.uint16)
         self.extra = np.array(sorted(documents), dtype=np.int64)
         self.let_in = documents
+        # Filled by the n-gram scope (`Scope.quoting`): this view with the documents quoting a
+        # match let in, per language, match, windows read and digest of the sample.
+        self.quoted: dict[tuple[str, str, int, bytes], LanguageView] = {}
         # Read-only: a view is kept by its index and handed to every field that asks for it.
         self.allowed.setflags(write=False)
         self.extra.setflags(write=False)

@@ -17,6 +17,7 @@ quoting a Russian sentence holds it for Russian, and a text field's figures coun
 """
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
@@ -37,6 +38,10 @@ from audit.text import dominant_script
 # field, and the characters either side of the match read for it.
 MAX_WINDOWS = 20
 WINDOW_CHARS = 80
+# The views with a match's quoting documents let in, kept per base view (by language, match and
+# sample): a benchmark built from templates meets the same match item after item, and each
+# time read and identified the same windows.
+QUOTES_KEPT = 4096
 # The figures a rule may name, as `any_language` repeats them over every document.
 RULE_FIGURES = ("exact_count", "coverage", "longest_match_chars", "longest_match_fraction", "documents", "documents_in_language")
 def same_language(document: str, lang: str) -> bool:
@@ -129,24 +134,41 @@ class Scope:
         if not self.restricted or script == "other" or (mine is not None and script not in mine):
             return self
         view = cast(LanguageView, self.view)
+        key = (self.lang, text, MAX_WINDOWS, _digest(occurrences))
+        kept = view.quoted.get(key)
+        if kept is None:
+            if len(view.quoted) >= QUOTES_KEPT:
+                view.quoted.clear()
+            found = self._quoting_documents(view, text, occurrences, script)
+            kept = view.quoted[key] = view.with_documents(found) if found else view
+        return self if kept is view else replace(self, view=kept)
+
+    def _quoting_documents(self, view: LanguageView, text: str, occurrences: Sampled, script: str) -> frozenset[int]:
+        """The documents of other languages in the sample whose use of `text` reads as this language."""
         documents = occurrences.documents
         foreign = view.table.flags(("quoting", self.lang, script), partial(_foreign, lang=self.lang, script=script))
         # The sample is in document order: each document once, the lowest first.
         candidates = list(dict.fromkeys(documents[foreign[view.table.codes[documents]]].tolist()))
         if not candidates:
-            return self
+            return frozenset()
         identified = _identify(text)
         if identified is not None:
-            found = set(candidates) if same_language(identified, self.lang) else set()
-        else:
-            found = {document for document in candidates[:MAX_WINDOWS] if self._window_is_mine(text, occurrences, document)}
-        return replace(self, view=view.with_documents(frozenset(found))) if found else self
+            return frozenset(candidates) if same_language(identified, self.lang) else frozenset()
+        return frozenset(document for document in candidates[:MAX_WINDOWS] if self._window_is_mine(text, occurrences, document))
 
     def _window_is_mine(self, text: str, occurrences: Sampled, document: int) -> bool:
         """Whether the window around `text`'s first occurrence in `document` reads as this language."""
         hit = self.corpus.document_hit(occurrences.first_in(document), len(text.encode("utf-8")), WINDOW_CHARS)
         identified = _identify(hit.snippet)
         return identified is not None and same_language(identified, self.lang)
+
+
+def _digest(occurrences: Sampled) -> bytes:
+    """A sample's places in 16 bytes: a key that holds the sample itself would keep up to
+    `max_occurrences` places per match in every worker (36 MB more on BMLAMA-17)."""
+    digest = hashlib.blake2b(np.asarray(occurrences.documents, dtype=np.int64).tobytes(), digest_size=16)
+    digest.update(np.asarray(occurrences.offsets, dtype=np.int64).tobytes())
+    return digest.digest()
 
 
 def _foreign(language: str, lang: str, script: str) -> bool:
