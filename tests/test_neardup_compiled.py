@@ -18,7 +18,7 @@ from audit.index.build import build_index
 from audit.neardup import NearDuplicateIndex, NearDupParams, add_neardup
 from audit.neardup.family import band_keys
 from audit.neardup.tokens import _MIX, _POWERS, _U32, SEPARATOR, WORD, ShingleSizes, _code_points, _fmix64, code_points, folded, shingle_keys, shingle_strings, tokenize
-from audit.neardup.verify import FieldShingles, SetAside, field_shingles
+from audit.neardup.verify import FieldShingles, SetAside, field_shingles, sorted_distinct
 from audit.readers import load_benchmark
 
 # Text in a script none of the indexed documents is written in: its chunks meet no window.
@@ -311,6 +311,19 @@ def test_field_shingles_equal_python(texts):
         _neardup.field_shingles("a b c", table.kind, table.fold, table.script, _POWERS, sizes[:1], frozenset())
     with pytest.raises(ValueError, match="per-code-point tables"):
         _neardup.field_shingles("a b c", table.kind[:5], table.fold, table.script, _POWERS, sizes, frozenset())
+
+
+def test_sorted_distinct_keys_equal_numpys_unique(texts):
+    """`sorted_distinct` answers as `np.unique`, with duplicates or without; and a field whose
+    common shingles' keys are already set aside (as the source's) lists each key once."""
+    rng = np.random.default_rng(7)
+    for keys in (np.zeros(0, dtype=np.uint64), np.array([5], dtype=np.uint64), np.array([3, 3], dtype=np.uint64), rng.integers(0, 50, 300).astype(np.uint64), rng.integers(0, 2**63, 300).astype(np.uint64)):
+        found = sorted_distinct(keys)
+        assert found.dtype == np.uint64 and np.array_equal(found, np.unique(keys))
+    sizes = ShingleSizes().table()
+    every = field_shingles(texts[0], sizes, SetAside(), None)
+    found = field_shingles(texts[0], sizes, SetAside(frozenset(), every.keys), lambda surfaces: set(surfaces))
+    assert found.rare == 0 and np.array_equal(found.set_aside_keys, every.keys)
 
 
 def test_chunk_minima_equal_numpy(index, texts):

@@ -32,7 +32,7 @@ from audit.neardup.store import (
     map_array,
 )
 from audit.neardup.tokens import NearDupParams, Shingled, shingle_keys, tokenize
-from audit.neardup.verify import Match, SetAside, field_shingles, ranked, verify
+from audit.neardup.verify import Match, SetAside, field_shingles, ranked, sorted_distinct, verify
 
 C = TypeVar("C", bound=Texts)
 
@@ -196,7 +196,7 @@ class NearDuplicateIndex(Generic[C]):
             if len(self._distinct) >= 64:
                 self._distinct.pop(next(iter(self._distinct)))
             found = [field_shingles(t, self._tables, SetAside(), None) for t in texts]
-            self._distinct[key] = SetAside(frozenset().union(*(f.texts for f in found)), np.unique(np.concatenate([f.keys for f in found])))
+            self._distinct[key] = SetAside(frozenset().union(*(f.texts for f in found)), sorted_distinct(np.concatenate([f.keys for f in found])))
         return self._distinct[key]
 
     def query(

@@ -278,9 +278,6 @@ class Shingled:
     def positions(self) -> int:
         return len(self.hashes)
 
-    def distinct(self) -> np.ndarray:
-        return np.unique(self.hashes[self.valid])
-
 
 def shingle_text(text: str, sizes: ShingleSizes) -> Shingled:
     tokens = tokenize(text)
