@@ -17,11 +17,11 @@
  * values pick out the runs that agree with it, and a sweep over the chunks adds those up.
  *
  * `tokens`, `shingle_keys`: a text's tokens and their hashes, cut in one pass over its code
- * points, and the key of the shingle starting at each token.  `shingle_strings`: the shingles' texts
- * that verification compares (a slice of the text when their tokens are one space apart), and
- * `folded`, the case-folded text they are cut from.  `sliding_min`: a field's chunk
- * signatures, the minimum of every window of permuted shingle hashes.  `region_shingles`
- * (_neardup_regions.c): all of that for the stretches of documents verification reads, at once.
+ * points, and the key of the shingle starting at each token.  `sliding_min`: a field's chunk
+ * signatures, the minimum of every window of permuted shingle hashes.  `field_shingles`
+ * (_neardup_field.c): a field's tokens, keys and distinct shingle texts (a slice of the
+ * case-folded text when their tokens are one space apart), in one pass.  `region_shingles`
+ * (_neardup_regions.c): the same for the stretches of documents verification reads, at once.
  *
  * Arrays are passed as contiguous buffers (numpy arrays, memory maps) and checked against the
  * shapes given; results come back as bytearrays for numpy to view.  The GIL is released around
@@ -622,24 +622,6 @@ PyObject *fold_text(PyObject *text, const uint8_t *kinds, const uint32_t *folds)
     return result;
 }
 
-/* folded(text, kind, fold) -> str, or None when some character's kind is not learned yet:
- * every character replaced by its simple case fold (one code point for one, so token offsets
- * stay valid). */
-static PyObject *folded(PyObject *self, PyObject *args)
-{
-    PyObject *text, *result = NULL;
-    Py_buffer kind, fold;
-    if (!PyArg_ParseTuple(args, "Uy*y*", &text, &kind, &fold))
-        return NULL;
-    if (kind.len != CODE_POINTS || fold.len != CODE_POINTS * 4)
-        PyErr_SetString(PyExc_ValueError, "folded needs the per-code-point kind and fold tables");
-    else
-        result = fold_text(text, kind.buf, fold.buf);
-    PyBuffer_Release(&kind);
-    PyBuffer_Release(&fold);
-    return result;
-}
-
 /* The text of one shingle: tokens first..first+n-1 of `fold`, one space between them.  Tokens
  * one space apart in the text are one slice of it; others are joined. */
 PyObject *shingle_text(PyObject *fold, const int64_t *starts, const int64_t *ends, Py_ssize_t first, Py_ssize_t n)
@@ -664,48 +646,6 @@ done:
     Py_XDECREF(space);
     Py_DECREF(parts);
     return joined;
-}
-
-/* shingle_strings(fold, starts, ends, at, sizes) -> list of str: the shingle of sizes[i] tokens
- * starting at token at[i], as `audit.neardup.tokens.shingle_strings` writes it. */
-static PyObject *shingle_strings(PyObject *self, PyObject *args)
-{
-    PyObject *fold, *result = NULL;
-    Py_buffer starts, ends, at, sizes;
-    if (!PyArg_ParseTuple(args, "Uy*y*y*y*", &fold, &starts, &ends, &at, &sizes))
-        return NULL;
-    Py_ssize_t ntokens = starts.len / 8, nat = at.len / 8, length = PyUnicode_GET_LENGTH(fold);
-    const int64_t *s = starts.buf, *e = ends.buf, *first = at.buf, *k = sizes.buf;
-    if (starts.itemsize != 8 || ends.len != starts.len || at.itemsize != 8 || sizes.len != at.len || starts.len % 8 || at.len % 8) {
-        PyErr_SetString(PyExc_ValueError, "shingle_strings needs int64 token starts and ends, and an int64 size per shingle");
-        goto done;
-    }
-    for (Py_ssize_t t = 0; t < ntokens; t++)
-        if (s[t] < 0 || s[t] > e[t] || e[t] > length) {
-            PyErr_Format(PyExc_ValueError, "token %zd is not within the text", t);
-            goto done;
-        }
-    for (Py_ssize_t i = 0; i < nat; i++)
-        if (first[i] < 0 || k[i] < 1 || first[i] + k[i] > ntokens) {
-            PyErr_Format(PyExc_IndexError, "shingle %zd reaches past the tokens", i);
-            goto done;
-        }
-    if (!(result = PyList_New(nat)))
-        goto done;
-    for (Py_ssize_t i = 0; i < nat; i++) {
-        PyObject *text = shingle_text(fold, s, e, first[i], k[i]);
-        if (!text) {
-            Py_CLEAR(result);
-            goto done;
-        }
-        PyList_SET_ITEM(result, i, text);
-    }
-done:
-    PyBuffer_Release(&starts);
-    PyBuffer_Release(&ends);
-    PyBuffer_Release(&at);
-    PyBuffer_Release(&sizes);
-    return result;
 }
 
 /* sliding_min(values, rows, perm, width) -> bytes of uint32, (rows - width + 1) x perm: per
@@ -779,10 +719,6 @@ static PyMethodDef methods[] = {
      "at each token and whether one starts there (bytes of uint64 and bool)."},
     {"sliding_min", sliding_min, METH_VARARGS,
      "sliding_min(values, rows, perm, width) -> bytes of uint32: per column, the minimum of every `width` consecutive rows."},
-    {"folded", folded, METH_VARARGS, "folded(text, kind, fold) -> str: the text case-folded, or None when a character is not learned yet."},
-    {"shingle_strings", shingle_strings, METH_VARARGS,
-     "shingle_strings(fold, starts, ends, at, sizes) -> list of str: the shingles starting at tokens `at`, "
-     "their tokens one space apart."},
     {"field_shingles", field_shingles, METH_VARARGS,
      "field_shingles(text, kind, fold, script, powers, sizes, exclude) -> (starts, ends, hashes, scripts, keys, "
      "valid, low, distinct, surfaces, distinct_keys, own): a field's tokens and shingle keys, and its distinct "

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import CORPUS, FIXTURES, strip_table, write_jsonl
+from shingle_reference import folded, shingle_strings
 
 from audit.corpora.base import UnknownLanguage
 from audit.corpora.local import LocalIndex
@@ -19,7 +20,6 @@ from audit.items import Item, ItemKind, Variant
 from audit.langupgrade import install_table
 from audit.neardup import NearDuplicateIndex, NearDupParams, add_neardup, shingle_text
 from audit.neardup.rarity import CommonShingles
-from audit.neardup.tokens import folded, shingle_strings
 from audit.readers import load_benchmark
 from audit.signals import minhash
 from audit.signals.minhash_language import DocumentFilter

@@ -12,8 +12,9 @@ import random
 import numpy as np
 import pytest
 from conftest import ECLEKTIC_CSV
+from shingle_reference import folded, shingle_strings
 
-from audit.neardup.tokens import ShingleSizes, folded, shingle_keys, shingle_regions, shingle_strings, tokenize
+from audit.neardup.tokens import ShingleSizes, shingle_keys, shingle_regions, tokenize
 from audit.neardup.verify import SetAside, field_shingles
 from audit.readers import load_benchmark
 

@@ -200,17 +200,6 @@ def shingle_hashes(tokens: Tokens, sizes: np.ndarray, limits: np.ndarray | None 
     return (keys & np.uint64(0xFFFFFFFF)).astype(np.uint32), valid
 
 
-def folded(text: str) -> str:
-    """The text with every code point case-folded as the tokens are (simple folding, so the
-    text keeps its length and token offsets stay valid)."""
-    table = _code_points()
-    fold = _neardup.folded(text, table.kind, table.fold)
-    if fold is None:  # a character not met before: learned, then folded again
-        table.learn(code_points(text))
-        fold = _neardup.folded(text, table.kind, table.fold)
-    return fold
-
-
 def shingle_regions(raws: list[bytes], sizes: np.ndarray, keys: np.ndarray, texts: list[str]) -> tuple:
     """Stretches of documents (bytes read from anywhere in them) decoded from their first whole
     character, joined by newlines, tokenised and shingled as `tokenize` and `shingle_keys` do
@@ -229,9 +218,10 @@ def shingle_regions(raws: list[bytes], sizes: np.ndarray, keys: np.ndarray, text
 
 @dataclass(frozen=True)
 class FieldCut:
-    """A field as a query needs it: its shingled tokens, and its distinct shingle texts (as
-    `shingle_strings` writes them) in first-occurrence order with the surface form of each first
-    occurrence and its key (`keys`), and the numbers of those the set-aside texts lack (`own`)."""
+    """A field as a query needs it: its shingled tokens, and its distinct shingle texts (the
+    tokens case-folded, one space between them) in first-occurrence order with the surface form
+    of each first occurrence and its key (`keys`), and the numbers of those the set-aside texts
+    lack (`own`)."""
 
     shingled: Shingled
     distinct: list[str]
@@ -253,15 +243,6 @@ def field_cut(text: str, sizes: np.ndarray, exclude: frozenset[str]) -> FieldCut
     tokens = Tokens(np.frombuffer(starts, dtype=np.int64), np.frombuffer(ends, dtype=np.int64), np.frombuffer(hashes, dtype=np.uint64), np.frombuffer(scripts, dtype=np.uint8))
     shingled = Shingled(tokens, np.frombuffer(low, dtype=np.uint32), np.frombuffer(valid, dtype=bool), np.frombuffer(keys, dtype=np.uint64))
     return FieldCut(shingled, distinct, surfaces, np.frombuffer(distinct_keys, dtype=np.uint64), own)
-
-
-def shingle_strings(fold: str, tokens: Tokens, sizes: np.ndarray, at: np.ndarray) -> list[str]:
-    """The text of the shingles starting at tokens `at` of a text whose `folded` form is
-    `fold`: its tokens, case-folded, one space between them.  What verification compares;
-    written in C (`audit._neardup.shingle_strings`)."""
-    at = np.ascontiguousarray(at, dtype=np.int64)
-    k = np.ascontiguousarray(sizes[tokens.scripts[at]], dtype=np.int64)
-    return _neardup.shingle_strings(fold, np.ascontiguousarray(tokens.starts, dtype=np.int64), np.ascontiguousarray(tokens.ends, dtype=np.int64), at, k)
 
 
 @dataclass(frozen=True)

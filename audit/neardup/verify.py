@@ -1,7 +1,7 @@
 """Verification: the figures a rule reads, from the corpus text of the candidate windows.
 
 A shingle of the field counts in a document only when the same shingle text (its tokens,
-case-folded, as `shingle_strings` writes them) is there.  The LSH proposes windows from 32-bit
+case-folded, one space between them) is there.  The LSH proposes windows from 32-bit
 hashes, and a 64-bit key of each shingle proposes which positions to compare, but neither
 decides: two different shingles with one 32-bit hash are a certainty in a corpus of any size
 (the birthday bound is reached at 65,000 shingles), and did make an Indonesian question "match"
