@@ -134,23 +134,24 @@ class Scope:
         if not self.restricted or script == "other" or (mine is not None and script not in mine):
             return self
         view = cast(LanguageView, self.view)
-        key = (self.lang, text, MAX_WINDOWS, _digest(occurrences))
-        kept = view.quoted.get(key)
-        if kept is None:
-            if len(view.quoted) >= QUOTES_KEPT:
-                view.quoted.clear()
-            found = self._quoting_documents(view, text, occurrences, script)
-            kept = view.quoted[key] = view.with_documents(found) if found else view
-        return self if kept is view else replace(self, view=kept)
-
-    def _quoting_documents(self, view: LanguageView, text: str, occurrences: Sampled, script: str) -> frozenset[int]:
-        """The documents of other languages in the sample whose use of `text` reads as this language."""
         documents = occurrences.documents
         foreign = view.table.flags(("quoting", self.lang, script), partial(_foreign, lang=self.lang, script=script))
         # The sample is in document order: each document once, the lowest first.
         candidates = list(dict.fromkeys(documents[foreign[view.table.codes[documents]]].tolist()))
         if not candidates:
-            return frozenset()
+            return self
+        # Only a match some foreign page holds is kept: the rest cost less to work out than to keep.
+        key = (self.lang, text, MAX_WINDOWS, _digest(occurrences))
+        kept = view.quoted.get(key)
+        if kept is None:
+            if len(view.quoted) >= QUOTES_KEPT:
+                view.quoted.clear()
+            found = self._quoting_documents(text, occurrences, candidates)
+            kept = view.quoted[key] = view.with_documents(found) if found else view
+        return self if kept is view else replace(self, view=kept)
+
+    def _quoting_documents(self, text: str, occurrences: Sampled, candidates: list[int]) -> frozenset[int]:
+        """The candidate documents (of other languages, in the sample) whose use of `text` reads as this language."""
         identified = _identify(text)
         if identified is not None:
             return frozenset(candidates) if same_language(identified, self.lang) else frozenset()
