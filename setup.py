@@ -5,7 +5,7 @@ setup(
     ext_modules=[
         Extension(
             "audit._suffix",
-            sources=[f"audit/{name}.c" for name in ("_suffix", "_suffix_longest", "_suffix_documents", "_suffix_restricted", "_suffix_counts", "_suffix_keys")],
+            sources=[f"audit/{name}.c" for name in ("_suffix", "_suffix_longest", "_suffix_documents", "_suffix_restricted", "_suffix_held", "_suffix_counts", "_suffix_keys")],
             depends=["audit/_suffix.h"],
             extra_compile_args=["-O3", "-fvisibility=hidden"],  # the files share functions; the module exports only PyInit
         ),

@@ -80,32 +80,51 @@ static const uint8_t *find_bytes(const uint8_t *hay, Py_ssize_t n, const uint8_t
 
 /* At each character start of the query, the longest prefix of the rest found in `text` (a
  * document's own bytes, not sorted): from the previous start's length less the bytes between
- * them (a suffix of a string found is found), one byte at a time. */
+ * them (a suffix of a string found is found), one byte at a time.  Given `upper` (int64 per
+ * start) and `held` (a byte per start), a search stops at upper's length, and a held start is
+ * answered upper's length unsearched and floors the next start's search as a found one would:
+ * what the caller knows some other text holds, so each answer is at least this text's own and
+ * at most the longest in this text and the others together. */
 static PyObject *longest_in_text(PyObject *self, PyObject *args)
 {
-    Py_buffer text, query;
-    if (!PyArg_ParseTuple(args, "y*y*", &text, &query))
+    Py_buffer text, query, upper = {0}, held = {0};
+    if (!PyArg_ParseTuple(args, "y*y*|y*y*", &text, &query, &upper, &held))
         return NULL;
     const uint8_t *t = text.buf, *q = query.buf;
     Py_ssize_t n = query.len, count = 0;
     for (Py_ssize_t l = 0; l < n; l++)
         count += (q[l] & 0xC0) != 0x80;
-    PyObject *result = PyBytes_FromStringAndSize(NULL, count * (Py_ssize_t)sizeof(int64_t));
+    PyObject *result = NULL;
+    if ((upper.obj != NULL && upper.len != count * (Py_ssize_t)sizeof(int64_t)) || (held.obj != NULL && (upper.obj == NULL || held.len != count))) {
+        PyErr_SetString(PyExc_ValueError, "upper must hold one int64 per character start, held one byte per start and only with upper");
+        goto done;
+    }
+    result = PyBytes_FromStringAndSize(NULL, count * (Py_ssize_t)sizeof(int64_t));
     if (result != NULL) {
         int64_t *found = (int64_t *)PyBytes_AS_STRING(result);
+        const int64_t *tops = upper.obj != NULL ? upper.buf : NULL;
+        const uint8_t *known = held.obj != NULL ? held.buf : NULL;
         Py_BEGIN_ALLOW_THREADS
         Py_ssize_t previous = 0, at = 0, k = 0;
         for (Py_ssize_t i = 0; i < n; i++) {
             if ((q[i] & 0xC0) == 0x80)
                 continue;
+            Py_ssize_t top = tops != NULL && tops[k] < n - i ? (Py_ssize_t)tops[k] : n - i;
             Py_ssize_t length = previous - (i - at) > 0 ? previous - (i - at) : 0;
-            while (i + length < n && find_bytes(t, text.len, q + i, length + 1) != NULL)
+            if ((known != NULL && known[k]) || length > top)
+                length = top;
+            while (length < top && find_bytes(t, text.len, q + i, length + 1) != NULL)
                 length++;
             found[k++] = previous = length;
             at = i;
         }
         Py_END_ALLOW_THREADS
     }
+done:
+    if (held.obj != NULL)
+        PyBuffer_Release(&held);
+    if (upper.obj != NULL)
+        PyBuffer_Release(&upper);
     PyBuffer_Release(&text);
     PyBuffer_Release(&query);
     return result;
@@ -291,8 +310,9 @@ static PyMethodDef methods[] = {
      "char_lengths(query, lengths) -> list of int: per character start of query, how many whole "
      "characters the match of lengths[k] bytes (int64, one per character start) covers."},
     {"longest_in_text", longest_in_text, METH_VARARGS,
-     "longest_in_text(text, query) -> bytes of int64: per character start of query, the longest "
-     "prefix of the rest that occurs in text."},
+     "longest_in_text(text, query[, upper[, held]]) -> bytes of int64: per character start of query, "
+     "the longest prefix of the rest that occurs in text, at most upper's (int64 per start); a "
+     "start held (a byte per start) is answered upper's length and floors the next start."},
     {"script_counts", script_counts, METH_VARARGS,
      "script_counts(text, table, scripts) -> (counts, firsts): per script, how many characters of "
      "text are in it and the index of the first (-1: none); table holds sorted, disjoint (lo, hi, "

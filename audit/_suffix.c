@@ -125,8 +125,9 @@ static PyMethodDef methods[] = {
      "longest_matches(data, table, ratio, query) -> bytes of int64: for each byte position l, "
      "the length of the longest prefix of query[l:] found in the shard."},
     {"longest_char_matches", longest_char_matches, METH_VARARGS,
-     "longest_char_matches(data, table, ratio, query) -> bytes of int64: longest_matches at the "
-     "positions where a UTF-8 character starts (every byte but 10xxxxxx), in order."},
+     "longest_char_matches(data, table, ratio, query[, keys[, skip]]) -> bytes of int64: longest_matches at the "
+     "positions where a UTF-8 character starts (every byte but 10xxxxxx), in order; with skip (a byte per "
+     "character start), those whose byte is not 0 are not searched and answered 0."},
     {"longest_char_ranks", longest_char_ranks, METH_VARARGS,
      "longest_char_ranks(data, table, ratio, query) -> (lengths, ranks): longest_char_matches and, "
      "per character start, a rank whose suffix starts with the match (-1 where there is none)."},
@@ -152,6 +153,11 @@ static PyMethodDef methods[] = {
      "(data, table, ratio, offsets, allowed[, directory, lengths, ranks, verdicts]), upper the "
      "unrestricted lengths, lengths and ranks the shard's own (`longest_char_ranks`), verdicts "
      "block_verdicts(allowed, directory)."},
+    {"held_starts", held_starts, METH_VARARGS,
+     "held_starts(shards, query, upper) -> bytes, one per character start: 1 where the restricted "
+     "longest match is known to be upper's without a search (upper is 0, a shard's own match of "
+     "that length lies, at its rank, in an allowed document, or the previous start is held and "
+     "upper follows from it); shards as restricted_longest's, each with its lengths and ranks."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -230,8 +230,48 @@ Py_ssize_t allowed_rank_in(const uint8_t *table, int ratio, const Documents *d, 
 PyObject *any_allowed(PyObject *self, PyObject *args);
 PyObject *sample_ranks(PyObject *self, PyObject *args);
 
+/* One shard as the language-restricted search reads it: its suffix array, its documents and
+ * whether each is allowed (and optionally the verdicts of its directory's blocks,
+ * `block_verdicts`), and optionally its own unrestricted answer per character start
+ * (`longest_char_ranks`: a length and a rank whose suffix starts with that many bytes), from
+ * which each shorter prefix's range is found around that rank. */
+typedef struct {
+    Shard shard;
+    Documents documents;
+    const uint8_t *allowed, *verdicts; /* verdicts NULL: every rank's document looked up */
+    const int64_t *lengths, *ranks;    /* NULL: search each range from scratch */
+    Py_buffer views[8];
+    int held;
+} Restricted;
+
+/* `allowed_rank_in` over one shard's ranks [lo, hi), reading at most `most` of them. */
+static inline Py_ssize_t allowed_rank(const Restricted *s, Py_ssize_t lo, Py_ssize_t hi, Py_ssize_t most)
+{
+    return allowed_rank_in(s->shard.table, s->shard.ratio, &s->documents, s->allowed, s->verdicts, lo, hi, most);
+}
+
+/* Whether some shard's own unrestricted answer at start `at` (its rank) lies in an allowed
+ * document and is at least m bytes long: then an allowed document holds m bytes there, found
+ * without reading a range (a match lies within one document: a UTF-8 query holds no
+ * separator). */
+static inline int rank_holds(const Restricted *shards, Py_ssize_t count, Py_ssize_t m, Py_ssize_t at)
+{
+    for (Py_ssize_t k = 0; k < count; k++) {
+        const Restricted *s = &shards[k];
+        if (s->lengths != NULL && m > 0 && s->lengths[at] >= m && allowed_rank(s, (Py_ssize_t)s->ranks[at], (Py_ssize_t)s->ranks[at] + 1, 1) >= 0)
+            return 1;
+    }
+    return 0;
+}
+
 /* _suffix_restricted.c */
 PyObject *restricted_longest(PyObject *self, PyObject *args);
+
+/* _suffix_held.c */
+Restricted *parse_all(PyObject *list, Py_ssize_t *count);
+void release_restricted(Restricted *shards, Py_ssize_t count);
+int answers_fit(const Restricted *shards, Py_ssize_t count, Py_ssize_t starts);
+PyObject *held_starts(PyObject *self, PyObject *args);
 
 /* _suffix_counts.c */
 PyObject *casing_counts(PyObject *self, PyObject *args);

@@ -101,16 +101,55 @@ static void longest_at(const Shard *s, const uint8_t *q, Py_ssize_t n, const Py_
     }
 }
 
-/* Parse (data, table, ratio, query) and run `longest_at` over the positions `choose` picks:
- * the bytes of int64 it returns hold one length per position picked; with `with_ranks`, a
- * tuple of those and the bytes of the ranks. */
+/* Move the first `kept` answers to their slots (ascending, each slot at least its index, so
+ * from the last down nothing is overwritten before it is moved), the skipped ones 0 (rank -1). */
+static void spread_out(const Py_ssize_t *slots, Py_ssize_t kept, Py_ssize_t count, int64_t *lengths, int64_t *ranks)
+{
+    Py_ssize_t k = count;
+    for (Py_ssize_t j = kept - 1; j >= -1; j--) {
+        Py_ssize_t slot = j >= 0 ? slots[j] : -1;
+        while (--k > slot) {
+            lengths[k] = 0;
+            if (ranks != NULL)
+                ranks[k] = -1;
+        }
+        if (j >= 0) {
+            lengths[slot] = lengths[j];
+            if (ranks != NULL)
+                ranks[slot] = ranks[j];
+        }
+    }
+}
+
+/* Drop the positions whose byte in `skip` (one per position picked) is not zero, keeping the
+ * others' slots in `slots`; how many are left, or -1 (an error set) when `skip` has the wrong
+ * length.  A caller that already knows some answers asks only the rest. */
+static Py_ssize_t unskipped(const Py_buffer *skip, Py_ssize_t *positions, Py_ssize_t count, Py_ssize_t *slots)
+{
+    if (skip->len != count) {
+        PyErr_Format(PyExc_ValueError, "skip has %zd bytes for %zd positions", skip->len, count);
+        return -1;
+    }
+    const uint8_t *flags = skip->buf;
+    Py_ssize_t kept = 0;
+    for (Py_ssize_t k = 0; k < count; k++)
+        if (!flags[k]) {
+            positions[kept] = positions[k];
+            slots[kept++] = k;
+        }
+    return kept;
+}
+
+/* Parse (data, table, ratio, query[, keys[, skip]]) and run `longest_at` over the positions
+ * `choose` picks, but those `skip` flags (answered 0): the bytes of int64 it returns hold one
+ * length per position picked; with `with_ranks`, a tuple of those and the bytes of the ranks. */
 static PyObject *longest_over(PyObject *args, Py_ssize_t (*choose)(const uint8_t *, Py_ssize_t, Py_ssize_t *), int with_ranks)
 {
     PyObject *data_obj, *table_obj, *keys_obj = NULL;
     int ratio;
-    Py_buffer data, table, query, keys;
+    Py_buffer data, table, query, keys, skip = {0};
     Shard shard;
-    if (!PyArg_ParseTuple(args, "OOiy*|O", &data_obj, &table_obj, &ratio, &query, &keys_obj))
+    if (!PyArg_ParseTuple(args, "OOiy*|Oy*", &data_obj, &table_obj, &ratio, &query, &keys_obj, &skip))
         return NULL;
     if (parse_shard(data_obj, table_obj, ratio, &data, &table, &shard) < 0) {
         PyBuffer_Release(&query);
@@ -122,14 +161,17 @@ static PyObject *longest_over(PyObject *args, Py_ssize_t (*choose)(const uint8_t
         PyBuffer_Release(&table);
         return NULL;
     }
-    Py_ssize_t n = query.len, count = 0;
+    Py_ssize_t n = query.len, count = 0, kept = 0;
     PyObject *result = NULL, *found = NULL;
-    Py_ssize_t *positions = PyMem_Malloc((n > 0 ? n : 1) * sizeof(Py_ssize_t));
+    Py_ssize_t *positions = PyMem_Malloc(2 * (n > 0 ? n : 1) * sizeof(Py_ssize_t));
     if (positions == NULL) {
         PyErr_NoMemory();
         goto done;
     }
-    count = choose(query.buf, n, positions);
+    Py_ssize_t *slots = positions + (n > 0 ? n : 1);
+    kept = count = choose(query.buf, n, positions);
+    if (skip.obj != NULL && (kept = unskipped(&skip, positions, count, slots)) < 0)
+        goto freed;
     result = PyBytes_FromStringAndSize(NULL, count * (Py_ssize_t)sizeof(int64_t));
     found = with_ranks ? PyBytes_FromStringAndSize(NULL, count * (Py_ssize_t)sizeof(int64_t)) : NULL;
     if (result != NULL && (found != NULL || !with_ranks)) {
@@ -137,7 +179,9 @@ static PyObject *longest_over(PyObject *args, Py_ssize_t (*choose)(const uint8_t
         int64_t *ranks = with_ranks ? (int64_t *)PyBytes_AS_STRING(found) : NULL;
         const uint8_t *q = query.buf;
         Py_BEGIN_ALLOW_THREADS
-        longest_at(&shard, q, n, positions, count, lengths, ranks);
+        longest_at(&shard, q, n, positions, kept, lengths, ranks);
+        if (kept < count)
+            spread_out(slots, kept, count, lengths, ranks);
         Py_END_ALLOW_THREADS
         if (with_ranks) {
             PyObject *pair = PyTuple_Pack(2, result, found);
@@ -146,8 +190,11 @@ static PyObject *longest_over(PyObject *args, Py_ssize_t (*choose)(const uint8_t
     } else
         Py_CLEAR(result);
     Py_XDECREF(found);
+freed:
     PyMem_Free(positions);
 done:
+    if (skip.obj != NULL)
+        PyBuffer_Release(&skip);
     PyBuffer_Release(&keys);
     PyBuffer_Release(&query);
     PyBuffer_Release(&data);

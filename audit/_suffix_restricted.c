@@ -3,20 +3,6 @@
  */
 #include "_suffix.h"
 
-/* One shard as the language-restricted search reads it: its suffix array, its documents and
- * whether each is allowed (and optionally the verdicts of its directory's blocks,
- * `block_verdicts`), and optionally its own unrestricted answer per character start
- * (`longest_char_ranks`: a length and a rank whose suffix starts with that many bytes), from
- * which each shorter prefix's range is found around that rank. */
-typedef struct {
-    Shard shard;
-    Documents documents;
-    const uint8_t *allowed, *verdicts; /* verdicts NULL: every rank's document looked up */
-    const int64_t *lengths, *ranks;    /* NULL: search each range from scratch */
-    Py_buffer views[8];
-    int held;
-} Restricted;
-
 /* The ranks [*lo_out, *hi_out) whose suffix starts with pattern[0:m], given a rank r whose
  * suffix does: they are the run of ranks around r, found by doubling steps out from r, then
  * halving between the last step that matched and the first that did not (every suffix between
@@ -75,12 +61,6 @@ typedef struct {
 typedef struct {
     Py_ssize_t none_lo, none_hi, allowed;
 } Known;
-
-/* `allowed_rank_in` over one shard's ranks [lo, hi), reading at most `most` of them. */
-static inline Py_ssize_t allowed_rank(const Restricted *s, Py_ssize_t lo, Py_ssize_t hi, Py_ssize_t most)
-{
-    return allowed_rank_in(s->shard.table, s->shard.ratio, &s->documents, s->allowed, s->verdicts, lo, hi, most);
-}
 
 /* Whether an allowed document holds a rank of [lo, hi), a range `holds` reads whole (at most
  * `scan_cap` ranks): one of more than `first_look` ranks is sampled first, as before reading
@@ -149,7 +129,7 @@ static Py_ssize_t restricted_search(const Restricted *shards, Py_ssize_t count, 
                                     Py_ssize_t floor, Py_ssize_t top, Py_ssize_t at, int *open, Known *known)
 {
     *open = 0;
-    if (top <= floor)
+    if (top <= floor || rank_holds(shards, count, top, at))
         return top;
     for (Py_ssize_t k = 0; k < count; k++)
         known[k] = (Known){0, 0, -1};
@@ -195,79 +175,6 @@ static void restricted_pass(const Restricted *shards, Py_ssize_t count, const Re
     }
 }
 
-static void release_restricted(Restricted *shards, Py_ssize_t count)
-{
-    for (Py_ssize_t k = 0; k < count; k++)
-        for (int v = 0; v < shards[k].held; v++)
-            PyBuffer_Release(&shards[k].views[v]);
-    PyMem_Free(shards);
-}
-
-/* Read one (data, table, ratio, offsets, allowed[, directory, lengths, ranks, verdicts]) tuple
- * into `s`; the optional parts may be None, and verdicts need the directory. */
-static int parse_restricted(PyObject *item, Restricted *s)
-{
-    PyObject *data_obj, *table_obj, *offsets_obj, *allowed_obj, *directory = Py_None, *lengths = Py_None, *ranks = Py_None, *verdicts = Py_None;
-    int ratio;
-    s->held = 0;
-    s->lengths = s->ranks = NULL;
-    if (!PyArg_ParseTuple(item, "OOiOO|OOOO", &data_obj, &table_obj, &ratio, &offsets_obj, &allowed_obj, &directory, &lengths, &ranks, &verdicts))
-        return -1;
-    if (parse_shard(data_obj, table_obj, ratio, &s->views[0], &s->views[1], &s->shard) < 0)
-        return -1;
-    s->held = 2;
-    if (PyObject_GetBuffer(offsets_obj, &s->views[2], PyBUF_SIMPLE) < 0)
-        return -1;
-    s->held = 3;
-    if (PyObject_GetBuffer(allowed_obj, &s->views[3], PyBUF_SIMPLE) < 0)
-        return -1;
-    s->held = 4;
-    s->documents = (Documents){s->views[2].buf, s->views[2].len / (Py_ssize_t)sizeof(int64_t), NULL, 0, 0};
-    s->allowed = s->views[3].buf;
-    if (s->views[2].len % (Py_ssize_t)sizeof(int64_t) || s->documents.documents == 0 || s->views[3].len != s->documents.documents) {
-        PyErr_SetString(PyExc_ValueError, "offsets must be int64, one allowed byte per document");
-        return -1;
-    }
-    int got = parse_directory(directory, s->shard.size, &s->views[s->held], &s->documents);
-    if (got < 0)
-        return -1;
-    s->held += got;
-    if ((got = parse_verdicts(verdicts, &s->documents, &s->views[s->held], &s->verdicts)) < 0)
-        return -1;
-    s->held += got;
-    if ((lengths == Py_None) != (ranks == Py_None)) {
-        PyErr_SetString(PyExc_ValueError, "a shard's lengths and ranks go together");
-        return -1;
-    }
-    if (lengths == Py_None)
-        return 0;
-    if (PyObject_GetBuffer(lengths, &s->views[s->held], PyBUF_SIMPLE) < 0)
-        return -1;
-    s->lengths = s->views[s->held++].buf;
-    if (PyObject_GetBuffer(ranks, &s->views[s->held], PyBUF_SIMPLE) < 0)
-        return -1;
-    s->ranks = s->views[s->held++].buf;
-    return 0;
-}
-
-/* Whether each shard's own answers (if given) hold one length and one rank per character
- * start, every rank of a match inside its shard. */
-static int answers_fit(const Restricted *shards, Py_ssize_t count, Py_ssize_t starts)
-{
-    for (Py_ssize_t k = 0; k < count; k++) {
-        const Restricted *s = &shards[k];
-        if (s->lengths == NULL)
-            continue;
-        const Py_buffer *lengths = &s->views[s->held - 2], *ranks = &s->views[s->held - 1];
-        if (lengths->len != starts * (Py_ssize_t)sizeof(int64_t) || ranks->len != lengths->len)
-            return 0;
-        for (Py_ssize_t j = 0; j < starts; j++)
-            if (s->lengths[j] > 0 && (s->ranks[j] < 0 || s->ranks[j] >= s->shard.count))
-                return 0;
-    }
-    return 1;
-}
-
 /* For each character start of the UTF-8 query, the longest match in allowed documents (lowest
  * and highest, in bytes): `restricted_pass` over the shards parsed from their tuples. */
 PyObject *restricted_longest(PyObject *self, PyObject *args)
@@ -279,22 +186,16 @@ PyObject *restricted_longest(PyObject *self, PyObject *args)
         return NULL;
     PyObject *result = NULL, *low = NULL, *high = NULL;
     Py_ssize_t *positions = NULL, count = 0, starts = 0;
-    Restricted *shards = NULL;
     Known *known = NULL;
-    PyObject *items = PySequence_Fast(list, "shards must be a sequence");
-    if (items == NULL)
+    Restricted *shards = parse_all(list, &count);
+    if (shards == NULL)
         goto done;
-    count = PySequence_Fast_GET_SIZE(items);
-    shards = PyMem_Calloc(count > 0 ? count : 1, sizeof(Restricted));
     positions = PyMem_Malloc((query.len > 0 ? query.len : 1) * sizeof(Py_ssize_t));
     known = PyMem_Malloc((count > 0 ? count : 1) * sizeof(Known));
-    if (shards == NULL || positions == NULL || known == NULL) {
+    if (positions == NULL || known == NULL) {
         PyErr_NoMemory();
         goto done;
     }
-    for (Py_ssize_t k = 0; k < count; k++)
-        if (parse_restricted(PySequence_Fast_GET_ITEM(items, k), &shards[k]) < 0)
-            goto done;
     starts = character_starts(query.buf, query.len, positions);
     if (upper.len != starts * (Py_ssize_t)sizeof(int64_t) || r.first_look < 1 || r.scan_cap < 1) {
         PyErr_SetString(PyExc_ValueError, "upper must hold one int64 per character start, every reading cap at least 1");
@@ -316,7 +217,6 @@ PyObject *restricted_longest(PyObject *self, PyObject *args)
 done:
     Py_XDECREF(low);
     Py_XDECREF(high);
-    Py_XDECREF(items);
     if (shards != NULL)
         release_restricted(shards, count);
     PyMem_Free(positions);

@@ -205,11 +205,16 @@ def reference_holds(shard, mask: np.ndarray, pattern: bytes, caps: tuple[int, in
     return None
 
 
-def reference_restricted(shard, mask, query: bytes, upper: list[int], caps) -> tuple[list[int], list[int]]:
+def reference_restricted(shard, mask, query: bytes, upper: list[int], caps, own: tuple[bytes, bytes] | None = None) -> tuple[list[int], list[int]]:
+    """The restricted search by the reading rules; given the shard's own (lengths, ranks), a
+    start whose own match is the upper length and whose rank lies in an allowed document is
+    answered that length at once, exactly, where reading a sampled range may leave it open."""
     low, high, previous, at = [], [], 0, 0
-    for i, top in zip(char_starts(query).tolist(), upper, strict=True):
+    lengths, ranks = (np.frombuffer(found, dtype=np.int64).tolist() for found in own) if own else ([0] * len(upper), [-1] * len(upper))
+    for k, (i, top) in enumerate(zip(char_starts(query).tolist(), upper, strict=True)):
         floor, length, open_ = max(0, min(previous - (i - at), top)), top, False
-        if top > floor:
+        ranked = top > floor and lengths[k] >= top > 0 and bool(mask[documents_of(shard, np.array([ranks[k]]))[0]])
+        if top > floor and not ranked:
             first = reference_holds(shard, mask, query[i : i + top], caps)
             if not first:
                 open_, lo, hi = first is None, floor, top - 1
@@ -240,15 +245,75 @@ def shard_tuple(shard, mask: np.ndarray, query: bytes, helped: bool) -> tuple:
 @pytest.mark.parametrize("lang", ["ja", "hi", "he"])
 def test_restricted_search_follows_the_reading_rules(index, shard, rows, caps, lang, helped):
     mask = np.array([row["lang"] == lang for row in rows])
-    opened = 0
+    opened = settled = 0
     for query in queries(rows)[:10]:
         upper = np.frombuffer(_suffix.longest_char_matches(shard.data, shard.table, shard.ratio, query), dtype=np.int64)
-        low, high = _suffix.restricted_longest([shard_tuple(shard, mask, query, helped)], query, upper, caps)
+        shard_as = shard_tuple(shard, mask, query, helped)
+        low, high = _suffix.restricted_longest([shard_as], query, upper, caps)
         got = (np.frombuffer(low, dtype=np.int64).tolist(), np.frombuffer(high, dtype=np.int64).tolist())
-        assert got == reference_restricted(shard, mask, query, upper.tolist(), caps), (query.decode(), caps)
+        assert got == reference_restricted(shard, mask, query, upper.tolist(), caps, shard_as[6:8] if helped else None), (query.decode(), caps)
         opened += got[0] != got[1]
+        settled += got != reference_restricted(shard, mask, query, upper.tolist(), caps)
     if caps[-1] < 16:
         assert opened, "the small caps must leave some lengths open"
+    if helped and caps == (3, 9) and lang == "ja":
+        assert settled, "a rank found in an allowed document must settle a start the sample left open"
+
+
+
+def test_skipped_starts_are_not_searched_and_answer_nothing(shard, rows):
+    """`longest_char_matches` and `longest_char_ranks` with a skip flag per character start: the
+    others' answers are the full search's, a skipped one 0 (rank -1); all or none skipped too."""
+    rng = np.random.default_rng(3)
+    for query in [*queries(rows)[:12], FOUR_BYTE.encode()]:
+        full = np.frombuffer(_suffix.longest_char_matches(shard.data, shard.table, shard.ratio, query), dtype=np.int64)
+        full_ranks = np.frombuffer(_suffix.longest_char_ranks(shard.data, shard.table, shard.ratio, query)[1], dtype=np.int64)
+        for skip in (rng.random(len(full)) < 0.6, np.ones(len(full), dtype=bool), np.zeros(len(full), dtype=bool)):
+            got = np.frombuffer(_suffix.longest_char_matches(shard.data, shard.table, shard.ratio, query, shard.keys, skip), dtype=np.int64)
+            assert got.tolist() == np.where(skip, 0, full).tolist(), query.decode()
+            lengths, ranks = _suffix.longest_char_ranks(shard.data, shard.table, shard.ratio, query, None, skip)
+            assert lengths == got.tobytes()
+            assert np.frombuffer(ranks, dtype=np.int64).tolist() == np.where(skip, -1, full_ranks).tolist()
+    with pytest.raises(ValueError, match="skip has 2 bytes for 3 positions"):
+        _suffix.longest_char_matches(shard.data, shard.table, shard.ratio, b"abc", None, b"\x00\x01")
+
+
+def reference_held(shard, mask: np.ndarray, query: bytes, lengths: np.ndarray, ranks: np.ndarray) -> list[bool]:
+    """`held_starts` of one shard written out: a start is held where nothing was found, where
+    the previous start is held and this one's length is that one's less the bytes between them,
+    or where the rank found lies in an allowed document."""
+    starts, held = char_starts(query).tolist(), []
+    for j, (length, rank) in enumerate(zip(lengths.tolist(), ranks.tolist(), strict=True)):
+        follows = j > 0 and held[-1] and lengths[j - 1] - (starts[j] - starts[j - 1]) == length
+        held.append(length == 0 or bool(follows) or bool(mask[documents_of(shard, np.array([rank]))[0]]))
+    return held
+
+
+@pytest.mark.parametrize("lang", ["ja", "hi", "he"])
+def test_held_starts_are_those_whose_restricted_match_is_known(shard, rows, lang):
+    """`held_starts` against its rule written out; at every held start the longest match in the
+    allowed documents alone (brute force) is the unrestricted one.  A second, refusing copy of
+    the shard changes nothing; a shard without its own answers is refused."""
+    mask = np.array([row["lang"] == lang for row in rows])
+    allowed = b"\xff".join(row["text"].encode() for row in rows if row["lang"] == lang)
+    directory = _suffix.document_directory(shard.offsets, len(shard.data))
+    held_total = starts_total = 0
+    for query in queries(rows):
+        lengths, ranks = _suffix.longest_char_ranks(shard.data, shard.table, shard.ratio, query)
+        upper, at = np.frombuffer(lengths, dtype=np.int64), np.frombuffer(ranks, dtype=np.int64)
+        own = (shard.data, shard.table, shard.ratio, shard.offsets, mask, directory, lengths, ranks)
+        held = np.frombuffer(_suffix.held_starts([own], query, upper), dtype=bool)
+        assert held.tolist() == reference_held(shard, mask, query, upper, at), query.decode()
+        refusing = (shard.data, shard.table, shard.ratio, shard.offsets, np.zeros_like(mask), None, lengths, ranks)
+        assert _suffix.held_starts([refusing, own], query, upper) == held.tobytes()
+        want = np.array(brute_longest(allowed, query, char_starts(query).tolist()), dtype=np.int64)
+        assert (want[held] == upper[held]).all(), query.decode()
+        held_total, starts_total = held_total + int(held.sum()), starts_total + len(held)
+    assert 0 < held_total < starts_total
+    with pytest.raises(ValueError, match="own lengths and ranks"):
+        _suffix.held_starts([(shard.data, shard.table, shard.ratio, shard.offsets, mask)], b"abc", np.zeros(3, dtype=np.int64))
+    with pytest.raises(ValueError, match="one int64 per character start"):
+        _suffix.held_starts([own], b"abc", np.zeros(2, dtype=np.int64))
 
 
 def test_each_rank_found_starts_with_its_match(shard, rows):
@@ -367,6 +432,45 @@ def test_a_documents_text_searched_as_text_answers_as_its_suffix_array(rows, lan
         assert longest_in_text(b"", query).tolist() == [0] * len(want)
     stray = b"\x80ab\xe4\xb8"  # a stray continuation byte, and a character cut short
     assert longest_in_text(b"zab\xe4\xb8\xadz", stray).tolist() == [4, 3, 2]
+
+
+
+def reference_in_text(text: bytes, query: bytes, upper: list[int], held: list[bool]) -> list[int]:
+    """`longest_in_text` under upper lengths and held starts, written out."""
+    found, previous, at = [], 0, 0
+    for k, i in enumerate(char_starts(query).tolist()):
+        top = min(upper[k], len(query) - i)
+        length = top if held[k] else min(max(0, previous - (i - at)), top)
+        while length < top and query[i : i + length + 1] in text:
+            length += 1
+        found.append(length)
+        previous, at = length, i
+    return found
+
+
+@pytest.mark.parametrize("lang", ["ja", "he"])
+def test_a_text_searched_under_upper_lengths_and_held_starts(shard, rows, lang):
+    """Upper lengths that bound the text's own (the whole shard's) change no answer; held starts
+    are answered upper's length and floor the next start, as written out, so every answer lies
+    between the text's own and upper's; arguments of the wrong size are refused."""
+    from audit.corpora.inlanguage import longest_in_text
+
+    text = b"\xff".join(row["text"].encode() for row in rows if row["lang"] == lang)
+    rng = random.Random(5)
+    for query in [*queries(rows)[:12], FOUR_BYTE.encode()]:
+        own = longest_in_text(text, query)
+        upper = np.frombuffer(_suffix.longest_char_matches(shard.data, shard.table, shard.ratio, query), dtype=np.int64)
+        assert longest_in_text(text, query, upper, np.zeros(len(upper), dtype=bool)).tolist() == own.tolist()
+        held = np.array([rng.random() < 0.3 for _ in upper])
+        got = longest_in_text(text, query, upper, held)
+        assert got.tolist() == reference_in_text(text, query, upper.tolist(), held.tolist()), query.decode()
+        assert (own <= got).all() and (got <= upper).all() and (got[held] == upper[held]).all()
+        low = np.minimum(upper, 1)
+        assert longest_in_text(text, query, low).tolist() == np.minimum(own, low).tolist()
+    with pytest.raises(ValueError, match="one int64 per character start"):
+        longest_in_text(text, b"abc", np.zeros(2, dtype=np.int64))
+    with pytest.raises(ValueError, match="one byte per start"):
+        longest_in_text(text, b"abc", np.zeros(3, dtype=np.int64), np.zeros(2, dtype=bool))
 
 
 def test_bad_arguments_are_refused(shard):
