@@ -11,7 +11,7 @@ setup(
         ),
         Extension(
             "audit._neardup",
-            sources=["audit/_neardup.c", "audit/_neardup_field.c", "audit/_neardup_regions.c"],
+            sources=[f"audit/{name}.c" for name in ("_neardup", "_neardup_bands", "_neardup_agreement", "_neardup_field", "_neardup_regions")],
             depends=["audit/_neardup.h"],
             extra_compile_args=["-O3", "-fvisibility=hidden"],
         ),

@@ -232,6 +232,42 @@ done:
     return result;
 }
 
+/* Whether `ranges` (`count` uint32 triples (lo, hi, script)) are sorted, disjoint and each of a
+ * script below `scripts` (a ValueError set when not). */
+static int script_table_ok(const uint32_t *ranges, Py_ssize_t count, int scripts)
+{
+    for (Py_ssize_t r = 0; r < count; r++)
+        if (ranges[3 * r + 2] >= (uint32_t)scripts || ranges[3 * r] > ranges[3 * r + 1] || (r > 0 && ranges[3 * r] <= ranges[3 * r - 2])) {
+            PyErr_Format(PyExc_ValueError, "table range %zd is not sorted, disjoint and of a script below %d", r, scripts);
+            return 0;
+        }
+    return 1;
+}
+
+/* Count `text`'s characters per script into found[0:scripts] and each script's first index into
+ * found[scripts:2 * scripts] (set to 0 and -1 beforehand). */
+static void count_scripts(PyObject *text, const uint32_t *ranges, Py_ssize_t count, int scripts, Py_ssize_t *found)
+{
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    for (Py_ssize_t i = 0, n = PyUnicode_GET_LENGTH(text); i < n; i++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        Py_ssize_t lo = 0, hi = count; /* the first range ending at or after c */
+        while (lo < hi) {
+            Py_ssize_t mid = lo + (hi - lo) / 2;
+            if (ranges[3 * mid + 1] < c)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo < count && ranges[3 * lo] <= c) {
+            uint32_t k = ranges[3 * lo + 2];
+            if (found[k]++ == 0)
+                found[scripts + k] = i;
+        }
+    }
+}
+
 /* Per script, how many characters of `text` are written in it and the index of the first
  * (-1: none): `table` holds uint32 triples (lo, hi, script), code point ranges sorted and
  * disjoint, each script below `scripts`.  One pass in C, since every field of every variant
@@ -251,35 +287,15 @@ static PyObject *script_counts(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "table must hold (lo, hi, script) uint32 triples and scripts be positive");
         goto done;
     }
-    for (Py_ssize_t r = 0; r < count; r++)
-        if (ranges[3 * r + 2] >= (uint32_t)scripts || ranges[3 * r] > ranges[3 * r + 1] || (r > 0 && ranges[3 * r] <= ranges[3 * r - 2])) {
-            PyErr_Format(PyExc_ValueError, "table range %zd is not sorted, disjoint and of a script below %d", r, scripts);
-            goto done;
-        }
+    if (!script_table_ok(ranges, count, scripts))
+        goto done;
     if ((found = PyMem_Malloc(2 * (size_t)scripts * sizeof(*found))) == NULL) {
         PyErr_NoMemory();
         goto done;
     }
     for (int k = 0; k < scripts; k++)
         found[k] = 0, found[scripts + k] = -1;
-    int kind = PyUnicode_KIND(text);
-    const void *data = PyUnicode_DATA(text);
-    for (Py_ssize_t i = 0, n = PyUnicode_GET_LENGTH(text); i < n; i++) {
-        Py_UCS4 c = PyUnicode_READ(kind, data, i);
-        Py_ssize_t lo = 0, hi = count; /* the first range ending at or after c */
-        while (lo < hi) {
-            Py_ssize_t mid = lo + (hi - lo) / 2;
-            if (ranges[3 * mid + 1] < c)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        if (lo < count && ranges[3 * lo] <= c) {
-            uint32_t k = ranges[3 * lo + 2];
-            if (found[k]++ == 0)
-                found[scripts + k] = i;
-        }
-    }
+    count_scripts(text, ranges, count, scripts, found);
     if ((counts = PyList_New(scripts)) == NULL || (firsts = PyList_New(scripts)) == NULL)
         goto done;
     for (int k = 0; k < scripts; k++) {

@@ -53,9 +53,17 @@ typedef struct {
 } Text;
 
 /* _neardup.c */
+PyObject *int64_bytes(Py_ssize_t count, int64_t **data);
 Py_ssize_t cut_tokens(const Text *t, int64_t *starts, int64_t *ends, uint64_t *hashes, uint8_t *scripts);
 PyObject *fold_text(PyObject *text, const uint8_t *kinds, const uint32_t *folds);
 PyObject *shingle_text(PyObject *fold, const int64_t *starts, const int64_t *ends, Py_ssize_t first, Py_ssize_t n);
+
+/* _neardup_bands.c */
+uint64_t *radix_sort(uint64_t *a, uint64_t *tmp, Py_ssize_t n);
+PyObject *collisions(PyObject *self, PyObject *args);
+
+/* _neardup_agreement.c */
+PyObject *agreement(PyObject *self, PyObject *args);
 
 /* _neardup_field.c */
 PyObject *field_shingles(PyObject *self, PyObject *args);

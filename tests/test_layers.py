@@ -107,6 +107,32 @@ def test_module_and_functions_are_small(name: str) -> None:
     assert long == []
 
 
+def _c_functions(source: str) -> list[tuple[int, int]]:
+    """(first line, line count) of each function defined in a C source: its braces stand alone
+    at the start of a line, after a signature ending in `)`."""
+    lines = source.splitlines()
+    found, start = [], None
+    for number, line in enumerate(lines):
+        if line == "{" and number and lines[number - 1].rstrip().endswith(")"):
+            start = number - 1
+        elif line == "}" and start is not None:
+            found.append((start + 1, number - start + 1))
+            start = None
+    return found
+
+
+C_SOURCES = sorted([*PACKAGE.glob("*.c"), *PACKAGE.glob("*.h")])
+
+
+def test_c_sources_and_their_functions_are_small() -> None:
+    """The extension's files keep the modules' sizes: 400 lines a file, 60 a function."""
+    functions = {path.name: _c_functions(path.read_text(encoding="utf-8")) for path in C_SOURCES if path.suffix == ".c"}
+    assert sum(map(len, functions.values())) > 50, "the C function finder finds too few functions to mean anything"
+    big = [f"{path.name}: {n} lines" for path in C_SOURCES if (n := len(path.read_text(encoding="utf-8").splitlines())) > 400]
+    long = [f"{name}:{first}: {count} lines" for name, found in functions.items() for first, count in found if count > 60]
+    assert big == [] and long == [], big + long
+
+
 def _any_in_signatures(source: str) -> int:
     """How often `Any` appears in the annotations of a module's function signatures."""
     count = 0

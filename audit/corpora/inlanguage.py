@@ -319,6 +319,7 @@ class LanguageView:
     no document is in leaves nothing allowed, and every answer is 0 without a query."""
 
     by = LanguageBy.TABLE
+    exact_lengths = True
 
     def __init__(self, index: TabledIndex, languages: frozenset[str], unknown: bool, documents: frozenset[int] = frozenset()) -> None:
         if index.languages is None:

@@ -40,6 +40,8 @@ class LocalIndex:
     # The same question always gets the same answer (no budget of queries, no network), so a
     # signal may keep an answer for a field it meets again.
     answers_repeat = True
+    # Its longest matches are searched, not derived from counts: a policy's questions change nothing.
+    exact_lengths = True
 
     def __init__(self, path: Path, name: str | None = None, neardup_redis: str | None = None) -> None:
         self.path = Path(path)

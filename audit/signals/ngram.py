@@ -67,7 +67,9 @@ def measure(corpus: Corpus, field: FieldText, config: NgramConfig, rules: Sequen
     that only stand beside another count's, as `any_language`, need neither)."""
     text, script, size, shared = field.text, field.script, field.size, field.shared
     asked_before = budget.asked
-    found = FieldMatch.of(text, corpus.match_lengths(text, questions_for(rules, text, size, budget)))
+    # A backend that searches its longest matches (`exact_lengths`) has no use for the questions.
+    questions = None if getattr(corpus, "exact_lengths", False) else questions_for(rules, text, size, budget)
+    found = FieldMatch.of(text, corpus.match_lengths(text, questions))
     match = found if shared is None else without_shared(found, shared)
     start, length = match.longest
     counts = (0, 0) if field.whole else corpus.count_range(text)
