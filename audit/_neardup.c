@@ -26,6 +26,7 @@ PyObject *int64_bytes(Py_ssize_t count, int64_t **data)
         *data = (int64_t *)PyByteArray_AS_STRING(out);
     return out;
 }
+
 /* Cut `t` into tokens (a run of word characters, or one unsegmented-script character) and hash
  * each: the sum of (folded code point + 1) x powers[position in token, at most 63], xor its
  * length times the mixing constant, through MurmurHash3's finaliser.  Returns the count, or -1
