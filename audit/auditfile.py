@@ -29,6 +29,7 @@ from audit.errors import special_kind
 from audit.items import Item
 from audit.outputs import BodyStream, atomic_write_parts
 from audit.records import AuditManifest, ExposureRecord, Json, JsonObject
+from audit.recordview import RecordView
 
 SCHEMA_VERSION = 4
 READABLE_VERSIONS = (1, 2, 3, 4)
@@ -83,12 +84,13 @@ class AuditStream:
     and digest are kept, and `finish` puts the manifest before them in one atomic write, so
     memory stays flat however long the benchmark, and the target is never a partial file."""
 
-    def __init__(self, path: Path, also: Callable[[bytes], None] | None = None) -> None:
+    def __init__(self, path: Path, also: Callable[[bytes, list[RecordView] | None], None] | None = None) -> None:
         self.path = Path(path)
         self.count = 0
         self._digest = hashlib.sha256()
         self._body = BodyStream(self.path)
-        # Handed each block of lines once written (the report reading them as they come).
+        # Handed each block of lines once written, with their views when the workers made them
+        # (the report reading them as they come).
         self._also = also
 
     def __enter__(self) -> AuditStream:
@@ -98,13 +100,13 @@ class AuditStream:
     def __exit__(self, *exc: object) -> None:
         self._body.__exit__(*exc)
 
-    def add(self, lines: bytes, count: int) -> None:
-        """`count` records, as `record_lines` makes them."""
+    def add(self, lines: bytes, count: int, views: list[RecordView] | None = None) -> None:
+        """`count` records, as `record_lines` makes them, and their `views` when made."""
         self._digest.update(lines)
         self._body.write(lines)
         self.count += count
         if self._also is not None:
-            self._also(lines)
+            self._also(lines, views)
 
     def finish(self, manifest: AuditManifest | JsonObject) -> AuditFile:
         """The file in place, returned with its records read from disk when iterated."""

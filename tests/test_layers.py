@@ -20,7 +20,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("index", ("audit.index", "audit.neardup")),
     ("sources", ("audit.corpora", "audit.links", "audit.probes")),
     ("signals and policy", ("audit.signals", "audit.policy", "audit.policyfile", "audit.rules", "audit.exposure", "audit.langupgrade")),
-    ("audit file", ("audit.records", "audit.auditschema", "audit.auditacross", "audit.auditlines", "audit.auditfile", "audit.auditscan", "audit.result")),
+    ("audit file", ("audit.records", "audit.recordview", "audit.auditschema", "audit.auditacross", "audit.auditlines", "audit.auditfile", "audit.auditscan", "audit.result")),
     ("run", ("audit.run", "audit.check")),
     ("consumers", ("audit.filter", "audit.report", "audit.evaluate")),
     ("shells", ("audit.cli", "audit.server", "audit.__main__", "audit")),

@@ -2,18 +2,24 @@
 the pass over the file, and never a cause of a lost check."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 import audit.report.render as render
-from audit.auditfile import AuditStream, read_audit, record_lines
+from audit.auditfile import AuditStream, as_written, read_audit, record_lines
+from audit.auditlines import json_line
 from audit.cli import main
+from audit.evidence import Evidence
+from audit.exposure import Knowledge, Membership
 from audit.policyfile import load_policy
 from audit.readers import load_benchmark
+from audit.records import ExposureRecord
+from audit.recordview import Views
 from audit.report.aswritten import ReadAsWritten
-from audit.report.build import read_records
+from audit.report.build import READ_WHOLE, read_records
 from audit.report.render import write_report
 from audit.run import AuditRequest, run_audit
 
@@ -105,3 +111,56 @@ def test_a_pass_under_another_policy_or_short_of_lines_gives_nothing(planted_aud
     idle = ReadAsWritten()
     idle.add(record_lines(records[:1]))
     assert idle.read(written) is None
+
+
+def _with_every_kind(record: ExposureRecord, k: int) -> ExposureRecord:
+    """The record with the evidence the report's sections read whole: a Wikipedia article in a
+    target language (the premise), a self-summary the judge read (the judge's calibration) and
+    membership scores, and what the model knows and its membership verdict."""
+    record.evidence += [
+        Evidence("langlinks", "wikipedia", "article", figures={"article": True, "title": f"T{k}", "url": f"https://x.org/{k}", "existed": k % 3 == 0,
+                                                               "created": "2019-01-01", "as_of": "2024-01-01", "item_article": f"I{k}"}),
+        Evidence("probe", "tiny", "summary", figures={"judge": ("known", "not_known", "?")[k % 3], "answer_recall": (k % 4) / 3, "chrf": k / 10},
+                 provenance=[{"judge": "known", "reply": "<b>x</b>"}]),
+        Evidence("membership", "tiny", "question", figures={"loss": 1.0 + k / 7, "zlib": 0.5, "min_k": -k / 5}),
+    ]  # fmt: skip
+    record.knowledge = (Knowledge.KNOWN, Knowledge.NOT_KNOWN)[k % 2]
+    record.membership = (Membership.MEMBER, Membership.NON_MEMBER)[k % 2]
+    return record
+
+
+def _report_of_views(planted_audit, out: Path, whole: frozenset[str]) -> dict[str, bytes]:
+    audit = read_audit(planted_audit["audit"])
+    records = [_with_every_kind(ExposureRecord.from_dict(line), k) for k, line in enumerate(audit.records)]
+    manifest = {k: v for k, v in audit.manifest.items() if k not in ("record", "schema_version", "records", "records_sha256")}
+    manifest["signals"] = [*manifest["signals"], "membership"]
+    policy = load_policy(None)
+    as_written_pass = ReadAsWritten()
+    as_written_pass.start(policy)
+    views = Views(policy, whole)
+    with AuditStream(out / "v.audit.jsonl", as_written_pass.add) as stream:
+        for block in (records[:7], records[7:]):
+            written = [as_written(record) for record in block]
+            stream.add(b"".join(map(json_line, written)), len(block), [views.view(r, w) for r, w in zip(block, written, strict=True)])
+        audit_file = stream.finish(manifest)
+    read = as_written_pass.read(audit_file)
+    assert read is not None and as_written_pass.failed is None
+    items = load_benchmark(planted_audit["bench"]).items
+    write_report(out / "as-written", audit_file, "v.audit.jsonl", items, read=read)
+    write_report(out / "from-file", audit_file, "v.audit.jsonl", items)
+    return {"as-written": _files(out / "as-written"), "from-file": _files(out / "from-file")}
+
+
+def test_views_made_where_the_records_are_give_the_report_of_their_lines(planted_audit, tmp_path: Path):
+    """A worker's views of its records (the evidence the sections read kept whole, the rest
+    judged there) give the report the file gives, premise, calibration and membership too."""
+    made = _report_of_views(planted_audit, tmp_path, READ_WHOLE)
+    assert len(made["from-file"]) > 10 and made["as-written"] == made["from-file"]
+    report = json.loads(made["from-file"]["report.json"])
+    assert report["premise"]["total"]["fails"] > 0
+    assert report["knowledge"]["calibration"]["verdicts"]["known"]["summaries"] > 0
+    assert report["membership"]["calibration"]["fields"]["question"]
+    # Views that keep nothing whole lose what the sections read: the test can tell.
+    (tmp_path / "none").mkdir()
+    lost = _report_of_views(planted_audit, tmp_path / "none", frozenset())
+    assert lost["as-written"] != lost["from-file"]

@@ -20,9 +20,10 @@ from itertools import combinations
 from audit.auditfile import AuditFile
 from audit.errors import AuditError
 from audit.evidence import Evidence, EvidenceError, Json
-from audit.exposure import SEEN, UNKNOWN, UNSEEN, Knowledge, Membership, decide, exposure_of, said_alone
+from audit.exposure import SEEN, UNKNOWN, UNSEEN, Knowledge, Membership, decide, exposure_of
 from audit.labels import LabelTable, Variants
 from audit.policyfile import compile_policy
+from audit.recordview import Piece, RecordView, pieces
 from audit.rules import Outcome
 from audit.signals import KNOWLEDGE_SIGNALS, MODEL_SIGNALS
 
@@ -154,6 +155,17 @@ class ExposureReader:
 
     def add(self, record: dict[str, Json], number: int) -> tuple[str, str]:
         """Judge one record (`number` is its line, for errors); returns its (item id, language)."""
+        pair = self._numbered(record, number)
+        entries = [_evidence(entry, number) for entry in record.get("evidence") or []]
+        self._judge(pair, pieces(entries, self.policy))
+        return str(record["item_id"]), str(record["lang"])
+
+    def add_view(self, view: RecordView, number: int) -> None:
+        """`add` of a record whose evidence its worker judged (`audit.recordview`)."""
+        self._judge(self._numbered(view.record, number), view.pieces)
+
+    def _numbered(self, record: dict[str, Json], number: int) -> tuple[int, int]:
+        """The record's tags set at its (item, language) numbers, which are returned."""
         item_id, lang = _text(record, "item_id", number), _text(record, "lang", number)
         exposure = record.get("exposure")
         if exposure not in STRATA:
@@ -172,14 +184,15 @@ class ExposureReader:
             if member not in MEMBERSHIP_STRATA:
                 raise ExposureError(f"audit record {number}: field 'membership': expected one of {', '.join(MEMBERSHIP_STRATA)} or null, got {member!r}")
             self.membership.set(*pair, member)
-        entries = [_evidence(entry, number) for entry in record.get("evidence") or []]
-        self.models.update(dict.fromkeys(e.signal for e in entries if e.signal in KNOWLEDGE_SIGNALS))
-        corpus = [e for e in entries if e.signal not in MODEL_SIGNALS]
-        # Each piece is judged once; a signal's (a source's) tag is then that of its pieces.
-        said = [said_alone(self.policy, e) for e in corpus] if self.policy is not None else None
-        self._judge_alone(pair, [e.signal for e in corpus], said, self.found_signals, self.own_signal)
-        self._judge_alone(pair, [e.source for e in corpus], said, self.found_sources, self.own_source)
-        return item_id, lang
+        return pair
+
+    def _judge(self, pair: tuple[int, int], found: list[Piece]) -> None:
+        """Each signal's (each source's) tag of the variant, from what its pieces say alone."""
+        self.models.update(dict.fromkeys(piece.signal for piece in found if piece.signal in KNOWLEDGE_SIGNALS))
+        corpus = [piece for piece in found if piece.signal not in MODEL_SIGNALS]
+        said = [piece.said for piece in corpus] if self.policy is not None else None
+        self._judge_alone(pair, [piece.signal for piece in corpus], said, self.found_signals, self.own_signal)
+        self._judge_alone(pair, [piece.source for piece in corpus], said, self.found_sources, self.own_source)
 
     def _judge_alone(self, pair: tuple[int, int], names: list[str], said: list[Outcome | None] | None, found: dict[str, None], own: dict[str, Labels]) -> None:
         found.update(dict.fromkeys(names))

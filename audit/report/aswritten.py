@@ -16,7 +16,8 @@ from audit.auditfile import AuditFile, StoredRecords
 from audit.evaluate.stratify import ExposureError
 from audit.policyfile import Policy
 from audit.records import JsonObject
-from audit.report.build import ReadAudit, RecordsReading
+from audit.recordview import RecordView, Views
+from audit.report.build import READ_WHOLE, ReadAudit, RecordsReading
 
 
 class ReadAsWritten:
@@ -29,23 +30,32 @@ class ReadAsWritten:
         self._number = 2
         self.failed: str | None = None
 
-    def start(self, policy: Policy) -> None:
-        """Before the first line: the policy the records are decided under."""
+    def start(self, policy: Policy) -> Views:
+        """Before the first line: the policy the records are decided under; returns how the
+        workers are to make the records' views, which then come with their lines."""
         self._settings = policy.settings
         self._reading = RecordsReading({"policy": {"settings": policy.settings}}, None)
+        return Views(policy, READ_WHOLE)
 
-    def add(self, lines: bytes) -> None:
-        """A block of lines as written.  A line that cannot be read stops the pass (the file
-        is then read by the report, which names what is wrong) but never the check."""
+    def add(self, lines: bytes, views: list[RecordView] | None = None) -> None:
+        """A block of lines as written, with their `views` when the workers made them (else each
+        line is parsed).  A line that cannot be read stops the pass (the file is then read by
+        the report, which names what is wrong) but never the check."""
         reading = self._reading
         if reading is None or self.failed is not None:
             return
         at, number = self._at, self._number
         try:
-            for line in lines.splitlines(keepends=True):
-                reading.add(orjson.loads(line), (at, len(line)), number)
-                at += len(line)
-                number += 1
+            count, start = lines.count(b"\n"), 0
+            if views is not None and len(views) != count:
+                raise ValueError(f"{len(views)} views for {count} lines")
+            for k in range(count):
+                end = lines.index(b"\n", start) + 1
+                if views is None:
+                    reading.add(orjson.loads(lines[start:end]), (at, end - start), number)
+                else:
+                    reading.add_view(views[k], (at, end - start), number)
+                at, start, number = at + end - start, end, number + 1
         except Exception as error:
             self.failed = f"line {number}: {type(error).__name__}: {error}"
         self._at, self._number = at, number

@@ -12,13 +12,18 @@ from audit.evaluate.stratify import KNOWLEDGE_STRATA, KNOWN, NOT_KNOWN, STRATA, 
 from audit.labels import LabelTable, Variants
 from audit.probes.judge import UNPARSED
 from audit.records import JsonObject
+from audit.recordview import RecordView
 from audit.report.itemrecords import ItemRecords
 from audit.report.itemrows import ItemRows
 from audit.report.membership import MembershipScores
 from audit.report.premise import Premise
+from audit.signals import langlinks_spec, membership_spec
 from audit.signals import probe_spec as probe
 
 VERDICTS = (KNOWN, NOT_KNOWN, UNPARSED)
+# The signals whose evidence the sections read (the premise, the judge's calibration, the
+# membership scores): a record's view keeps theirs as written, and only judges the others'.
+READ_WHOLE = frozenset({langlinks_spec.NAME, probe.NAME, membership_spec.NAME})
 # Answer recall of the self-summaries, in the bands the calibration table counts.
 RECALL_BANDS = ("0", "(0, 0.5)", "[0.5, 1)", "1")
 
@@ -208,6 +213,14 @@ class RecordsReading:
     def add(self, record: JsonObject, where: tuple[int, int] | JsonObject, number: int) -> None:
         """One record, `number` its line in the file (for errors)."""
         self.reader.add(record, number)
+        self._sections(record, where)
+
+    def add_view(self, view: RecordView, where: tuple[int, int], number: int) -> None:
+        """`add` of a record's view, made where the record was (`audit.recordview`)."""
+        self.reader.add_view(view, number)
+        self._sections(view.record, where)
+
+    def _sections(self, record: JsonObject, where: tuple[int, int] | JsonObject) -> None:
         for section in (self.rows, self.elsewhere, self.judged, self.premise, self.scores):
             section.add(record)
         self.records.keep(record["item_id"], where)

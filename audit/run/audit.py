@@ -26,6 +26,7 @@ from audit.outputs import OutputError, check_file_target
 from audit.policyfile import Policy
 from audit.ranges import check_workers
 from audit.readers import ReadOptions, load_benchmark
+from audit.recordview import RecordView, Views
 from audit.run.check import ItemWork
 from audit.run.executors import choose_executor
 from audit.run.manifest import Checked, audit_manifest
@@ -98,11 +99,12 @@ def preflight(request: AuditRequest) -> Executor:
 
 
 class LinesReader(Protocol):
-    """Reads the audit's record lines as they are written (the report's pass, made meanwhile)."""
+    """Reads the audit's record lines as they are written (the report's pass, made meanwhile);
+    `start` says how the workers are to make the records' views, which come with their lines."""
 
-    def start(self, policy: Policy) -> None: ...
+    def start(self, policy: Policy) -> Views | None: ...
 
-    def add(self, lines: bytes) -> None: ...
+    def add(self, lines: bytes, views: list[RecordView] | None = None) -> None: ...
 
 
 def run_audit(
@@ -117,10 +119,9 @@ def run_audit(
     progress.read(reading.report)
     planned = open_sources(request, opener, reading, progress)
     prepare(planned.runners, reading, progress)
-    if lines is not None:
-        lines.start(reading.policy)
+    views = lines.start(reading.policy) if lines is not None else None
     with AuditStream(request.target, lines.add if lines is not None else None) as stream:
-        checked = check(request, where, opener, reading, planned, progress, stream)
+        checked = check(request, where, opener, reading, planned, progress, stream, views)
         for line in budget_stops(planned.sources):
             progress.note(Note(NoteKind.NOTE, line))
         manifest = audit_manifest(command or ["audit.check", str(request.benchmark)], reading.report, request.benchmark, checked, reading.policy, reading.langs)
@@ -206,19 +207,22 @@ def prepare(runners: Sequence[Runner], reading: Reading, progress: Progress) -> 
             runner.prepare(reading.report.items, reading.langs, step)
 
 
-def check(request: AuditRequest, where: Executor, opener: Opener, reading: Reading, planned: Planned, progress: Progress, stream: AuditStream) -> Checked:
+def check(
+    request: AuditRequest, where: Executor, opener: Opener, reading: Reading, planned: Planned, progress: Progress, stream: AuditStream, views: Views | None = None
+) -> Checked:
     """Every item checked where the one executor chosen here runs it, its records written to
-    `stream` as they come, in order; what the manifest needs is kept, not the records."""
+    `stream` as they come, in order, with their `views` when asked; what the manifest needs is
+    kept, not the records."""
     total = variants(reading)
     sources = planned.sources
     workers, clamped = check_workers(request.workers, total, remote=bool(sources) and len(api_clients(sources)) == len(sources))
     if clamped:
         progress.note(Note(NoteKind.NOTE, clamped))
-    executor = choose_executor(where, workers, ItemWork(planned.runners, reading.policy, reading.langs), sources, reading.report.items, fork=opener.fork)
+    executor = choose_executor(where, workers, ItemWork(planned.runners, reading.policy, reading.langs, views=views), sources, reading.report.items, fork=opener.fork)
     description = f"checking against {', '.join(s.info.name for s in sources)}{executor.where}"
     tally = Tally()
     with spaced_collections(), executor, progress.checking(description, total, planned.clients) as advance:
         for outcome in executor.checked(reading.report.items, advance):
-            stream.add(outcome.lines, outcome.variants)
+            stream.add(outcome.lines, outcome.variants, outcome.views)
             tally.merge(outcome.tally)
     return Checked([s.info for s in planned.sources], planned.runs, planned.links, request.as_of, planned.prober, executor.recorded, tally)

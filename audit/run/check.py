@@ -12,12 +12,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from audit.auditfile import record_lines
+from audit.auditfile import as_written, record_lines
+from audit.auditlines import json_line
 from audit.evidence import Evidence
 from audit.exposure import decide, decide_knowledge, decide_membership, item_exposure, seen_in
 from audit.items import Item
 from audit.policyfile import Policy
 from audit.records import ExposureRecord
+from audit.recordview import RecordView, Views
 from audit.run.summary import Tally
 from audit.signals import Runner
 
@@ -36,24 +38,28 @@ def decided(item: Item, lang: str, evidence: list[Evidence], policy: Policy) -> 
 @dataclass(frozen=True)
 class ItemOutcome:
     """One item's outcome: its records as the audit file's lines, how many, and their tally;
-    the records themselves only when the caller asked to keep them."""
+    the records themselves only when the caller asked to keep them, and their views for the
+    report's pass only when it asked for those."""
 
     lines: bytes
     variants: int
     tally: Tally
     records: list[ExposureRecord] | None = None
+    views: list[RecordView] | None = None
 
 
 @dataclass(frozen=True)
 class ItemWork:
     """What checking an item takes: the runners, the policy deciding, the languages checked
     (None: all; the others stay on the item, since signals compare a target variant with its
-    source-language text), and whether the records are kept beside their lines."""
+    source-language text), whether the records are kept beside their lines, and how their views
+    for the report's pass are made (None: none are)."""
 
     runners: Sequence[Runner]
     policy: Policy
     langs: list[str] | None = None
     keep: bool = False
+    views: Views | None = None
 
     def languages(self, item: Item) -> list[str]:
         return [lang for lang in item.variants if self.langs is None or lang in self.langs]
@@ -70,7 +76,12 @@ class ItemWork:
             found_in = seen_in([r.seen_in_languages for r in records])
             for record in records:
                 record.item_exposure, record.seen_in = summary, found_in
-        return ItemOutcome(record_lines(records), len(records), Tally.of(records), records if self.keep else None)
+        kept = records if self.keep else None
+        if self.views is None:
+            return ItemOutcome(record_lines(records), len(records), Tally.of(records), kept)
+        written = [as_written(record) for record in records]
+        views = [self.views.view(record, line) for record, line in zip(records, written, strict=True)]
+        return ItemOutcome(b"".join(map(json_line, written)), len(records), Tally.of(records), kept, views)
 
     def __call__(self, item: Item) -> ItemOutcome:
         return self.finish(item, [self.gather(item, lang) for lang in self.languages(item)])
