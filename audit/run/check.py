@@ -13,7 +13,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from audit.auditfile import as_written, record_lines
-from audit.auditlines import json_line
 from audit.evidence import Evidence
 from audit.exposure import decide, decide_knowledge, decide_membership, item_exposure, seen_in
 from audit.items import Item
@@ -81,7 +80,7 @@ class ItemWork:
             return ItemOutcome(record_lines(records), len(records), Tally.of(records), kept)
         written = [as_written(record) for record in records]
         views = [self.views.view(record, line) for record, line in zip(records, written, strict=True)]
-        return ItemOutcome(b"".join(map(json_line, written)), len(records), Tally.of(records), kept, views)
+        return ItemOutcome(record_lines(written), len(records), Tally.of(records), kept, views)
 
     def __call__(self, item: Item) -> ItemOutcome:
         return self.finish(item, [self.gather(item, lang) for lang in self.languages(item)])
