@@ -3,7 +3,8 @@
  * each step cost a Python call per band, per shingle size or per token, or a dense matrix.
  *
  * `tokens`, `shingle_keys`: a text's tokens and their hashes, cut in one pass over its code
- * points, and the key of the shingle starting at each token.  `sliding_min`: a field's chunk
+ * points, and the key of the shingle starting at each token.  `permuted`: each position's
+ * affine32 hash values.  `sliding_min`: a field's chunk
  * signatures, the minimum of every window of permuted shingle hashes.  The module's other
  * functions are in their own files: `collisions` (_neardup_bands.c), the LSH candidates of a
  * field; `agreement` (_neardup_agreement.c), how many signature positions each candidate
@@ -280,6 +281,40 @@ done:
     return result;
 }
 
+/* permuted(hashes, valid, a, b) -> bytes of uint32, positions x perm: datasketch's affine32
+ * values of each position's shingle hash, a * fmix32(h) + b (mod 2^32), and the maximum where
+ * no shingle starts (`valid` 0), without the positions x perm temporaries numpy makes. */
+static PyObject *permuted(PyObject *self, PyObject *args)
+{
+    Py_buffer hashes, valid, a, b;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*", &hashes, &valid, &a, &b))
+        return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t rows = hashes.len / 4, perm = a.len / 4;
+    if (hashes.itemsize != 4 || valid.len != rows || a.itemsize != 4 || b.itemsize != 4 || b.len != a.len || perm < 1) {
+        PyErr_SetString(PyExc_ValueError, "permuted needs uint32 hashes, one bool per hash, and uint32 a and b of one length");
+        goto done;
+    }
+    if (!(result = PyByteArray_FromStringAndSize(NULL, rows * perm * 4)))
+        goto done;
+    uint32_t *out = (uint32_t *)PyByteArray_AS_STRING(result);
+    const uint32_t *h = hashes.buf, *pa = a.buf, *pb = b.buf;
+    const uint8_t *ok = valid.buf;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t r = 0; r < rows; r++) {
+        uint32_t f = fmix32(h[r]);
+        for (Py_ssize_t p = 0; p < perm; p++)
+            out[r * perm + p] = ok[r] ? pa[p] * f + pb[p] : UINT32_MAX;
+    }
+    Py_END_ALLOW_THREADS
+done:
+    PyBuffer_Release(&hashes);
+    PyBuffer_Release(&valid);
+    PyBuffer_Release(&a);
+    PyBuffer_Release(&b);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"collisions", collisions, METH_VARARGS,
      "collisions(keys, owners, fences, query, bands, windows, chunks, step) -> (windows, counts): the windows "
@@ -294,6 +329,8 @@ static PyMethodDef methods[] = {
     {"shingle_keys", shingle_keys, METH_VARARGS,
      "shingle_keys(hashes, scripts, sizes, limits) -> (keys, valid): the key of the shingle starting "
      "at each token and whether one starts there (bytes of uint64 and bool)."},
+    {"permuted", permuted, METH_VARARGS,
+     "permuted(hashes, valid, a, b) -> bytes of uint32, positions x perm: a * fmix32(h) + b, the maximum where not valid."},
     {"sliding_min", sliding_min, METH_VARARGS,
      "sliding_min(values, rows, perm, width) -> bytes of uint32: per column, the minimum of every `width` consecutive rows."},
     {"field_shingles", field_shingles, METH_VARARGS,

@@ -29,6 +29,16 @@ static inline uint64_t fmix64(uint64_t h)
     return h ^ (h >> 33);
 }
 
+/* MurmurHash3's 32-bit finaliser, which datasketch's affine32 scheme applies before permuting. */
+static inline uint32_t fmix32(uint32_t h)
+{
+    h ^= h >> 16;
+    h *= 0x85EBCA6BU;
+    h ^= h >> 13;
+    h *= 0xC2B2AE35U;
+    return h ^ (h >> 16);
+}
+
 /* The key of the shingle of k tokens starting at token i (or of none, when `ok` is 0): the token
  * hashes combined as h * MIX + next, xor k, through fmix64. */
 static inline uint64_t shingle_key(const uint64_t *hash, Py_ssize_t i, int64_t k, int ok)

@@ -18,8 +18,10 @@ from audit.index import plants
 from audit.index.build import build_index
 from audit.neardup import NearDuplicateIndex, NearDupParams, add_neardup
 from audit.neardup.family import band_keys
+from audit.neardup.store import WINDOW_DTYPE
 from audit.neardup.tokens import _MIX, _POWERS, _U32, SEPARATOR, WORD, ShingleSizes, _code_points, _fmix64, code_points, shingle_keys, tokenize
-from audit.neardup.verify import FieldShingles, SetAside, field_shingles, sorted_distinct
+from audit.neardup.verify import FieldShingles, SetAside, field_shingles, sorted_distinct, stretches
+from audit.ranges import merged
 from audit.readers import load_benchmark
 
 # Text in a script none of the indexed documents is written in: its chunks meet no window.
@@ -335,6 +337,65 @@ def test_chunk_minima_equal_numpy(index, texts):
         assert np.array_equal(found, np.lib.stride_tricks.sliding_window_view(values, span, axis=0).min(axis=-1))
     with pytest.raises(ValueError, match="sliding_min needs"):
         _neardup.sliding_min(np.zeros((3, 2), dtype=np.uint32), 3, 2, 4)
+
+
+def _stretches_one_by_one(rows: np.ndarray, query_bytes: int) -> list[tuple[int, int, int]]:
+    """Verification's stretches as a loop builds them: each window widened, a document's joined
+    where they overlap or touch, documents in the order their first window comes."""
+    pad = query_bytes + query_bytes // 4 + 64
+    around: dict[int, list[tuple[int, int]]] = {}
+    for document, offset, length in zip(rows["document"].tolist(), rows["offset"].tolist(), rows["length"].tolist(), strict=True):
+        around.setdefault(document, []).append((offset - pad, offset + length + pad))
+    return [(document, max(0, start), end) for document, ranges in around.items() for start, end in merged(ranges)]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_stretches_equal_joining_them_one_by_one(seed):
+    """The stretches verification reads, joined in one sorted pass, are those joined document
+    by document:
+    windows overlapping, touching, apart, at a document's start, documents met again later."""
+    rng = np.random.default_rng(seed)
+    count = int(rng.integers(1, 400))
+    rows = np.zeros(count, dtype=WINDOW_DTYPE)
+    rows["document"] = rng.integers(0, 1 + count // 8, count)
+    rows["offset"] = rng.integers(0, 20_000, count) if seed % 2 else rng.integers(0, 40, count) * 50
+    rows["length"] = rng.integers(0, 300, count)
+    for query_bytes in (0, 37, 400):
+        found = stretches(rows, query_bytes)
+        assert found == _stretches_one_by_one(rows, query_bytes)
+    assert stretches(rows[:0], 10) == []
+    touching = np.zeros(3, dtype=WINDOW_DTYPE)
+    touching["document"], touching["offset"], touching["length"] = [4, 4, 2], [128, 0, 500], [0, 0, 10]
+    assert stretches(touching, 0) == [(4, 0, 192), (2, 436, 574)] == _stretches_one_by_one(touching, 0)
+
+
+def _affine32(hashes: np.ndarray, valid: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """datasketch's affine32 values in numpy: a * fmix32(h) + b (mod 2^32), the maximum where not valid."""
+    h = hashes ^ (hashes >> np.uint32(16))
+    h = h * np.uint32(0x85EBCA6B)
+    h = h ^ (h >> np.uint32(13))
+    h = h * np.uint32(0xC2B2AE35)
+    h = h ^ (h >> np.uint32(16))
+    values = h[:, None] * a[None, :] + b[None, :]
+    values[~valid] = _U32
+    return values
+
+
+def test_permuted_values_equal_numpy(index, texts):
+    """Each position's permuted hash values, computed in C, are numpy's affine32 values of the
+    real shingles of indexed text and of random hashes (every bit pattern of the finaliser)."""
+    family = index.family
+    for text in texts[:30]:
+        shingled = index.shingle(text)
+        assert np.array_equal(family.permuted(shingled.hashes, shingled.valid), _affine32(shingled.hashes, shingled.valid, family._a, family._b))
+    rng = np.random.default_rng(9)
+    hashes, valid = rng.integers(0, 1 << 32, 500, dtype=np.uint32), rng.random(500) < 0.8
+    a, b = rng.integers(0, 1 << 32, 7, dtype=np.uint32), rng.integers(0, 1 << 32, 7, dtype=np.uint32)
+    found = np.frombuffer(_neardup.permuted(hashes, valid, a, b), dtype=np.uint32).reshape(500, 7)
+    assert np.array_equal(found, _affine32(hashes, valid, a, b)) and (found == _U32).sum() >= (~valid).sum() * 7
+    assert len(_neardup.permuted(hashes[:0], valid[:0], a, b)) == 0
+    with pytest.raises(ValueError, match="permuted needs"):
+        _neardup.permuted(hashes, valid[:-1], a, b)
 
 
 @pytest.mark.parametrize("seed", range(4))

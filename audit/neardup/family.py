@@ -10,7 +10,7 @@ import numpy as np
 
 from audit import _neardup
 from audit.neardup.store import NearDupError
-from audit.neardup.tokens import _MIX, _U32, NearDupParams, _fmix32, _fmix64
+from audit.neardup.tokens import _MIX, NearDupParams, _fmix64
 
 # Sketching: both families give one uint32 signature row per set of shingle positions.
 
@@ -48,10 +48,11 @@ class Family:
         }
 
     def permuted(self, hashes: np.ndarray, valid: np.ndarray) -> np.ndarray:
-        """datasketch: every position's permuted hash values (invalid positions at the maximum)."""
-        values = _fmix32(hashes)[:, None] * self._a[None, :] + self._b[None, :]
-        values[~valid] = _U32
-        return values
+        """datasketch: every position's permuted hash values (invalid positions at the maximum),
+        in one compiled pass (`audit._neardup.permuted`)."""
+        hashes = np.ascontiguousarray(hashes, dtype=np.uint32)
+        found = _neardup.permuted(hashes, np.ascontiguousarray(valid, dtype=bool), self._a, self._b)
+        return np.frombuffer(found, dtype=np.uint32).reshape(len(hashes), self.params.num_perm)
 
     def _rensa_ranges(self, hashes: np.ndarray, valid: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
         if not len(starts):

@@ -73,15 +73,6 @@ def _fmix64(h: np.ndarray) -> np.ndarray:
     return h ^ (h >> np.uint64(33))
 
 
-def _fmix32(h: np.ndarray) -> np.ndarray:
-    """MurmurHash3's 32-bit finaliser, which datasketch's affine32 scheme applies before permuting."""
-    h = h ^ (h >> np.uint32(16))
-    h = h * np.uint32(0x85EBCA6B)
-    h = h ^ (h >> np.uint32(13))
-    h = h * np.uint32(0xC2B2AE35)
-    return h ^ (h >> np.uint32(16))
-
-
 @dataclass(frozen=True)
 class Tokens:
     """Tokens of a text: character start and end, a 64-bit hash of the case-folded token, and

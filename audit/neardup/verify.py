@@ -17,7 +17,6 @@ import numpy as np
 from audit import _spans
 from audit.neardup.source import Texts
 from audit.neardup.tokens import Shingled, Tokens, field_cut, shingle_regions
-from audit.ranges import merged
 
 # Shingle texts of a match kept for its provenance.
 MATCHED_SHOWN = 5
@@ -147,6 +146,45 @@ def _shingle_regions(raws: list[bytes], sizes: np.ndarray, shingles: FieldShingl
     )  # fmt: skip
 
 
+def stretches(rows: np.ndarray, query_bytes: int) -> list[tuple[int, int, int]]:
+    """The stretches of text around candidate windows (`rows` of the window table) that
+    verification reads, as (document, start, end): each window widened by the field's length
+    and a quarter more, overlapping or touching ones of a document joined, documents in the
+    order their first window comes, each one's stretches in order.  One sort and one pass over
+    a field's few dozen windows."""
+    pad = query_bytes + query_bytes // 4 + 64
+    documents = rows["document"].tolist()
+    rank = {document: n for n, document in enumerate(dict.fromkeys(documents))}
+    offsets, lengths = rows["offset"].tolist(), rows["length"].tolist()
+    windows = sorted((rank[document], offset - pad, offset + length + pad, document) for document, offset, length in zip(documents, offsets, lengths, strict=True))
+    joined: list[list[int]] = []
+    for _, low, high, document in windows:
+        if joined and joined[-1][0] == document and low <= joined[-1][2]:
+            joined[-1][2] = max(joined[-1][2], high)
+        else:
+            joined.append([document, low, high])
+    return [(document, max(0, low), high) for document, low, high in joined]
+
+
+def _counted(allowed: Callable[[int], bool] | None, documents: list[int]) -> dict[int, bool]:
+    """Whether each of `documents` counts, asked of all at once when `allowed` can (`many`)."""
+    distinct = list(dict.fromkeys(documents))
+    if allowed is None:
+        return dict.fromkeys(distinct, True)
+    many = getattr(allowed, "many", None)
+    if many is not None:
+        return dict(zip(distinct, np.asarray(many(np.array(distinct, dtype=np.int64)), dtype=bool).tolist(), strict=True))
+    return {document: bool(allowed(document)) for document in distinct}
+
+
+def _floors(best: dict[int, Match], ok: dict[int, bool], limit: int) -> tuple[int, int]:
+    """The count a stretch must beat to place its document among the `limit` best of all
+    documents, and of the counted ones (-1 while fewer are held)."""
+    every = sorted((m.shingles for m in best.values()), reverse=True)
+    counted = sorted((m.shingles for d, m in best.items() if ok[d]), reverse=True)
+    return (every[limit - 1] if len(every) >= limit else -1), (counted[limit - 1] if len(counted) >= limit else -1)
+
+
 def verify(
     corpus: Texts,
     rows: np.ndarray,
@@ -163,34 +201,27 @@ def verify(
     document among the `limit` best of all documents, or of the `allowed` ones, or reach
     `reach` shingles; so those three lists are what searching every stretch gives.  Among
     equal spans of a document, the first searched is kept."""
-    pad = query_bytes + query_bytes // 4 + 64
-    around: dict[int, list[tuple[int, int]]] = {}
-    for document, offset, length in zip(rows["document"].tolist(), rows["offset"].tolist(), rows["length"].tolist(), strict=True):
-        around.setdefault(document, []).append((offset - pad, offset + length + pad))
-    spans = [(document, max(0, start), end) for document, ranges in around.items() for start, end in merged(ranges)]
+    spans = stretches(rows, query_bytes)
+    documents, starts = [span[0] for span in spans], [span[1] for span in spans]
+    ok = _counted(allowed, documents)
     shingled = _shingle_regions(corpus.text_spans(spans), sizes, shingles)
     bounds = shingled.bounds
     best: dict[int, Match] = {}
+    floors = (-1, -1)
     for number in np.argsort(-bounds, kind="stable").tolist():
-        bound = int(bounds[number])
-        document = spans[number][0]
-        ok = allowed is None or allowed(document)
-        wanted_any, wanted_allowed = _could_place(best, bound, limit, None), _could_place(best, bound, limit, allowed)
+        bound, document = int(bounds[number]), documents[number]
+        wanted_any, wanted_allowed = bound > floors[0], bound > floors[1]
         if not bound or (bound < reach and not wanted_any and not wanted_allowed):
             break
-        if bound < reach and not wanted_any and not ok:
+        if bound < reach and not wanted_any and not ok[document]:
             continue
-        region = (document, spans[number][1] + int(shingled.skips[number]), shingled.texts[number])
+        region = (document, starts[number] + int(shingled.skips[number]), shingled.texts[number])
         span = _best_span(shingled, number, region, shingles, sizes)
         held = best.get(document)
         if span is not None and (held is None or (span.containment, span.jaccard) > (held.containment, held.jaccard)):
             best[document] = span
+            floors = _floors(best, ok, limit)
     return best
-
-
-def _could_place(best: dict[int, Match], bound: int, limit: int, allowed: Callable[[int], bool] | None) -> bool:
-    counts = sorted((m.shingles for d, m in best.items() if allowed is None or allowed(d)), reverse=True)
-    return len(counts) < limit or bound > counts[limit - 1]
 
 
 def _best_span(shingled: _Regions, number: int, region: tuple[int, int, str], shingles: FieldShingles, sizes: np.ndarray) -> Match | None:
