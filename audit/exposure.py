@@ -72,11 +72,13 @@ SOURCE_ONLY, TARGET_SEEN, UNSEEN_EVERYWHERE = ItemExposure.SOURCE_ONLY, ItemExpo
 class Decision:
     """A variant's tag and the checks behind it; `seen_in_languages`: the languages whose
     documents hold its text or fact (its own when its own rules fired, and those in which the
-    same rules fire when documents of every language count)."""
+    same rules fire when documents of every language count); `said`: what each piece of the
+    evidence it was decided from says alone (`said_alone`), in its order, None for a model's."""
 
     exposure: Exposure
     decided_by: list[Check] = field(default_factory=list)
     seen_in_languages: list[str] = field(default_factory=list)
+    said: list[Outcome | None] = field(default_factory=list)
 
 
 @dataclass
@@ -100,7 +102,10 @@ def decide(policy: Policy, evidence: list[Evidence], lang: str | None = None) ->
     """Exposure: the rules on the corpus signals' evidence (a model's evidence is left to
     `decide_knowledge`); `lang` is the variant's language, named in `seen_in_languages` when
     its own rules fire on evidence that does not name one."""
-    return _decide(policy, [found for found in evidence if found.signal not in MODEL_SIGNALS], lang)
+    decision = _decide(policy, [found for found in evidence if found.signal not in MODEL_SIGNALS], lang)
+    judged = iter(decision.said)
+    decision.said = [None if found.signal in MODEL_SIGNALS else next(judged) for found in evidence]
+    return decision
 
 
 def decide_knowledge(policy: Policy, evidence: list[Evidence]) -> KnowledgeDecision | None:
@@ -216,13 +221,15 @@ def said_alone(policy: Policy, found: Evidence) -> Outcome | None:
         return None
     if found.status in (FAILED, Status.UNKNOWN):
         return Outcome.UNDECIDED
-    said = None
-    for _, _, outcome, _ in _judged(found, applicable):
-        if outcome is Outcome.FIRED:
+    return _strongest([outcome for _, _, outcome, _ in _judged(found, applicable)])
+
+
+def _strongest(outcomes: list[Outcome]) -> Outcome | None:
+    """What a piece's checks say together: FIRED over UNDECIDED over PASSED; None for no check."""
+    for outcome in (Outcome.FIRED, Outcome.UNDECIDED, Outcome.PASSED):
+        if outcome in outcomes:
             return outcome
-        if said is not Outcome.UNDECIDED:
-            said = outcome
-    return said
+    return None
 
 
 def exposure_of(said: Iterable[Outcome | None]) -> Exposure:
@@ -246,18 +253,22 @@ def _decide(policy: Policy, evidence: list[Evidence], lang: str | None) -> Decis
     figure left undecided (`"status": "bounded"`)."""
     fired, passed, undecided = [], [], []
     seen_in: set[str] = set()
+    said: list[Outcome | None] = []
     for found in evidence:
         applicable = _applicable(policy, found)
         if not applicable:
+            said.append(None)
             continue
         where = {"signal": found.signal, "source": found.source, "field": found.field}
         if "form" in found.figures:
             where["form"] = found.figures["form"]
         if found.status in (FAILED, Status.UNKNOWN):
+            said.append(Outcome.UNDECIDED)
             undecided.append({**where, "status": found.status, "error": found.error})
             continue
-        before = len(fired)
+        before, outcomes = len(fired), []
         for rule, value, outcome, floored in _judged(found, applicable):
+            outcomes.append(outcome)
             check = {**where, "figure": rule.figure, "op": rule.op.value, "value": value, "threshold": rule.value}
             if floored:
                 passed.append(_floor_check(found, rule, check))
@@ -267,15 +278,16 @@ def _decide(policy: Policy, evidence: list[Evidence], lang: str | None) -> Decis
                 passed.append(check)
             else:
                 undecided.append({**check, "status": outcome.value, "bounds": list(found.figures["bounds"][rule.figure])})
+        said.append(_strongest(outcomes))
         seen_in |= _languages_seen(found, applicable, len(fired) > before, lang)
     languages = sorted(seen_in)
     if fired:
-        return Decision(SEEN, fired, languages)
+        return Decision(SEEN, fired, languages, said)
     if undecided:
-        return Decision(UNKNOWN, undecided, languages)
+        return Decision(UNKNOWN, undecided, languages, said)
     if not passed:
-        return Decision(UNKNOWN, [{"reason": "no text that any rule applies to"}], languages)
-    return Decision(UNSEEN, passed, languages)
+        return Decision(UNKNOWN, [{"reason": "no text that any rule applies to"}], languages, said)
+    return Decision(UNSEEN, passed, languages, said)
 
 
 def seen_in(languages: list[list[str] | None]) -> list[str] | None:

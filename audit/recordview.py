@@ -3,10 +3,11 @@
 A check that also writes its report reads every record as it is written
 (`audit.report.aswritten`).  Parsing the lines again there, and judging each piece of evidence
 alone, cost BMLAMA-17's parent 21 s of CPU while it also wrote the file, and the workers waited
-for a core.  A worker holds each record typed, so it hands the parent, beside the lines, a
-`RecordView`: the record as written without the evidence the pass only judges, and what each
-piece of evidence says alone under the policy (`pieces`).  The pass over a file makes the same
-pieces from the lines it parses, so the report is the same whichever way it was read.
+for a core.  A worker holds each record typed, and has just judged each piece of its evidence
+to decide its tag (`Decision.said`), so it hands the parent, beside the lines, a `RecordView`:
+the record as written without the evidence the pass only judges, and what each piece says
+alone.  The pass over a file makes the same pieces from the lines it parses (`pieces`), so the
+report is the same whichever way it was read.
 """
 from __future__ import annotations
 
@@ -47,14 +48,15 @@ class RecordView:
 
 @dataclass(frozen=True)
 class Views:
-    """How a worker makes its records' views: their evidence judged under `policy`, that of the
-    `whole` signals kept as written."""
+    """How a worker makes its records' views: the evidence of the `whole` signals kept as
+    written."""
 
-    policy: Policy
     whole: frozenset[str]
 
-    def view(self, record: ExposureRecord, written: dict[str, Json]) -> RecordView:
-        """`record`'s view; `written` is the record as its line holds it (`as_written`)."""
+    def view(self, record: ExposureRecord, written: dict[str, Json], said: list[Outcome | None]) -> RecordView:
+        """`record`'s view; `written` is the record as its line holds it (`as_written`), `said`
+        what each piece of its evidence says alone, as its tag was decided (`Decision.said`)."""
         entries = written.get("evidence") or []
         kept = [entry for found, entry in zip(record.evidence, entries, strict=True) if found.signal in self.whole]
-        return RecordView({**written, "evidence": kept}, pieces(record.evidence, self.policy))
+        made = [Piece(found.signal, found.source, alone) for found, alone in zip(record.evidence, said, strict=True)]
+        return RecordView({**written, "evidence": kept}, made)

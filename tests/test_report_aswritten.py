@@ -13,7 +13,7 @@ from audit.auditfile import AuditStream, as_written, read_audit, record_lines
 from audit.auditlines import json_line
 from audit.cli import main
 from audit.evidence import Evidence
-from audit.exposure import Knowledge, Membership
+from audit.exposure import Knowledge, Membership, decide
 from audit.policyfile import load_policy
 from audit.readers import load_benchmark
 from audit.records import ExposureRecord
@@ -137,11 +137,11 @@ def _report_of_views(planted_audit, out: Path, whole: frozenset[str]) -> dict[st
     policy = load_policy(None)
     as_written_pass = ReadAsWritten()
     as_written_pass.start(policy)
-    views = Views(policy, whole)
+    views = Views(whole)
     with AuditStream(out / "v.audit.jsonl", as_written_pass.add) as stream:
         for block in (records[:7], records[7:]):
             written = [as_written(record) for record in block]
-            stream.add(b"".join(map(json_line, written)), len(block), [views.view(r, w) for r, w in zip(block, written, strict=True)])
+            stream.add(b"".join(map(json_line, written)), len(block), [views.view(r, w, decide(policy, r.evidence, r.lang).said) for r, w in zip(block, written, strict=True)])
         audit_file = stream.finish(manifest)
     read = as_written_pass.read(audit_file)
     assert read is not None and as_written_pass.failed is None

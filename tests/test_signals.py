@@ -23,7 +23,8 @@ from audit.exposure import SEEN, UNKNOWN, UNSEEN, decide, exposure_of, said_alon
 from audit.index.build import build_index
 from audit.policyfile import Policy, PolicyError, compile_policy, load_policy
 from audit.readers import load_benchmark
-from audit.rules import FieldRules
+from audit.rules import FieldRules, Outcome
+from audit.signals import MODEL_SIGNALS
 from audit.signals.spec import Opening
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -119,15 +120,20 @@ def random_piece(rng: random.Random) -> Evidence:
 
 def test_each_piece_judged_alone_tags_any_group_of_pieces_as_decide_does():
     """The report tags every signal and source of every variant alone from each piece's own
-    outcome; that must be `decide`'s tag of the same pieces, for every kind of evidence."""
+    outcome; that must be `decide`'s tag of the same pieces, for every kind of evidence.  What
+    `decide` hands back per piece (`said`, which a worker's record views carry) is what each
+    piece says alone, a model's piece saying nothing."""
     rng = random.Random(7)
-    tags = set()
+    tags, outcomes = set(), set()
     for _ in range(3000):
         pieces = [random_piece(rng) for _ in range(rng.randint(0, 5))]
-        expected = decide(MIXED, pieces).exposure
-        assert exposure_of(said_alone(MIXED, piece) for piece in pieces) == expected, pieces
-        tags.add(expected)
-    assert tags == {SEEN, UNSEEN, UNKNOWN}
+        decision = decide(MIXED, pieces)
+        alone = [None if piece.signal in MODEL_SIGNALS else said_alone(MIXED, piece) for piece in pieces]
+        assert exposure_of(said_alone(MIXED, piece) for piece in pieces) == decision.exposure, pieces
+        assert decision.said == alone, pieces
+        tags.add(decision.exposure)
+        outcomes |= set(alone)
+    assert tags == {SEEN, UNSEEN, UNKNOWN} and outcomes == {*Outcome, None}
 
 
 def test_a_policy_file_states_every_kind_of_rule(tmp_path: Path):

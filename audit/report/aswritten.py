@@ -35,7 +35,7 @@ class ReadAsWritten:
         workers are to make the records' views, which then come with their lines."""
         self._settings = policy.settings
         self._reading = RecordsReading({"policy": {"settings": policy.settings}}, None)
-        return Views(policy, READ_WHOLE)
+        return Views(READ_WHOLE)
 
     def add(self, lines: bytes, views: list[RecordView] | None = None) -> None:
         """A block of lines as written, with their `views` when the workers made them (else each

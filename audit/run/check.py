@@ -19,19 +19,22 @@ from audit.items import Item
 from audit.policyfile import Policy
 from audit.records import ExposureRecord
 from audit.recordview import RecordView, Views
+from audit.rules import Outcome
 from audit.run.summary import Tally
 from audit.signals import Runner
 
 
-def decided(item: Item, lang: str, evidence: list[Evidence], policy: Policy) -> ExposureRecord:
+def decided(item: Item, lang: str, evidence: list[Evidence], policy: Policy) -> tuple[ExposureRecord, list[Outcome | None]]:
     """One variant's record: its tag and, when a model was probed, what the model knows and
-    what its membership scores say."""
+    what its membership scores say; and what each piece of its evidence says alone, as the
+    tag was decided (`Decision.said`), which the record's view hands the report."""
     variant = item.variants.get(lang)
     field_languages = variant.field_languages if variant is not None else None
-    record = ExposureRecord.decided(item.item_id, lang, item.source_lang, decide(policy, evidence, lang), evidence, decide_knowledge(policy, evidence), field_languages,
+    decision = decide(policy, evidence, lang)
+    record = ExposureRecord.decided(item.item_id, lang, item.source_lang, decision, evidence, decide_knowledge(policy, evidence), field_languages,
                                     decide_membership(policy, evidence, lang))
     record.asked_in = sorted(item.variants)
-    return record
+    return record, decision.said
 
 
 @dataclass(frozen=True)
@@ -69,7 +72,8 @@ class ItemWork:
 
     def finish(self, item: Item, found: Sequence[list[Evidence]]) -> ItemOutcome:
         """The item's variants decided from their evidence (in `languages` order) and summed up."""
-        records = [decided(item, lang, evidence, self.policy) for lang, evidence in zip(self.languages(item), found, strict=True)]
+        made = [decided(item, lang, evidence, self.policy) for lang, evidence in zip(self.languages(item), found, strict=True)]
+        records = [record for record, _ in made]
         if records:
             summary = item_exposure(records[0].source_lang, {r.lang: r.exposure for r in records})
             found_in = seen_in([r.seen_in_languages for r in records])
@@ -79,7 +83,7 @@ class ItemWork:
         if self.views is None:
             return ItemOutcome(record_lines(records), len(records), Tally.of(records), kept)
         written = [as_written(record) for record in records]
-        views = [self.views.view(record, line) for record, line in zip(records, written, strict=True)]
+        views = [self.views.view(record, line, said) for (record, said), line in zip(made, written, strict=True)]
         return ItemOutcome(record_lines(written), len(records), Tally.of(records), kept, views)
 
     def __call__(self, item: Item) -> ItemOutcome:
