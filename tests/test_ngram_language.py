@@ -357,3 +357,27 @@ def test_the_kept_quotations_are_bounded(corpus, monkeypatch):
     for number, text in enumerate(("в 1147", "Юрием 1147", "князем 1147", "в 1147")):
         run(fresh, Item(f"ru-{number}", "ru", {"ru": Variant(question=text)}), "ru", CONFIG)
         assert 1 <= len(view.quoted) <= 2
+
+
+def test_a_field_never_found_whole_is_not_counted_and_its_evidence_stays(corpus, base_rows, monkeypatch):
+    """A field whose longest match from its first character falls short of it occurs nowhere,
+    so its `exact_count` is 0 without counting it: over every document and in a language, the
+    count of real sentences, their openings and names is 0 exactly when the match falls short,
+    and every piece of the signal's evidence is what counting every field gives."""
+    from audit.signals import ngram
+
+    texts = [row["text"] for row in base_rows[::25]] + [row["text"][:24] for row in base_rows[5::25]] + [PT["text"], FI["text"], ES["text"][:40], "Charles Darwin", "1859"]
+    whole = set()
+    for view in (corpus, corpus.in_language(frozenset({"pt"}), unknown=False), corpus.in_language(frozenset({"es"}), unknown=True)):
+        for text in texts:
+            found = view.match_lengths(text)
+            counted = view.count_range(text)
+            assert (counted[1] > 0) == (found.lengths[0] == len(text)) and counted[0] == counted[1], (text, counted)
+            whole.add(counted[1] > 0)
+    assert whole == {True, False}
+    items = [FINNISH, ENGLISH, WALLACE, Item("pt", "pt", {"pt": Variant(question=PT["text"], answer="1859", title="Charles Darwin")})]
+    skipping = [[e.to_dict() for e in run(corpus, item, lang, CONFIG)] for item in items for lang in item.variants]
+    asked = []
+    monkeypatch.setattr(ngram, "_never_whole", lambda found: asked.append(found.text) or False)
+    counting = [[e.to_dict() for e in run(corpus, item, lang, CONFIG)] for item in items for lang in item.variants]
+    assert skipping == counting and len(asked) >= 8
