@@ -351,8 +351,7 @@ def _stretches_one_by_one(rows: np.ndarray, query_bytes: int) -> list[tuple[int,
 
 @pytest.mark.parametrize("seed", range(6))
 def test_stretches_equal_joining_them_one_by_one(seed):
-    """The stretches verification reads, joined in one sorted pass, are those joined document
-    by document:
+    """The stretches verification reads are those joined window by window, document by document:
     windows overlapping, touching, apart, at a document's start, documents met again later."""
     rng = np.random.default_rng(seed)
     count = int(rng.integers(1, 400))

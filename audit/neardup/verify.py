@@ -17,6 +17,7 @@ import numpy as np
 from audit import _spans
 from audit.neardup.source import Texts
 from audit.neardup.tokens import Shingled, Tokens, field_cut, shingle_regions
+from audit.ranges import merged
 
 # Shingle texts of a match kept for its provenance.
 MATCHED_SHOWN = 5
@@ -149,21 +150,13 @@ def _shingle_regions(raws: list[bytes], sizes: np.ndarray, shingles: FieldShingl
 def stretches(rows: np.ndarray, query_bytes: int) -> list[tuple[int, int, int]]:
     """The stretches of text around candidate windows (`rows` of the window table) that
     verification reads, as (document, start, end): each window widened by the field's length
-    and a quarter more, overlapping or touching ones of a document joined, documents in the
-    order their first window comes, each one's stretches in order.  One sort and one pass over
-    a field's few dozen windows."""
+    and a quarter more, overlapping or touching ones of a document joined (`ranges.merged`),
+    documents in the order their first window comes, each one's stretches in order."""
     pad = query_bytes + query_bytes // 4 + 64
-    documents = rows["document"].tolist()
-    rank = {document: n for n, document in enumerate(dict.fromkeys(documents))}
-    offsets, lengths = rows["offset"].tolist(), rows["length"].tolist()
-    windows = sorted((rank[document], offset - pad, offset + length + pad, document) for document, offset, length in zip(documents, offsets, lengths, strict=True))
-    joined: list[list[int]] = []
-    for _, low, high, document in windows:
-        if joined and joined[-1][0] == document and low <= joined[-1][2]:
-            joined[-1][2] = max(joined[-1][2], high)
-        else:
-            joined.append([document, low, high])
-    return [(document, max(0, low), high) for document, low, high in joined]
+    around: dict[int, list[tuple[int, int]]] = {}
+    for document, offset, length in zip(rows["document"].tolist(), rows["offset"].tolist(), rows["length"].tolist(), strict=True):
+        around.setdefault(document, []).append((offset - pad, offset + length + pad))
+    return [(document, max(0, start), end) for document, ranges in around.items() for start, end in merged(ranges)]
 
 
 def counts_of(allowed: Callable[[int], bool], documents: np.ndarray) -> np.ndarray:
