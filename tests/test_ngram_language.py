@@ -381,3 +381,66 @@ def test_a_field_never_found_whole_is_not_counted_and_its_evidence_stays(corpus,
     monkeypatch.setattr(ngram, "_never_whole", lambda found: asked.append(found.text) or False)
     counting = [[e.to_dict() for e in run(corpus, item, lang, CONFIG)] for item in items for lang in item.variants]
     assert skipping == counting and len(asked) >= 8
+
+
+def _searches(monkeypatch, *views) -> list[str]:
+    """The texts each of `views` is asked to search from now on."""
+    asked: list[str] = []
+    for view in views:
+        search = view.match_lengths
+        monkeypatch.setattr(view, "match_lengths", lambda text, questions=None, search=search: asked.append(text) or search(text, questions))
+    return asked
+
+
+def test_a_field_inside_an_earlier_one_takes_its_lengths_from_it(corpus, base_rows, monkeypatch):
+    """A field standing inside one the variant measured before (a cloze item's prompt and answer
+    in its statement) is not searched: its lengths, cut from the container's, are those a
+    search finds, over every document and in a language; a field inside none, or asked of
+    another view, is searched, and so is one whose container's lengths were only bounded."""
+    from audit.corpora import inlanguage
+    from audit.signals.ngram_match import HeldLengths
+
+    views = [corpus, corpus.in_language(frozenset({"pt"}), unknown=False), corpus.in_language(frozenset({"es"}), unknown=True)]
+    sentences = [row["text"] for row in base_rows[::30]] + [PT["text"], ES["text"], MIXED["text"]]
+    parts = lambda s: [s, s[:20], s[7:31], s[-15:], s[len(s) // 2 : len(s) // 2 + 3]]  # noqa: E731
+    truth = {(id(view), text): view.match_lengths(text).lengths for view in views for s in sentences for text in parts(s)}
+    asked = _searches(monkeypatch, *views)
+    for s in sentences:
+        held = HeldLengths()
+        for view in views:
+            for text in parts(s):
+                assert held.match_lengths(view, text).lengths == truth[(id(view), text)], (text, s)
+    assert asked == [s for s in sentences for _ in views]
+    held = HeldLengths()
+    held.match_lengths(views[1], PT["text"])
+    held.match_lengths(views[2], "Charles Darwin")
+    assert asked[-2:] == [PT["text"], "Charles Darwin"]
+    monkeypatch.setattr(inlanguage, "SCAN_CAP", 4)
+    monkeypatch.setattr(inlanguage, "FIRST_LOOK", 2)
+    monkeypatch.setattr(inlanguage, "TEXT_CAP", 0)
+    capped = LocalIndex(corpus.path).in_language(frozenset({"es"}), unknown=False)
+    asked = _searches(monkeypatch, capped)
+    held = HeldLengths()
+    text = "Em 1859, Charles Darwin publicou A Origem das Espécies, o livro que fundou"
+    assert held.match_lengths(capped, text).highest is not None
+    held.match_lengths(capped, text[:30])
+    assert asked == [text, text[:30]]
+
+
+def test_a_cloze_items_evidence_is_what_searching_every_field_gives(corpus, monkeypatch):
+    """The signal's evidence for cloze items, whose prompt and answer stand in the statement,
+    is the same whether the lengths are lent or every field is searched."""
+    from audit.items import ItemKind
+    from audit.signals import ngram_match
+
+    def cloze(item_id: str, sentence: str, answer: str, lang: str) -> Item:
+        return Item(item_id, lang, {lang: Variant(question=sentence.replace(answer, "<mask>", 1), answer=answer, subject="Charles Darwin")}, kind=ItemKind.CLOZE, mask="<mask>")
+
+    items = [cloze("pt", PT["text"], "1859", "pt"), cloze("es", ES["text"], "especies", "es"), cloze("fi", FI["text"], "Lajien synty", "fi")]
+    lent = [[e.to_dict() for e in run(corpus, item, lang, CONFIG)] for item in items for lang in item.variants]
+    asked = []
+    monkeypatch.setattr(ngram_match.HeldLengths, "match_lengths", lambda self, view, text: asked.append(text) or view.match_lengths(text))
+    searched = [[e.to_dict() for e in run(corpus, item, lang, CONFIG)] for item in items for lang in item.variants]
+    assert lent == searched and {"1859", "especies", "Lajien synty"} <= set(asked)
+    prompts = [next(e for e in found if e["field"] == "prompt") for found in lent]
+    assert all(e["figures"]["longest_match_chars"] > 0 for e in prompts)

@@ -23,7 +23,7 @@ from audit.index.doclangs import UNKNOWN
 from audit.items import Item, ItemKind, Variant
 from audit.rules import Rule
 from audit.signals.ngram_language import Scope, any_language, languages_of_entries
-from audit.signals.ngram_match import FieldMatch, FieldText, _ratio, figure_bounds, questions_for, window_figures, without_shared
+from audit.signals.ngram_match import FieldMatch, FieldText, HeldLengths, _ratio, figure_bounds, questions_for, window_figures, without_shared
 from audit.signals.ngram_memo import FieldMemo
 from audit.signals.ngram_pairs import Lookups, cooccurrence_evidence, options_evidence, question_anchors, subject_anchors
 from audit.signals.ngram_spec import NAME, CooccurrenceRules, CoverageFloors, NgramConfig, Rules, TextRules, WindowSizes, fields_for
@@ -69,16 +69,21 @@ def _never_whole(found: FieldMatch) -> bool:
     return bool(found.lengths) and found.most(0) < len(found.text)
 
 
-def measure(corpus: Corpus, field: FieldText, config: NgramConfig, rules: Sequence[Rule], budget: Budget, sourced: bool = True) -> tuple[Evidence, FieldMatch]:
+def measure(
+    corpus: Corpus, field: FieldText, config: NgramConfig, rules: Sequence[Rule], budget: Budget, sourced: bool = True, held: HeldLengths | None = None
+) -> tuple[Evidence, FieldMatch]:
     """One normalised field's figures over whatever documents `corpus` answers for; without
     the documents behind the longest match and the matched spans unless `sourced` (figures
-    that only stand beside another count's, as `any_language`, need neither)."""
+    that only stand beside another count's, as `any_language`, need neither).  `held` lends
+    the lengths of a field this one stands in, where `corpus` searches them exactly."""
     text, script, size, shared = field.text, field.script, field.size, field.shared
     asked_before = budget.asked
     # A backend that searches its longest matches (`exact_lengths`) has no use for the questions.
     exact = getattr(corpus, "exact_lengths", False)
-    questions = None if exact else questions_for(rules, text, size, budget)
-    found = FieldMatch.of(text, corpus.match_lengths(text, questions))
+    if exact:
+        found = FieldMatch.of(text, held.match_lengths(corpus, text) if held is not None else corpus.match_lengths(text))
+    else:
+        found = FieldMatch.of(text, corpus.match_lengths(text, questions_for(rules, text, size, budget)))
     match = found if shared is None else without_shared(found, shared)
     start, length = match.longest
     counts = (0, 0) if field.whole or (exact and _never_whole(found)) else corpus.count_range(text)
@@ -128,11 +133,14 @@ def field_evidence(
     return measured_field(corpus, FieldText.of(name, normalize(raw), lang, sources, config.window_for), config, rules, budget or Budget())
 
 
-def measured_field(corpus: Corpus, field: FieldText, config: NgramConfig, rules: Sequence[Rule], budget: Budget) -> tuple[Evidence, FieldMatch]:
-    """`field_evidence` of a field whose text, language and sharing are worked out."""
+def measured_field(
+    corpus: Corpus, field: FieldText, config: NgramConfig, rules: Sequence[Rule], budget: Budget, held: HeldLengths | None = None
+) -> tuple[Evidence, FieldMatch]:
+    """`field_evidence` of a field whose text, language and sharing are worked out; `held`
+    lends the lengths of the variant's fields measured before (`HeldLengths`)."""
     text, lang = field.text, field.lang
     scope = Scope.of(corpus, lang, config.unknown) if lang is not None else None
-    everywhere, found = measure(corpus, field, config, rules, budget, sourced=scope is None or not scope.restricted)
+    everywhere, found = measure(corpus, field, config, rules, budget, sourced=scope is None or not scope.restricted, held=held)
     if scope is None:
         return everywhere, found
     start = everywhere.figures["longest_match_start"]
@@ -141,7 +149,7 @@ def measured_field(corpus: Corpus, field: FieldText, config: NgramConfig, rules:
         sampled = scope.sample(longest, config.max_occurrences)
         scope = scope.quoting(longest, sampled)
         languages = scope.languages_of(sampled.documents)
-        evidence = measure(scope.view, field, config, rules, budget)[0]
+        evidence = measure(scope.view, field, config, rules, budget, held=held)[0]
         evidence.provenance = [scope.label(entry) for entry in evidence.provenance]
     else:
         evidence = everywhere
@@ -179,10 +187,11 @@ def text_evidence(
     shared: Sequence[str],
     lang: str,
     memo: FieldMemo | None = None,
+    held: HeldLengths | None = None,
 ) -> tuple[list[Evidence], FieldMatch | None]:
     """Evidence for each form of one field (up to `max_forms`), and the first form's match.  A
     field checked in several forms names each form and carries its text.  With a `memo`, a
-    form measured before is copied from it."""
+    form measured before is copied from it; `held` lends the lengths of the variant's fields."""
     if not checked.forms:
         return [Evidence(signal=NAME, source=corpus.info.name, field=checked.field, status=ABSENT)], None
     results, first = [], None
@@ -190,7 +199,7 @@ def text_evidence(
     for form in checked.forms[: config.max_forms]:
         try:
             field = FieldText.of(checked.field, normalize(form.text), lang, shared, config.window_for)
-            measured = partial(measured_field, corpus, field, config, rules, budget)
+            measured = partial(measured_field, corpus, field, config, rules, budget, held)
             evidence, match = measured() if memo is None else memo.measured(field, budget, measured)
         except _CORPUS_ERRORS as error:
             results.append(_failed(corpus, checked.field, error, form if labelled else None))
@@ -244,12 +253,12 @@ def run(corpus: Corpus, item: Item, lang: str, config: NgramConfig, rules: Mappi
     for earlier variants (only for a corpus whose answers depend on the question alone)."""
     results: list[Evidence] = []
     matches: dict[str, FieldMatch | None] = {}
-    budget = Budget()
+    budget, held = Budget(), HeldLengths()
     shared = forms.source_texts(item, lang)
     variant = item.variants[lang]
     for checked in forms.text_fields(item, lang):
         rules_here = (rules or {}).get(checked.field, ())
-        found, matches[checked.field] = text_evidence(corpus, checked, config, rules_here, budget, shared, field_language(variant, checked.field, lang), memo)
+        found, matches[checked.field] = text_evidence(corpus, checked, config, rules_here, budget, shared, field_language(variant, checked.field, lang), memo, held)
         results += found
     return results + pair_evidence(corpus, item, lang, matches.get(forms.QUESTION), shared, config)
 

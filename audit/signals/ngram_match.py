@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from audit.corpora.base import Budget, CoverageSample, MatchLengths, MatchQuestions
+from audit.corpora.base import Budget, Corpus, CoverageSample, MatchLengths, MatchQuestions
 from audit.evidence import Json
 from audit.rules import Op, Rule
 from audit.text import dominant_script, windows
@@ -70,6 +70,30 @@ class FieldMatch:
                         spans.append((start, start + length))
                     furthest = start + length
         return sorted(spans, key=lambda s: (s[0] - s[1], s[0]))
+
+
+class HeldLengths:
+    """The exact longest matches one variant's fields found, per corpus (or language view)
+    asked.  A field standing inside an earlier one (BMLAMA-17's prompt and answer in its
+    statement) takes its lengths from it: its match at each character is the container's at
+    the same place, cut at the field's end, since every prefix of a held string is held.  A
+    container whose lengths were only bounded lends none, so the lengths lent are the exact
+    ones a search of the field would find."""
+
+    def __init__(self) -> None:
+        self._found: list[tuple[Corpus, str, list[int]]] = []
+
+    def match_lengths(self, corpus: Corpus, text: str) -> MatchLengths:
+        """`corpus.match_lengths(text)`, from a held container where one holds `text`."""
+        for asked, held, lengths in self._found:
+            at = held.find(text) if asked is corpus else -1
+            if at >= 0:
+                end = at + len(text)
+                return MatchLengths([min(length, end - i) for i, length in enumerate(lengths[at:end], start=at)])
+        found = corpus.match_lengths(text)
+        if found.highest is None and found.coverage is None:
+            self._found.append((corpus, text, found.lengths))
+        return found
 
 
 @dataclass(frozen=True)
