@@ -17,5 +17,6 @@ setup(
         ),
         Extension("audit._spans", sources=["audit/_spans.c"], extra_compile_args=["-O3"]),
         Extension("audit._chars", sources=["audit/_chars.c"], extra_compile_args=["-O3"]),
+        Extension("audit._figures", sources=["audit/_figures.c"], extra_compile_args=["-O3"]),
     ]
 )

@@ -521,17 +521,45 @@ def plain_maximal_spans(lengths: list[int], min_chars: int) -> list[tuple[int, i
     return sorted(spans, key=lambda s: (s[0] - s[1], s[0]))
 
 
-@pytest.mark.parametrize("short", [0, 200, 10**9], ids=["vectorised", "by length", "looped"])
-def test_maximal_spans_of_real_matches_are_those_of_the_plain_loop(index, rows, short, monkeypatch):
-    from audit.signals import ngram_match
+def test_maximal_spans_of_real_matches_are_those_of_the_plain_loop(index, rows):
     from audit.signals.ngram_match import FieldMatch
 
-    monkeypatch.setattr(ngram_match, "SHORT_FIELD", short)
+    rng = random.Random(3)
+    kept = 0
     for query in [*queries(rows), b""]:
         text = query.decode()
         lengths = index.match_lengths(text).lengths
-        for min_chars in (0, 1, 3, 8):
-            assert FieldMatch(text, lengths).maximal_spans(min_chars) == plain_maximal_spans(lengths, min_chars), (text, min_chars)
+        for given in (lengths, [rng.randrange(0, 6) for _ in text]):
+            for min_chars in (0, 1, 3, 8):
+                found = FieldMatch(text, given).maximal_spans(min_chars)
+                assert found == plain_maximal_spans(given, min_chars), (text, min_chars)
+                kept += len(found)
+    assert kept
+
+
+def test_windows_found_are_those_the_loop_counts(index, rows):
+    """`_figures.window_found` against its definition: of the windows not set aside, those whose
+    first character's match reaches their end; on real matches, sizes and random masks."""
+    from audit import _figures
+    from audit.text import windows
+
+    rng = random.Random(4)
+    found_some = 0
+    for query in queries(rows):
+        text = query.decode()
+        lengths = index.match_lengths(text).lengths
+        for size in (1, 2, 5):
+            every = windows(text, size)
+            for skip in (None, bytes(rng.randrange(2) for _ in every)):
+                kept = [span for k, span in enumerate(every) if skip is None or not skip[k]]
+                want = (len(kept), sum(1 for start, end in kept if lengths[start] >= end - start))
+                assert _figures.window_found(lengths, every, *([skip] if skip is not None else [])) == want, (text, size)
+                found_some += want[1]
+    assert found_some
+    with pytest.raises(ValueError, match="skip has 1 bytes for 2 windows"):
+        _figures.window_found([3, 3, 3], ((0, 1), (1, 2)), b"\x00")
+    with pytest.raises(IndexError, match="a window starts at 5"):
+        _figures.window_found([3, 3, 3], ((5, 6),))
 
 
 def test_shared_windows_are_those_some_source_holds(rows):
@@ -551,6 +579,8 @@ def test_shared_windows_are_those_some_source_holds(rows):
                 want = frozenset(span for span in windows(text, size) if any(text[span[0] : span[1]] in source for source in sources))
                 found = SharedText.find(text, size, sources)
                 assert (found.windows if found is not None else frozenset()) == want, (text, size)
+                if found is not None:
+                    assert found.mask == bytes(span in want for span in windows(text, size))
                 shared += len(want)
                 if found is not None:  # every position's unshared characters at once, as one by one
                     lengths = [rng.randrange(0, len(text) + 3) for _ in text]

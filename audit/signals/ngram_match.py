@@ -14,13 +14,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from audit import _figures
 from audit.corpora.base import Budget, Corpus, CoverageSample, MatchLengths, MatchQuestions
 from audit.evidence import Json
 from audit.rules import Op, Rule
 from audit.text import dominant_script, windows
-
-# Characters up to which a field's maximal spans are found by a plain loop (`maximal_spans`).
-SHORT_FIELD = 200
 
 
 @dataclass
@@ -53,23 +51,10 @@ class FieldMatch:
         return self.lengths.index(length), length
 
     def maximal_spans(self, min_chars: int) -> list[tuple[int, int]]:
-        """Matched spans not contained in an earlier one, longest first: a span counts where it
-        reaches past every earlier one's end (one running maximum: vectorised for a long
-        field, a plain loop for a short one, where numpy's calls cost more than the loop)."""
-        if len(self.lengths) > SHORT_FIELD:
-            lengths = np.asarray(self.lengths, dtype=np.int64)
-            ends = np.arange(len(lengths)) + lengths
-            reach = np.maximum.accumulate(np.concatenate(([0], ends[:-1])))
-            kept = np.flatnonzero((ends > reach) & (lengths >= min_chars))
-            spans = list(zip(kept.tolist(), ends[kept].tolist(), strict=True))
-        else:
-            spans, furthest = [], 0
-            for start, length in enumerate(self.lengths):
-                if start + length > furthest:
-                    if length >= min_chars:
-                        spans.append((start, start + length))
-                    furthest = start + length
-        return sorted(spans, key=lambda s: (s[0] - s[1], s[0]))
+        """Matched spans not contained in an earlier one, longest first (the earliest on ties):
+        a span counts where it reaches past every earlier one's end.  In C
+        (`_figures.maximal_spans`), since every field asks it of every character."""
+        return _figures.maximal_spans(self.lengths, min_chars)
 
 
 class HeldLengths:
@@ -104,6 +89,8 @@ class SharedText:
 
     windows: frozenset[tuple[int, int]]
     chars: tuple[bool, ...]
+    # A byte per window of the field (`text.windows`), 1 where it is shared.
+    mask: bytes
 
     @classmethod
     def find(cls, text: str, size: int, sources: Sequence[str]) -> SharedText | None:
@@ -116,17 +103,15 @@ class SharedText:
         # Joined by a character the field lacks, the sources are searched at once: a window
         # cannot reach across that character, so it is found exactly where one source holds it.
         joined = "\x00".join(sources) if "\x00" not in text else None
-        spans = frozenset(
-            span
-            for span in windows(text, size)
-            if (text[span[0] : span[1]] in joined if joined is not None else any(text[span[0] : span[1]] in source for source in sources))
-        )
-        if not spans:
+        every = windows(text, size)
+        mask = bytes(text[start:end] in joined if joined is not None else any(text[start:end] in source for source in sources) for start, end in every)
+        if not any(mask):
             return None
+        spans = frozenset(span for span, shared in zip(every, mask, strict=True) if shared)
         chars = [False] * len(text)
         for start, end in spans:
             chars[start:end] = [True] * (end - start)
-        return cls(spans, tuple(chars))
+        return cls(spans, tuple(chars), mask)
 
     def unshared(self, start: int, length: int) -> int:
         """Characters of text[start:start+length] that are not shared with the source."""
@@ -189,13 +174,15 @@ def window_figures(match: FieldMatch, size: int, shared: SharedText | None = Non
     shared with the source are left out of both sides; a sample drawn over all windows still
     narrows the range once the shared windows' possible share is taken off it."""
     every = windows(match.text, size)
-    spans = [span for span in every if shared is None or span not in shared.windows]
-    found = sum(1 for start, end in spans if match.lengths[start] >= end - start)
-    # Only a bounded backend leaves a window undecided: exact lengths settle every one.
+    counted, found = _figures.window_found(match.lengths, every, *([shared.mask] if shared is not None else []))
+    # Only a bounded backend leaves a window undecided (exact lengths settle every one), and
+    # only it draws a sample: it alone needs the windows counted listed.
+    bounded = match.highest is not None or match.coverage is not None
+    spans = [span for span in every if shared is None or span not in shared.windows] if bounded else []
     undecided = sum(1 for start, end in spans if match.lengths[start] < end - start <= match.most(start)) if match.highest is not None else 0
-    low, high = _ratio(found, len(spans)), _ratio(found + undecided, len(spans))
-    figures: dict[str, Json] = {"windows": len(spans), "windows_found": found}
-    if match.coverage is not None and spans:
+    low, high = _ratio(found, counted), _ratio(found + undecided, counted)
+    figures: dict[str, Json] = {"windows": counted, "windows_found": found}
+    if match.coverage is not None and counted:
         sample = match.coverage
         set_aside = [span for span in every if span not in spans]
         shared_least = sum(1 for start, end in set_aside if match.lengths[start] >= end - start)
