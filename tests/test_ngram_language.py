@@ -444,3 +444,27 @@ def test_a_cloze_items_evidence_is_what_searching_every_field_gives(corpus, monk
     assert lent == searched and {"1859", "especies", "Lajien synty"} <= set(asked)
     prompts = [next(e for e in found if e["field"] == "prompt") for found in lent]
     assert all(e["figures"]["longest_match_chars"] > 0 for e in prompts)
+
+
+def test_a_views_samples_are_kept_apart_from_those_of_a_view_letting_documents_in(corpus, monkeypatch):
+    """A language's view answers a string asked again from its store, with the places a fresh
+    view finds; a view letting a document in shares the store but not the answers, and the
+    store holds at most `SAMPLES_KEPT`."""
+    from audit.corpora import inlanguage
+
+    view = corpus.in_language(frozenset({"pt"}), unknown=False)
+    fresh = lambda v: inlanguage.LanguageView(corpus, v.languages, v.unknown, v.let_in)  # noqa: E731
+    es_document = next(d for d in range(corpus.info.documents) if corpus.in_language(frozenset({"es"}), unknown=False).document_language(d)[0] == "es")
+    let_in = view.with_documents(frozenset({es_document}))
+    read = []
+    occurrences_in = corpus.occurrences_in
+    monkeypatch.setattr(corpus, "occurrences_in", lambda *args: read.append(args[0]) or occurrences_in(*args))
+    for text in ("de", "Charles Darwin", " a ", "1859"):
+        for v in (view, let_in):
+            first = v.occurrences(text, 50)
+            assert v.occurrences(text, 50) is first
+            again = fresh(v).occurrences(text, 50)
+            assert first[0] == again[0] and first[1].documents.tolist() == again[1].documents.tolist() and first[1].offsets.tolist() == again[1].offsets.tolist()
+    assert view.occurrences("de", 50)[0] < let_in.occurrences("de", 50)[0]
+    assert len(read) == 16
+    assert view._samples is let_in._samples and view._samples.cache_info().maxsize == inlanguage.SAMPLES_KEPT

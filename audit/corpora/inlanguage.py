@@ -28,8 +28,9 @@ answer too; `LanguageView` is the driver's half, a corpus answering the same pro
 """
 from __future__ import annotations
 
+import functools
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import NamedTuple, Protocol
@@ -55,6 +56,8 @@ TEXT_CAP = 1 << 20
 SMALL_KEPT = 64 << 20
 # No let-in documents.
 NO_DOCUMENTS = np.empty(0, dtype=np.int64)
+# Samples of a string's places a language's views keep between them (`LanguageView.occurrences`).
+SAMPLES_KEPT = 128
 
 
 class CharMatches(NamedTuple):
@@ -321,7 +324,7 @@ class LanguageView:
     by = LanguageBy.TABLE
     exact_lengths = True
 
-    def __init__(self, index: TabledIndex, languages: frozenset[str], unknown: bool, documents: frozenset[int] = frozenset()) -> None:
+    def __init__(self, index: TabledIndex, languages: frozenset[str], unknown: bool, documents: frozenset[int] = frozenset(), samples: Callable | None = None) -> None:
         if index.languages is None:
             raise ValueError(f"{index.info.name}: has no language table")
         self.index, self.info, self.table = index, index.info, index.languages
@@ -335,6 +338,7 @@ class LanguageView:
         # Filled by the n-gram scope (`Scope.quoting`): this view with the documents quoting a
         # match let in, per language, match, windows read and digest of the sample.
         self.quoted: dict[tuple[str, str, int, bytes], LanguageView] = {}
+        self._samples = samples or functools.lru_cache(maxsize=SAMPLES_KEPT)(LanguageView._sampled)
         # Read-only: a view is kept by its index and handed to every field that asks for it.
         self.allowed.setflags(write=False)
         self.extra.setflags(write=False)
@@ -342,7 +346,7 @@ class LanguageView:
     def with_documents(self, documents: frozenset[int]) -> LanguageView:
         """This view with some documents of other languages let in: those whose window around
         a match was identified as this language (a page quoting it)."""
-        return LanguageView(self.index, self.languages, self.unknown, self.let_in | documents)
+        return LanguageView(self.index, self.languages, self.unknown, self.let_in | documents, self._samples)
 
     @property
     def empty(self) -> bool:
@@ -368,8 +372,11 @@ class LanguageView:
         return MatchLengths(lengths, None if low.tobytes() == high.tobytes() else char_lengths(encoded, high))
 
     def occurrences(self, text: str, limit: int) -> tuple[int, Sampled]:
-        if self.empty or not text:
-            return 0, Sampled.none()
+        """Kept (read-only), in one store with the views letting documents in: a benchmark's
+        pair checks ask a language for the same answers and names item after item."""
+        return (0, Sampled.none()) if self.empty or not text else self._samples(self, text, limit)
+
+    def _sampled(self, text: str, limit: int) -> tuple[int, Sampled]:
         total, found = self.index.occurrences_in(text.encode("utf-8"), self.allowed, self.extra, limit)
         return total, found.picked(_spread(len(found), limit))
 
