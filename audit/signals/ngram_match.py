@@ -63,7 +63,8 @@ class HeldLengths:
     statement) takes its lengths from it: its match at each character is the container's at
     the same place, cut at the field's end, since every prefix of a held string is held.  A
     container whose lengths were only bounded lends none, so the lengths lent are the exact
-    ones a search of the field would find."""
+    ones a search of the field would find.  Exact lengths fall by at most one a character (a
+    held string's suffix is held), so the matches the field's end cuts are its last ones."""
 
     def __init__(self) -> None:
         self._found: list[tuple[Corpus, str, list[int]]] = []
@@ -73,8 +74,10 @@ class HeldLengths:
         for asked, held, lengths in self._found:
             at = held.find(text) if asked is corpus else -1
             if at >= 0:
-                end = at + len(text)
-                return MatchLengths([min(length, end - i) for i, length in enumerate(lengths[at:end], start=at)])
+                end = cut = at + len(text)
+                while cut > at and lengths[cut - 1] > end - cut + 1:
+                    cut -= 1
+                return MatchLengths(lengths[at:cut] + list(range(end - cut, 0, -1)))
         found = corpus.match_lengths(text)
         if found.highest is None and found.coverage is None:
             self._found.append((corpus, text, found.lengths))
